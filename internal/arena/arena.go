@@ -1,0 +1,83 @@
+// Package arena owns a fixed-size, append-only byte region from which the
+// memtable carves its nodes, keys and values. Allocations are addressed by
+// uint32 offsets rather than pointers, so the garbage collector sees one
+// pointer-free object however many entries it holds.
+//
+// Invariants: memory is never freed or reused until the whole arena is
+// dropped; Alloc is safe from many goroutines at once and never hands out
+// overlapping ranges; offset 0 is never returned, so callers may use it as
+// a nil reference; the backing store is 8-byte aligned, so an offset
+// aligned to 4 or 8 by Alloc is aligned in memory too.
+package arena
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Arena is a bump allocator over one preallocated buffer.
+type Arena struct {
+	size atomic.Uint32
+	buf  []byte
+}
+
+// New returns an arena of capacity bytes. capacity must be between 1 and
+// math.MaxUint32, since offsets are 32-bit.
+func New(capacity int) *Arena {
+	if capacity < 1 || uint64(capacity) > math.MaxUint32 {
+		panic(fmt.Sprintf("arena: capacity %d out of range [1, %d]", capacity, uint32(math.MaxUint32)))
+	}
+	// Backing the bytes with uint64s guarantees 8-byte alignment of the
+	// base; a plain make([]byte) of a small size may come from the tiny
+	// allocator at any address, which would break atomic access.
+	words := make([]uint64, (capacity+7)/8)
+	a := &Arena{buf: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), capacity)}
+	// Byte 0 is reserved so that offset 0 can mean "no allocation".
+	a.size.Store(1)
+	return a
+}
+
+// Alloc reserves size bytes whose offset is a multiple of align, which must
+// be a power of two. ok is false, and nothing is reserved, when the arena
+// cannot fit the request. The bytes are zero.
+func (a *Arena) Alloc(size, align uint32) (offset uint32, ok bool) {
+	mask := uint64(align) - 1
+	for {
+		old := a.size.Load()
+		start := (uint64(old) + mask) &^ mask
+		end := start + uint64(size)
+		if end > uint64(len(a.buf)) {
+			return 0, false
+		}
+		// A CAS loop rather than an atomic add keeps Size exact after a
+		// failed allocation, which the memtable reports as its footprint.
+		if a.size.CompareAndSwap(old, uint32(end)) {
+			return uint32(start), true
+		}
+	}
+}
+
+// Size returns the number of bytes handed out, including alignment padding
+// and the reserved byte 0.
+func (a *Arena) Size() uint32 { return a.size.Load() }
+
+// Capacity returns the arena's total size in bytes.
+func (a *Arena) Capacity() uint32 { return uint32(len(a.buf)) }
+
+// Bytes returns the n bytes at off. The slice's capacity is capped at n so
+// appending to it cannot spill into a neighbouring allocation.
+func (a *Arena) Bytes(off, n uint32) []byte {
+	end := uint64(off) + uint64(n)
+	return a.buf[off:end:end]
+}
+
+// Uint32 returns the 4 bytes at off as an atomic word. off must be 4-byte
+// aligned (as returned by Alloc with align >= 4, plus a multiple of 4).
+func (a *Arena) Uint32(off uint32) *atomic.Uint32 {
+	if uint64(off)+4 > uint64(len(a.buf)) || off%4 != 0 {
+		panic(fmt.Sprintf("arena: bad atomic word offset %d", off))
+	}
+	return (*atomic.Uint32)(unsafe.Pointer(&a.buf[off]))
+}

@@ -1,0 +1,83 @@
+package arena
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestAllocAlignmentAndFull(t *testing.T) {
+	a := New(64)
+	if a.Capacity() != 64 || a.Size() != 1 {
+		t.Fatalf("fresh arena: capacity %d size %d", a.Capacity(), a.Size())
+	}
+	off, ok := a.Alloc(3, 1)
+	if !ok || off != 1 {
+		t.Fatalf("first byte alloc at %d ok=%v, want 1 (0 is reserved)", off, ok)
+	}
+	off, ok = a.Alloc(8, 8)
+	if !ok || off != 8 {
+		t.Fatalf("aligned alloc at %d ok=%v, want 8", off, ok)
+	}
+	before := a.Size()
+	if _, ok := a.Alloc(49, 4); ok {
+		t.Fatal("alloc beyond capacity succeeded")
+	}
+	if a.Size() != before {
+		t.Fatalf("failed alloc moved size from %d to %d", before, a.Size())
+	}
+	off, ok = a.Alloc(48, 4)
+	if !ok || off != 16 || a.Size() != 64 {
+		t.Fatalf("exact fit at %d ok=%v size %d", off, ok, a.Size())
+	}
+	if _, ok := a.Alloc(0, 1); !ok {
+		t.Fatal("empty alloc in a full arena failed")
+	}
+}
+
+func TestBytesCapped(t *testing.T) {
+	a := New(16)
+	x, _ := a.Alloc(4, 4)
+	y, _ := a.Alloc(4, 4)
+	copy(a.Bytes(y, 4), "yyyy")
+	_ = append(a.Bytes(x, 4), 'Z')
+	if string(a.Bytes(y, 4)) != "yyyy" {
+		t.Fatal("append to one allocation overwrote the next")
+	}
+}
+
+func TestConcurrentAllocDisjoint(t *testing.T) {
+	const goroutines, perG = 8, 500
+	a := New(goroutines * perG * 16)
+	offs := make([][]uint32, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				size := uint32(1 + (g+i)%13)
+				off, ok := a.Alloc(size, 4)
+				if !ok {
+					return
+				}
+				b := a.Bytes(off, size)
+				for j := range b {
+					b[j] = byte(g + 1)
+				}
+				a.Uint32(off) // alignment holds for atomic use
+				offs[g] = append(offs[g], off, size)
+			}
+		}()
+	}
+	wg.Wait()
+	// Each byte must still carry the mark of the goroutine that owns it.
+	for g, list := range offs {
+		for i := 0; i < len(list); i += 2 {
+			for _, c := range a.Bytes(list[i], list[i+1]) {
+				if c != byte(g+1) {
+					t.Fatalf("allocation at %d of goroutine %d overlapped another", list[i], g)
+				}
+			}
+		}
+	}
+}
