@@ -1,0 +1,439 @@
+package lsmgo
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/memtable"
+	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+// maxGroupBytes caps one commit group so a leader does not hold followers
+// behind an unbounded write.
+const maxGroupBytes = 1 << 20
+
+// memEntryOverhead bounds the arena bytes a skiplist node adds to a key
+// and value; rotation decisions use it so an insert never finds the
+// memtable full after its WAL record is written.
+const memEntryOverhead = 128
+
+// walState is the WAL being written. Only the commit leader writes it;
+// the interval syncer syncs it under walSyncMu.
+type walState struct {
+	num      base.FileNum
+	file     vfs.File
+	w        *wal.Writer
+	unsynced bool
+}
+
+// commitWriter is one Apply call waiting in the commit queue.
+type commitWriter struct {
+	repr []byte
+	sync bool
+	// rotate asks the leader to make the memtable immutable instead of
+	// writing (Flush); rotatedID reports which memtable it rotated.
+	rotate    bool
+	rotatedID uint64
+	done      bool
+	err       error
+	cond      sync.Cond
+}
+
+// Apply commits the batch atomically. It returns once the batch is in the
+// WAL (and fsynced when the sync mode or wo asks) and visible to reads.
+//
+// Writers queue; the writer at the head leads: it takes the queued batches
+// (a commit group), writes them to the WAL with one write and at most one
+// fsync, inserts them into the memtable, publishes their sequence numbers
+// and wakes the followers. This is group commit: under SyncAlways N
+// concurrent writers share one fsync.
+func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if b.Count() == 0 {
+		return nil
+	}
+	w := &commitWriter{repr: b.repr, sync: db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)}
+	db.mu.Lock()
+	db.enqueueLocked(w)
+	db.mu.Unlock()
+	return w.err
+}
+
+// enqueueLocked puts w in the commit queue and returns when it is done,
+// leading a group itself when it reaches the head. db.mu is held.
+func (db *DB) enqueueLocked(w *commitWriter) {
+	w.cond.L = &db.mu.Mutex
+	db.mu.writers = append(db.mu.writers, w)
+	for !w.done && db.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	if !w.done {
+		db.leadCommitLocked(w)
+	}
+}
+
+// leadCommitLocked runs one commit group with leader at the queue's head;
+// db.mu is held on entry and exit but released during I/O.
+func (db *DB) leadCommitLocked(leader *commitWriter) {
+	group := db.mu.writers[:1]
+	var err error
+	if leader.rotate {
+		err = db.rotateForFlushLocked(leader)
+		db.finishGroupLocked(leader, group, err)
+		return
+	}
+	need := memSizeEstimate(leader.repr)
+	err = db.makeRoomForWriteLocked(need)
+	if err == nil {
+		room := db.mu.mem.mt.Capacity() - db.mu.mem.mt.Size()
+		size := len(leader.repr)
+		for _, w := range db.mu.writers[1:] {
+			if w.rotate {
+				break
+			}
+			n := memSizeEstimate(w.repr)
+			if size+len(w.repr) > maxGroupBytes || need+n > room {
+				break
+			}
+			size += len(w.repr)
+			need += n
+			group = db.mu.writers[:len(group)+1]
+		}
+		err = db.commitGroupLocked(group)
+	}
+	db.finishGroupLocked(leader, group, err)
+}
+
+// finishGroupLocked completes a group, removes it from the queue and hands
+// leadership to the next writer.
+func (db *DB) finishGroupLocked(leader *commitWriter, group []*commitWriter, err error) {
+	for _, w := range group {
+		w.err = err
+		w.done = true
+		if w != leader {
+			w.cond.Signal()
+		}
+	}
+	n := copy(db.mu.writers, db.mu.writers[len(group):])
+	clear(db.mu.writers[n:])
+	db.mu.writers = db.mu.writers[:n]
+	if n > 0 {
+		db.mu.writers[0].cond.Signal()
+	} else if db.mu.closing {
+		db.mu.cond.Broadcast()
+	}
+}
+
+// commitGroupLocked assigns sequence numbers, writes the WAL and applies
+// the group to the memtable. db.mu is released during the I/O; the commit
+// queue keeps every other leader out meanwhile.
+func (db *DB) commitGroupLocked(group []*commitWriter) error {
+	seq := db.mu.nextSeq
+	needSync := false
+	for _, w := range group {
+		batchrepr.SetSeq(w.repr, seq)
+		seq += base.SeqNum(batchrepr.Count(w.repr))
+		needSync = needSync || w.sync
+	}
+	db.mu.nextSeq = seq
+	mem := db.mu.mem
+	log := &db.mu.log
+	db.mu.Unlock()
+
+	err := db.writeWAL(log, group, needSync)
+	if err == nil {
+		err = applyToMemtable(mem.mt, group)
+	}
+	if err == nil {
+		db.visibleSeq.Store(uint64(seq))
+		db.m.commitGroups.Add(1)
+		db.m.commits.Add(int64(len(group)))
+	}
+	db.mu.Lock()
+	if err != nil {
+		db.setBackgroundErrorLocked(err)
+		return db.mu.bgErr
+	}
+	return nil
+}
+
+func (db *DB) writeWAL(log *walState, group []*commitWriter, sync bool) error {
+	for _, w := range group {
+		if err := log.w.WriteRecord(w.repr); err != nil {
+			return fmt.Errorf("lsmgo: WAL %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+		}
+	}
+	n := log.w.Buffered()
+	if err := log.w.Flush(); err != nil {
+		return fmt.Errorf("lsmgo: WAL write %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+	}
+	db.m.walBytes.Add(int64(n))
+	if !sync {
+		db.walSyncMu.Lock()
+		log.unsynced = true
+		db.walSyncMu.Unlock()
+		return nil
+	}
+	db.walSyncMu.Lock()
+	defer db.walSyncMu.Unlock()
+	log.unsynced = true
+	return db.syncWALLocked()
+}
+
+func applyToMemtable(mt *memtable.Memtable, group []*commitWriter) error {
+	for _, w := range group {
+		if err := applyBatch(mt, w.repr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyBatch inserts a batch's records at their sequence numbers.
+func applyBatch(mt *memtable.Memtable, repr []byte) error {
+	r, err := batchrepr.NewReader(repr)
+	if err != nil {
+		return err
+	}
+	seq := batchrepr.Seq(repr)
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if err := mt.Add(base.MakeInternalKey(key, seq, kind), value); err != nil {
+			if errors.Is(err, memtable.ErrFull) {
+				return fmt.Errorf("lsmgo: memtable overflow despite the size estimate: %w", err)
+			}
+			return err
+		}
+		seq++
+	}
+}
+
+// memSizeEstimate bounds the memtable bytes a batch needs.
+func memSizeEstimate(repr []byte) int {
+	return len(repr) + int(batchrepr.Count(repr))*memEntryOverhead
+}
+
+// makeRoomForWriteLocked makes sure the mutable memtable can take need
+// more bytes: it rotates a full memtable and stalls (waits) while too many
+// memtables or L0 files are queued. db.mu is held; it may be released.
+func (db *DB) makeRoomForWriteLocked(need int) error {
+	slowed := false
+	for {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		l0 := len(db.rs.version.Files[0])
+		if !slowed && l0 >= db.opts.L0SlowdownWritesThreshold {
+			slowed = true
+			db.m.slowdowns.Add(1)
+			db.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			db.mu.Lock()
+			continue
+		}
+		mt := db.mu.mem.mt
+		if mt.Size()+need <= mt.Capacity() {
+			return nil
+		}
+		if len(db.mu.imm)+1 >= db.opts.MemTableStopWritesThreshold || l0 >= db.opts.L0StopWritesThreshold {
+			db.stallLocked()
+			continue
+		}
+		if err := db.rotateMemtableLocked(need); err != nil {
+			db.setBackgroundErrorLocked(err)
+			return db.mu.bgErr
+		}
+	}
+}
+
+// rotateForFlushLocked makes the mutable memtable immutable for Flush,
+// waiting while too many memtables are queued. It records which memtable
+// it rotated (0 when it was empty).
+func (db *DB) rotateForFlushLocked(w *commitWriter) error {
+	for {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.mu.mem.mt.Empty() {
+			return nil
+		}
+		if len(db.mu.imm)+1 < db.opts.MemTableStopWritesThreshold {
+			break
+		}
+		db.stallLocked()
+	}
+	w.rotatedID = db.mu.mem.id
+	if err := db.rotateMemtableLocked(0); err != nil {
+		db.setBackgroundErrorLocked(err)
+		return db.mu.bgErr
+	}
+	return nil
+}
+
+// stallLocked waits for a flush or compaction to finish.
+func (db *DB) stallLocked() {
+	start := time.Now()
+	db.m.stalls.Add(1)
+	db.maybeScheduleFlushLocked()
+	db.maybeScheduleCompaction()
+	db.mu.cond.Wait()
+	db.m.stallNanos.Add(int64(time.Since(start)))
+}
+
+// rotateMemtableLocked makes the mutable memtable immutable, starts a new
+// WAL and a new memtable large enough for need, and schedules a flush.
+func (db *DB) rotateMemtableLocked(need int) error {
+	// The old WAL is synced before the new one exists, so after a power
+	// loss the surviving writes are always a prefix, and a damaged tail
+	// can only be in the newest WAL.
+	if err := db.syncWAL(); err != nil {
+		return err
+	}
+	num := db.vs.NewFileNum()
+	newLog, err := db.createWAL(num)
+	if err != nil {
+		return err
+	}
+	if err := db.retireWAL(&newLog); err != nil {
+		newLog.file.Close()
+		return err
+	}
+	if !db.mu.mem.mt.Empty() {
+		db.mu.imm = append(db.mu.imm, db.mu.mem)
+	}
+	db.mu.mem = db.newMemTable(num, need)
+	db.updateReadStateLocked()
+	db.maybeScheduleFlushLocked()
+	return nil
+}
+
+func (db *DB) newMemTable(logNum base.FileNum, need int) *memTable {
+	db.mu.nextMemID++
+	return &memTable{
+		mt:     memtable.New(max(db.opts.MemTableSize, 2*need)),
+		logNum: logNum,
+		id:     db.mu.nextMemID,
+	}
+}
+
+// createWAL creates a WAL file and makes its directory entry durable, so a
+// write synced into it survives a crash.
+func (db *DB) createWAL(num base.FileNum) (walState, error) {
+	name := db.path(base.MakeFilename(base.FileTypeLog, num))
+	f, err := db.fs.Create(name)
+	if err != nil {
+		return walState{}, fmt.Errorf("lsmgo: create WAL: %w", err)
+	}
+	if err := db.syncDir(); err != nil {
+		f.Close()
+		return walState{}, err
+	}
+	return walState{num: num, file: f, w: wal.NewWriter(f)}, nil
+}
+
+// retireWAL syncs and closes the current WAL, if any, and installs next
+// (when not nil) in its place.
+func (db *DB) retireWAL(next *walState) error {
+	db.walSyncMu.Lock()
+	defer db.walSyncMu.Unlock()
+	log := &db.mu.log
+	if log.file != nil {
+		if err := db.syncWALLocked(); err != nil {
+			return err
+		}
+		err := log.file.Close()
+		log.file = nil
+		if err != nil {
+			return fmt.Errorf("lsmgo: WAL close: %w", err)
+		}
+	}
+	if next != nil {
+		*log = *next
+	}
+	return nil
+}
+
+// syncWAL fsyncs the current WAL if it has unsynced writes.
+func (db *DB) syncWAL() error {
+	db.walSyncMu.Lock()
+	defer db.walSyncMu.Unlock()
+	return db.syncWALLocked()
+}
+
+// syncWALLocked is syncWAL with walSyncMu held.
+func (db *DB) syncWALLocked() error {
+	log := &db.mu.log
+	if log.file == nil || !log.unsynced {
+		return nil
+	}
+	if err := log.file.Sync(); err != nil {
+		return fmt.Errorf("lsmgo: WAL sync %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+	}
+	log.unsynced = false
+	db.m.walSyncs.Add(1)
+	return nil
+}
+
+// closeWAL syncs and closes the WAL at Close.
+func (db *DB) closeWAL() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.bgErr != nil {
+		if db.mu.log.file != nil {
+			db.mu.log.file.Close()
+			db.mu.log.file = nil
+		}
+		return nil
+	}
+	return db.retireWAL(nil)
+}
+
+func (db *DB) syncDir() error { return syncDirOf(db.fs, db.dirname) }
+
+// syncDirOf makes dir's entries durable.
+func syncDirOf(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("lsmgo: open dir: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("lsmgo: sync dir: %w", err)
+	}
+	return nil
+}
+
+// intervalSyncer fsyncs the WAL every SyncInterval under SyncInterval mode.
+func (db *DB) intervalSyncer() {
+	defer db.bgWG.Done()
+	t := time.NewTicker(db.opts.Sync.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.syncerC:
+			return
+		case <-t.C:
+		}
+		if err := db.syncWAL(); err != nil {
+			db.mu.Lock()
+			db.setBackgroundErrorLocked(err)
+			db.mu.Unlock()
+		}
+	}
+}

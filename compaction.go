@@ -1,0 +1,310 @@
+package lsmgo
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/compaction"
+	"github.com/lsmgo-dev/lsmgo/internal/iter"
+	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/sstable"
+)
+
+// errClosing aborts background work when the DB closes; it is not a
+// background error.
+var errClosing = errors.New("lsmgo: closing")
+
+// maybeScheduleFlushLocked starts the flush goroutine when memtables wait.
+func (db *DB) maybeScheduleFlushLocked() {
+	if db.mu.flushing || len(db.mu.imm) == 0 || db.mu.bgErr != nil {
+		return
+	}
+	db.mu.flushing = true
+	go db.flushLoop()
+}
+
+// flushLoop writes immutable memtables to L0, oldest first, until none
+// is left. Flushes continue during Close so nothing waits on a deleted WAL.
+func (db *DB) flushLoop() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for len(db.mu.imm) > 0 && db.mu.bgErr == nil {
+		m := db.mu.imm[0]
+		nextLog := db.mu.mem.logNum
+		if len(db.mu.imm) > 1 {
+			nextLog = db.mu.imm[1].logNum
+		}
+		snapshots := db.mu.snapshots.seqs()
+		lastSeq := base.SeqNum(db.visibleSeq.Load()) - 1
+		db.mu.Unlock()
+
+		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil)
+		if err == nil {
+			edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: lastSeq}
+			for _, f := range metas {
+				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
+			}
+			if err = db.vs.LogAndApply(edit); err != nil {
+				db.removeTables(metas)
+			}
+		}
+		db.mu.Lock()
+		if errors.Is(err, errClosing) {
+			// The memtable's writes stay in its WAL for the next Open.
+			break
+		}
+		if err != nil {
+			db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: flush: %w", err))
+			break
+		}
+		db.mu.imm = db.mu.imm[1:]
+		db.mu.flushedID = m.id
+		db.m.flushes.Add(1)
+		for _, f := range metas {
+			db.m.flushBytes.Add(int64(f.Size))
+		}
+		db.updateReadStateLocked()
+		db.removeFile(base.FileTypeLog, m.logNum)
+		db.mu.cond.Broadcast()
+		db.maybeScheduleCompaction()
+	}
+	db.mu.flushing = false
+	db.mu.cond.Broadcast()
+}
+
+// maybeScheduleCompaction starts compactions, most urgent first, while
+// the worker pool has room. db.mu must be held.
+func (db *DB) maybeScheduleCompaction() {
+	if db.mu.closing || db.mu.bgErr != nil {
+		return
+	}
+	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
+		c := db.picker.Pick(db.rs.version)
+		if c == nil {
+			return
+		}
+		db.startCompactionLocked(c)
+		go func() {
+			err := db.runCompaction(c)
+			db.mu.Lock()
+			db.finishCompactionLocked(c, err)
+			db.mu.Unlock()
+		}()
+	}
+}
+
+func (db *DB) startCompactionLocked(c *compaction.Compaction) {
+	for _, f := range c.AllInputs() {
+		f.Compacting = true
+	}
+	db.mu.compacting++
+}
+
+func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
+	for _, f := range c.AllInputs() {
+		f.Compacting = false
+	}
+	db.mu.compacting--
+	if err != nil && !errors.Is(err, errClosing) {
+		db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: compaction %s: %w", c, err))
+	}
+	db.mu.cond.Broadcast()
+	db.maybeScheduleCompaction()
+}
+
+// runCompaction merges the inputs into new tables of the output level and
+// installs the result. A single input file with nothing to merge below it
+// just moves down a level.
+func (db *DB) runCompaction(c *compaction.Compaction) error {
+	edit := &manifest.VersionEdit{}
+	for i, files := range c.Inputs {
+		level := c.StartLevel
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: level, FileNum: f.FileNum})
+		}
+	}
+	if len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 && !c.Manual {
+		edit.NewFiles = []manifest.NewFile{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
+		db.m.moves.Add(1)
+		return db.installCompaction(edit)
+	}
+
+	db.mu.Lock()
+	snapshots := db.mu.snapshots.seqs()
+	db.mu.Unlock()
+	input, err := db.compactionInput(c)
+	if err != nil {
+		return err
+	}
+	splitter := compaction.NewOutputSplitter(c, db.opts.TargetFileSize)
+	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter)
+	if err != nil {
+		return err
+	}
+	for _, f := range metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: f})
+		db.m.compactWritten.Add(int64(f.Size))
+	}
+	for _, f := range c.AllInputs() {
+		db.m.compactRead.Add(int64(f.Size))
+	}
+	db.m.compactions.Add(1)
+	if err := db.installCompaction(edit); err != nil {
+		db.removeTables(metas)
+		return err
+	}
+	return nil
+}
+
+func (db *DB) installCompaction(edit *manifest.VersionEdit) error {
+	if err := db.vs.LogAndApply(edit); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	db.updateReadStateLocked()
+	db.mu.Unlock()
+	return nil
+}
+
+// compactionInput merges every input file: each L0 table alone (they
+// overlap), each deeper level as one concatenation.
+func (db *DB) compactionInput(c *compaction.Compaction) (base.InternalIterator, error) {
+	var children []base.InternalIterator
+	closeAll := func() {
+		for _, it := range children {
+			it.Close()
+		}
+	}
+	for i, files := range c.Inputs {
+		level := c.StartLevel
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		if level == 0 {
+			for _, f := range files {
+				it, err := db.tables.newIter(f, nil, nil)
+				if err != nil {
+					closeAll()
+					return nil, err
+				}
+				children = append(children, it)
+			}
+		} else if len(files) > 0 {
+			children = append(children, db.newLevelIter(files, nil, nil))
+		}
+	}
+	return iter.NewMergingIter(children...), nil
+}
+
+func (db *DB) newLevelIter(files []*manifest.FileMetadata, lower, upper []byte) base.InternalIterator {
+	return iter.NewLevelIter(files,
+		func(f *manifest.FileMetadata) ([]byte, []byte) { return f.Smallest.UserKey, f.Largest.UserKey },
+		func(f *manifest.FileMetadata) (base.InternalIterator, error) { return db.tables.newIter(f, lower, upper) })
+}
+
+// writeTables writes what the compaction filter keeps of input into new
+// tables, cut where splitter says (one table when splitter is nil), and
+// makes their directory entries durable. On error it removes what it wrote.
+func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter) (metas []*manifest.FileMetadata, err error) {
+	it := compaction.NewIter(input, snapshots, bottommost, db.opts.Now().UnixMilli())
+	var w *sstable.Writer
+	var num base.FileNum
+	defer func() {
+		if cerr := input.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			if w != nil {
+				w.Close()
+				db.removeFile(base.FileTypeTable, num)
+			}
+			db.removeTables(metas)
+			metas = nil
+		}
+	}()
+	finish := func() error {
+		wm, err := w.Close()
+		w = nil
+		if err != nil {
+			db.removeFile(base.FileTypeTable, num)
+			return err
+		}
+		metas = append(metas, &manifest.FileMetadata{
+			FileNum: num, Size: wm.Size,
+			Smallest: wm.Smallest, Largest: wm.Largest,
+			SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
+		})
+		return nil
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n++; n%1024 == 0 && db.closed.Load() {
+			return nil, errClosing
+		}
+		key := it.Key()
+		if w != nil && splitter != nil && splitter.ShouldCut(key, w.EstimatedSize()) {
+			if err := finish(); err != nil {
+				return nil, err
+			}
+		}
+		if w == nil {
+			num = db.vs.NewFileNum()
+			f, err := db.fs.Create(db.path(base.MakeFilename(base.FileTypeTable, num)))
+			if err != nil {
+				return nil, fmt.Errorf("lsmgo: create table: %w", err)
+			}
+			w = sstable.NewWriter(f, sstable.WriterOptions{
+				BlockSize:       db.opts.BlockSize,
+				BloomBitsPerKey: db.opts.BloomBitsPerKey,
+				Compression:     db.opts.Compression.internal(),
+			})
+			if splitter != nil {
+				splitter.Reset()
+			}
+		}
+		if err := w.Add(key, it.Value()); err != nil {
+			return nil, err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	if w != nil {
+		if err := finish(); err != nil {
+			return nil, err
+		}
+	}
+	if len(metas) > 0 {
+		if err := db.syncDir(); err != nil {
+			return nil, err
+		}
+	}
+	return metas, nil
+}
+
+// removeTables deletes tables that never made it into a version.
+func (db *DB) removeTables(metas []*manifest.FileMetadata) {
+	for _, f := range metas {
+		db.removeFile(base.FileTypeTable, f.FileNum)
+	}
+}
+
+// removeFile deletes a file the DB no longer needs; failure only leaks
+// disk space until the next Open, so it is logged, not returned.
+func (db *DB) removeFile(t base.FileType, num base.FileNum) {
+	name := db.path(base.MakeFilename(t, num))
+	if err := db.fs.Remove(name); err != nil {
+		db.opts.Logger.Warn("lsmgo: cannot remove obsolete file", "file", name, "err", err)
+	}
+}
+
+// deleteObsoleteTable is the version set's callback for a table no live
+// version references.
+func (db *DB) deleteObsoleteTable(num base.FileNum) {
+	db.tables.evict(num)
+	db.removeFile(base.FileTypeTable, num)
+}

@@ -1,0 +1,379 @@
+package lsmgo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/cache"
+	"github.com/lsmgo-dev/lsmgo/internal/compaction"
+	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/memtable"
+	"github.com/lsmgo-dev/lsmgo/internal/sstable"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+// DB is an open database. All methods are safe for concurrent use.
+type DB struct {
+	dirname string
+	opts    Options
+	fs      vfs.FS
+	lock    io.Closer
+
+	vs         *manifest.VersionSet
+	blockCache *cache.Cache
+	tables     *tableCache
+	sstStats   sstable.Stats
+	picker     *compaction.Picker
+
+	// visibleSeq is the sequence number readers read at: every write with a
+	// smaller sequence number is fully applied to the memtable.
+	visibleSeq atomic.Uint64
+	closed     atomic.Bool
+
+	// rsMu guards rs, the immutable bundle of memtables and version that
+	// reads use; it is separate from mu so reads never wait behind a
+	// commit leader or a file creation.
+	rsMu sync.RWMutex
+	rs   *readState
+
+	// walSyncMu is held while the WAL file is fsynced or closed, so the
+	// interval syncer and a rotation never touch a closed file.
+	walSyncMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// cond is broadcast when a flush or compaction finishes, when a
+		// background error is set and on close: the events stalled
+		// writers and waiters in Flush/Compact/Close wait for.
+		cond sync.Cond
+
+		writers []*commitWriter // commit queue; writers[0] leads
+		nextSeq base.SeqNum
+
+		mem *memTable
+		imm []*memTable // oldest first
+		log walState
+
+		bgErr      error
+		closing    bool
+		flushing   bool
+		compacting int
+		snapshots  snapshotList
+		// nextMemID numbers memtables so Flush can wait for one.
+		nextMemID uint64
+		flushedID uint64
+	}
+
+	bgWG    sync.WaitGroup
+	syncerC chan struct{}
+
+	m dbMetrics
+}
+
+// memTable is a memtable plus the WAL that holds its writes.
+type memTable struct {
+	mt     *memtable.Memtable
+	logNum base.FileNum
+	id     uint64
+}
+
+// Open opens the database in dir, creating it when it does not exist, and
+// recovers every write the WAL holds. A nil opts means all defaults.
+func Open(dir string, opts *Options) (*DB, error) {
+	o := opts.withDefaults()
+	db := &DB{dirname: dir, opts: o, fs: o.FS}
+	db.mu.cond.L = &db.mu.Mutex
+	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lsmgo: create %s: %w", dir, err)
+	}
+	// The directory's own entry lives in its parent: sync that too, or a
+	// crash right after creating a DB could lose all of it.
+	if err := syncDirOf(db.fs, filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
+	lock, err := db.fs.Lock(db.path(base.MakeFilename(base.FileTypeLock, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("lsmgo: open %s: %w", dir, err)
+	}
+	db.lock = lock
+	if err := db.open(); err != nil {
+		db.closeResources()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) path(name string) string { return db.fs.PathJoin(db.dirname, name) }
+
+func (db *DB) open() error {
+	db.blockCache = cache.New(db.opts.CacheSize)
+	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats)
+	db.picker = compaction.NewPicker(db.compactionConfig())
+	mopts := manifest.Options{
+		FS:             db.fs,
+		Dir:            db.dirname,
+		OnObsoleteFile: db.deleteObsoleteTable,
+	}
+	names, err := db.fs.List(db.dirname)
+	if err != nil {
+		return fmt.Errorf("lsmgo: list %s: %w", db.dirname, err)
+	}
+	hasCurrent, hasData := false, false
+	for _, name := range names {
+		t, _, ok := base.ParseFilename(name)
+		switch {
+		case !ok:
+		case t == base.FileTypeCurrent:
+			hasCurrent = true
+		case t == base.FileTypeLog || t == base.FileTypeTable:
+			hasData = true
+		}
+	}
+	switch {
+	case hasCurrent:
+		db.vs, err = manifest.Load(mopts)
+	case hasData:
+		return base.Corruptf(db.path("CURRENT"), -1, "missing, but the directory holds tables or logs")
+	default:
+		// A crash during the first Open can leave a MANIFEST without CURRENT;
+		// Create starts over and the stray file is removed below.
+		db.vs, err = manifest.Create(mopts)
+	}
+	if err != nil {
+		return err
+	}
+	if err := db.recover(names); err != nil {
+		return err
+	}
+	db.removeObsoleteFiles()
+	if db.opts.Sync.kind == syncInterval {
+		db.syncerC = make(chan struct{})
+		db.bgWG.Add(1)
+		go db.intervalSyncer()
+	}
+	db.mu.Lock()
+	db.maybeScheduleCompaction()
+	db.mu.Unlock()
+	return nil
+}
+
+func (db *DB) compactionConfig() compaction.Config {
+	return compaction.Config{
+		L0CompactionThreshold: db.opts.L0CompactionThreshold,
+		LBaseMaxBytes:         db.opts.LBaseMaxBytes,
+		LevelMultiplier:       db.opts.LevelMultiplier,
+		TargetFileSize:        db.opts.TargetFileSize,
+	}
+}
+
+// Get returns a copy of the value of key, or ErrNotFound.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	v, _, err := db.GetWithExpiry(key)
+	return v, err
+}
+
+// GetWithExpiry returns a copy of the value of key and its expiry time (the
+// zero time when it has none), or ErrNotFound.
+func (db *DB) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
+	if db.closed.Load() {
+		return nil, time.Time{}, ErrClosed
+	}
+	return db.get(key, base.SeqNum(db.visibleSeq.Load()))
+}
+
+func (db *DB) get(key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
+	rs := db.loadReadState()
+	defer rs.unref()
+	value, kind, found, err := rs.get(db, key, readSeq)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !found {
+		return nil, time.Time{}, ErrNotFound
+	}
+	return db.resolveValue(kind, value, true)
+}
+
+// resolveValue turns a found entry into what a reader sees: ErrNotFound
+// for tombstones and expired entries, otherwise the user value (copied
+// when copyValue) and its expiry.
+func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte, time.Time, error) {
+	var expireAt time.Time
+	switch kind {
+	case base.KindDelete:
+		return nil, time.Time{}, ErrNotFound
+	case base.KindSetExpiry:
+		ms, v, ok := base.DecodeExpiryValue(value)
+		if !ok {
+			return nil, time.Time{}, base.Corruptf("", -1, "expiring value of %d bytes is shorter than its expiry", len(value))
+		}
+		if ms <= db.opts.Now().UnixMilli() {
+			return nil, time.Time{}, ErrNotFound
+		}
+		expireAt, value = time.UnixMilli(ms), v
+	}
+	if copyValue {
+		value = append(make([]byte, 0, len(value)), value...)
+	}
+	return value, expireAt, nil
+}
+
+// Set writes key=value.
+func (db *DB) Set(key, value []byte, wo *WriteOptions) error {
+	b := db.NewBatch()
+	b.Set(key, value)
+	return db.Apply(b, wo)
+}
+
+// SetWithExpiry writes key=value that reads as absent from expireAt on;
+// compaction removes it some time after.
+func (db *DB) SetWithExpiry(key, value []byte, expireAt time.Time, wo *WriteOptions) error {
+	b := db.NewBatch()
+	b.SetWithExpiry(key, value, expireAt)
+	return db.Apply(b, wo)
+}
+
+// Delete removes key. Deleting an absent key is not an error.
+func (db *DB) Delete(key []byte, wo *WriteOptions) error {
+	b := db.NewBatch()
+	b.Delete(key)
+	return db.Apply(b, wo)
+}
+
+// Flush writes the memtable to an L0 table and waits until every write
+// acknowledged before the call is in a table.
+func (db *DB) Flush() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	w := &commitWriter{rotate: true}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.enqueueLocked(w)
+	if w.err != nil {
+		return w.err
+	}
+	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil {
+		db.maybeScheduleFlushLocked()
+		db.mu.cond.Wait()
+	}
+	if db.mu.flushedID < w.rotatedID {
+		return db.mu.bgErr
+	}
+	return nil
+}
+
+// Compact flushes the memtable, then compacts every table overlapping the
+// user-key range [start, end] (nil means unbounded) down level by level,
+// dropping overwritten versions, tombstones and expired entries that no
+// snapshot needs. It returns when done.
+func (db *DB) Compact(start, end []byte) error {
+	if err := db.Flush(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		for {
+			if db.mu.bgErr != nil {
+				return db.mu.bgErr
+			}
+			if db.closed.Load() {
+				return ErrClosed
+			}
+			v := db.rs.version
+			if len(v.Overlaps(level, start, end)) == 0 {
+				break
+			}
+			c := db.picker.PickManual(v, level, start, end)
+			if c == nil {
+				// Background work holds a file we need; wait for it.
+				db.mu.cond.Wait()
+				continue
+			}
+			db.startCompactionLocked(c)
+			db.mu.Unlock()
+			err := db.runCompaction(c)
+			db.mu.Lock()
+			db.finishCompactionLocked(c, err)
+			if err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// setBackgroundError makes the DB read-only; mu must be held.
+func (db *DB) setBackgroundErrorLocked(err error) {
+	if db.mu.bgErr == nil {
+		db.mu.bgErr = &backgroundError{cause: err}
+		db.opts.Logger.Error("lsmgo: background error; the DB is now read-only", "dir", db.dirname, "err", err)
+		db.m.backgroundErrors.Add(1)
+	}
+	db.mu.cond.Broadcast()
+}
+
+// Close waits for background work, syncs the WAL and releases the
+// directory. Iterators and snapshots still open are reported to the logger.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return ErrClosed
+	}
+	db.mu.Lock()
+	db.mu.closing = true
+	db.mu.cond.Broadcast()
+	for len(db.mu.writers) > 0 || db.mu.flushing || db.mu.compacting > 0 {
+		db.mu.cond.Wait()
+	}
+	if n := db.mu.snapshots.count(); n > 0 {
+		db.opts.Logger.Warn("lsmgo: Close with open snapshots", "count", n)
+	}
+	err := db.mu.bgErr
+	db.mu.Unlock()
+	if db.syncerC != nil {
+		close(db.syncerC)
+	}
+	db.bgWG.Wait()
+	if n := db.m.openIters.Load(); n > 0 {
+		db.opts.Logger.Warn("lsmgo: Close with open iterators", "count", n)
+	}
+	if cerr := db.closeWAL(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if cerr := db.closeResources(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if errors.Is(err, ErrReadOnly) {
+		// The sticky error was already returned to writers; closing a
+		// read-only DB is not itself a failure.
+		err = nil
+	}
+	return err
+}
+
+// closeResources releases everything Open acquired, in reverse order.
+func (db *DB) closeResources() error {
+	var err error
+	if db.rs != nil {
+		db.rs.unref()
+		db.rs = nil
+	}
+	if db.tables != nil {
+		err = errors.Join(err, db.tables.close())
+	}
+	if db.vs != nil {
+		err = errors.Join(err, db.vs.Close())
+	}
+	if db.lock != nil {
+		err = errors.Join(err, db.lock.Close())
+	}
+	return err
+}

@@ -1,0 +1,27 @@
+// Package lsmgo is an embedded, durable key-value store built as a
+// log-structured merge tree.
+//
+// Writes go to a write-ahead log and an in-memory skiplist (the memtable);
+// full memtables are flushed to immutable sorted tables (SSTables) in level
+// 0, and a background scheduler compacts tables down a leveled tree. Reads
+// merge the memtables and the tables at a sequence number, so every read and
+// iterator sees one consistent state.
+//
+// The API is small: Open returns a DB; Get, Set, SetWithExpiry, Delete and
+// Apply (atomic batches) read and write; NewIter and NewSnapshot give
+// ordered and point-in-time views; Flush, Compact and Metrics manage it.
+//
+// Byte slices: Get returns a copy the caller owns. Iterator.Key and
+// Iterator.Value are valid only until the iterator moves. Keys and values
+// passed to writes may be reused as soon as the call returns.
+//
+// Durability depends on Options.Sync (see SyncMode and doc/durability.md):
+// under SyncAlways, an acknowledged write survives a process crash and a
+// power loss.
+//
+// Errors: ErrNotFound for absent keys, ErrClosed after Close, and errors
+// matching ErrCorruption (with a *CorruptionError naming file and offset)
+// for damaged files. A background I/O error makes the DB read-only: every
+// later write returns an error matching ErrReadOnly, and reads keep
+// working.
+package lsmgo

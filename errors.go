@@ -1,0 +1,33 @@
+package lsmgo
+
+import (
+	"errors"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+)
+
+var (
+	// ErrNotFound is returned by Get for a key that is absent, deleted or
+	// expired.
+	ErrNotFound = errors.New("lsmgo: not found")
+	// ErrClosed is returned by every operation on a closed DB.
+	ErrClosed = errors.New("lsmgo: closed")
+	// ErrReadOnly is matched by the error every write returns after a
+	// background I/O error; the error also wraps the original cause.
+	ErrReadOnly = errors.New("lsmgo: read-only after background error")
+	// ErrCorruption is matched, with errors.Is, by every error that reports
+	// damaged on-disk data; errors.As with *CorruptionError gives the file
+	// and offset.
+	ErrCorruption = base.ErrCorruption
+)
+
+// CorruptionError describes damaged data: the file, the offset (-1 when
+// unknown) and what was wrong.
+type CorruptionError = base.CorruptionError
+
+// backgroundError is the sticky error that makes a DB read-only.
+type backgroundError struct{ cause error }
+
+func (e *backgroundError) Error() string { return "lsmgo: read-only: " + e.cause.Error() }
+
+func (e *backgroundError) Unwrap() []error { return []error{ErrReadOnly, e.cause} }

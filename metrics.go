@@ -1,0 +1,162 @@
+package lsmgo
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/compaction"
+	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+)
+
+// dbMetrics are the DB's own counters; each DB has its own, never global.
+type dbMetrics struct {
+	commits, commitGroups         atomic.Int64
+	walBytes, walSyncs            atomic.Int64
+	flushes, flushBytes           atomic.Int64
+	compactions, moves            atomic.Int64
+	compactRead, compactWritten   atomic.Int64
+	stalls, stallNanos, slowdowns atomic.Int64
+	backgroundErrors              atomic.Int64
+	openIters                     atomic.Int64
+}
+
+// LevelMetrics describes one level of the LSM tree.
+type LevelMetrics struct {
+	Files int
+	Bytes uint64
+	// Score is the compaction urgency: >= 1 means the level is over its
+	// target and will be compacted.
+	Score float64
+}
+
+// Metrics is a point-in-time report of a DB's state and counters. String
+// prints it as a table for logs and bug reports.
+type Metrics struct {
+	MemTables struct {
+		// Count includes the mutable memtable and those queued for flush.
+		Count int
+		Bytes int64
+	}
+	Levels [manifest.NumLevels]LevelMetrics
+	WAL    struct {
+		Bytes, Syncs int64
+	}
+	Commits struct {
+		// Batches is the number of committed batches; Groups the number
+		// of commit groups they formed (Batches/Groups is the group
+		// commit factor).
+		Batches, Groups int64
+	}
+	Flush struct {
+		Count, BytesWritten int64
+	}
+	Compaction struct {
+		// Count excludes Moves, which relink a file to the next level
+		// without rewriting it.
+		Count, Moves, BytesRead, BytesWritten int64
+		Running                               int
+	}
+	Stall struct {
+		// Count and Duration are writes that waited for flush or
+		// compaction; Slowdowns commit groups delayed by a millisecond.
+		Count     int64
+		Duration  time.Duration
+		Slowdowns int64
+	}
+	Cache struct {
+		Hits, Misses, Bytes, Blocks int64
+	}
+	Bloom struct {
+		// Negatives are table reads the filter avoided.
+		Negatives, Positives int64
+	}
+	Snapshots        int
+	Iterators        int64
+	BackgroundErrors int64
+	// ReadOnly is set after a background error.
+	ReadOnly bool
+	// VisibleSeq is the sequence number new reads use.
+	VisibleSeq uint64
+}
+
+// WriteAmplification is bytes written by flushes and compactions per byte
+// of WAL: how many times each byte the user wrote was rewritten on disk.
+func (m *Metrics) WriteAmplification() float64 {
+	if m.WAL.Bytes == 0 {
+		return 0
+	}
+	return float64(m.WAL.Bytes+m.Flush.BytesWritten+m.Compaction.BytesWritten) / float64(m.WAL.Bytes)
+}
+
+// Metrics returns the DB's current metrics.
+func (db *DB) Metrics() *Metrics {
+	m := &Metrics{}
+	db.mu.Lock()
+	m.MemTables.Count = 1 + len(db.mu.imm)
+	m.MemTables.Bytes = int64(db.mu.mem.mt.Size())
+	for _, im := range db.mu.imm {
+		m.MemTables.Bytes += int64(im.mt.Size())
+	}
+	m.Compaction.Running = db.mu.compacting
+	m.Snapshots = db.mu.snapshots.count()
+	m.ReadOnly = db.mu.bgErr != nil
+	v := db.rs.version
+	scores := compaction.Scores(v, db.compactionConfig())
+	for level := range m.Levels {
+		m.Levels[level] = LevelMetrics{Files: len(v.Files[level]), Bytes: v.LevelSize(level), Score: scores[level]}
+	}
+	db.mu.Unlock()
+
+	m.WAL.Bytes, m.WAL.Syncs = db.m.walBytes.Load(), db.m.walSyncs.Load()
+	m.Commits.Batches, m.Commits.Groups = db.m.commits.Load(), db.m.commitGroups.Load()
+	m.Flush.Count, m.Flush.BytesWritten = db.m.flushes.Load(), db.m.flushBytes.Load()
+	m.Compaction.Count, m.Compaction.Moves = db.m.compactions.Load(), db.m.moves.Load()
+	m.Compaction.BytesRead, m.Compaction.BytesWritten = db.m.compactRead.Load(), db.m.compactWritten.Load()
+	m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns = db.m.stalls.Load(), time.Duration(db.m.stallNanos.Load()), db.m.slowdowns.Load()
+	m.Cache.Hits, m.Cache.Misses, m.Cache.Bytes, m.Cache.Blocks = db.blockCache.Metrics()
+	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
+	m.Iterators = db.m.openIters.Load()
+	m.BackgroundErrors = db.m.backgroundErrors.Load()
+	m.VisibleSeq = db.visibleSeq.Load()
+	return m
+}
+
+// String formats the metrics as a table.
+func (m *Metrics) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "level  files        size  score\n")
+	var files int
+	var size uint64
+	for level, l := range m.Levels {
+		fmt.Fprintf(&b, "%5d  %5d  %10s  %5.2f\n", level, l.Files, humanBytes(int64(l.Bytes)), l.Score)
+		files += l.Files
+		size += l.Bytes
+	}
+	fmt.Fprintf(&b, "total  %5d  %10s\n", files, humanBytes(int64(size)))
+	fmt.Fprintf(&b, "memtables: %d (%s)\n", m.MemTables.Count, humanBytes(m.MemTables.Bytes))
+	fmt.Fprintf(&b, "wal: %s written, %d syncs; commits: %d batches in %d groups\n",
+		humanBytes(m.WAL.Bytes), m.WAL.Syncs, m.Commits.Batches, m.Commits.Groups)
+	fmt.Fprintf(&b, "flush: %d (%s); compactions: %d + %d moves, %d running, read %s, wrote %s; write-amp %.2f\n",
+		m.Flush.Count, humanBytes(m.Flush.BytesWritten), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Running,
+		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten), m.WriteAmplification())
+	fmt.Fprintf(&b, "stalls: %d (%s), slowdowns: %d\n", m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns)
+	fmt.Fprintf(&b, "cache: %d hits, %d misses, %s in %d blocks; bloom: %d negatives, %d positives\n",
+		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)
+	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
+		m.Snapshots, m.Iterators, m.BackgroundErrors, m.ReadOnly)
+	return b.String()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}

@@ -1,0 +1,230 @@
+package lsmgo
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/sstable"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+// Defaults used for every zero field of Options. A nil *Options means all
+// defaults.
+const (
+	DefaultMemTableSize                = 32 << 20
+	DefaultMemTableStopWritesThreshold = 4
+	DefaultL0CompactionThreshold       = 4
+	DefaultL0SlowdownWritesThreshold   = 12
+	DefaultL0StopWritesThreshold       = 20
+	DefaultLBaseMaxBytes               = 64 << 20
+	DefaultLevelMultiplier             = 10
+	DefaultTargetFileSize              = 8 << 20
+	DefaultBlockSize                   = 4 << 10
+	DefaultBloomBitsPerKey             = 10
+	DefaultCacheSize                   = 64 << 20
+	DefaultSyncInterval                = time.Second
+)
+
+// Compression selects how table blocks are compressed.
+type Compression int
+
+// Compression algorithms.
+const (
+	// SnappyCompression is fast and the default.
+	SnappyCompression Compression = iota
+	// NoCompression stores blocks as they are.
+	NoCompression
+	// ZstdCompression trades CPU for a smaller footprint.
+	ZstdCompression
+)
+
+// String names the algorithm.
+func (c Compression) String() string { return c.internal().String() }
+
+func (c Compression) internal() sstable.Compression {
+	switch c {
+	case NoCompression:
+		return sstable.NoCompression
+	case ZstdCompression:
+		return sstable.ZstdCompression
+	}
+	return sstable.SnappyCompression
+}
+
+// SyncMode says when the write-ahead log is fsynced. Every mode hands each
+// acknowledged write to the operating system (one write(2) per commit
+// group) before the write returns, so a crash of the process alone
+// (kill -9) never loses an acknowledged write; the modes differ in what a
+// power loss or kernel crash may lose. doc/durability.md has the details.
+type SyncMode struct {
+	interval time.Duration
+	kind     syncKind
+}
+
+type syncKind uint8
+
+const (
+	syncAlways syncKind = iota
+	syncInterval
+	syncNone
+)
+
+var (
+	// SyncAlways fsyncs the WAL before any write returns. Concurrent
+	// writers share fsyncs (group commit). Nothing acknowledged is ever
+	// lost. This is the default.
+	SyncAlways = SyncMode{kind: syncAlways}
+	// SyncNone never fsyncs the WAL on the write path; the WAL is fsynced
+	// only when a memtable is rotated and on Close. A power loss may lose
+	// any write since the last rotation.
+	SyncNone = SyncMode{kind: syncNone}
+)
+
+// SyncInterval fsyncs the WAL from a background goroutine every d (Redis'
+// appendfsync everysec). A power loss may lose the writes of the last d
+// (plus the duration of one fsync); a process crash loses nothing.
+func SyncInterval(d time.Duration) SyncMode {
+	if d <= 0 {
+		d = DefaultSyncInterval
+	}
+	return SyncMode{kind: syncInterval, interval: d}
+}
+
+// String names the mode.
+func (m SyncMode) String() string {
+	switch m.kind {
+	case syncInterval:
+		return fmt.Sprintf("interval(%s)", m.interval)
+	case syncNone:
+		return "none"
+	}
+	return "always"
+}
+
+// Options configures a DB. The zero value of every field means its default.
+type Options struct {
+	// FS is the filesystem; default vfs.Default.
+	FS vfs.FS
+	// Logger receives background events and warnings; default slog.Default().
+	Logger *slog.Logger
+	// Sync is the WAL sync mode; default SyncAlways.
+	Sync SyncMode
+	// MemTableSize is the capacity of one memtable in bytes; default 32 MiB.
+	MemTableSize int
+	// MemTableStopWritesThreshold is how many memtables (the mutable one
+	// plus those waiting to be flushed) may exist before writes stall;
+	// default 4.
+	MemTableStopWritesThreshold int
+	// L0CompactionThreshold is the L0 file count that triggers an L0
+	// compaction; default 4.
+	L0CompactionThreshold int
+	// L0SlowdownWritesThreshold is the L0 file count at which each commit
+	// group is delayed by a millisecond; default 12.
+	L0SlowdownWritesThreshold int
+	// L0StopWritesThreshold is the L0 file count at which writes wait for
+	// compaction; default 20.
+	L0StopWritesThreshold int
+	// LBaseMaxBytes is the target size of L1; default 64 MiB.
+	LBaseMaxBytes int64
+	// LevelMultiplier is the size ratio between adjacent levels; default 10.
+	LevelMultiplier int
+	// TargetFileSize is the size at which compaction cuts output tables;
+	// default 8 MiB.
+	TargetFileSize int64
+	// BlockSize is the uncompressed size of a table data block; default 4 KiB.
+	BlockSize int
+	// BloomBitsPerKey sizes each table's bloom filter; default 10 (about 1%
+	// false positives). Negative disables filters.
+	BloomBitsPerKey int
+	// Compression of table blocks; default SnappyCompression.
+	Compression Compression
+	// CacheSize is the block cache budget in bytes; default 64 MiB.
+	// Negative disables the cache.
+	CacheSize int64
+	// MaxConcurrentCompactions bounds the compaction worker pool; default
+	// min(2, GOMAXPROCS). Flushes run on their own goroutine.
+	MaxConcurrentCompactions int
+	// Now is the clock used for TTL expiry; default time.Now.
+	Now func() time.Time
+}
+
+// WriteOptions adjusts a single write.
+type WriteOptions struct {
+	// Sync forces an fsync of this write's WAL record before returning,
+	// whatever the DB's sync mode.
+	Sync bool
+}
+
+// Sync is a WriteOptions that forces an fsync.
+var Sync = &WriteOptions{Sync: true}
+
+// IterOptions bounds an iterator.
+type IterOptions struct {
+	// LowerBound is the inclusive lower bound; nil means unbounded.
+	LowerBound []byte
+	// UpperBound is the exclusive upper bound; nil means unbounded.
+	UpperBound []byte
+}
+
+// withDefaults returns a copy of o with every zero field set.
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.FS == nil {
+		r.FS = vfs.Default
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	if r.MemTableSize <= 0 {
+		r.MemTableSize = DefaultMemTableSize
+	}
+	if r.MemTableStopWritesThreshold <= 1 {
+		r.MemTableStopWritesThreshold = DefaultMemTableStopWritesThreshold
+	}
+	if r.L0CompactionThreshold <= 0 {
+		r.L0CompactionThreshold = DefaultL0CompactionThreshold
+	}
+	if r.L0SlowdownWritesThreshold <= 0 {
+		r.L0SlowdownWritesThreshold = DefaultL0SlowdownWritesThreshold
+	}
+	if r.L0StopWritesThreshold <= 0 {
+		r.L0StopWritesThreshold = DefaultL0StopWritesThreshold
+	}
+	if r.L0StopWritesThreshold < r.L0CompactionThreshold+1 {
+		r.L0StopWritesThreshold = r.L0CompactionThreshold + 1
+	}
+	if r.LBaseMaxBytes <= 0 {
+		r.LBaseMaxBytes = DefaultLBaseMaxBytes
+	}
+	if r.LevelMultiplier <= 1 {
+		r.LevelMultiplier = DefaultLevelMultiplier
+	}
+	if r.TargetFileSize <= 0 {
+		r.TargetFileSize = DefaultTargetFileSize
+	}
+	if r.BlockSize <= 0 {
+		r.BlockSize = DefaultBlockSize
+	}
+	if r.BloomBitsPerKey == 0 {
+		r.BloomBitsPerKey = DefaultBloomBitsPerKey
+	} else if r.BloomBitsPerKey < 0 {
+		r.BloomBitsPerKey = 0
+	}
+	if r.CacheSize == 0 {
+		r.CacheSize = DefaultCacheSize
+	} else if r.CacheSize < 0 {
+		r.CacheSize = 0
+	}
+	if r.MaxConcurrentCompactions <= 0 {
+		r.MaxConcurrentCompactions = min(2, runtime.GOMAXPROCS(0))
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r
+}

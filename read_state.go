@@ -1,0 +1,107 @@
+package lsmgo
+
+import (
+	"sync/atomic"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+)
+
+// readState is what a read needs, captured at one moment: the memtables
+// and the version. It is immutable; a new one replaces it whenever a
+// memtable rotates or a version is installed. Its reference count keeps the
+// version, and so the version's table files, alive while a read uses it.
+type readState struct {
+	refs    atomic.Int32
+	mem     *memTable
+	imm     []*memTable // newest first, the order reads consult them
+	version *manifest.Version
+}
+
+func (rs *readState) unref() {
+	if rs.refs.Add(-1) == 0 {
+		rs.version.Unref()
+	}
+}
+
+// loadReadState returns the current read state with a reference the
+// caller must drop.
+func (db *DB) loadReadState() *readState {
+	db.rsMu.RLock()
+	rs := db.rs
+	rs.refs.Add(1)
+	db.rsMu.RUnlock()
+	return rs
+}
+
+// updateReadStateLocked publishes a new read state from db.mu's memtables
+// and the version set's current version; db.mu must be held.
+func (db *DB) updateReadStateLocked() {
+	rs := &readState{mem: db.mu.mem, version: db.vs.Current()}
+	rs.refs.Store(1)
+	rs.imm = make([]*memTable, len(db.mu.imm))
+	for i, m := range db.mu.imm {
+		rs.imm[len(rs.imm)-1-i] = m
+	}
+	db.rsMu.Lock()
+	old := db.rs
+	db.rs = rs
+	db.rsMu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+}
+
+// get finds the newest entry of key visible at readSeq, from the newest
+// source to the oldest. found is false when no source has the key.
+func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
+	if value, kind, found = rs.mem.mt.Get(key, readSeq); found {
+		return value, kind, true, nil
+	}
+	for _, m := range rs.imm {
+		if value, kind, found = m.mt.Get(key, readSeq); found {
+			return value, kind, true, nil
+		}
+	}
+	v := rs.version
+	for _, f := range v.Files[0] {
+		if base.CompareUser(key, f.Smallest.UserKey) < 0 || base.CompareUser(key, f.Largest.UserKey) > 0 {
+			continue
+		}
+		if f.SmallestSeq >= readSeq {
+			// Every entry of this table is newer than the reader.
+			continue
+		}
+		if value, kind, found, err = db.tables.get(f, key, readSeq); err != nil || found {
+			return value, kind, found, err
+		}
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		f := findFile(v.Files[level], key)
+		if f == nil {
+			continue
+		}
+		if value, kind, found, err = db.tables.get(f, key, readSeq); err != nil || found {
+			return value, kind, found, err
+		}
+	}
+	return nil, 0, false, nil
+}
+
+// findFile returns the file of a sorted, non-overlapping level whose range
+// holds key, or nil.
+func findFile(files []*manifest.FileMetadata, key []byte) *manifest.FileMetadata {
+	lo, hi := 0, len(files)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if base.CompareUser(files[mid].Largest.UserKey, key) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(files) && base.CompareUser(files[lo].Smallest.UserKey, key) <= 0 {
+		return files[lo]
+	}
+	return nil
+}

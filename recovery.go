@@ -1,0 +1,187 @@
+package lsmgo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/memtable"
+	"github.com/lsmgo-dev/lsmgo/internal/wal"
+)
+
+// recover replays the WAL files the manifest still needs into L0 tables,
+// records them with one version edit, and starts a fresh WAL. names is the
+// directory listing.
+//
+// Flushing everything at Open (rather than keeping the replayed writes in
+// a memtable) means the old WAL files can be deleted at once, and a torn
+// tail never has to be written over.
+func (db *DB) recover(names []string) error {
+	var logs []base.FileNum
+	for _, name := range names {
+		t, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		db.vs.MarkFileNumUsed(num)
+		if t == base.FileTypeLog && num >= db.vs.LogNum() {
+			logs = append(logs, num)
+		}
+	}
+	slices.Sort(logs)
+
+	maxSeq := db.vs.LastSeq()
+	mt := memtable.New(db.opts.MemTableSize)
+	var metas []*manifest.FileMetadata
+	flush := func() error {
+		if mt.Empty() {
+			return nil
+		}
+		out, err := db.writeTables(mt.NewIter(), nil, false, nil)
+		if err != nil {
+			return err
+		}
+		metas = append(metas, out...)
+		mt = memtable.New(db.opts.MemTableSize)
+		return nil
+	}
+	fail := func(err error) error {
+		db.removeTables(metas)
+		return err
+	}
+	var torn error
+	for _, num := range logs {
+		name := db.path(base.MakeFilename(base.FileTypeLog, num))
+		f, err := db.fs.Open(name)
+		if err != nil {
+			return fail(fmt.Errorf("lsmgo: open WAL: %w", err))
+		}
+		r := wal.NewReader(f, name)
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return fail(err)
+			}
+			if torn != nil {
+				// A damaged tail may only end the newest WAL: older ones
+				// were synced before a newer one was created.
+				f.Close()
+				return fail(torn)
+			}
+			seq, count, err := checkBatch(rec)
+			if err != nil {
+				f.Close()
+				return fail(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
+			}
+			if need := memSizeEstimate(rec); mt.Size()+need > mt.Capacity() {
+				if err := flush(); err != nil {
+					f.Close()
+					return fail(err)
+				}
+				if need > mt.Capacity() {
+					mt = memtable.New(2 * need)
+				}
+			}
+			if err := applyBatch(mt, rec); err != nil {
+				f.Close()
+				return fail(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
+			}
+			if last := seq + base.SeqNum(count) - 1; count > 0 && last > maxSeq {
+				maxSeq = last
+			}
+		}
+		if off, ok := r.TornTail(); ok {
+			torn = base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")
+			db.opts.Logger.Warn("lsmgo: WAL ends in a torn write; recovered up to it", "file", name, "offset", off)
+		}
+		f.Close()
+	}
+	if err := flush(); err != nil {
+		return fail(err)
+	}
+
+	newLog := db.vs.NewFileNum()
+	log, err := db.createWAL(newLog)
+	if err != nil {
+		return fail(err)
+	}
+	edit := &manifest.VersionEdit{LogNum: newLog, LastSeq: maxSeq}
+	for _, f := range metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
+	}
+	if err := db.vs.LogAndApply(edit); err != nil {
+		log.file.Close()
+		return fail(err)
+	}
+	for _, num := range logs {
+		db.removeFile(base.FileTypeLog, num)
+	}
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.mu.log = log
+	db.mu.nextSeq = maxSeq + 1
+	db.visibleSeq.Store(uint64(maxSeq + 1))
+	db.mu.mem = db.newMemTable(newLog, 0)
+	db.updateReadStateLocked()
+	return nil
+}
+
+// checkBatch validates a WAL record as a batch before any of it is applied,
+// so a damaged record never half-applies.
+func checkBatch(rec []byte) (seq base.SeqNum, count uint32, err error) {
+	r, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return 0, 0, err
+	}
+	for {
+		_, _, _, ok, err := r.Next()
+		if err != nil {
+			return 0, 0, err
+		}
+		if !ok {
+			break
+		}
+	}
+	seq, count = batchrepr.Seq(rec), batchrepr.Count(rec)
+	if seq == 0 || seq+base.SeqNum(count) > base.SeqNumMax {
+		return 0, 0, errors.New("sequence number out of range")
+	}
+	return seq, count, nil
+}
+
+// removeObsoleteFiles deletes what a crash or an earlier run left behind:
+// tables no version references, WALs and manifests no longer needed, and
+// temporary files. It runs at Open, before any background work starts.
+func (db *DB) removeObsoleteFiles() {
+	names, err := db.fs.List(db.dirname)
+	if err != nil {
+		db.opts.Logger.Warn("lsmgo: cannot list directory for cleanup", "err", err)
+		return
+	}
+	live := db.vs.LiveFiles()
+	db.mu.Lock()
+	curLog := db.mu.log.num
+	db.mu.Unlock()
+	for _, name := range names {
+		t, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		switch {
+		case t == base.FileTypeTable && !live[num],
+			t == base.FileTypeLog && num != curLog,
+			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
+			t == base.FileTypeTemp:
+			db.removeFile(t, num)
+		}
+	}
+}
