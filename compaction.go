@@ -203,7 +203,9 @@ func (db *DB) compactionInput(c *compaction.Compaction) (base.InternalIterator, 
 func (db *DB) newLevelIter(files []*manifest.FileMetadata, lower, upper []byte) base.InternalIterator {
 	return iter.NewLevelIter(files,
 		func(f *manifest.FileMetadata) ([]byte, []byte) { return f.Smallest.UserKey, f.Largest.UserKey },
-		func(f *manifest.FileMetadata) (base.InternalIterator, error) { return db.tables.newIter(f, lower, upper) })
+		func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+			return db.tables.newIter(f, lower, upper)
+		})
 }
 
 // writeTables writes what the compaction filter keeps of input into new
