@@ -127,7 +127,7 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: level, FileNum: f.FileNum})
 		}
 	}
-	if len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 && !c.Manual {
+	if c.TrivialMove() {
 		edit.NewFiles = []manifest.NewFile{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
 		db.m.moves.Add(1)
 		return db.installCompaction(edit)
@@ -248,9 +248,17 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			return nil, errClosing
 		}
 		key := it.Key()
-		if w != nil && splitter != nil && splitter.ShouldCut(key, w.EstimatedSize()) {
-			if err := finish(); err != nil {
-				return nil, err
+		if splitter != nil {
+			// The splitter sees every key, even before the first table
+			// is open, so it can track grandparent overlap from the start.
+			var size uint64
+			if w != nil {
+				size = w.EstimatedSize()
+			}
+			if splitter.ShouldCut(key, size) && w != nil {
+				if err := finish(); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if w == nil {
