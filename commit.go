@@ -235,6 +235,11 @@ func (db *DB) makeRoomForWriteLocked(need int) error {
 		if db.mu.bgErr != nil {
 			return db.mu.bgErr
 		}
+		if db.mu.closing {
+			// Close stops background work, so a stalled write would
+			// never wake.
+			return ErrClosed
+		}
 		l0 := len(db.rs.version.Files[0])
 		if !slowed && l0 >= db.opts.L0SlowdownWritesThreshold {
 			slowed = true
@@ -266,6 +271,9 @@ func (db *DB) rotateForFlushLocked(w *commitWriter) error {
 	for {
 		if db.mu.bgErr != nil {
 			return db.mu.bgErr
+		}
+		if db.mu.closing {
+			return ErrClosed
 		}
 		if db.mu.mem.mt.Empty() {
 			return nil

@@ -259,14 +259,17 @@ func (db *DB) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
-	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil {
+	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && !db.mu.closing {
 		db.maybeScheduleFlushLocked()
 		db.mu.cond.Wait()
 	}
-	if db.mu.flushedID < w.rotatedID {
+	switch {
+	case db.mu.flushedID >= w.rotatedID:
+		return nil
+	case db.mu.bgErr != nil:
 		return db.mu.bgErr
 	}
-	return nil
+	return ErrClosed
 }
 
 // Compact flushes the memtable, then compacts every table overlapping the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"testing/iotest"
 )
@@ -42,13 +43,13 @@ func deliveries(data []byte, rng *rand.Rand) map[string]io.Reader {
 	}
 	if len(data) <= 200 {
 		for at := 1; at < len(data); at++ {
-			m["split"+string(rune('0'+at%10))+"_"+itoa(at)] = splitReader(data, at)
+			m["split at "+itoa(at)] = splitReader(data, at)
 		}
 	}
 	return m
 }
 
-func itoa(n int) string { return string(appendHeader(nil, ' ', int64(n))[1:]) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // readCommands reads until an error and returns copies of all commands and
 // the error's text.
@@ -79,3 +80,5 @@ func seed(t testing.TB) uint64 {
 	t.Logf("seed %d", s)
 	return s
 }
+
+func iotestOneByte(data []byte) io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) }
