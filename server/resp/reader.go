@@ -164,15 +164,23 @@ func (r *Reader) ReadCommand() (args [][]byte, err error) {
 }
 
 // release recycles the buffer between frames: it rewinds the offsets when
-// everything was consumed and drops storage that a past big frame left.
-// Only here may memory be reused, since earlier results alias it until now.
+// everything was consumed, and replaces storage that a past big frame left
+// with a small buffer as soon as what remains fits in one, even while a
+// busy pipeline never lets the buffer drain. Only here may memory move,
+// since the previous results alias it until this call.
 func (r *Reader) release() {
-	if r.mode != 0 || r.r != r.w {
+	if r.mode != 0 {
 		return
 	}
-	r.r, r.w = 0, 0
-	if len(r.buf) > maxRetainedBufSize {
-		r.buf = make([]byte, initialBufSize)
+	live := r.w - r.r
+	switch {
+	case len(r.buf) > maxRetainedBufSize && live <= initialBufSize/2:
+		nb := make([]byte, initialBufSize)
+		copy(nb, r.buf[r.r:r.w])
+		r.buf = nb
+		r.r, r.w = 0, live
+	case live == 0:
+		r.r, r.w = 0, 0
 	}
 	if cap(r.spans) > maxRetainedArgs {
 		r.spans, r.args = nil, nil

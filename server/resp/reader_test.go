@@ -246,32 +246,44 @@ func TestClaimedLengthIsNotAllocated(t *testing.T) {
 	}
 }
 
-// A big argument arriving in pieces is assembled, and the buffer it needed
-// is released once it has been consumed.
-func TestBigArgumentAndRelease(t *testing.T) {
+// Big arguments arriving in pieces are assembled, and the buffer they
+// needed is released once consumed, even when the next command arrived with
+// them so the buffer never drains.
+func TestBigArgumentsAndRelease(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 2))
 	val := make([]byte, 3<<20)
 	for i := range val {
 		val[i] = byte(rng.Uint32())
 	}
-	in := AppendCommand(nil, []byte("SET"), []byte("k"), val)
+	// The small last argument makes the buffer double past the command,
+	// so greedy reads bring the PING along with it.
+	in := AppendCommand(nil, []byte("SET"), val[:1<<20], val, []byte("KEEPTTL"))
 	in = append(in, "PING\r\n"...)
-	r := NewReader(&chunkReader{data: in, next: func() int { return 1 + rng.IntN(70000) }}, Limits{})
-	args, err := r.ReadCommand()
-	if err != nil || len(args) != 3 || !bytes.Equal(args[2], val) {
-		t.Fatalf("big SET: %v, %d args", err, len(args))
-	}
-	if len(r.buf) > 2*len(in) {
-		t.Errorf("buffer %d for a %d-byte stream", len(r.buf), len(in))
-	}
-	if args, err = r.ReadCommand(); err != nil || string(args[0]) != "PING" {
-		t.Fatalf("PING: %q %v", args, err)
-	}
-	if _, err = r.ReadCommand(); err != io.EOF {
-		t.Fatalf("end: %v", err)
-	}
-	if len(r.buf) != initialBufSize {
-		t.Errorf("buffer of %d bytes retained after the big command", len(r.buf))
+	for _, chunks := range []string{"random", "greedy"} {
+		next := func() int { return 1 + rng.IntN(70000) }
+		if chunks == "greedy" {
+			next = func() int { return len(in) }
+		}
+		r := NewReader(&chunkReader{data: in, next: next}, Limits{})
+		args, err := r.ReadCommand()
+		if err != nil || len(args) != 4 || !bytes.Equal(args[1], val[:1<<20]) || !bytes.Equal(args[2], val) {
+			t.Fatalf("%s: big SET: %v, %d args", chunks, err, len(args))
+		}
+		if len(r.buf) > 2*len(in) {
+			t.Errorf("%s: buffer %d for a %d-byte stream", chunks, len(r.buf), len(in))
+		}
+		if chunks == "greedy" && r.Buffered() == 0 {
+			t.Fatalf("greedy: the PING should have arrived with the SET")
+		}
+		if args, err = r.ReadCommand(); err != nil || string(args[0]) != "PING" {
+			t.Fatalf("%s: PING: %q %v", chunks, args, err)
+		}
+		if len(r.buf) != initialBufSize {
+			t.Errorf("%s: buffer of %d bytes retained after the big command", chunks, len(r.buf))
+		}
+		if _, err = r.ReadCommand(); err != io.EOF {
+			t.Fatalf("%s: end: %v", chunks, err)
+		}
 	}
 }
 
