@@ -13,7 +13,9 @@ const NumLevels = 7
 
 // FileMetadata describes one table file. Once a FileMetadata is part of a
 // Version its exported fields other than Compacting never change; many
-// Versions share the same pointer.
+// Versions share the same pointer. Build a fresh FileMetadata for each new
+// file rather than copying one that has been in a Version: the copy would
+// carry that file's reference count and never be reported obsolete.
 type FileMetadata struct {
 	FileNum base.FileNum
 	// Size is the file's length in bytes.

@@ -118,11 +118,20 @@ func (w *Writer) Buffered() int { return len(w.buf) }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// typeCRC holds the CRC-32C of each possible type byte, so that checksumming
+// a fragment needs no one-byte slice (which would escape to the heap on
+// every fragment written or probed).
+var typeCRC = func() (c [256]uint32) {
+	for i := range c {
+		c[i] = crc32.Checksum([]byte{byte(i)}, castagnoli)
+	}
+	return c
+}()
+
 // fragmentCRC is the unmasked CRC-32C of the type byte followed by the
 // payload; covering the type means a flipped type byte is caught too.
 func fragmentCRC(t byte, payload []byte) uint32 {
-	c := crc32.Update(0, castagnoli, []byte{t})
-	return crc32.Update(c, castagnoli, payload)
+	return crc32.Update(typeCRC[t], castagnoli, payload)
 }
 
 // maskCRC disguises a stored CRC so that a checksum computed over data that
