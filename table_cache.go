@@ -74,7 +74,7 @@ func (tc *tableCache) open(num base.FileNum, size uint64) (*sstable.Reader, erro
 		Cache: tc.blocks, FileNum: num, FileName: name, Stats: tc.stats,
 	})
 	if err != nil {
-		file.Close()
+		// NewReader owns file and has closed it.
 		return nil, err
 	}
 	return r, nil

@@ -23,7 +23,8 @@ type Stats struct {
 	// BloomPositives counts Gets the filter let through; those that then
 	// found nothing are the false positives.
 	BloomPositives atomic.Int64
-	// BlockReads counts blocks read from the file (cache misses).
+	// BlockReads counts blocks read from the file: data block cache
+	// misses, plus the blocks NewReader and VerifyChecksums read.
 	BlockReads atomic.Int64
 }
 

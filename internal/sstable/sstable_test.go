@@ -1,0 +1,637 @@
+package sstable
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/cache"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+func testSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return seed
+}
+
+// TestRandomTables builds random tables under several option sets and
+// checks every read path against the model.
+func TestRandomTables(t *testing.T) {
+	seed := testSeed(t)
+	configs := []WriterOptions{
+		{},
+		{BlockSize: 64, BlockRestartInterval: 1, BloomBitsPerKey: 10, Compression: SnappyCompression},
+		{BlockSize: 512, BlockRestartInterval: 4, Compression: ZstdCompression},
+		{BlockSize: 4096, BloomBitsPerKey: 10, Compression: ZstdCompression},
+		{BlockSize: 2048, BlockRestartInterval: 16, BloomBitsPerKey: 5, Compression: SnappyCompression},
+		{BlockSize: 1 << 20, BlockRestartInterval: 128, BloomBitsPerKey: 10},
+	}
+	for ci, opts := range configs {
+		t.Run(fmt.Sprintf("%d-%s-bs%d-ri%d-bloom%d", ci, opts.Compression, opts.BlockSize, opts.BlockRestartInterval, opts.BloomBitsPerKey), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, uint64(ci)))
+			entries := randomEntries(rng, 3000)
+			data, md := buildTable(t, entries, opts)
+			c := cache.New(1 << 20)
+			r, err := openTable(data, ReaderOptions{Cache: c, FileNum: 7, FileName: "t.sst"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			checkMetadata(t, md, r.Properties(), entries, uint64(len(data)))
+			if err := r.VerifyChecksums(); err != nil {
+				t.Fatal(err)
+			}
+			m := model(entries)
+			checkGets(t, rng, r, m)
+			for _, b := range randomBounds(rng, m) {
+				checkIterator(t, rng, r, m, b[0], b[1])
+			}
+		})
+	}
+}
+
+func checkMetadata(t *testing.T, md WriterMetadata, p Properties, entries []entry, size uint64) {
+	t.Helper()
+	if md.Size != size || md.NumEntries != uint64(len(entries)) || p.NumEntries != uint64(len(entries)) {
+		t.Fatalf("metadata %+v / properties %+v for %d entries, %d bytes", md, p, len(entries), size)
+	}
+	if base.CompareInternal(md.Smallest, entries[0].key) != 0 || base.CompareInternal(md.Largest, entries[len(entries)-1].key) != 0 {
+		t.Fatalf("bounds %s..%s, want %s..%s", md.Smallest, md.Largest, entries[0].key, entries[len(entries)-1].key)
+	}
+	var dels, rawK, rawV uint64
+	minSeq, maxSeq := base.SeqNumMax, base.SeqNum(0)
+	for _, e := range entries {
+		if e.key.Kind() == base.KindDelete {
+			dels++
+		}
+		rawK += uint64(e.key.Size())
+		rawV += uint64(len(e.value))
+		minSeq, maxSeq = min(minSeq, e.key.Seq()), max(maxSeq, e.key.Seq())
+	}
+	if p.NumDeletions != dels || p.RawKeySize != rawK || p.RawValueSize != rawV ||
+		p.SmallestSeq != minSeq || p.LargestSeq != maxSeq || md.SmallestSeq != minSeq || md.LargestSeq != maxSeq {
+		t.Fatalf("properties %+v, want dels %d rawK %d rawV %d seqs [%d,%d]", p, dels, rawK, rawV, minSeq, maxSeq)
+	}
+	if time.Since(time.Unix(p.CreationTime, 0)) > time.Hour || p.NumDataBlocks == 0 || p.IndexSize == 0 || p.DataSize == 0 {
+		t.Fatalf("properties %+v", p)
+	}
+	if !strings.Contains(p.String(), fmt.Sprintf("entries: %d", len(entries))) {
+		t.Fatalf("String() = %q", p.String())
+	}
+}
+
+// probeKeys returns user keys to look up or seek to: every key in the
+// model, plus neighbours that are absent.
+func probeKey(rng *rand.Rand, m model) []byte {
+	k := m[rng.IntN(len(m))].key.UserKey
+	switch rng.IntN(4) {
+	case 0:
+		return append(append([]byte{}, k...), 0)
+	case 1:
+		if len(k) > 0 {
+			return k[:len(k)-1]
+		}
+	case 2:
+		return fmt.Appendf(nil, "key%06d", rng.IntN(40000))
+	}
+	return k
+}
+
+func checkGets(t *testing.T, rng *rand.Rand, r *Reader, m model) {
+	t.Helper()
+	maxSeq := r.Properties().LargestSeq
+	for n := 0; n < 3000; n++ {
+		k := probeKey(rng, m)
+		readSeq := base.SeqNum(rng.IntN(int(maxSeq) + 3))
+		switch rng.IntN(10) {
+		case 0:
+			readSeq = base.SeqNumMax
+		case 1:
+			readSeq = base.SeqNumMax + 100
+		}
+		v, kind, found, err := r.Get(k, readSeq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantFound := m.get(k, readSeq)
+		if found != wantFound {
+			t.Fatalf("Get(%q, %d): found=%v, want %v (%s)", k, readSeq, found, wantFound, want.key)
+		}
+		if !found {
+			continue
+		}
+		if kind != want.key.Kind() {
+			t.Fatalf("Get(%q, %d): kind %s, want %s", k, readSeq, kind, want.key.Kind())
+		}
+		if kind == base.KindDelete {
+			if v != nil {
+				t.Fatalf("Get(%q, %d): tombstone with value %q", k, readSeq, v)
+			}
+		} else if !bytes.Equal(v, want.value) {
+			t.Fatalf("Get(%q, %d): value %q, want %q", k, readSeq, v, want.value)
+		}
+	}
+}
+
+func randomBounds(rng *rand.Rand, m model) [][2][]byte {
+	bounds := [][2][]byte{{nil, nil}}
+	for i := 0; i < 5; i++ {
+		a, b := probeKey(rng, m), probeKey(rng, m)
+		if bytes.Compare(a, b) > 0 {
+			a, b = b, a
+		}
+		switch i {
+		case 0:
+			bounds = append(bounds, [2][]byte{a, nil})
+		case 1:
+			bounds = append(bounds, [2][]byte{nil, b})
+		case 2:
+			bounds = append(bounds, [2][]byte{b, a}) // empty or inverted range
+		default:
+			bounds = append(bounds, [2][]byte{a, b})
+		}
+	}
+	return bounds
+}
+
+func checkIterator(t *testing.T, rng *rand.Rand, r *Reader, m model, lower, upper []byte) {
+	t.Helper()
+	it := r.NewIter(lower, upper)
+	defer func() {
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	c := &cursor{m: m.bounded(lower, upper)}
+	what := fmt.Sprintf("bounds [%q,%q)", lower, upper)
+
+	// Full scans both ways.
+	c.first()
+	ok := it.First()
+	for n := 0; ; n++ {
+		checkPos(t, what+" forward scan", it, ok, c)
+		if !ok {
+			break
+		}
+		c.next()
+		ok = it.Next()
+	}
+	c.last()
+	ok = it.Last()
+	for {
+		checkPos(t, what+" backward scan", it, ok, c)
+		if !ok {
+			break
+		}
+		c.prev()
+		ok = it.Prev()
+	}
+
+	// Random seeks followed by random walks that switch direction.
+	for n := 0; n < 300; n++ {
+		k := probeKey(rng, m)
+		var op string
+		switch rng.IntN(4) {
+		case 0:
+			op = fmt.Sprintf("SeekGE(%q)", k)
+			c.seekGE(k)
+			ok = it.SeekGE(k)
+		case 1:
+			op = fmt.Sprintf("SeekLT(%q)", k)
+			c.seekLT(k)
+			ok = it.SeekLT(k)
+		case 2:
+			op = "First"
+			c.first()
+			ok = it.First()
+		default:
+			op = "Last"
+			c.last()
+			ok = it.Last()
+		}
+		checkPos(t, what+" "+op, it, ok, c)
+		for s := rng.IntN(40); s > 0; s-- {
+			if rng.IntN(2) == 0 {
+				op += " Next"
+				c.next()
+				ok = it.Next()
+			} else {
+				op += " Prev"
+				c.prev()
+				ok = it.Prev()
+			}
+			checkPos(t, what+" "+op, it, ok, c)
+		}
+	}
+}
+
+func TestGetBloomStats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 1))
+	entries := randomEntries(rng, 2000)
+	data, _ := buildTable(t, entries, WriterOptions{BloomBitsPerKey: 10})
+	var stats Stats
+	r, err := openTable(data, ReaderOptions{Stats: &stats, FileName: "t.sst"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const misses = 10000
+	for i := 0; i < misses; i++ {
+		if _, _, found, err := r.Get(fmt.Appendf(nil, "absent-%d", i), base.SeqNumMax); found || err != nil {
+			t.Fatalf("found absent key: %v", err)
+		}
+	}
+	neg, pos := stats.BloomNegatives.Load(), stats.BloomPositives.Load()
+	if neg+pos != misses || pos > misses/50 {
+		t.Fatalf("bloom negatives %d positives %d for %d absent keys", neg, pos, misses)
+	}
+	reads := stats.BlockReads.Load()
+	for _, e := range entries {
+		if _, _, found, err := r.Get(e.key.UserKey, base.SeqNumMax); !found || err != nil {
+			t.Fatalf("Get(%q): found=%v err=%v", e.key.UserKey, found, err)
+		}
+	}
+	if stats.BloomNegatives.Load() != neg || stats.BlockReads.Load() == reads {
+		t.Fatalf("present keys: negatives %d -> %d, block reads %d -> %d", neg, stats.BloomNegatives.Load(), reads, stats.BlockReads.Load())
+	}
+}
+
+func TestCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 2))
+	entries := randomEntries(rng, 2000)
+	data, _ := buildTable(t, entries, WriterOptions{Compression: SnappyCompression})
+	c := cache.New(64 << 20)
+	var stats Stats
+	r, err := openTable(data, ReaderOptions{Cache: c, FileNum: 3, Stats: &stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Opening reads the meta-index, index and properties blocks.
+	if n := stats.BlockReads.Load(); n != 3 {
+		t.Fatalf("open read %d blocks", n)
+	}
+	stats.BlockReads.Store(0)
+	scan := func() int {
+		it := r.NewIter(nil, nil)
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := scan(); n != len(entries) {
+		t.Fatalf("scanned %d of %d", n, len(entries))
+	}
+	reads := stats.BlockReads.Load()
+	if reads != int64(r.Properties().NumDataBlocks) {
+		t.Fatalf("first scan read %d blocks of %d", reads, r.Properties().NumDataBlocks)
+	}
+	scan()
+	if stats.BlockReads.Load() != reads {
+		t.Fatalf("second scan read %d more blocks despite the cache", stats.BlockReads.Load()-reads)
+	}
+	c.EvictFile(3)
+	scan()
+	if stats.BlockReads.Load() != 2*reads {
+		t.Fatalf("after eviction: %d block reads, want %d", stats.BlockReads.Load(), 2*reads)
+	}
+}
+
+func TestEmptyTable(t *testing.T) {
+	for _, opts := range []WriterOptions{{}, {BloomBitsPerKey: 10, Compression: ZstdCompression}} {
+		data, md := buildTable(t, nil, opts)
+		if md.NumEntries != 0 || md.Size != uint64(len(data)) {
+			t.Fatalf("metadata %+v", md)
+		}
+		r, err := openTable(data, ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, found, err := r.Get([]byte("a"), base.SeqNumMax); found || err != nil {
+			t.Fatalf("Get on empty table: %v %v", found, err)
+		}
+		it := r.NewIter(nil, nil)
+		if it.First() || it.Last() || it.SeekGE([]byte("a")) || it.SeekLT([]byte("a")) || it.Next() || it.Prev() {
+			t.Fatal("iterator over an empty table found an entry")
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.VerifyChecksums(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+}
+
+func TestWriterErrors(t *testing.T) {
+	k := func(s string, seq base.SeqNum, kind base.Kind) base.InternalKey {
+		return base.MakeInternalKey([]byte(s), seq, kind)
+	}
+	cases := []struct {
+		name string
+		keys []base.InternalKey
+	}{
+		{"user key order", []base.InternalKey{k("b", 1, base.KindSet), k("a", 2, base.KindSet)}},
+		{"seq order", []base.InternalKey{k("a", 1, base.KindSet), k("a", 2, base.KindSet)}},
+		{"duplicate", []base.InternalKey{k("a", 1, base.KindSet), k("a", 1, base.KindSet)}},
+		{"invalid kind", []base.InternalKey{k("a", 1, base.Kind(9))}},
+	}
+	for _, tc := range cases {
+		f := &memFile{}
+		w := NewWriter(f, WriterOptions{})
+		var err error
+		for _, key := range tc.keys {
+			if err = w.Add(key, nil); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			t.Fatalf("%s: Add accepted bad key", tc.name)
+		}
+		if err2 := w.Add(k("z", 9, base.KindSet), nil); err2 != err {
+			t.Fatalf("%s: error not sticky: %v then %v", tc.name, err, err2)
+		}
+		if _, err2 := w.Close(); err2 != err || !f.closed {
+			t.Fatalf("%s: Close returned %v (closed=%v), want %v", tc.name, err2, f.closed, err)
+		}
+		if _, err := w.Close(); err == nil {
+			t.Fatalf("%s: second Close succeeded", tc.name)
+		}
+	}
+	if err := NewWriter(&memFile{}, WriterOptions{Compression: 7}).Add(k("a", 1, base.KindSet), nil); err == nil {
+		t.Fatal("unknown compression accepted")
+	}
+}
+
+func TestSeparator(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 3))
+	alphabet := []byte{0, 1, 'a', 'b', 0xfe, 0xff}
+	randKey := func() base.InternalKey {
+		k := make([]byte, rng.IntN(6))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return base.MakeInternalKey(k, base.SeqNum(rng.IntN(4)), base.KindSet)
+	}
+	shortened := 0
+	for n := 0; n < 100000; n++ {
+		a, b := randKey(), randKey()
+		c := base.CompareInternal(a, b)
+		if c == 0 {
+			continue
+		}
+		if c > 0 {
+			a, b = b, a
+		}
+		ea, eb := a.Append(nil), b.Append(nil)
+		sep := separator(nil, ea, eb)
+		if base.CompareEncoded(ea, sep) > 0 || base.CompareEncoded(sep, eb) >= 0 {
+			t.Fatalf("separator(%s, %s) = %x out of range", a, b, sep)
+		}
+		if k, ok := base.DecodeInternalKey(sep); !ok {
+			t.Fatalf("separator(%s, %s) = %x is not a valid key", a, b, sep)
+		} else if !bytes.Equal(k.UserKey, a.UserKey) {
+			shortened++
+		}
+	}
+	if shortened == 0 {
+		t.Fatal("separator never shortened")
+	}
+}
+
+// TestFileSystems writes and reads a table through the OS and in-memory
+// filesystems, which is how the engine uses the package.
+func TestFileSystems(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 4))
+	entries := randomEntries(rng, 500)
+	for name, fs := range map[string]vfs.FS{"os": vfs.Default, "mem": vfs.NewMem()} {
+		path := fs.PathJoin(t.TempDir(), base.MakeFilename(base.FileTypeTable, 5))
+		if name == "mem" {
+			path = filepath.Base(path)
+		}
+		f, err := fs.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := NewWriter(f, WriterOptions{Compression: ZstdCompression, BloomBitsPerKey: 10})
+		for _, e := range entries {
+			if err := w.Add(e.key, e.value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		md, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err = fs.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.Stat()
+		if err != nil || uint64(st.Size()) != md.Size {
+			t.Fatalf("%s: size %v, metadata %d (%v)", name, st, md.Size, err)
+		}
+		r, err := NewReader(f, st.Size(), ReaderOptions{FileName: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGets(t, rng, r, entries)
+		if err := r.VerifyChecksums(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// exercise runs every read path over r and reports the first error; a
+// value that differs from the model is a test failure. It is how the
+// corruption and fuzz tests probe a damaged table.
+func exercise(t testing.TB, r *Reader, m model) error {
+	check := func(e entry, k base.InternalKey, v []byte) {
+		if base.CompareInternal(k, e.key) != 0 || !bytes.Equal(v, e.value) {
+			t.Fatalf("damaged table returned %s=%q, want %s=%q", k, v, e.key, e.value)
+		}
+	}
+	for _, e := range m {
+		v, kind, found, err := r.Get(e.key.UserKey, e.key.Seq()+1)
+		if err != nil {
+			return err
+		}
+		if !found || kind != e.key.Kind() || (kind != base.KindDelete && !bytes.Equal(v, e.value)) {
+			t.Fatalf("damaged table: Get(%s) = %q %s %v", e.key, v, kind, found)
+		}
+	}
+	it := r.NewIter(nil, nil)
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		check(m[n], it.Key(), it.Value())
+		n++
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	n = len(m)
+	for ok := it.Last(); ok; ok = it.Prev() {
+		n--
+		check(m[n], it.Key(), it.Value())
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	return r.VerifyChecksums()
+}
+
+// TestCorruptionEveryByte flips one bit in every byte of a small table in
+// turn: each must be reported as corruption by some read path, and no read
+// may return a wrong entry.
+func TestCorruptionEveryByte(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 5))
+	for _, c := range []Compression{NoCompression, SnappyCompression, ZstdCompression} {
+		entries := randomEntries(rng, 40)
+		for i := range entries {
+			if len(entries[i].value) > 50 {
+				entries[i].value = entries[i].value[:50]
+			}
+		}
+		data, _ := buildTable(t, entries, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, Compression: c})
+		t.Logf("%s: %d entries, %d bytes", c, len(entries), len(data))
+		for pos := range data {
+			damaged := bytes.Clone(data)
+			damaged[pos] ^= 1 << (pos % 8)
+			r, err := openTable(damaged, ReaderOptions{FileName: "t.sst"})
+			if err == nil {
+				err = exercise(t, r, entries)
+				r.Close()
+			}
+			var ce *base.CorruptionError
+			if !errors.As(err, &ce) || !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("%s: flip at %d: got %v, want corruption", c, pos, err)
+			}
+			if ce.File != "t.sst" || ce.Offset < 0 || ce.Offset > int64(pos) {
+				t.Fatalf("%s: flip at %d: error %v names the wrong place", c, pos, err)
+			}
+		}
+		// Every truncation too.
+		for n := 0; n < len(data); n++ {
+			r, err := openTable(data[:n], ReaderOptions{FileName: "t.sst"})
+			if err == nil {
+				err = exercise(t, r, entries)
+				r.Close()
+			}
+			if !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("%s: truncated to %d: got %v, want corruption", c, n, err)
+			}
+		}
+	}
+}
+
+// TestReadError checks that an I/O error is returned as such, not as
+// corruption, and invalidates the iterator.
+func TestReadError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 6))
+	entries := randomEntries(rng, 500)
+	data, _ := buildTable(t, entries, WriterOptions{})
+	f := &failingFile{memFile: memFile{data: data}}
+	r, err := NewReader(f, int64(len(data)), ReaderOptions{FileName: "t.sst"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f.fail = true
+	it := r.NewIter(nil, nil)
+	if it.First() || it.Valid() || !errors.Is(it.Error(), errInjected) || errors.Is(it.Error(), base.ErrCorruption) {
+		t.Fatalf("First with failing reads: valid=%v err=%v", it.Valid(), it.Error())
+	}
+	if it.Next() || it.SeekGE(nil) || it.Close() == nil {
+		t.Fatal("iterator recovered from an error")
+	}
+	if _, _, _, err := r.Get(entries[0].key.UserKey, base.SeqNumMax); !errors.Is(err, errInjected) {
+		t.Fatalf("Get with failing reads: %v", err)
+	}
+}
+
+var errInjected = errors.New("injected read error")
+
+type failingFile struct {
+	memFile
+	fail bool
+}
+
+func (f *failingFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.fail {
+		return 0, errInjected
+	}
+	return f.memFile.ReadAt(p, off)
+}
+
+// TestConcurrentReads shares one reader and a small cache (so blocks are
+// evicted and reread) among goroutines doing Gets and scans; run with
+// -race.
+func TestConcurrentReads(t *testing.T) {
+	seed := testSeed(t)
+	entries := randomEntries(rand.New(rand.NewPCG(seed, 7)), 2000)
+	data, _ := buildTable(t, entries, WriterOptions{BlockSize: 512, BloomBitsPerKey: 10, Compression: ZstdCompression})
+	var stats Stats
+	r, err := openTable(data, ReaderOptions{Cache: cache.New(64 << 10), FileNum: 1, Stats: &stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m := model(entries)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(100+g)))
+			for n := 0; n < 200; n++ {
+				k := probeKey(rng, m)
+				v, kind, found, err := r.Get(k, base.SeqNumMax)
+				want, wantFound := m.get(k, base.SeqNumMax)
+				if err != nil || found != wantFound || (found && (kind != want.key.Kind() || !bytes.Equal(v, want.value) && kind != base.KindDelete)) {
+					t.Errorf("Get(%q) = %q %v %v, %v", k, v, found, kind, err)
+					return
+				}
+				if n%50 == 0 {
+					it := r.NewIter(nil, nil)
+					i := 0
+					for ok := it.First(); ok; ok = it.Next() {
+						if base.CompareInternal(it.Key(), m[i].key) != 0 {
+							t.Errorf("scan: %s, want %s", it.Key(), m[i].key)
+							break
+						}
+						i++
+					}
+					if err := it.Close(); err != nil || i != len(m) {
+						t.Errorf("scan saw %d of %d: %v", i, len(m), err)
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
+func TestCompressionString(t *testing.T) {
+	for c, want := range map[Compression]string{NoCompression: "none", SnappyCompression: "snappy", ZstdCompression: "zstd", 9: "compression(9)"} {
+		if c.String() != want {
+			t.Errorf("%d.String() = %q, want %q", c, c.String(), want)
+		}
+	}
+}
