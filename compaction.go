@@ -45,9 +45,10 @@ func (db *DB) flushLoop() {
 			for _, f := range metas {
 				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
 			}
-			if err = db.vs.LogAndApply(edit); err != nil {
-				db.removeTables(metas)
-			}
+			// A failed LogAndApply may have written the edit and failed
+			// only to sync it; the next Open may then read it, so the
+			// tables stay. That Open removes them if nothing names them.
+			err = db.vs.LogAndApply(edit)
 		}
 		db.mu.Lock()
 		if errors.Is(err, errClosing) {
@@ -153,11 +154,9 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		db.m.compactRead.Add(int64(f.Size))
 	}
 	db.m.compactions.Add(1)
-	if err := db.installCompaction(edit); err != nil {
-		db.removeTables(metas)
-		return err
-	}
-	return nil
+	// On failure the outputs stay, for the reason flushLoop keeps its
+	// tables.
+	return db.installCompaction(edit)
 }
 
 func (db *DB) installCompaction(edit *manifest.VersionEdit) error {
@@ -215,6 +214,9 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 	it := compaction.NewIter(input, snapshots, bottommost, db.opts.Now().UnixMilli())
 	var w *sstable.Writer
 	var num base.FileNum
+	// written collects the finished tables. The error paths return nil
+	// for metas before this deferred cleanup runs, so it cannot use metas.
+	var written []*manifest.FileMetadata
 	defer func() {
 		if cerr := input.Close(); err == nil && cerr != nil {
 			err = cerr
@@ -224,8 +226,7 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 				w.Close()
 				db.removeFile(base.FileTypeTable, num)
 			}
-			db.removeTables(metas)
-			metas = nil
+			db.removeTables(written)
 		}
 	}()
 	finish := func() error {
@@ -235,7 +236,7 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			db.removeFile(base.FileTypeTable, num)
 			return err
 		}
-		metas = append(metas, &manifest.FileMetadata{
+		written = append(written, &manifest.FileMetadata{
 			FileNum: num, Size: wm.Size,
 			Smallest: wm.Smallest, Largest: wm.Largest,
 			SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
@@ -288,12 +289,12 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			return nil, err
 		}
 	}
-	if len(metas) > 0 {
+	if len(written) > 0 {
 		if err := db.syncDir(); err != nil {
 			return nil, err
 		}
 	}
-	return metas, nil
+	return written, nil
 }
 
 // removeTables deletes tables that never made it into a version.

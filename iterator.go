@@ -39,7 +39,7 @@ func (db *DB) NewIter(o *IterOptions) (*Iterator, error) {
 	if db.closed.Load() {
 		return nil, ErrClosed
 	}
-	return db.newIter(o, base.SeqNum(db.visibleSeq.Load()))
+	return db.newIter(o, readSeqLatest)
 }
 
 func (db *DB) newIter(o *IterOptions, readSeq base.SeqNum) (*Iterator, error) {
@@ -51,8 +51,8 @@ func (db *DB) newIter(o *IterOptions, readSeq base.SeqNum) (*Iterator, error) {
 		it.lower = bytes.Clone(o.LowerBound)
 		it.upper = bytes.Clone(o.UpperBound)
 	}
-	rs := db.loadReadState()
-	it.rs = rs
+	rs, readSeq := db.loadReadStateAt(readSeq)
+	it.rs, it.readSeq = rs, readSeq
 	children := []base.InternalIterator{rs.mem.mt.NewIter()}
 	for _, m := range rs.imm {
 		children = append(children, m.mt.NewIter())
@@ -217,6 +217,11 @@ func (i *Iterator) findPrev() bool {
 				i.valueBuf = append(i.valueBuf[:0], i.it.Value()...)
 			}
 			i.it.Prev()
+		}
+		if i.it.Error() != nil {
+			// The versions still to come may include a newer one than
+			// those seen, so what was found cannot be trusted.
+			break
 		}
 		if !found {
 			continue

@@ -21,6 +21,9 @@ import (
 // a memtable) means the old WAL files can be deleted at once, and a torn
 // tail never has to be written over.
 func (db *DB) recover(names []string) error {
+	if errs := missingManifestFiles(db.fs, db.dirname, db.vs, names); len(errs) > 0 {
+		return errs[0]
+	}
 	var logs []base.FileNum
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
@@ -118,8 +121,11 @@ func (db *DB) recover(names []string) error {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
 	}
 	if err := db.vs.LogAndApply(edit); err != nil {
+		// The edit may have reached the manifest even though this failed
+		// (say, only its fsync did), and it names the tables: they stay
+		// for the next Open, which removes them if nothing names them.
 		log.file.Close()
-		return fail(err)
+		return err
 	}
 	for _, num := range logs {
 		db.removeFile(base.FileTypeLog, num)

@@ -1,0 +1,415 @@
+package lsmgo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/sstable"
+	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+// CheckReport is what Check found in a DB directory.
+type CheckReport struct {
+	// Problems lists damage and broken invariants, in the order found.
+	// Damage is a *CorruptionError (matching ErrCorruption) that names the
+	// file and, where known, the offset; an I/O error that kept a file
+	// from being read is reported as it came. Open, or a read, would fail
+	// on each of these.
+	Problems []error
+	// Warnings lists what Open repairs by itself and so is not a problem:
+	// a torn tail at the end of the newest WAL or of the manifest (an
+	// interrupted write that recovery discards; a *CorruptionError with
+	// the offset where the tail starts), and files Open deletes as
+	// obsolete.
+	Warnings []error
+
+	// Manifest is the path of the manifest CURRENT names, and
+	// ManifestEdits the number of version edits replayed from it.
+	Manifest      string
+	ManifestEdits int
+	// Tables and TableBytes count the live tables Check could open, and
+	// TableEntries the entries of those that verified.
+	Tables       int
+	TableBytes   uint64
+	TableEntries uint64
+	// Logs and LogRecords count the WAL files recovery would replay and
+	// the batches in them.
+	Logs       int
+	LogRecords int
+}
+
+// OK reports whether Check found no problem. Warnings do not count.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+// Err returns every problem joined into one error, or nil when OK.
+func (r *CheckReport) Err() error { return errors.Join(r.Problems...) }
+
+// String summarizes the report in one line.
+func (r *CheckReport) String() string {
+	status := "OK"
+	if !r.OK() {
+		status = fmt.Sprintf("%d problem(s)", len(r.Problems))
+	}
+	return fmt.Sprintf("%s: %d edit(s); %d table(s), %d bytes, %d entries; %d WAL(s), %d record(s); %d warning(s); %s",
+		r.Manifest, r.ManifestEdits, r.Tables, r.TableBytes, r.TableEntries, r.Logs, r.LogRecords, len(r.Warnings), status)
+}
+
+// Check verifies the DB in dir without opening it and without writing
+// anything: CURRENT and every record of the manifest it names, the level
+// invariants of the version the manifest describes, every live table
+// (existence, size, every block checksum, block structure, key order,
+// properties, and agreement of keys and sequence numbers with the
+// manifest), and every record and batch of the WAL files recovery would
+// replay. It reports all it finds in the CheckReport.
+//
+// The error is for failures to check at all: dir holds no DB, cannot be
+// listed, or is locked by an open DB. Check takes the DB's LOCK while it
+// reads (when a LOCK file exists: a DB without one has never been opened
+// here), so it refuses to run on an open DB and Open fails while it runs.
+// Where the LOCK cannot be taken for lack of permission (read-only media)
+// Check reads without it and says so in a warning: reading never harms an
+// open DB, though its concurrent changes could then show as problems.
+// Only opts.FS is used; nil means vfs.Default.
+func Check(dir string, opts *Options) (*CheckReport, error) {
+	fs := vfs.Default
+	if opts != nil && opts.FS != nil {
+		fs = opts.FS
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("lsmgo: check %s: %w", dir, err)
+	}
+	c := &checker{fs: fs, dir: dir, names: names, report: &CheckReport{}}
+	hasCurrent, hasData, hasLock := false, false, false
+	for _, name := range names {
+		t, _, ok := base.ParseFilename(name)
+		switch {
+		case !ok:
+		case t == base.FileTypeCurrent:
+			hasCurrent = true
+		case t == base.FileTypeLock:
+			hasLock = true
+		case t == base.FileTypeLog || t == base.FileTypeTable || t == base.FileTypeManifest:
+			hasData = true
+		}
+	}
+	if !hasCurrent && !hasData {
+		return nil, fmt.Errorf("lsmgo: check %s: no lsmgo database there: %w", dir, os.ErrNotExist)
+	}
+	if hasLock {
+		lock, err := fs.Lock(c.path(base.MakeFilename(base.FileTypeLock, 0)))
+		switch {
+		case errors.Is(err, os.ErrPermission):
+			c.warn(fmt.Errorf("lsmgo: check %s: reading without the DB's lock: %w", dir, err))
+		case err != nil:
+			return nil, fmt.Errorf("lsmgo: check %s: the DB is open: %w", dir, err)
+		default:
+			defer lock.Close()
+		}
+	}
+	if !hasCurrent {
+		c.problem(base.Corruptf(c.path(base.MakeFilename(base.FileTypeCurrent, 0)), -1, "missing, but the directory holds tables, logs or manifests"))
+		return c.report, nil
+	}
+	c.run()
+	return c.report, nil
+}
+
+// checker holds the state of one Check.
+type checker struct {
+	fs     vfs.FS
+	dir    string
+	names  []string
+	report *CheckReport
+}
+
+func (c *checker) path(name string) string { return c.fs.PathJoin(c.dir, name) }
+
+func (c *checker) problem(err error) { c.report.Problems = append(c.report.Problems, err) }
+
+func (c *checker) warn(err error) { c.report.Warnings = append(c.report.Warnings, err) }
+
+func (c *checker) run() {
+	// Load replays the manifest exactly as Open does and writes nothing;
+	// without an OnObsoleteFile callback it never reports files either.
+	vs, err := manifest.Load(manifest.Options{FS: c.fs, Dir: c.dir})
+	if err != nil {
+		c.problem(err)
+		return
+	}
+	defer vs.Close()
+	c.report.Manifest = c.path(base.MakeFilename(base.FileTypeManifest, vs.ManifestFileNum()))
+	c.checkManifestTail(c.report.Manifest)
+
+	v := vs.Current()
+	defer v.Unref()
+	if err := v.CheckOrdering(); err != nil {
+		c.problem(base.Corruptf(c.report.Manifest, -1, "version breaks the level invariants: %v", err))
+	}
+	c.report.Problems = append(c.report.Problems, missingManifestFiles(c.fs, c.dir, vs, c.names)...)
+	for _, files := range v.Files {
+		for _, f := range files {
+			c.checkTable(f, vs.LastSeq())
+		}
+	}
+	c.checkLogs(vs.LogNum())
+	c.checkStrayFiles(vs)
+}
+
+// checkManifestTail counts the manifest's edits and warns about a torn
+// tail, which Load silently drops.
+func (c *checker) checkManifestTail(name string) {
+	f, err := c.fs.Open(name)
+	if err != nil {
+		c.problem(fmt.Errorf("lsmgo: check: %w", err))
+		return
+	}
+	defer f.Close()
+	r := wal.NewReader(f, name)
+	for {
+		if _, err := r.Next(); err != nil {
+			if err != io.EOF {
+				// Load succeeded, so this is a read error, not damage.
+				c.problem(err)
+			}
+			break
+		}
+		c.report.ManifestEdits++
+	}
+	if off, torn := r.TornTail(); torn {
+		c.warn(base.Corruptf(name, off, "torn tail: an interrupted version edit that Open discards"))
+	}
+}
+
+// checkTable verifies one live table against its manifest entry. It
+// reports at most one problem about the table's contents, since the first
+// damage usually makes what follows meaningless.
+func (c *checker) checkTable(m *manifest.FileMetadata, lastSeq base.SeqNum) {
+	name := c.path(base.MakeFilename(base.FileTypeTable, m.FileNum))
+	f, err := c.fs.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		// missingManifestFiles has reported it.
+		return
+	} else if err != nil {
+		c.problem(fmt.Errorf("lsmgo: check: %w", err))
+		return
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		c.problem(fmt.Errorf("lsmgo: check: stat %s: %w", name, err))
+		return
+	}
+	if uint64(st.Size()) != m.Size {
+		f.Close()
+		c.problem(base.Corruptf(name, -1, "file is %d bytes, the manifest says %d", st.Size(), m.Size))
+		return
+	}
+	r, err := sstable.NewReader(f, st.Size(), sstable.ReaderOptions{FileNum: m.FileNum, FileName: name})
+	if err != nil {
+		c.problem(err)
+		return
+	}
+	defer r.Close()
+	c.report.Tables++
+	c.report.TableBytes += m.Size
+	if err := r.VerifyChecksums(); err != nil {
+		c.problem(err)
+		return
+	}
+	props := r.Properties()
+	if props.SmallestSeq != m.SmallestSeq || props.LargestSeq != m.LargestSeq {
+		c.problem(base.Corruptf(name, -1, "properties give seqnums [%d,%d], the manifest [%d,%d]",
+			props.SmallestSeq, props.LargestSeq, m.SmallestSeq, m.LargestSeq))
+		return
+	}
+	if m.LargestSeq > lastSeq {
+		c.problem(base.Corruptf(name, -1, "holds seqnum %d, above the manifest's last seqnum %d", m.LargestSeq, lastSeq))
+		return
+	}
+	if err := c.checkEntries(name, r, m, props); err != nil {
+		c.problem(err)
+	}
+}
+
+// checkEntries walks the table's entries and checks them against the
+// manifest's bounds and the table's own properties. VerifyChecksums has
+// already checked key order and decoding.
+func (c *checker) checkEntries(name string, r *sstable.Reader, m *manifest.FileMetadata, props sstable.Properties) error {
+	it := r.NewIter(nil, nil)
+	defer it.Close()
+	var n, dels uint64
+	var last base.InternalKey
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if n == 0 && base.CompareInternal(k, m.Smallest) != 0 {
+			return base.Corruptf(name, -1, "first key %s is not the manifest's smallest %s", k, m.Smallest)
+		}
+		if s := k.Seq(); s < m.SmallestSeq || s > m.LargestSeq {
+			return base.Corruptf(name, -1, "key %s outside the seqnum range [%d,%d]", k, m.SmallestSeq, m.LargestSeq)
+		}
+		switch k.Kind() {
+		case base.KindDelete:
+			dels++
+		case base.KindSetExpiry:
+			if len(it.Value()) < base.ExpiryLen {
+				return base.Corruptf(name, -1, "key %s: expiring value of %d bytes is shorter than its expiry", k, len(it.Value()))
+			}
+		}
+		last.UserKey = append(last.UserKey[:0], k.UserKey...)
+		last.Trailer = k.Trailer
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	switch {
+	case n == 0:
+		return base.Corruptf(name, -1, "table holds no entries")
+	case base.CompareInternal(last, m.Largest) != 0:
+		return base.Corruptf(name, -1, "last key %s is not the manifest's largest %s", last, m.Largest)
+	case n != props.NumEntries || dels != props.NumDeletions:
+		return base.Corruptf(name, -1, "holds %d entries (%d deletions), the properties say %d (%d)",
+			n, dels, props.NumEntries, props.NumDeletions)
+	}
+	c.report.TableEntries += n
+	return nil
+}
+
+// checkLogs verifies the WAL files Open would replay, oldest first, with
+// the same rules: a torn tail may end only the last log that has records;
+// every record must decode as a batch; sequence numbers only grow.
+func (c *checker) checkLogs(minLog base.FileNum) {
+	var logs []base.FileNum
+	for _, name := range c.names {
+		if t, num, ok := base.ParseFilename(name); ok && t == base.FileTypeLog && num >= minLog {
+			logs = append(logs, num)
+		}
+	}
+	slices.Sort(logs)
+	// torn is the pending torn tail: a warning unless records follow it.
+	var torn *CorruptionError
+	var nextSeq base.SeqNum
+	for _, num := range logs {
+		name := c.path(base.MakeFilename(base.FileTypeLog, num))
+		c.report.Logs++
+		f, err := c.fs.Open(name)
+		if err != nil {
+			c.problem(fmt.Errorf("lsmgo: check: %w", err))
+			continue
+		}
+		r := wal.NewReader(f, name)
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				break
+			} else if err != nil {
+				c.problem(err)
+				break
+			}
+			if torn != nil {
+				// Older logs were synced before a newer one was created,
+				// so damage followed by records is not an interrupted write.
+				c.problem(base.Corruptf(torn.File, torn.Offset, "damaged records in a WAL followed by a newer WAL with records"))
+				torn = nil
+			}
+			c.report.LogRecords++
+			seq, count, err := checkBatch(rec)
+			if err != nil {
+				c.problem(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
+				break
+			}
+			if seq < nextSeq {
+				c.problem(base.Corruptf(name, r.Offset(), "batch seqnum %d is below %d, the next after the previous batch", seq, nextSeq))
+				break
+			}
+			nextSeq = seq + base.SeqNum(count)
+		}
+		f.Close()
+		if off, ok := r.TornTail(); ok {
+			if torn != nil {
+				c.warn(torn)
+			}
+			torn = &CorruptionError{File: name, Offset: off, Reason: "torn tail: an interrupted write that Open discards"}
+		}
+	}
+	if torn != nil {
+		c.warn(torn)
+	}
+}
+
+// checkStrayFiles warns about files Open would delete.
+func (c *checker) checkStrayFiles(vs *manifest.VersionSet) {
+	live := vs.LiveFiles()
+	for _, name := range c.names {
+		t, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		var why string
+		switch {
+		case t == base.FileTypeTable && !live[num]:
+			why = "table not in the current version"
+		case t == base.FileTypeLog && num < vs.LogNum():
+			why = "WAL older than the manifest's log number"
+		case t == base.FileTypeManifest && num != vs.ManifestFileNum():
+			why = "manifest not named by CURRENT"
+		case t == base.FileTypeTemp:
+			why = "temporary file"
+		default:
+			continue
+		}
+		c.warn(fmt.Errorf("%s: %s; Open deletes it", c.path(name), why))
+	}
+}
+
+// missingManifestFiles returns a *CorruptionError for each file the
+// manifest relies on that names (the directory listing) lacks: every live
+// table, and the WAL it names as the oldest still needed. Neither can be
+// missing after a crash: a table's or WAL's directory entry is synced
+// before any edit names it, and it is deleted only after an edit has
+// stopped naming it. So a missing one means the manifest lost acknowledged
+// edits (a damaged last record that Load took for an interrupted write) or
+// someone deleted a file, and reading on would silently drop data.
+func missingManifestFiles(fs vfs.FS, dir string, vs *manifest.VersionSet, names []string) []error {
+	present := make(map[string]bool, len(names))
+	for _, name := range names {
+		present[name] = true
+	}
+	manifestName := base.MakeFilename(base.FileTypeManifest, vs.ManifestFileNum())
+	var errs []error
+	switch n := vs.LogNum(); {
+	case n != 0 && !present[base.MakeFilename(base.FileTypeLog, n)]:
+		errs = append(errs, base.Corruptf(fs.PathJoin(dir, manifestName), -1,
+			"WAL %s, the oldest it says recovery needs, is missing: the manifest may have lost edits",
+			base.MakeFilename(base.FileTypeLog, n)))
+	case n == 0:
+		// Only the snapshot Create writes has no WAL number, and the
+		// first Open records one before it writes any table: replaying
+		// from here and deleting the unknown tables would lose them all.
+		for _, name := range names {
+			if t, _, ok := base.ParseFilename(name); ok && t == base.FileTypeTable {
+				errs = append(errs, base.Corruptf(fs.PathJoin(dir, manifestName), -1,
+					"records no WAL yet, but the directory holds table %s: the manifest may have lost edits", name))
+				break
+			}
+		}
+	}
+	v := vs.Current()
+	defer v.Unref()
+	for level, files := range v.Files {
+		for _, f := range files {
+			if name := base.MakeFilename(base.FileTypeTable, f.FileNum); !present[name] {
+				errs = append(errs, base.Corruptf(fs.PathJoin(dir, name), -1,
+					"table of L%d in %s is missing", level, manifestName))
+			}
+		}
+	}
+	return errs
+}
