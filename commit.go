@@ -319,9 +319,9 @@ func (db *DB) rotateMemtableLocked(need int) error {
 		newLog.file.Close()
 		return err
 	}
-	if !db.mu.mem.mt.Empty() {
-		db.mu.imm = append(db.mu.imm, db.mu.mem)
-	}
+	// Even an empty memtable goes through a flush: the flush's manifest
+	// edit is what retires its WAL safely.
+	db.mu.imm = append(db.mu.imm, db.mu.mem)
 	db.mu.mem = db.newMemTable(num, need)
 	db.updateReadStateLocked()
 	db.maybeScheduleFlushLocked()
