@@ -59,12 +59,20 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	if b.Count() == 0 {
 		return nil
 	}
-	w := &commitWriter{repr: b.repr, sync: db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)}
+	w := commitWriterPool.Get().(*commitWriter)
+	w.repr, w.sync = b.repr, db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)
 	db.mu.Lock()
 	db.enqueueLocked(w)
 	db.mu.Unlock()
-	return w.err
+	err := w.err
+	*w = commitWriter{}
+	commitWriterPool.Put(w)
+	return err
 }
+
+// commitWriterPool saves an allocation per write; a writer is recycled
+// only after it has left the queue.
+var commitWriterPool = sync.Pool{New: func() any { return new(commitWriter) }}
 
 // enqueueLocked puts w in the commit queue and returns when it is done,
 // leading a group itself when it reaches the head. db.mu is held.

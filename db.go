@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/cache"
 	"github.com/lsmgo-dev/lsmgo/internal/compaction"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
@@ -184,11 +185,11 @@ func (db *DB) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 	if db.closed.Load() {
 		return nil, time.Time{}, ErrClosed
 	}
-	return db.get(key, base.SeqNum(db.visibleSeq.Load()))
+	return db.get(key, readSeqLatest)
 }
 
 func (db *DB) get(key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
-	rs := db.loadReadState()
+	rs, readSeq := db.loadReadStateAt(readSeq)
 	defer rs.unref()
 	value, kind, found, err := rs.get(db, key, readSeq)
 	if err != nil {
@@ -226,24 +227,46 @@ func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte
 
 // Set writes key=value.
 func (db *DB) Set(key, value []byte, wo *WriteOptions) error {
-	b := db.NewBatch()
+	b := getBatch()
 	b.Set(key, value)
-	return db.Apply(b, wo)
+	return db.applyPooled(b, wo)
 }
 
 // SetWithExpiry writes key=value that reads as absent from expireAt on;
 // compaction removes it some time after.
 func (db *DB) SetWithExpiry(key, value []byte, expireAt time.Time, wo *WriteOptions) error {
-	b := db.NewBatch()
+	b := getBatch()
 	b.SetWithExpiry(key, value, expireAt)
-	return db.Apply(b, wo)
+	return db.applyPooled(b, wo)
 }
 
 // Delete removes key. Deleting an absent key is not an error.
 func (db *DB) Delete(key []byte, wo *WriteOptions) error {
-	b := db.NewBatch()
+	b := getBatch()
 	b.Delete(key)
-	return db.Apply(b, wo)
+	return db.applyPooled(b, wo)
+}
+
+// batchPool recycles the one-write batches of Set and Delete: the commit
+// path copies a batch into the WAL buffer and the memtable, so nothing
+// refers to it once Apply returns.
+var batchPool = sync.Pool{New: func() any { return &Batch{repr: batchrepr.New()} }}
+
+// maxPooledBatch keeps a rare huge value from pinning its buffer forever.
+const maxPooledBatch = 64 << 10
+
+func getBatch() *Batch {
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	return b
+}
+
+func (db *DB) applyPooled(b *Batch, wo *WriteOptions) error {
+	err := db.Apply(b, wo)
+	if cap(b.repr) <= maxPooledBatch {
+		batchPool.Put(b)
+	}
+	return err
 }
 
 // Flush writes the memtable to an L0 table and waits until every write
