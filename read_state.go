@@ -34,6 +34,22 @@ func (db *DB) loadReadState() *readState {
 	return rs
 }
 
+// readSeqLatest, passed as a read sequence number, means "the newest
+// writes". The visible sequence number is then loaded only after the read
+// state is pinned: loaded before, it could be overtaken by a flush and a
+// compaction installed in between, and that compaction, which no snapshot
+// holds back, may drop the older versions such a reader needs.
+const readSeqLatest base.SeqNum = 0
+
+// loadReadStateAt is loadReadState that also resolves readSeqLatest.
+func (db *DB) loadReadStateAt(readSeq base.SeqNum) (*readState, base.SeqNum) {
+	rs := db.loadReadState()
+	if readSeq == readSeqLatest {
+		readSeq = base.SeqNum(db.visibleSeq.Load())
+	}
+	return rs, readSeq
+}
+
 // updateReadStateLocked publishes a new read state from db.mu's memtables
 // and the version set's current version; db.mu must be held.
 func (db *DB) updateReadStateLocked() {

@@ -272,8 +272,13 @@ func (m *Memtable) findLT(userKey []byte, trailer uint64) uint32 {
 }
 
 // findGE returns the first node at or after (userKey, trailer), or 0.
+//
+// The level-0 walk from findLT's result matters: an Add may link nodes
+// after that predecessor once findLT has returned, and they sort before
+// the target (a newer version of userKey, say, which Get must not return).
 func (m *Memtable) findGE(userKey []byte, trailer uint64) uint32 {
-	return m.link(m.findLT(userKey, trailer), 0).Load()
+	_, next, _ := m.findSplice(userKey, trailer, 0, m.findLT(userKey, trailer), 0)
+	return next
 }
 
 // findLast returns the last node, or the head when the list is empty.
