@@ -25,8 +25,8 @@ type CheckReport struct {
 	// Warnings lists what Open repairs by itself and so is not a problem:
 	// a torn tail at the end of the newest WAL or of the manifest (an
 	// interrupted write that recovery discards; a *CorruptionError with
-	// the offset where the tail starts), and files Open deletes as
-	// obsolete.
+	// the offset where the tail starts), files Open deletes as obsolete,
+	// and a manifest without CURRENT left by an interrupted first Open.
 	Warnings []error
 
 	// Manifest is the path of the manifest CURRENT names, and
@@ -86,7 +86,7 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 		return nil, fmt.Errorf("lsmgo: check %s: %w", dir, err)
 	}
 	c := &checker{fs: fs, dir: dir, names: names, report: &CheckReport{}}
-	hasCurrent, hasData, hasLock := false, false, false
+	hasCurrent, hasData, hasManifest, hasLock := false, false, false, false
 	for _, name := range names {
 		t, _, ok := base.ParseFilename(name)
 		switch {
@@ -95,11 +95,13 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 			hasCurrent = true
 		case t == base.FileTypeLock:
 			hasLock = true
-		case t == base.FileTypeLog || t == base.FileTypeTable || t == base.FileTypeManifest:
+		case t == base.FileTypeLog || t == base.FileTypeTable:
 			hasData = true
+		case t == base.FileTypeManifest:
+			hasManifest = true
 		}
 	}
-	if !hasCurrent && !hasData {
+	if !hasCurrent && !hasData && !hasManifest {
 		return nil, fmt.Errorf("lsmgo: check %s: no lsmgo database there: %w", dir, os.ErrNotExist)
 	}
 	if hasLock {
@@ -113,8 +115,14 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 			defer lock.Close()
 		}
 	}
+	if !hasCurrent && !hasData {
+		// A crash during the first Open, before CURRENT was in place:
+		// nothing was ever written, and Open starts over.
+		c.warn(base.Corruptf(c.path(base.MakeFilename(base.FileTypeCurrent, 0)), -1, "missing: the first Open was interrupted; Open will start over"))
+		return c.report, nil
+	}
 	if !hasCurrent {
-		c.problem(base.Corruptf(c.path(base.MakeFilename(base.FileTypeCurrent, 0)), -1, "missing, but the directory holds tables, logs or manifests"))
+		c.problem(base.Corruptf(c.path(base.MakeFilename(base.FileTypeCurrent, 0)), -1, "missing, but the directory holds tables or logs"))
 		return c.report, nil
 	}
 	c.run()
