@@ -1,0 +1,526 @@
+package server
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+func init() {
+	const g = "generic"
+	w, wf, rf := flagWrite, flagWrite|flagFast, flagReadonly|flagFast
+	register(
+		spec{name: "del", arity: -2, flags: w, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Deletes one or more keys.", run: cmdDel},
+		spec{name: "unlink", arity: -2, flags: wf, firstKey: 1, lastKey: -1, step: 1, group: g, since: "4.0.0",
+			summary: "Asynchronously deletes one or more keys.", run: cmdDel},
+		spec{name: "exists", arity: -2, flags: rf, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Determines whether one or more keys exist.", run: cmdExists},
+		spec{name: "type", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Determines the type of value stored at a key.", run: cmdType},
+		spec{name: "rename", arity: 3, flags: w, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
+			summary: "Renames a key and overwrites the destination.", run: cmdRename},
+		spec{name: "renamenx", arity: 3, flags: wf, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
+			summary: "Renames a key only when the target key name doesn't exist.", run: cmdRename},
+		spec{name: "expire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Sets the expiration time of a key in seconds.", run: cmdExpire},
+		spec{name: "pexpire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
+			summary: "Sets the expiration time of a key in milliseconds.", run: cmdExpire},
+		spec{name: "expireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.2.0",
+			summary: "Sets the expiration time of a key to a Unix timestamp.", run: cmdExpire},
+		spec{name: "pexpireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
+			summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.", run: cmdExpire},
+		spec{name: "ttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns the expiration time in seconds of a key.", run: cmdTTL},
+		spec{name: "pttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
+			summary: "Returns the expiration time in milliseconds of a key.", run: cmdTTL},
+		spec{name: "expiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
+			summary: "Returns the expiration time of a key as a Unix timestamp.", run: cmdTTL},
+		spec{name: "pexpiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
+			summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", run: cmdTTL},
+		spec{name: "persist", arity: 2, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.2.0",
+			summary: "Removes the expiration time of a key.", run: cmdPersist},
+		spec{name: "keys", arity: 2, flags: flagReadonly, group: g, since: "1.0.0",
+			summary: "Returns all key names that match a pattern.", run: cmdKeys},
+		spec{name: "scan", arity: -2, flags: flagReadonly, group: g, since: "2.8.0",
+			summary: "Iterates over the key names in the database.", run: cmdScan},
+		spec{name: "randomkey", arity: 1, flags: flagReadonly, group: g, since: "1.0.0",
+			summary: "Returns a random key name from the database.", run: cmdRandomKey},
+	)
+}
+
+// distinct calls fn once per distinct key, in argument order.
+func distinct(keys [][]byte, fn func(key []byte)) {
+	if len(keys) <= 8 {
+		for i, k := range keys {
+			seen := false
+			for _, prev := range keys[:i] {
+				seen = seen || bytes.Equal(prev, k)
+			}
+			if !seen {
+				fn(k)
+			}
+		}
+		return
+	}
+	seen := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		if _, dup := seen[string(k)]; !dup {
+			seen[string(k)] = struct{}{}
+			fn(k)
+		}
+	}
+}
+
+// cmdDel implements DEL and UNLINK, which are the same here: deleting is
+// one tombstone per key whatever the value's size.
+func cmdDel(c *conn, args [][]byte) {
+	held := c.lock(args[1:], 1)
+	defer c.unlock(held)
+	var n int64
+	var err error
+	distinct(args[1:], func(key []byte) {
+		var exists bool
+		if err == nil {
+			exists, err = c.s.ks.exists(&c.scratch, key)
+		}
+		if exists {
+			deleteKey(c.batch, &c.scratch, key)
+			n++
+		}
+	})
+	if err == nil {
+		err = c.apply()
+	}
+	c.batch.Reset()
+	if err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Int(n)
+}
+
+func cmdExists(c *conn, args [][]byte) {
+	var n int64
+	for _, key := range args[1:] {
+		exists, err := c.s.ks.exists(&c.scratch, key)
+		if err != nil {
+			c.replyErr(err)
+			return
+		}
+		if exists {
+			n++
+		}
+	}
+	c.wr.Int(n)
+}
+
+func cmdType(c *conn, args [][]byte) {
+	_, exists, ok := c.get(args[1])
+	switch {
+	case !ok:
+	case exists:
+		c.wr.SimpleString("string")
+	default:
+		c.wr.SimpleString("none")
+	}
+}
+
+// cmdRename implements RENAME and RENAMENX; the value keeps its expiry.
+func cmdRename(c *conn, args [][]byte) {
+	nx := is(args[0], "RENAMENX")
+	src, dst := args[1], args[2]
+	held := c.lock(args[1:3], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(src)
+	if !ok {
+		return
+	}
+	if !exists {
+		c.fail(msgNoSuchKey)
+		return
+	}
+	if bytes.Equal(src, dst) {
+		if nx {
+			c.wr.Int(0)
+		} else {
+			c.ok()
+		}
+		return
+	}
+	if nx {
+		taken, err := c.s.ks.exists(&c.scratch, dst)
+		if err != nil {
+			c.replyErr(err)
+			return
+		}
+		if taken {
+			c.wr.Int(0)
+			return
+		}
+	}
+	deleteKey(c.batch, &c.scratch, src)
+	if err := c.put(dst, v); err != nil {
+		c.replyErr(err)
+		return
+	}
+	if nx {
+		c.wr.Int(1)
+	} else {
+		c.ok()
+	}
+}
+
+// cmdExpire implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with the
+// NX/XX/GT/LT conditions of Redis 7. A time not in the future deletes
+// the key. The value is rewritten with the new expiry under the key's
+// lock, so no concurrent write is lost.
+func cmdExpire(c *conn, args [][]byte) {
+	cmd := lookup(commands, &c.nameBuf, args[0])
+	seconds := cmd.name == "expire" || cmd.name == "expireat"
+	relative := cmd.name == "expire" || cmd.name == "pexpire"
+	var nx, xx, gt, lt bool
+	for _, a := range args[3:] {
+		switch {
+		case is(a, "NX"):
+			nx = true
+		case is(a, "XX"):
+			xx = true
+		case is(a, "GT"):
+			gt = true
+		case is(a, "LT"):
+			lt = true
+		default:
+			c.fail("ERR Unsupported option " + string(a))
+			return
+		}
+	}
+	if nx && (xx || gt || lt) {
+		c.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return
+	}
+	if gt && lt {
+		c.fail("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	when, ok := parseInt(args[2])
+	if !ok {
+		c.fail(msgNotInteger)
+		return
+	}
+	if seconds {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			c.fail(invalidExpire(cmd))
+			return
+		}
+		when *= 1000
+	}
+	now := time.Now().UnixMilli()
+	if relative {
+		if when > math.MaxInt64-now {
+			c.fail(invalidExpire(cmd))
+			return
+		}
+		when += now
+	}
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	volatile := !v.expireAt.IsZero()
+	cur := v.expireAt.UnixMilli()
+	if !exists || nx && volatile || xx && !volatile ||
+		gt && (!volatile || when <= cur) || lt && volatile && when >= cur {
+		c.wr.Int(0)
+		return
+	}
+	if when <= now {
+		deleteKey(c.batch, &c.scratch, args[1])
+		err := c.apply()
+		if err != nil {
+			c.replyErr(err)
+			return
+		}
+	} else {
+		v.expireAt = time.UnixMilli(when)
+		if err := c.put(args[1], v); err != nil {
+			c.replyErr(err)
+			return
+		}
+	}
+	c.wr.Int(1)
+}
+
+// cmdTTL implements TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a
+// missing key, -1 for a key without expiry.
+func cmdTTL(c *conn, args [][]byte) {
+	name := lookup(commands, &c.nameBuf, args[0]).name
+	v, exists, ok := c.get(args[1])
+	switch {
+	case !ok:
+		return
+	case !exists:
+		c.wr.Int(-2)
+		return
+	case v.expireAt.IsZero():
+		c.wr.Int(-1)
+		return
+	}
+	at := v.expireAt.UnixMilli()
+	left := max(at-time.Now().UnixMilli(), 0)
+	switch name {
+	case "ttl":
+		c.wr.Int((left + 500) / 1000)
+	case "pttl":
+		c.wr.Int(left)
+	case "expiretime":
+		c.wr.Int(at / 1000)
+	default:
+		c.wr.Int(at)
+	}
+}
+
+func cmdPersist(c *conn, args [][]byte) {
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	if !exists || v.expireAt.IsZero() {
+		c.wr.Int(0)
+		return
+	}
+	v.expireAt = time.Time{}
+	if err := c.put(args[1], v); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Int(1)
+}
+
+// matchRange narrows a scan to the keys that can match pattern, starting
+// no earlier than from.
+func matchRange(pattern, from []byte) (lower, upper []byte) {
+	prefix := literalPrefix(pattern)
+	lower = from
+	if bytes.Compare(prefix, from) > 0 {
+		lower = prefix
+	}
+	return lower, prefixEnd(prefix)
+}
+
+func cmdKeys(c *conn, args [][]byte) {
+	pattern := args[1]
+	lower, upper := matchRange(pattern, nil)
+	var keys [][]byte
+	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ bool) bool {
+		if globMatch(pattern, key, false) {
+			keys = append(keys, bytes.Clone(key))
+		}
+		return true
+	})
+	if err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.ArrayHeader(len(keys))
+	for _, k := range keys {
+		c.wr.Bulk(k)
+	}
+}
+
+// cmdScan implements SCAN cursor [MATCH pattern] [COUNT n] [TYPE type].
+// The cursor names a server-side record of the next key (see
+// cursorTable), so it is exact: every key present for the whole scan is
+// returned exactly once, whatever is written meanwhile.
+func cmdScan(c *conn, args [][]byte) {
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.fail("ERR invalid cursor")
+		return
+	}
+	count := int64(10)
+	var pattern []byte
+	typeFilter := ""
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.fail(msgSyntax)
+			return
+		}
+		switch v := args[i+1]; {
+		case is(args[i], "MATCH"):
+			pattern = v
+		case is(args[i], "COUNT"):
+			n, ok := parseInt(v)
+			if !ok {
+				c.fail(msgNotInteger)
+				return
+			}
+			if n < 1 {
+				c.fail(msgSyntax)
+				return
+			}
+			count = n
+		case is(args[i], "TYPE"):
+			typeFilter = string(toUpper(v))
+		default:
+			c.fail(msgSyntax)
+			return
+		}
+	}
+	var from []byte
+	if cursor != 0 {
+		var ok bool
+		if from, ok = c.s.cursors.get(cursor); !ok {
+			c.fail("ERR invalid cursor")
+			return
+		}
+	}
+	var keys [][]byte
+	var next []byte
+	if typeFilter == "" || typeFilter == "STRING" {
+		lower, upper := from, []byte(nil)
+		if pattern != nil {
+			lower, upper = matchRange(pattern, from)
+		}
+		examined := int64(0)
+		err = c.s.ks.scanKeys(lower, upper, func(key []byte, _ bool) bool {
+			if examined == count {
+				next = bytes.Clone(key)
+				return false
+			}
+			examined++
+			if pattern == nil || globMatch(pattern, key, false) {
+				keys = append(keys, bytes.Clone(key))
+			}
+			return true
+		})
+		if err != nil {
+			c.replyErr(err)
+			return
+		}
+	}
+	c.wr.ArrayHeader(2)
+	if next == nil {
+		c.wr.BulkString("0")
+	} else {
+		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
+	}
+	c.wr.ArrayHeader(len(keys))
+	for _, k := range keys {
+		c.wr.Bulk(k)
+	}
+}
+
+// cmdRandomKey picks a random position between the first and last keys
+// and returns the key at or after it. Keys that follow large gaps in the
+// key order are picked more often; Redis' own pick is not uniform either.
+func cmdRandomKey(c *conn, _ [][]byte) {
+	it, err := c.s.db.NewIter(&lsmgo.IterOptions{LowerBound: []byte{dataPrefix}, UpperBound: []byte{dataEnd}})
+	if err != nil {
+		c.replyErr(err)
+		return
+	}
+	defer it.Close()
+	if !it.First() {
+		if err := it.Error(); err != nil {
+			c.replyErr(err)
+			return
+		}
+		c.wr.Null()
+		return
+	}
+	first := bytes.Clone(it.Key())
+	it.Last()
+	probe := randomBetween(first, it.Key())
+	if !it.SeekGE(probe) {
+		it.First()
+	}
+	if err := it.Error(); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Bulk(it.Key()[1:])
+}
+
+// randomBetween returns a random key k with first <= k <= last (given
+// first <= last): their common prefix, then a random byte between theirs,
+// then random bytes.
+func randomBetween(first, last []byte) []byte {
+	n := 0
+	for n < len(first) && n < len(last) && first[n] == last[n] {
+		n++
+	}
+	probe := bytes.Clone(first[:n])
+	if n == len(last) {
+		return probe
+	}
+	lo := 0
+	if n < len(first) {
+		lo = int(first[n])
+	}
+	probe = append(probe, byte(lo+rand.IntN(int(last[n])-lo+1)))
+	for range 8 {
+		probe = append(probe, byte(rand.Uint32()))
+	}
+	return probe
+}
+
+// maxCursors bounds the SCAN positions the server remembers. A client that
+// comes back with a cursor older than the newest maxCursors gets "ERR
+// invalid cursor" and must restart its scan.
+const maxCursors = 1 << 14
+
+// cursorTable maps SCAN cursors to the key where the scan resumes. A
+// server-side table keeps cursors exact and numeric — go-redis and other
+// clients parse the cursor as an unsigned 64-bit integer — which no
+// encoding of an arbitrary key into 64 bits could.
+type cursorTable struct {
+	mu    sync.Mutex
+	next  uint64
+	keys  map[uint64][]byte
+	order []uint64 // FIFO ring of live ids, for eviction
+	head  int
+}
+
+// init starts ids at a random point below 2^40, so that a cursor from
+// before a restart is unlikely to name a position of a new scan, and ids
+// stay exact even in clients that hold numbers as float64.
+func (t *cursorTable) init() {
+	t.next = rand.Uint64N(1<<40) + 1
+	t.keys = make(map[uint64][]byte)
+}
+
+// put records key and returns its cursor id, never 0.
+func (t *cursorTable) put(key []byte) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := t.next
+	t.next++
+	if len(t.order) < maxCursors {
+		t.order = append(t.order, id)
+	} else {
+		delete(t.keys, t.order[t.head])
+		t.order[t.head] = id
+		t.head = (t.head + 1) % maxCursors
+	}
+	t.keys[id] = key
+	return id
+}
+
+// get returns the resume key of cursor id. It is kept, so a client may
+// retry a SCAN call whose reply it lost.
+func (t *cursorTable) get(id uint64) ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k, ok := t.keys[id]
+	return k, ok
+}

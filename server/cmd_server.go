@@ -1,0 +1,613 @@
+package server
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func init() {
+	const conn, srv = "connection", "server"
+	fast := flagFast
+	register(
+		spec{name: "ping", arity: -1, flags: fast, group: conn, since: "1.0.0",
+			summary: "Returns the server's liveliness response.", run: cmdPing},
+		spec{name: "echo", arity: 2, flags: fast, group: conn, since: "1.0.0",
+			summary: "Returns the given string.", run: cmdEcho},
+		spec{name: "hello", arity: -1, flags: flagNoAuth | fast, group: conn, since: "6.0.0",
+			summary: "Handshakes with the Redis server.", run: cmdHello},
+		spec{name: "auth", arity: -2, flags: flagNoAuth | fast, group: conn, since: "1.0.0",
+			summary: "Authenticates the connection.", run: cmdAuth},
+		spec{name: "select", arity: 2, flags: flagLoading | flagStale | fast, group: conn, since: "1.0.0",
+			summary: "Changes the selected database.", run: cmdSelect},
+		spec{name: "quit", arity: -1, flags: flagNoAuth | fast, group: conn, since: "1.0.0",
+			summary: "Closes the connection.", run: cmdQuit},
+		spec{name: "reset", arity: 1, flags: flagNoAuth | fast, group: conn, since: "6.2.0",
+			summary: "Resets the connection.", run: cmdReset},
+		spec{name: "client", arity: -2, group: conn, since: "2.4.0", summary: "A container for client connection commands.",
+			subs: []spec{
+				{name: "id", arity: 2, since: "5.0.0", summary: "Returns the unique client ID of the connection.", run: cmdClientID},
+				{name: "setname", arity: 3, since: "2.6.9", summary: "Sets the connection name.", run: cmdClientSetName},
+				{name: "getname", arity: 2, since: "2.6.9", summary: "Returns the name of the connection.", run: cmdClientGetName},
+				{name: "list", arity: -2, since: "2.4.0", summary: "Lists open connections.", run: cmdClientList},
+				{name: "info", arity: 2, since: "6.2.0", summary: "Returns information about the connection.", run: cmdClientInfo},
+				{name: "setinfo", arity: 4, since: "7.2.0", summary: "Sets information specific to the client or connection.", run: cmdClientSetInfo},
+				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: helpOnly("client")},
+			}},
+		spec{name: "command", arity: -1, group: srv, since: "2.8.13", summary: "Returns detailed information about all commands.",
+			run: cmdCommandInfo, subs: []spec{
+				{name: "count", arity: 2, since: "2.8.13", summary: "Returns a count of commands.", run: cmdCommandCount},
+				{name: "info", arity: -2, since: "2.8.13", summary: "Returns information about one, multiple or all commands.", run: cmdCommandInfo},
+				{name: "docs", arity: -2, since: "7.0.0", summary: "Returns documentary information about one, multiple or all commands.", run: cmdCommandDocs},
+				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: helpOnly("command")},
+			}},
+		spec{name: "config", arity: -2, group: srv, since: "2.0.0", summary: "A container for server configuration commands.",
+			subs: []spec{
+				{name: "get", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Returns the effective values of configuration parameters.", run: cmdConfigGet},
+				{name: "set", arity: -4, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Sets configuration parameters in-flight.", run: cmdConfigSet},
+				{name: "resetstat", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Resets the server's statistics.", run: cmdConfigResetStat},
+				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: helpOnly("config")},
+			}},
+		spec{name: "slowlog", arity: -2, group: srv, since: "2.2.12", summary: "A container for slow log commands.",
+			subs: []spec{
+				{name: "get", arity: -2, flags: flagAdmin | flagLoading | flagStale, since: "2.2.12", summary: "Returns the slow log's entries.", run: cmdSlowlogGet},
+				{name: "len", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.2.12", summary: "Returns the number of entries in the slow log.", run: cmdSlowlogLen},
+				{name: "reset", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.2.12", summary: "Clears all entries from the slow log.", run: cmdSlowlogReset},
+				{name: "help", arity: 2, since: "6.2.0", summary: "Show helpful text about the different subcommands.", run: helpOnly("slowlog")},
+			}},
+		spec{name: "info", arity: -1, flags: flagLoading | flagStale, group: srv, since: "1.0.0",
+			summary: "Returns information and statistics about the server.", run: cmdInfo},
+		spec{name: "dbsize", arity: 1, flags: flagReadonly, group: srv, since: "1.0.0",
+			summary: "Returns the number of keys in the database.", run: cmdDBSize},
+		spec{name: "flushdb", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
+			summary: "Removes all keys from the current database.", run: cmdFlush},
+		spec{name: "flushall", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
+			summary: "Removes all keys from all databases.", run: cmdFlush},
+		spec{name: "time", arity: 1, flags: flagLoading | flagStale | fast, group: srv, since: "2.6.0",
+			summary: "Returns the server time.", run: cmdTime},
+	)
+}
+
+// helpOnly answers a container's HELP with its subcommands and their
+// summaries; the container itself takes HELP and nothing else.
+func helpOnly(container string) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) {
+		cmd := commands[container]
+		names := make([]string, 0, len(cmd.subs))
+		for name := range cmd.subs {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		up := strings.ToUpper(container)
+		c.wr.ArrayHeader(1 + len(names))
+		c.wr.SimpleString(up + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+		for _, name := range names {
+			c.wr.SimpleString(strings.ToUpper(name) + ": " + cmd.subs[name].summary)
+		}
+	}
+}
+
+func cmdPing(c *conn, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.wr.SimpleString("PONG")
+	case 2:
+		c.wr.Bulk(args[1])
+	default:
+		c.fail(wrongArity(commands["ping"]))
+	}
+}
+
+func cmdEcho(c *conn, args [][]byte) { c.wr.Bulk(args[1]) }
+
+func cmdSelect(c *conn, args [][]byte) {
+	n, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		c.fail(msgNotInteger)
+	case n != 0:
+		c.fail("ERR DB index is out of range")
+	default:
+		c.ok()
+	}
+}
+
+func cmdQuit(c *conn, _ [][]byte) {
+	c.ok()
+	c.quit = true
+}
+
+func cmdReset(c *conn, _ [][]byte) {
+	c.setProtocol(2)
+	c.setAuthed(c.s.config().RequirePass == "")
+	c.info.Lock()
+	c.info.name = ""
+	c.info.Unlock()
+	c.wr.SimpleString("RESET")
+}
+
+func (c *conn) setProtocol(v int) {
+	c.wr.SetProtocol(v)
+	c.proto.Store(int32(v))
+}
+
+func (c *conn) setAuthed(authed bool) {
+	c.authed = authed
+	c.rd.SetAuthRequired(!authed)
+}
+
+// checkPassword authenticates user/password against the default user,
+// replying with Redis' error when it fails.
+func (c *conn) checkPassword(user, password []byte, userGiven bool) bool {
+	pass := c.s.config().RequirePass
+	switch {
+	case pass == "" && !userGiven:
+		c.fail("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return false
+	case string(user) == "default" && (pass == "" || subtle.ConstantTimeCompare(password, []byte(pass)) == 1):
+		c.setAuthed(true)
+		return true
+	}
+	c.fail("WRONGPASS invalid username-password pair or user is disabled.")
+	return false
+}
+
+func cmdAuth(c *conn, args [][]byte) {
+	switch len(args) {
+	case 2:
+		if c.checkPassword([]byte("default"), args[1], false) {
+			c.ok()
+		}
+	case 3:
+		if c.checkPassword(args[1], args[2], true) {
+			c.ok()
+		}
+	default:
+		c.fail(msgSyntax)
+	}
+}
+
+func cmdHello(c *conn, args [][]byte) {
+	proto := int64(0)
+	next := 1
+	if len(args) >= 2 {
+		var ok bool
+		if proto, ok = parseInt(args[1]); !ok {
+			c.fail("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if proto < 2 || proto > 3 {
+			c.fail("NOPROTO unsupported protocol version")
+			return
+		}
+		next = 2
+	}
+	var user, pass, name []byte
+	hasAuth, hasName := false, false
+	for j := next; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case is(args[j], "AUTH") && more >= 2:
+			user, pass, hasAuth = args[j+1], args[j+2], true
+			j += 2
+		case is(args[j], "SETNAME") && more >= 1:
+			name, hasName = args[j+1], true
+			j++
+		default:
+			c.fail("ERR Syntax error in HELLO option '" + string(args[j]) + "'")
+			return
+		}
+	}
+	if hasAuth && !c.checkPassword(user, pass, true) {
+		return
+	}
+	if !c.authed {
+		c.fail("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if hasName && !c.setName(name) {
+		return
+	}
+	if proto != 0 {
+		c.setProtocol(int(proto))
+	}
+	c.wr.MapHeader(7)
+	c.wr.BulkString("server")
+	c.wr.BulkString("redis")
+	c.wr.BulkString("version")
+	c.wr.BulkString(Version)
+	c.wr.BulkString("proto")
+	c.wr.Int(int64(c.wr.Protocol()))
+	c.wr.BulkString("id")
+	c.wr.Int(int64(c.id))
+	c.wr.BulkString("mode")
+	c.wr.BulkString("standalone")
+	c.wr.BulkString("role")
+	c.wr.BulkString("master")
+	c.wr.BulkString("modules")
+	c.wr.ArrayHeader(0)
+}
+
+// validName is Redis' rule for client names and library info: printable
+// ASCII without spaces.
+func validName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *conn) setName(name []byte) bool {
+	if !validName(name) {
+		c.fail("ERR Client names cannot contain spaces, newlines or special characters.")
+		return false
+	}
+	c.info.Lock()
+	c.info.name = string(name)
+	c.info.Unlock()
+	return true
+}
+
+func cmdClientID(c *conn, _ [][]byte) { c.wr.Int(int64(c.id)) }
+
+func cmdClientSetName(c *conn, args [][]byte) {
+	if c.setName(args[2]) {
+		c.ok()
+	}
+}
+
+func cmdClientGetName(c *conn, _ [][]byte) {
+	if name := c.clientName(); name != "" {
+		c.wr.BulkString(name)
+	} else {
+		c.wr.Null()
+	}
+}
+
+func cmdClientSetInfo(c *conn, args [][]byte) {
+	attr, value := args[2], args[3]
+	var field *string
+	switch {
+	case is(attr, "LIB-NAME"):
+		field = &c.info.libName
+	case is(attr, "LIB-VER"):
+		field = &c.info.libVer
+	default:
+		c.fail("ERR Unrecognized option '" + string(attr) + "'")
+		return
+	}
+	if !validName(value) {
+		c.fail("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	c.info.Lock()
+	*field = string(value)
+	c.info.Unlock()
+	c.ok()
+}
+
+// cmdClientList implements CLIENT LIST [TYPE normal] [ID id ...]. Every
+// client is "normal": there are no replicas or subscribers.
+func cmdClientList(c *conn, args [][]byte) {
+	clients := c.s.clientList()
+	switch {
+	case len(args) == 2:
+	case len(args) == 4 && is(args[2], "TYPE"):
+		switch strings.ToLower(string(args[3])) {
+		case "normal":
+		case "master", "replica", "slave", "pubsub":
+			clients = nil
+		default:
+			c.fail("ERR Unknown client type '" + string(args[3]) + "'")
+			return
+		}
+	case len(args) >= 4 && is(args[2], "ID"):
+		want := map[uint64]bool{}
+		for _, a := range args[3:] {
+			id, err := strconv.ParseUint(string(a), 10, 64)
+			if err != nil || id == 0 {
+				c.fail("ERR Invalid client ID")
+				return
+			}
+			want[id] = true
+		}
+		clients = slices.DeleteFunc(clients, func(o *conn) bool { return !want[o.id] })
+	default:
+		c.fail(msgSyntax)
+		return
+	}
+	var b strings.Builder
+	for _, o := range clients {
+		o.describe(&b, c)
+	}
+	c.wr.Verbatim("txt", b.String())
+}
+
+func cmdClientInfo(c *conn, _ [][]byte) {
+	var b strings.Builder
+	c.describe(&b, c)
+	c.wr.Verbatim("txt", b.String())
+}
+
+// describe writes c's CLIENT LIST line. self is the client asking, whose
+// command in progress is the CLIENT command itself.
+func (c *conn) describe(b *strings.Builder, self *conn) {
+	now := time.Now()
+	c.info.Lock()
+	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
+	c.info.Unlock()
+	cmd := "NULL"
+	if last := c.lastCmd.Load(); last != nil {
+		cmd = last.name
+	}
+	if c == self {
+		cmd = "client|list"
+	}
+	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
+		cmd, c.proto.Load(), libName, libVer)
+}
+
+func cmdCommandCount(c *conn, _ [][]byte) { c.wr.Int(int64(len(commands))) }
+
+// sortedCommands returns the top-level commands by name.
+func sortedCommands() []*command {
+	list := make([]*command, 0, len(commands))
+	for _, cmd := range commands {
+		list = append(list, cmd)
+	}
+	slices.SortFunc(list, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	return list
+}
+
+// cmdCommandInfo implements COMMAND and COMMAND INFO [name ...]: Redis 7's
+// ten-element description of each command, nil for unknown names.
+func cmdCommandInfo(c *conn, args [][]byte) {
+	if len(args) <= 2 {
+		list := sortedCommands()
+		c.wr.ArrayHeader(len(list))
+		for _, cmd := range list {
+			c.writeCommandInfo(cmd)
+		}
+		return
+	}
+	c.wr.ArrayHeader(len(args) - 2)
+	for _, name := range args[2:] {
+		if cmd := lookup(commands, &c.nameBuf, name); cmd != nil {
+			c.writeCommandInfo(cmd)
+		} else {
+			c.wr.NullArray()
+		}
+	}
+}
+
+func (c *conn) writeCommandInfo(cmd *command) {
+	c.wr.ArrayHeader(10)
+	c.wr.BulkString(cmd.name)
+	c.wr.Int(int64(cmd.arity))
+	flags := cmd.flags.names()
+	c.wr.SetHeader(len(flags))
+	for _, f := range flags {
+		c.wr.SimpleString(f)
+	}
+	c.wr.Int(int64(cmd.firstKey))
+	c.wr.Int(int64(cmd.lastKey))
+	c.wr.Int(int64(cmd.step))
+	cats := cmd.aclCategories()
+	c.wr.SetHeader(len(cats))
+	for _, cat := range cats {
+		c.wr.SimpleString(cat)
+	}
+	c.wr.ArrayHeader(0) // tips
+	c.wr.ArrayHeader(0) // key specifications
+	subs := cmd.sortedSubs()
+	c.wr.ArrayHeader(len(subs))
+	for _, sub := range subs {
+		c.writeCommandInfo(sub)
+	}
+}
+
+func (cmd *command) sortedSubs() []*command {
+	subs := make([]*command, 0, len(cmd.subs))
+	for _, sub := range cmd.subs {
+		subs = append(subs, sub)
+	}
+	slices.SortFunc(subs, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	return subs
+}
+
+// aclCategories derives Redis' ACL categories from the flags and group.
+func (cmd *command) aclCategories() []string {
+	var cats []string
+	switch {
+	case cmd.flags&flagWrite != 0:
+		cats = append(cats, "@write")
+	case cmd.flags&flagReadonly != 0:
+		cats = append(cats, "@read")
+	}
+	switch cmd.group {
+	case "string":
+		cats = append(cats, "@string")
+	case "generic":
+		cats = append(cats, "@keyspace")
+	case "connection":
+		cats = append(cats, "@connection")
+	}
+	if cmd.flags&flagAdmin != 0 {
+		cats = append(cats, "@admin", "@dangerous")
+	}
+	if cmd.flags&flagFast != 0 {
+		cats = append(cats, "@fast")
+	} else {
+		cats = append(cats, "@slow")
+	}
+	return cats
+}
+
+// cmdCommandDocs implements COMMAND DOCS [name ...]: a map from command
+// name to its summary, version and group (and subcommands), which is what
+// redis-cli reads for its help.
+func cmdCommandDocs(c *conn, args [][]byte) {
+	var list []*command
+	if len(args) == 2 {
+		list = sortedCommands()
+	} else {
+		for _, name := range args[2:] {
+			if cmd := lookup(commands, &c.nameBuf, name); cmd != nil {
+				list = append(list, cmd)
+			}
+		}
+	}
+	c.wr.MapHeader(len(list))
+	for _, cmd := range list {
+		c.wr.BulkString(cmd.name)
+		c.writeCommandDocs(cmd)
+	}
+}
+
+func (c *conn) writeCommandDocs(cmd *command) {
+	subs := cmd.sortedSubs()
+	n := 3
+	if len(subs) > 0 {
+		n++
+	}
+	c.wr.MapHeader(n)
+	c.wr.BulkString("summary")
+	c.wr.BulkString(cmd.summary)
+	c.wr.BulkString("since")
+	c.wr.BulkString(cmd.since)
+	c.wr.BulkString("group")
+	c.wr.BulkString(cmd.group)
+	if len(subs) > 0 {
+		c.wr.BulkString("subcommands")
+		c.wr.MapHeader(len(subs))
+		for _, sub := range subs {
+			c.wr.BulkString(sub.name)
+			c.writeCommandDocs(sub)
+		}
+	}
+}
+
+func cmdConfigGet(c *conn, args [][]byte) {
+	cfg := c.s.config()
+	var names []string
+	for _, st := range settings {
+		for _, p := range args[2:] {
+			if globMatch(p, []byte(st.name), true) {
+				names = append(names, st.name)
+				break
+			}
+		}
+	}
+	c.wr.MapHeader(len(names))
+	for _, name := range names {
+		c.wr.BulkString(name)
+		c.wr.BulkString(lookupSetting(name).get(cfg))
+	}
+}
+
+// cmdConfigSet implements CONFIG SET name value [name value ...]: all the
+// settings change, or none.
+func cmdConfigSet(c *conn, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.fail(wrongArity(commands["config"].subs["set"]))
+		return
+	}
+	values := map[string]string{}
+	for i := 2; i < len(args); i += 2 {
+		name := strings.ToLower(string(args[i]))
+		if lookupSetting(name) == nil {
+			c.fail("ERR Unknown option or number of arguments for CONFIG SET - '" + string(args[i]) + "'")
+			return
+		}
+		if _, dup := values[name]; dup {
+			c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter")
+			return
+		}
+		values[name] = string(args[i+1])
+	}
+	c.s.cfgMu.Lock()
+	err := c.s.setLocked(values)
+	c.s.cfgMu.Unlock()
+	if err != nil {
+		c.fail("ERR " + err.Error())
+		return
+	}
+	c.ok()
+}
+
+func cmdConfigResetStat(c *conn, _ [][]byte) {
+	st := &c.s.stats
+	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
+		v.Store(0)
+	}
+	c.ok()
+}
+
+func cmdDBSize(c *conn, _ [][]byte) {
+	var n int64
+	err := c.s.ks.scanKeys(nil, nil, func([]byte, bool) bool {
+		n++
+		return true
+	})
+	if err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Int(n)
+}
+
+// flushBatchKeys bounds one FLUSHDB batch, so deleting a large keyspace
+// neither builds a huge batch nor holds the commit pipeline for long.
+const flushBatchKeys = 1000
+
+// cmdFlush implements FLUSHDB and FLUSHALL [ASYNC|SYNC]: a tombstone per
+// key, in batches. Writes racing with it may survive it.
+func cmdFlush(c *conn, args [][]byte) {
+	if len(args) > 2 || len(args) == 2 && !is(args[1], "ASYNC") && !is(args[1], "SYNC") {
+		c.fail(msgSyntax)
+		return
+	}
+	var applyErr error
+	err := c.s.ks.scanKeys(nil, nil, func(key []byte, _ bool) bool {
+		deleteKey(c.batch, &c.scratch, key)
+		if c.batch.Count() >= flushBatchKeys {
+			applyErr = c.apply()
+		}
+		return applyErr == nil
+	})
+	if err == nil {
+		err = applyErr
+	}
+	if err == nil {
+		err = c.apply()
+	}
+	c.batch.Reset()
+	if err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.ok()
+}
+
+func cmdTime(c *conn, _ [][]byte) {
+	now := time.Now()
+	c.wr.ArrayHeader(2)
+	c.wr.BulkString(strconv.FormatInt(now.Unix(), 10))
+	c.wr.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+// countLookup feeds INFO's keyspace_hits and keyspace_misses.
+func (s *Server) countLookup(hit bool) {
+	if hit {
+		s.stats.hits.Add(1)
+	} else {
+		s.stats.misses.Add(1)
+	}
+}

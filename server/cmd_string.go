@@ -1,0 +1,555 @@
+package server
+
+import (
+	"math"
+	"strconv"
+	"time"
+)
+
+func init() {
+	const g, rw, ro = "string", flagWrite | flagDenyOOM, flagReadonly
+	register(
+		spec{name: "get", arity: 2, flags: ro | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns the string value of a key.", run: cmdGet},
+		spec{name: "set", arity: -3, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet},
+		spec{name: "setnx", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Set the string value of a key only when the key doesn't exist.", run: cmdSetNX},
+		spec{name: "setex", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
+			summary: "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", run: cmdSetEX},
+		spec{name: "psetex", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
+			summary: "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", run: cmdSetEX},
+		spec{name: "getset", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns the previous string value of a key after setting it to a new value.", run: cmdGetSet},
+		spec{name: "getdel", arity: 2, flags: flagWrite | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "6.2.0",
+			summary: "Returns the string value of a key after deleting the key.", run: cmdGetDel},
+		spec{name: "getex", arity: -2, flags: flagWrite | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "6.2.0",
+			summary: "Returns the string value of a key after setting its expiration time.", run: cmdGetEX},
+		spec{name: "mget", arity: -2, flags: ro | flagFast, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Atomically returns the string values of one or more keys.", run: cmdMGet},
+		spec{name: "mset", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 2, group: g, since: "1.0.1",
+			summary: "Atomically creates or modifies the string values of one or more keys.", run: cmdMSet},
+		spec{name: "msetnx", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 2, group: g, since: "1.0.1",
+			summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.", run: cmdMSet},
+		spec{name: "incr", arity: 2, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+		spec{name: "decr", arity: 2, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+		spec{name: "incrby", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+		spec{name: "decrby", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+		spec{name: "incrbyfloat", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
+			summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", run: cmdIncrByFloat},
+		spec{name: "append", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
+			summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.", run: cmdAppend},
+		spec{name: "strlen", arity: 2, flags: ro | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.2.0",
+			summary: "Returns the length of a string value.", run: cmdStrlen},
+		spec{name: "getrange", arity: 4, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.4.0",
+			summary: "Returns a substring of the string stored at a key.", run: cmdGetRange},
+		spec{name: "substr", arity: 4, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns a substring from a string value.", run: cmdGetRange},
+		spec{name: "setrange", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.2.0",
+			summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", run: cmdSetRange},
+	)
+	setCommand = commands["set"]
+}
+
+// lock takes the stripes of every step-th key in keys and returns what to
+// pass to unlock.
+func (c *conn) lock(keys [][]byte, step int) lockSet {
+	locks := c.s.ks.locks
+	set := c.stripes[:0]
+	for i := 0; i < len(keys); i += step {
+		set = set.add(locks, keys[i])
+	}
+	set = set.lock(locks)
+	c.stripes = set
+	return set
+}
+
+func (c *conn) unlock(set lockSet) {
+	set.unlock(c.s.ks.locks)
+	c.stripes = set[:0]
+}
+
+// get reads a string, replying with the error itself when it fails.
+func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
+	v, exists, err := c.s.ks.getString(&c.scratch, key)
+	if err != nil {
+		c.replyErr(err)
+		return v, false, false
+	}
+	return v, exists, true
+}
+
+// put writes one string through the connection's batch.
+func (c *conn) put(key []byte, v stringValue) error {
+	putString(c.batch, &c.scratch, key, v)
+	return c.apply()
+}
+
+// apply commits and empties the connection's batch.
+func (c *conn) apply() error {
+	err := c.s.db.Apply(c.batch, nil)
+	c.batch.Reset()
+	return err
+}
+
+// bulkOrNull replies with v's value, or null when the key is absent.
+func (c *conn) bulkOrNull(v stringValue, exists bool) {
+	if exists {
+		c.wr.Bulk(v.val)
+	} else {
+		c.wr.Null()
+	}
+}
+
+func cmdGet(c *conn, args [][]byte) {
+	v, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	c.s.countLookup(exists)
+	c.bulkOrNull(v, exists)
+}
+
+// expiryOpts are the parsed options of SET and GETEX.
+type expiryOpts struct {
+	nx, xx, get, keepTTL, persist bool
+	// expireAt is set by EX, PX, EXAT or PXAT.
+	expireAt time.Time
+}
+
+// parseExpiryOpts parses SET's options, or GETEX's when getex is set, with
+// Redis' rules: NX/XX exclusive, one of EX/PX/EXAT/PXAT/KEEPTTL/PERSIST,
+// then the expiry value checked last.
+func (c *conn) parseExpiryOpts(cmd *command, opts [][]byte, getex bool) (o expiryOpts, ok bool) {
+	var unit string
+	var value []byte
+	for i := 0; i < len(opts); i++ {
+		a := opts[i]
+		noExpiry := unit == "" && !o.keepTTL && !o.persist
+		switch {
+		case !getex && is(a, "NX") && !o.xx:
+			o.nx = true
+		case !getex && is(a, "XX") && !o.nx:
+			o.xx = true
+		case !getex && is(a, "GET"):
+			o.get = true
+		case !getex && is(a, "KEEPTTL") && noExpiry:
+			o.keepTTL = true
+		case getex && is(a, "PERSIST") && noExpiry:
+			o.persist = true
+		case noExpiry && i+1 < len(opts) && (is(a, "EX") || is(a, "PX") || is(a, "EXAT") || is(a, "PXAT")):
+			unit, value = string(toUpper(a)), opts[i+1]
+			i++
+		default:
+			c.fail(msgSyntax)
+			return o, false
+		}
+	}
+	if unit != "" {
+		o.expireAt, ok = c.parseExpireTime(cmd, value, unit == "EX" || unit == "EXAT", unit == "EX" || unit == "PX")
+		return o, ok
+	}
+	return o, true
+}
+
+func toUpper(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// parseExpireTime turns an EX/PX/EXAT/PXAT value into an absolute time
+// with Redis' checks: an integer, positive, and no overflow on the way to
+// absolute milliseconds.
+func (c *conn) parseExpireTime(cmd *command, arg []byte, seconds, relative bool) (time.Time, bool) {
+	n, ok := parseInt(arg)
+	if !ok {
+		c.fail(msgNotInteger)
+		return time.Time{}, false
+	}
+	if n <= 0 || seconds && n > math.MaxInt64/1000 {
+		c.fail(invalidExpire(cmd))
+		return time.Time{}, false
+	}
+	if seconds {
+		n *= 1000
+	}
+	if relative {
+		now := time.Now().UnixMilli()
+		if n > math.MaxInt64-now {
+			c.fail(invalidExpire(cmd))
+			return time.Time{}, false
+		}
+		n += now
+	}
+	return time.UnixMilli(n), true
+}
+
+func cmdSet(c *conn, args [][]byte) {
+	o, ok := c.parseExpiryOpts(setCommand, args[3:], false)
+	if !ok {
+		return
+	}
+	key := args[1]
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	var old stringValue
+	var exists bool
+	if o.nx || o.xx || o.get || o.keepTTL {
+		if old, exists, ok = c.get(key); !ok {
+			return
+		}
+	}
+	if o.nx && exists || o.xx && !exists {
+		if o.get {
+			c.bulkOrNull(old, exists)
+		} else {
+			c.wr.Null()
+		}
+		return
+	}
+	v := stringValue{val: args[2], expireAt: o.expireAt}
+	if o.keepTTL {
+		v.expireAt = old.expireAt
+	}
+	if err := c.put(key, v); err != nil {
+		c.replyErr(err)
+		return
+	}
+	if o.get {
+		c.bulkOrNull(old, exists)
+	} else {
+		c.ok()
+	}
+}
+
+func cmdSetNX(c *conn, args [][]byte) {
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	_, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	if exists {
+		c.wr.Int(0)
+		return
+	}
+	if err := c.put(args[1], stringValue{val: args[2]}); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Int(1)
+}
+
+// cmdSetEX implements SETEX key seconds value and PSETEX key ms value.
+func cmdSetEX(c *conn, args [][]byte) {
+	cmd := commands["setex"]
+	if is(args[0], "PSETEX") {
+		cmd = commands["psetex"]
+	}
+	expireAt, ok := c.parseExpireTime(cmd, args[2], cmd.name == "setex", true)
+	if !ok {
+		return
+	}
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	if err := c.put(args[1], stringValue{val: args[3], expireAt: expireAt}); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.ok()
+}
+
+func cmdGetSet(c *conn, args [][]byte) {
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	old, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	if err := c.put(args[1], stringValue{val: args[2]}); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.bulkOrNull(old, exists)
+}
+
+func cmdGetDel(c *conn, args [][]byte) {
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	old, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	if exists {
+		deleteKey(c.batch, &c.scratch, args[1])
+		if err := c.apply(); err != nil {
+			c.replyErr(err)
+			return
+		}
+	}
+	c.bulkOrNull(old, exists)
+}
+
+func cmdGetEX(c *conn, args [][]byte) {
+	o, ok := c.parseExpiryOpts(commands["getex"], args[2:], true)
+	if !ok {
+		return
+	}
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	c.s.countLookup(exists)
+	change := !o.expireAt.IsZero() || o.persist && !v.expireAt.IsZero()
+	if exists && change {
+		v.expireAt = o.expireAt
+		if err := c.put(args[1], v); err != nil {
+			c.replyErr(err)
+			return
+		}
+	}
+	c.bulkOrNull(v, exists)
+}
+
+func cmdMGet(c *conn, args [][]byte) {
+	c.wr.ArrayHeader(len(args) - 1)
+	for _, key := range args[1:] {
+		v, exists, err := c.s.ks.getString(&c.scratch, key)
+		c.s.countLookup(exists)
+		if err != nil {
+			// Redis answers nil for a key of another type; an engine
+			// error in the middle of an array can only be a nil too.
+			c.failed = true
+			c.s.log.Warn("MGET read failed", "err", err)
+		}
+		c.bulkOrNull(v, exists)
+	}
+}
+
+// cmdMSet implements MSET and MSETNX: every pair is written in one batch,
+// atomically.
+func cmdMSet(c *conn, args [][]byte) {
+	nx := is(args[0], "MSETNX")
+	if len(args)%2 == 0 {
+		c.fail(wrongArity(lookup(commands, &c.nameBuf, args[0])))
+		return
+	}
+	held := c.lock(args[1:], 2)
+	defer c.unlock(held)
+	if nx {
+		for i := 1; i < len(args); i += 2 {
+			exists, err := c.s.ks.exists(&c.scratch, args[i])
+			if err != nil {
+				c.replyErr(err)
+				return
+			}
+			if exists {
+				c.wr.Int(0)
+				return
+			}
+		}
+	}
+	for i := 1; i < len(args); i += 2 {
+		putString(c.batch, &c.scratch, args[i], stringValue{val: args[i+1]})
+	}
+	if err := c.apply(); err != nil {
+		c.replyErr(err)
+		return
+	}
+	if nx {
+		c.wr.Int(1)
+	} else {
+		c.ok()
+	}
+}
+
+// cmdIncr implements INCR, DECR, INCRBY and DECRBY. The key keeps its
+// expiry, as in Redis.
+func cmdIncr(c *conn, args [][]byte) {
+	delta := int64(1)
+	if len(args) == 3 {
+		var ok bool
+		if delta, ok = parseInt(args[2]); !ok {
+			c.fail(msgNotInteger)
+			return
+		}
+	}
+	if is(args[0], "DECR") || is(args[0], "DECRBY") {
+		if delta == math.MinInt64 {
+			c.fail("ERR decrement would overflow")
+			return
+		}
+		delta = -delta
+	}
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	var n int64
+	if exists {
+		if n, ok = parseInt(v.val); !ok {
+			c.fail(msgNotInteger)
+			return
+		}
+	}
+	if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
+		c.fail(msgOverflow)
+		return
+	}
+	n += delta
+	v.val = strconv.AppendInt(v.val[:0], n, 10)
+	if err := c.put(args[1], v); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Int(n)
+}
+
+func cmdIncrByFloat(c *conn, args [][]byte) {
+	delta, ok := parseFloat(args[2])
+	if !ok {
+		c.fail(msgNotFloat)
+		return
+	}
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	var f float64
+	if exists {
+		if f, ok = parseFloat(v.val); !ok {
+			c.fail(msgNotFloat)
+			return
+		}
+	}
+	f += delta
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		c.fail("ERR increment would produce NaN or Infinity")
+		return
+	}
+	v.val = []byte(formatFloat(f))
+	if err := c.put(args[1], v); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Bulk(v.val)
+}
+
+func cmdAppend(c *conn, args [][]byte) {
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, _, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	if int64(len(v.val))+int64(len(args[2])) > c.s.config().ProtoMaxBulkLen {
+		c.fail(msgStringTooBig)
+		return
+	}
+	v.val = append(v.val, args[2]...)
+	if err := c.put(args[1], v); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Int(int64(len(v.val)))
+}
+
+func cmdStrlen(c *conn, args [][]byte) {
+	v, _, ok := c.get(args[1])
+	if ok {
+		c.wr.Int(int64(len(v.val)))
+	}
+}
+
+// cmdGetRange implements GETRANGE (and its old name SUBSTR) with Redis'
+// index rules: negative indexes count from the end, the range is clamped,
+// and an inverted range is empty.
+func cmdGetRange(c *conn, args [][]byte) {
+	start, ok1 := parseInt(args[2])
+	end, ok2 := parseInt(args[3])
+	if !ok1 || !ok2 {
+		c.fail(msgNotInteger)
+		return
+	}
+	v, _, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	n := int64(len(v.val))
+	if start < 0 && end < 0 && start > end {
+		c.wr.Bulk(nil)
+		return
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start, end = max(start, 0), max(end, 0)
+	if end >= n {
+		end = n - 1
+	}
+	if n == 0 || start > end {
+		c.wr.Bulk(nil)
+		return
+	}
+	c.wr.Bulk(v.val[start : end+1])
+}
+
+func cmdSetRange(c *conn, args [][]byte) {
+	offset, ok := parseInt(args[2])
+	if !ok {
+		c.fail(msgNotInteger)
+		return
+	}
+	if offset < 0 {
+		c.fail("ERR offset is out of range")
+		return
+	}
+	patch := args[3]
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(args[1])
+	if !ok {
+		return
+	}
+	if len(patch) == 0 {
+		// Nothing to write: Redis neither creates the key nor checks the
+		// offset against the size limit.
+		c.wr.Int(int64(len(v.val)))
+		return
+	}
+	if offset+int64(len(patch)) > c.s.config().ProtoMaxBulkLen {
+		c.fail(msgStringTooBig)
+		return
+	}
+	if !exists {
+		v = stringValue{}
+	}
+	if need := int(offset) + len(patch); need > len(v.val) {
+		v.val = append(v.val, make([]byte, need-len(v.val))...)
+	}
+	copy(v.val[offset:], patch)
+	if err := c.put(args[1], v); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.wr.Int(int64(len(v.val)))
+}

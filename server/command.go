@@ -1,0 +1,173 @@
+package server
+
+import (
+	"strings"
+)
+
+// cmdFlags are Redis' command flags, reported by COMMAND INFO; the server
+// itself acts on flagWrite and flagNoAuth.
+type cmdFlags uint16
+
+const (
+	flagWrite cmdFlags = 1 << iota
+	flagReadonly
+	flagDenyOOM
+	flagAdmin
+	flagNoAuth
+	flagFast
+	flagLoading
+	flagStale
+)
+
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale"}
+
+func (f cmdFlags) names() []string {
+	var out []string
+	for i, name := range flagNames {
+		if f&(1<<i) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// command is one entry of the command table.
+type command struct {
+	// name is the lower-case name Redis uses in errors and COMMAND
+	// replies: "get", or "config|get" for a subcommand.
+	name string
+	// arity follows Redis: n means exactly n arguments including the
+	// command name, -n means at least n.
+	arity int
+	flags cmdFlags
+	// firstKey, lastKey and step locate the keys among the arguments
+	// (lastKey -1: up to the last argument), as COMMAND INFO reports them.
+	firstKey, lastKey, step int
+	group                   string
+	since                   string
+	summary                 string
+	run                     func(c *conn, args [][]byte)
+	// subs holds the subcommands of a container command (CONFIG,
+	// CLIENT …), keyed by lower-case name.
+	subs map[string]*command
+	// id indexes the server's per-command statistics.
+	id int
+}
+
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity
+}
+
+// commands is the command table, keyed by lower-case name. allCommands
+// lists every command and subcommand in table order, indexed by id.
+var (
+	commands    = map[string]*command{}
+	allCommands []*command
+	// setCommand is SET, which the connection loop may queue into a
+	// pipelined batch instead of running it alone.
+	setCommand *command
+)
+
+// spec describes a command for register.
+type spec struct {
+	name                    string
+	arity                   int
+	flags                   cmdFlags
+	firstKey, lastKey, step int
+	group, since, summary   string
+	run                     func(c *conn, args [][]byte)
+	subs                    []spec
+}
+
+func register(specs ...spec) {
+	for _, s := range specs {
+		cmd := newCommand(s, "")
+		commands[cmd.name] = cmd
+	}
+}
+
+func newCommand(s spec, parent string) *command {
+	name := s.name
+	if parent != "" {
+		name = parent + "|" + s.name
+	}
+	cmd := &command{
+		name: name, arity: s.arity, flags: s.flags,
+		firstKey: s.firstKey, lastKey: s.lastKey, step: s.step,
+		group: s.group, since: s.since, summary: s.summary, run: s.run,
+		id: len(allCommands),
+	}
+	allCommands = append(allCommands, cmd)
+	if len(s.subs) > 0 {
+		cmd.subs = map[string]*command{}
+		for _, sub := range s.subs {
+			if sub.group == "" {
+				sub.group = s.group
+			}
+			cmd.subs[sub.name] = newCommand(sub, s.name)
+		}
+	}
+	return cmd
+}
+
+// lookup finds a command or subcommand by its case-insensitive name
+// without allocating: the name is lowered into buf first.
+func lookup(table map[string]*command, buf *[]byte, name []byte) *command {
+	if len(name) > 64 {
+		return nil
+	}
+	b := (*buf)[:0]
+	for _, c := range name {
+		b = append(b, toLower(c))
+	}
+	*buf = b
+	return table[string(b)]
+}
+
+// Redis 7's error texts, which clients and test suites match on.
+const (
+	msgSyntax       = "ERR syntax error"
+	msgNotInteger   = "ERR value is not an integer or out of range"
+	msgNotFloat     = "ERR value is not a valid float"
+	msgNoAuth       = "NOAUTH Authentication required."
+	msgOverflow     = "ERR increment or decrement would overflow"
+	msgNoSuchKey    = "ERR no such key"
+	msgStringTooBig = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	msgMaxClients   = "ERR max number of clients reached"
+)
+
+func wrongArity(cmd *command) string {
+	return "ERR wrong number of arguments for '" + cmd.name + "' command"
+}
+
+func invalidExpire(cmd *command) string {
+	return "ERR invalid expire time in '" + cmd.name + "' command"
+}
+
+// unknownCommand builds Redis' reply for an unknown command: the name and
+// then the arguments, quoted, until about 128 bytes of them are shown.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.Write(args[0][:min(len(args[0]), 128)])
+	b.WriteString("', with args beginning with: ")
+	shown := 0
+	for _, a := range args[1:] {
+		if shown >= 128 {
+			break
+		}
+		a = a[:min(len(a), 128-shown)]
+		b.WriteByte('\'')
+		b.Write(a)
+		b.WriteString("' ")
+		shown += len(a) + 3
+	}
+	return b.String()
+}
+
+func unknownSubcommand(container string, sub []byte) string {
+	return "ERR unknown subcommand '" + string(sub[:min(len(sub), 128)]) + "'. Try " + strings.ToUpper(container) + " HELP."
+}

@@ -1,0 +1,444 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+// Config is the server's configuration. DefaultConfig returns the
+// defaults; Start resolves the final values from this Config, then the
+// TOML file named by ConfigFile, then Overrides (the command-line flags),
+// each layer winning over the one before.
+//
+// Every field that is a setting has a name (the flag, the TOML key and the
+// CONFIG GET/SET parameter, all the same) listed in doc/server.md. Settings
+// marked live may change while the server runs, through CONFIG SET or an
+// edit of the config file; the others need a restart.
+type Config struct {
+	// Addr is the RESP listen address ("addr"); default 127.0.0.1:9001.
+	Addr string
+	// HTTPAddr is the HTTP listen address for /metrics, /healthz and
+	// /debug/ ("http"); empty disables HTTP. Default 127.0.0.1:8080.
+	HTTPAddr string
+	// Dir is the data directory ("dir"); default ./lsmgo-data.
+	Dir string
+	// AppendFsync is "always", "everysec" or "no" ("appendfsync"), mapped
+	// to lsmgo.SyncAlways, SyncInterval(time.Second) and SyncNone. Every
+	// mode writes the WAL before replying. Default everysec.
+	AppendFsync string
+	// ProtectedMode refuses to listen on a non-loopback address without
+	// RequirePass ("protected-mode"); default true.
+	ProtectedMode bool
+	// RequirePass is the password of the default user; empty means no
+	// authentication ("requirepass", live).
+	RequirePass string
+	// AdminToken, when set, lets non-loopback HTTP clients reach
+	// /debug/pprof/ and /debug/vars with "Authorization: Bearer <token>"
+	// ("admin-token", live).
+	AdminToken string
+	// MaxClients bounds simultaneous clients ("maxclients", live);
+	// default 10000.
+	MaxClients int
+	// Timeout closes a client that has not completed a command for this
+	// long; 0 disables ("timeout", seconds, live). A command that is still
+	// arriving does not count as activity, so a client trickling bytes is
+	// closed too.
+	Timeout time.Duration
+	// ProtoMaxBulkLen is the longest argument and the longest string
+	// value ("proto-max-bulk-len", live for new connections); default
+	// 512 MiB.
+	ProtoMaxBulkLen int64
+	// MaxMultibulkLen is the most arguments one command may have
+	// ("max-multibulk-len", live for new connections); default 1048576.
+	MaxMultibulkLen int64
+	// QueryBufferLimit closes a client whose unfinished command exceeds
+	// it ("client-query-buffer-limit", live); default 1 GiB.
+	QueryBufferLimit int64
+	// SlowlogSlowerThan is the execution time from which a command enters
+	// the slow log; negative disables it, zero logs every command
+	// ("slowlog-log-slower-than", microseconds, live). Default 10ms.
+	SlowlogSlowerThan time.Duration
+	// SlowlogMaxLen is how many slow log entries are kept
+	// ("slowlog-max-len", live); default 128.
+	SlowlogMaxLen int
+	// LogLevel is debug, verbose, notice, warning or nothing ("loglevel",
+	// live); default notice.
+	LogLevel string
+	// MaxConcurrentCompactions bounds the engine's compaction workers
+	// ("max-concurrent-compactions"); 0 means the engine default. It is
+	// live when the engine supports changing it, else it needs a restart.
+	MaxConcurrentCompactions int
+	// MemTableSize is the engine memtable size in bytes ("memtable-size");
+	// 0 means the engine default.
+	MemTableSize int
+	// CacheSize is the engine block cache budget in bytes ("cache-size");
+	// 0 means the engine default.
+	CacheSize int64
+
+	// ConfigFile names a TOML file of settings; the server reloads the
+	// live settings when it changes. Empty means none.
+	ConfigFile string
+	// Overrides maps setting names to values that win over the file, as
+	// command-line flags do; RegisterFlags fills it.
+	Overrides map[string]string
+	// LogOutput receives the server's and the engine's logs; default
+	// os.Stderr.
+	LogOutput io.Writer
+	// FS is the engine's filesystem; nil means the operating system's.
+	// Tests pass a fault-injecting one.
+	FS vfs.FS
+}
+
+// DefaultConfig returns the defaults, which match Redis 7 where Redis has
+// the same setting.
+func DefaultConfig() Config {
+	return Config{
+		Addr:              "127.0.0.1:9001",
+		HTTPAddr:          "127.0.0.1:8080",
+		Dir:               "./lsmgo-data",
+		AppendFsync:       "everysec",
+		ProtectedMode:     true,
+		MaxClients:        10000,
+		ProtoMaxBulkLen:   512 << 20,
+		MaxMultibulkLen:   1024 * 1024,
+		QueryBufferLimit:  1 << 30,
+		SlowlogSlowerThan: 10 * time.Millisecond,
+		SlowlogMaxLen:     128,
+		LogLevel:          "notice",
+	}
+}
+
+// setting is one named configuration parameter. The same table drives the
+// flags, the config file and CONFIG GET/SET, so the three never disagree.
+type setting struct {
+	name  string
+	usage string
+	// live settings may change while the server runs.
+	live bool
+	// fixed settings exist for client compatibility (redis-benchmark
+	// asks for "save" and "appendonly"); they cannot be set at all.
+	fixed bool
+	get   func(*Config) string
+	set   func(*Config, string) error
+}
+
+var settings = []*setting{
+	stringSetting("addr", "RESP listen address", false, func(c *Config) *string { return &c.Addr }, nil),
+	stringSetting("http", "HTTP listen address for /metrics, /healthz and /debug/ (empty disables)", false,
+		func(c *Config) *string { return &c.HTTPAddr }, nil),
+	stringSetting("dir", "data directory", false, func(c *Config) *string { return &c.Dir }, nonEmpty),
+	stringSetting("appendfsync", "WAL fsync policy: always, everysec or no", false,
+		func(c *Config) *string { return &c.AppendFsync }, oneOf("everysec", "always", "no")),
+	boolSetting("protected-mode", "refuse a non-loopback addr without requirepass", false,
+		func(c *Config) *bool { return &c.ProtectedMode }),
+	stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,
+		func(c *Config) *string { return &c.RequirePass }, nil),
+	stringSetting("admin-token", "bearer token that opens /debug/ to non-loopback HTTP clients", true,
+		func(c *Config) *string { return &c.AdminToken }, nil),
+	intSetting("maxclients", "maximum simultaneous clients", true, 1, math.MaxInt32,
+		func(c *Config) *int { return &c.MaxClients }),
+	durationSetting("timeout", "close clients idle for this many seconds (0: never)", true, time.Second, 0,
+		func(c *Config) *time.Duration { return &c.Timeout }),
+	sizeSetting("proto-max-bulk-len", "longest argument or string value in bytes", true, 1,
+		func(c *Config) *int64 { return &c.ProtoMaxBulkLen }),
+	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1,
+		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
+	sizeSetting("client-query-buffer-limit", "largest unfinished command a client may send, in bytes", true, 1024,
+		func(c *Config) *int64 { return &c.QueryBufferLimit }),
+	durationSetting("slowlog-log-slower-than", "slow log threshold in microseconds (negative: off)", true, time.Microsecond, math.MinInt64,
+		func(c *Config) *time.Duration { return &c.SlowlogSlowerThan }),
+	intSetting("slowlog-max-len", "slow log entries kept", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.SlowlogMaxLen }),
+	stringSetting("loglevel", "debug, verbose, notice, warning or nothing", true,
+		func(c *Config) *string { return &c.LogLevel }, oneOf("debug", "verbose", "notice", "warning", "nothing")),
+	intSetting("max-concurrent-compactions", "engine compaction workers (0: engine default)", true, 0, 1024,
+		func(c *Config) *int { return &c.MaxConcurrentCompactions }),
+	intSetting("memtable-size", "engine memtable size in bytes (0: engine default)", false, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.MemTableSize }),
+	sizeSetting("cache-size", "engine block cache bytes (0: engine default)", false, 0,
+		func(c *Config) *int64 { return &c.CacheSize }),
+	fixedSetting("appendonly", "yes"),
+	fixedSetting("save", ""),
+	fixedSetting("databases", "1"),
+}
+
+func lookupSetting(name string) *setting {
+	for _, s := range settings {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func stringSetting(name, usage string, live bool, field func(*Config) *string, check func(string) error) *setting {
+	return &setting{name: name, usage: usage, live: live,
+		get: func(c *Config) string { return *field(c) },
+		set: func(c *Config, v string) error {
+			if check != nil {
+				if err := check(v); err != nil {
+					return err
+				}
+			}
+			*field(c) = v
+			return nil
+		}}
+}
+
+func boolSetting(name, usage string, live bool, field func(*Config) *bool) *setting {
+	return &setting{name: name, usage: usage, live: live,
+		get: func(c *Config) string { return yesNo(*field(c)) },
+		set: func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "yes":
+				*field(c) = true
+			case "no":
+				*field(c) = false
+			default:
+				return errors.New("argument must be 'yes' or 'no'")
+			}
+			return nil
+		}}
+}
+
+func intSetting(name, usage string, live bool, lo, hi int64, field func(*Config) *int) *setting {
+	return &setting{name: name, usage: usage, live: live,
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
+		set: func(c *Config, v string) error {
+			n, err := parseBound(v, lo, hi, false)
+			if err == nil {
+				*field(c) = int(n)
+			}
+			return err
+		}}
+}
+
+// sizeSetting is an int64 that also accepts Redis' memory units (1k =
+// 1000, 1kb = 1024, and so on up to gb).
+func sizeSetting(name, usage string, live bool, lo int64, field func(*Config) *int64) *setting {
+	return &setting{name: name, usage: usage, live: live,
+		get: func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
+		set: func(c *Config, v string) error {
+			n, err := parseBound(v, lo, math.MaxInt64, true)
+			if err == nil {
+				*field(c) = n
+			}
+			return err
+		}}
+}
+
+// durationSetting is an integer count of unit, as Redis spells timeouts.
+func durationSetting(name, usage string, live bool, unit time.Duration, lo int64, field func(*Config) *time.Duration) *setting {
+	return &setting{name: name, usage: usage, live: live,
+		get: func(c *Config) string { return strconv.FormatInt(int64(*field(c)/unit), 10) },
+		set: func(c *Config, v string) error {
+			n, err := parseBound(v, lo, math.MaxInt64/int64(unit), false)
+			if err == nil {
+				*field(c) = time.Duration(n) * unit
+			}
+			return err
+		}}
+}
+
+func fixedSetting(name, value string) *setting {
+	return &setting{name: name, fixed: true,
+		get: func(*Config) string { return value },
+		set: func(*Config, string) error { return errImmutable }}
+}
+
+var errImmutable = errors.New("can't set immutable config")
+
+func nonEmpty(v string) error {
+	if v == "" {
+		return errors.New("argument must not be empty")
+	}
+	return nil
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(v string) error {
+		if !slices.Contains(values, v) {
+			return fmt.Errorf("argument(s) must be one of the following: %s", strings.Join(values, ", "))
+		}
+		return nil
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// parseBound parses a decimal integer within [lo, hi]; withUnits accepts
+// Redis' memory suffixes.
+func parseBound(v string, lo, hi int64, withUnits bool) (int64, error) {
+	mul := int64(1)
+	if withUnits {
+		lower := strings.ToLower(v)
+		for _, u := range []struct {
+			suffix string
+			mul    int64
+		}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
+			if strings.HasSuffix(lower, u.suffix) {
+				v, mul = v[:len(v)-len(u.suffix)], u.mul
+				break
+			}
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, errors.New("argument couldn't be parsed into an integer")
+	}
+	if n > 0 && n > math.MaxInt64/mul || n < 0 && n < math.MinInt64/mul {
+		return 0, errors.New("argument must be a memory value")
+	}
+	n *= mul
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+	}
+	return n, nil
+}
+
+// RegisterFlags defines one flag per setting on fs, plus --config. Parsed
+// values land in c.Overrides and c.ConfigFile, so that Start can layer
+// them over the config file; the defaults shown are c's current values.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "TOML config `file`; live settings reload when it changes")
+	for _, s := range settings {
+		if s.fixed {
+			continue
+		}
+		fs.Var(&settingFlag{cfg: c, s: s, def: s.get(c)}, s.name, s.usage)
+	}
+}
+
+// settingFlag records a flag's value as an override.
+type settingFlag struct {
+	cfg *Config
+	s   *setting
+	def string
+}
+
+func (f *settingFlag) String() string { return f.def }
+
+func (f *settingFlag) Set(v string) error {
+	var probe Config
+	if err := f.s.set(&probe, v); err != nil {
+		return err
+	}
+	if f.cfg.Overrides == nil {
+		f.cfg.Overrides = map[string]string{}
+	}
+	f.cfg.Overrides[f.s.name] = v
+	return nil
+}
+
+// resolve layers the config file and the overrides over c and checks the
+// result.
+func (c Config) resolve() (Config, error) {
+	r := c
+	if r.ConfigFile != "" {
+		values, err := readConfigFile(r.ConfigFile)
+		if err != nil {
+			return r, err
+		}
+		if err := r.apply(values, "config file "+r.ConfigFile); err != nil {
+			return r, err
+		}
+	}
+	if err := r.apply(r.Overrides, "flag"); err != nil {
+		return r, err
+	}
+	return r, r.validate()
+}
+
+// apply sets each named value, in name order so that errors are stable.
+func (c *Config) apply(values map[string]string, origin string) error {
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := lookupSetting(name)
+		if s == nil {
+			return fmt.Errorf("%s: unknown setting %q", origin, name)
+		}
+		if err := s.set(c, values[name]); err != nil {
+			return fmt.Errorf("%s: %s: %w", origin, name, err)
+		}
+	}
+	return nil
+}
+
+// readConfigFile reads a flat TOML table of settings. Numbers and booleans
+// become the strings CONFIG SET would take.
+func readConfigFile(path string) (map[string]string, error) {
+	var raw map[string]any
+	if _, err := toml.DecodeFile(path, &raw); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	values := make(map[string]string, len(raw))
+	for k, v := range raw {
+		switch v := v.(type) {
+		case string:
+			values[k] = v
+		case int64:
+			values[k] = strconv.FormatInt(v, 10)
+		case bool:
+			values[k] = yesNo(v)
+		default:
+			return nil, fmt.Errorf("config file %s: %s: want a string, integer or boolean, got %T", path, k, v)
+		}
+	}
+	return values, nil
+}
+
+// validate checks what single settings cannot: Redis' protected mode.
+func (c *Config) validate() error {
+	if c.ProtectedMode && c.RequirePass == "" && !isLoopbackAddr(c.Addr) {
+		return fmt.Errorf("refusing to listen on non-loopback address %q without requirepass (set requirepass, or protected-mode no)", c.Addr)
+	}
+	return nil
+}
+
+// isLoopbackAddr reports whether a listen address accepts only local
+// clients. An empty host listens on every interface.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// slogLevel maps Redis' log levels onto slog's.
+func slogLevel(level string) slog.Level {
+	switch level {
+	case "debug", "verbose":
+		return slog.LevelDebug
+	case "warning":
+		return slog.LevelWarn
+	case "nothing":
+		return slog.LevelError + 4
+	}
+	return slog.LevelInfo
+}

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigLayers(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "lsmgo.toml")
+	writeFile(t, file, `
+maxclients = 77
+timeout = 3
+appendfsync = "always"
+proto-max-bulk-len = "2mb"
+protected-mode = false
+`)
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--config", file, "--maxclients=88", "--addr", "0.0.0.0:1"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cfg.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "flag beats file", r.MaxClients, 88)
+	eq(t, "file beats default", r.Timeout, 3*time.Second)
+	eq(t, "appendfsync", r.AppendFsync, "always")
+	eq(t, "size units", r.ProtoMaxBulkLen, int64(2<<20))
+	eq(t, "protected mode off", r.ProtectedMode, false)
+	eq(t, "default kept", r.SlowlogMaxLen, 128)
+
+	if err := fs.Parse([]string{"--appendfsync", "sometimes"}); err == nil {
+		t.Error("bad flag value accepted")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ file, want string }{
+		{`nosuch = 1`, `unknown setting "nosuch"`},
+		{`maxclients = "many"`, "argument couldn't be parsed into an integer"},
+		{`maxclients = 0`, "argument must be between 1 and"},
+		{`loglevel = "loud"`, "must be one of the following"},
+		{`maxclients = [1, 2]`, "want a string, integer or boolean"},
+		{`maxclients = `, "config file"},
+	} {
+		file := filepath.Join(dir, "c.toml")
+		writeFile(t, file, tc.file)
+		cfg := DefaultConfig()
+		cfg.ConfigFile = file
+		if _, err := cfg.resolve(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.file, err, tc.want)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Addr = "0.0.0.0:9001"
+	if _, err := cfg.resolve(); err == nil || !strings.Contains(err.Error(), "without requirepass") {
+		t.Errorf("non-loopback without password: %v", err)
+	}
+	cfg.RequirePass = "pw"
+	if _, err := cfg.resolve(); err != nil {
+		t.Errorf("non-loopback with password: %v", err)
+	}
+	for addr, loopback := range map[string]bool{
+		"127.0.0.1:1": true, "[::1]:1": true, "localhost:1": true,
+		":1": false, "0.0.0.0:1": false, "10.0.0.1:1": false, "bad": false,
+	} {
+		eq(t, "isLoopbackAddr "+addr, isLoopbackAddr(addr), loopback)
+	}
+}
+
+func TestParseBound(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		units bool
+		want  int64
+		ok    bool
+	}{
+		{"10", false, 10, true},
+		{"10k", true, 10000, true},
+		{"10kb", true, 10240, true},
+		{"1GB", true, 1 << 30, true},
+		{"3m", true, 3000000, true},
+		{"10k", false, 0, false},
+		{"-1", false, 0, false},
+		{"99999999999gb", true, 0, false},
+		{"", false, 0, false},
+	} {
+		got, err := parseBound(tc.in, 0, 1<<62, tc.units)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseBound(%q, %v) = %d, %v", tc.in, tc.units, got, err)
+		}
+	}
+}
+
+// TestConfigFileReload edits the config file under a running server: live
+// settings follow the file, restart-only ones do not, and values set with
+// CONFIG SET survive reloads that do not touch them.
+func TestConfigFileReload(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "lsmgo.toml")
+	writeFile(t, file, "slowlog-max-len = 5\nmemtable-size = 1048576\n")
+	s := startServer(t, func(c *Config) { c.ConfigFile = file })
+	c := newClient(t, s, 3, nil)
+	ctx := context.Background()
+	eq(t, "from file", c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"], "5")
+	if err := c.ConfigSet(ctx, "maxclients", "50").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	writeFile(t, file, "slowlog-max-len = 7\nmemtable-size = 2097152\nloglevel = \"warning\"\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"] != "7" {
+		if time.Now().After(deadline) {
+			t.Fatal("config file change not applied")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := c.ConfigGet(ctx, "*").Val()
+	eq(t, "restart-only setting unchanged", got["memtable-size"], "1048576")
+	eq(t, "CONFIG SET value kept", got["maxclients"], "50")
+	eq(t, "loglevel applied", got["loglevel"], "warning")
+
+	// A broken file is refused; the running settings stay.
+	writeFile(t, file, "slowlog-max-len = \"x\"\n")
+	time.Sleep(3 * reloadDelay)
+	eq(t, "after bad file", c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"], "7")
+}
+
+func TestStartFailures(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, func(c *Config) { c.Dir = dir })
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.HTTPAddr = ""
+	cfg.Addr = s.Addr().String() // taken
+	cfg.LogOutput = io.Discard
+	if _, err := Start(cfg); err == nil {
+		t.Error("Start on a busy port succeeded")
+	}
+	// The failed Start released its engine: the directory opens again.
+	cfg.Addr = "127.0.0.1:0"
+	s2, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("Start after failure: %v", err)
+	}
+	s2.Shutdown(context.Background())
+}

@@ -1,0 +1,311 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/resp"
+)
+
+// Pipelined SETs are queued into one engine batch up to these bounds; past
+// them the batch commits so replies keep flowing and memory stays bounded.
+const (
+	maxQueuedSets      = 1024
+	maxQueuedBatchSize = 1 << 20
+)
+
+var (
+	errQueryBufferLimit = errors.New("client query buffer limit exceeded")
+	errShuttingDown     = errors.New("server shutting down")
+)
+
+// conn is one client connection, served by one goroutine. Fields without a
+// comment belong to that goroutine alone; CLIENT LIST reads the others
+// from other goroutines.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	id      uint64
+	created time.Time
+	rd      *resp.Reader
+	wr      *resp.Writer
+
+	authed bool
+	quit   bool
+	// failed records that the running command replied with an error.
+	failed bool
+
+	// info is read by CLIENT LIST and INFO from other goroutines.
+	info struct {
+		sync.Mutex
+		name, libName, libVer string
+	}
+	lastCmd    atomic.Pointer[command]
+	lastActive atomic.Int64 // unix nanoseconds of the last completed command
+	proto      atomic.Int32
+
+	// batch is empty except while pipelined SETs are queued in it; every
+	// other command commits the queue first, so replies stay in order.
+	batch   *lsmgo.Batch
+	queued  []time.Time // arrival time of each queued SET
+	stripes lockSet
+
+	scratch []byte // engine keys and values under construction
+	nameBuf []byte // lower-cased command names
+}
+
+func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	cfg := s.config()
+	c := &conn{s: s, nc: nc, id: id, created: time.Now(), batch: s.db.NewBatch()}
+	c.rd = resp.NewReader(connReader{c}, resp.Limits{MaxBulkLen: cfg.ProtoMaxBulkLen, MaxMultibulkLen: cfg.MaxMultibulkLen})
+	c.wr = resp.NewWriter(countingWriter{c})
+	c.authed = cfg.RequirePass == ""
+	c.rd.SetAuthRequired(!c.authed)
+	c.proto.Store(2)
+	c.lastActive.Store(c.created.UnixNano())
+	return c
+}
+
+// connReader is the io.Reader under the RESP reader. The RESP reader calls
+// it only when it has no complete command left, so this is the moment
+// everything received so far has been executed: queued writes commit and
+// replies go out before the goroutine may block on the network. That is
+// how pipelining gets one write(2) per batch of commands without ever
+// holding a reply back.
+type connReader struct{ c *conn }
+
+func (r connReader) Read(p []byte) (int, error) {
+	c := r.c
+	c.commitQueued()
+	if err := c.wr.Flush(); err != nil {
+		return 0, err
+	}
+	cfg := c.s.config()
+	if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
+		return 0, errQueryBufferLimit
+	}
+	if cfg.Timeout > 0 {
+		c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
+	}
+	// Checked after arming the deadline: see Server.shutdown.
+	if c.s.closing.Load() {
+		return 0, errShuttingDown
+	}
+	n, err := c.nc.Read(p)
+	c.s.stats.netIn.Add(int64(n))
+	return n, err
+}
+
+// countingWriter counts reply bytes for INFO and /metrics.
+type countingWriter struct{ c *conn }
+
+func (w countingWriter) Write(p []byte) (int, error) {
+	n, err := w.c.nc.Write(p)
+	w.c.s.stats.netOut.Add(int64(n))
+	return n, err
+}
+
+func (c *conn) serve() {
+	defer c.close()
+	for !c.quit {
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		c.execute(args)
+	}
+	c.commitQueued()
+	c.wr.Flush()
+}
+
+// readFailed ends the connection after a read error: a protocol error gets
+// Redis' reply first; timeouts, limits and disconnects just close.
+func (c *conn) readFailed(err error) {
+	c.commitQueued()
+	var pe *resp.ProtocolError
+	switch {
+	case errors.As(err, &pe):
+		c.s.metrics.protocolErrors.Inc()
+		c.wr.Error("ERR " + pe.Msg)
+		c.wr.Flush()
+		lingerClose(c.nc)
+	case errors.Is(err, errQueryBufferLimit):
+		c.s.log.Warn("closing client that reached max query buffer length", "client", c.id, "addr", c.nc.RemoteAddr().String())
+		c.wr.Flush()
+		lingerClose(c.nc)
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !c.s.closing.Load() {
+			c.s.log.Debug("closing idle client", "client", c.id)
+		}
+		c.wr.Flush()
+	}
+}
+
+// Bounds of lingerClose's draining.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
+
+// lingerClose closes a connection whose client may still be sending. A
+// socket closed with unread input makes the kernel send RST, which can
+// destroy the error reply before the client reads it; half-closing first
+// and draining the input for a moment turns that into a clean close.
+func lingerClose(nc net.Conn) {
+	if hc, ok := nc.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
+		nc.SetReadDeadline(time.Now().Add(lingerTime))
+		io.CopyN(io.Discard, nc, lingerBytes)
+	}
+	nc.Close()
+}
+
+func (c *conn) close() {
+	c.nc.Close()
+	c.s.removeClient(c)
+}
+
+// execute runs one command and writes its reply.
+func (c *conn) execute(args [][]byte) {
+	cmd := lookup(commands, &c.nameBuf, args[0])
+	// A SET joins the queue when more input is already buffered, or when
+	// a queue exists (the last SET of a pipeline rides with the others:
+	// the queue commits before the next read anyway).
+	if cmd == setCommand && len(args) == 3 && c.authed && (c.rd.Buffered() > 0 || len(c.queued) > 0) {
+		c.queueSet(args)
+		return
+	}
+	c.commitQueued()
+	if cmd == nil {
+		c.s.metrics.unknownCommands.Inc()
+		c.reject(unknownCommand(args))
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		c.reject(wrongArity(cmd))
+		return
+	}
+	if cmd.subs != nil && len(args) > 1 {
+		sub := lookup(cmd.subs, &c.nameBuf, args[1])
+		if sub == nil {
+			c.reject(unknownSubcommand(cmd.name, args[1]))
+			return
+		}
+		if !sub.arityOK(len(args)) {
+			c.reject(wrongArity(sub))
+			return
+		}
+		cmd = sub
+	}
+	if !c.authed && cmd.flags&flagNoAuth == 0 {
+		c.reject(msgNoAuth)
+		return
+	}
+	start := time.Now()
+	c.failed = false
+	cmd.run(c, args)
+	c.finished(cmd, args, start, c.failed)
+}
+
+// reject answers a command that does not run. It still counts as
+// activity for the idle timeout.
+func (c *conn) reject(msg string) {
+	c.wr.Error(msg)
+	c.lastActive.Store(time.Now().UnixNano())
+}
+
+// finished accounts for a completed command.
+func (c *conn) finished(cmd *command, args [][]byte, start time.Time, failed bool) {
+	now := time.Now()
+	c.lastActive.Store(now.UnixNano())
+	c.lastCmd.Store(cmd)
+	c.s.recordCommand(c, cmd, args, now.Sub(start), failed)
+}
+
+// queueSet adds a plain "SET key value" to the pending batch. Its reply is
+// written when the batch commits, which happens before any other command
+// runs or any read may block, so the client sees replies in order and
+// each only after its write is in the WAL.
+func (c *conn) queueSet(args [][]byte) {
+	putString(c.batch, &c.scratch, args[1], stringValue{val: args[2]})
+	c.stripes = c.stripes.add(c.s.ks.locks, args[1])
+	c.queued = append(c.queued, time.Now())
+	if len(c.queued) >= maxQueuedSets || c.batch.Len() >= maxQueuedBatchSize {
+		c.commitQueued()
+	}
+}
+
+// commitQueued commits the queued SETs, if any, and writes their replies.
+func (c *conn) commitQueued() {
+	if len(c.queued) == 0 {
+		return
+	}
+	locks := c.s.ks.locks
+	held := c.stripes.lock(locks)
+	err := c.s.db.Apply(c.batch, nil)
+	held.unlock(locks)
+	for _, start := range c.queued {
+		if err != nil {
+			c.wr.Error(engineError(err))
+		} else {
+			c.wr.SimpleString("OK")
+		}
+		c.finished(setCommand, nil, start, err != nil)
+	}
+	c.batch.Reset()
+	c.queued = c.queued[:0]
+	c.stripes = c.stripes[:0]
+	if cap(c.queued) > maxQueuedSets {
+		c.queued, c.stripes = nil, nil
+	}
+}
+
+// Reply helpers. Every error reply goes through fail so that the command
+// is counted as failed.
+
+func (c *conn) fail(msg string) {
+	c.failed = true
+	c.wr.Error(msg)
+}
+
+func (c *conn) ok() { c.wr.SimpleString("OK") }
+
+// replyErr writes err, which must be non-nil, as a command error.
+func (c *conn) replyErr(err error) { c.fail(engineError(err)) }
+
+// engineError turns an engine error into a Redis error reply. A read-only
+// engine gets MISCONF, which Redis uses when it cannot persist writes.
+func engineError(err error) string {
+	switch {
+	case errors.Is(err, lsmgo.ErrReadOnly):
+		return "MISCONF Errors writing to disk; writes are refused until the server is restarted: " + err.Error()
+	case errors.Is(err, lsmgo.ErrClosed):
+		return "ERR server is shutting down"
+	}
+	return "ERR " + err.Error()
+}
+
+func (c *conn) clientName() string {
+	c.info.Lock()
+	defer c.info.Unlock()
+	return c.info.name
+}
+
+func sortConns(list []*conn) {
+	slices.SortFunc(list, func(a, b *conn) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+}

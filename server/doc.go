@@ -1,0 +1,31 @@
+// Package server is lsmgo's Redis-compatible server: it owns the client
+// connections, the command table, the keyspace encoding inside the engine,
+// configuration (flags, TOML file, CONFIG GET/SET, live reload), AUTH and
+// the limits, the slow log, and the HTTP side (/metrics, /healthz,
+// /debug/). It uses only the public lsmgo API and server/resp for the wire
+// format. doc/server.md is the user-facing description.
+//
+// # Invariants
+//
+//   - Replies leave in the order commands arrived, and a write's reply is
+//     sent only after its engine Apply returned, which under every
+//     appendfsync mode means the WAL write(2) happened: a killed process
+//     never loses an acknowledged write.
+//   - A connection flushes its replies exactly when it is about to read
+//     from the network and has nothing left to execute; pipelined commands
+//     therefore share write(2) calls, and no reply waits for later input.
+//   - Pipelined plain SETs become one engine batch; it commits before any
+//     other command of the connection runs and before any read, so the
+//     batching is invisible to clients except in speed.
+//   - Every command that writes holds the key-stripe locks of all its keys
+//     from its first read to the end of its Apply (keyLocks), so
+//     read-modify-write commands are atomic against all other writes.
+//     Reads take no lock.
+//   - Bytes from the network or disk never cause a panic: malformed RESP
+//     closes the connection with Redis' protocol error, and a damaged
+//     value header is reported as a corruption error.
+//
+// Each connection is served by one goroutine; the resp.Reader's argument
+// slices are valid only until the next read, so anything that outlives a
+// command (the queued batch, SCAN cursors, the slow log) is copied.
+package server

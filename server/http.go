@@ -1,0 +1,68 @@
+package server
+
+import (
+	"crypto/subtle"
+	"expvar"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// httpHandler serves /metrics and /healthz to anyone who can reach the
+// HTTP address, and /debug/pprof/ and /debug/vars only to loopback clients
+// or to requests bearing the admin token: profiles expose memory contents
+// and cost CPU.
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", s.serveHealth)
+	debug := http.NewServeMux()
+	debug.HandleFunc("/debug/pprof/", pprof.Index)
+	debug.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	debug.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	debug.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	debug.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	debug.Handle("/debug/vars", expvar.Handler())
+	mux.Handle("/debug/", s.adminOnly(debug))
+	return mux
+}
+
+// serveHealth answers 200 while the engine accepts writes and 503 once a
+// background error has made it read-only, so a load balancer can drain it.
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if s.db.Metrics().ReadOnly {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte("read-only: a background error stopped writes\n"))
+		return
+	}
+	w.Write([]byte("ok\n"))
+}
+
+func (s *Server) adminOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackRemote(r.RemoteAddr) && !s.hasAdminToken(r) {
+			http.Error(w, "forbidden: /debug/ is for loopback clients or the admin token", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) hasAdminToken(r *http.Request) bool {
+	token := s.config().AdminToken
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+func isLoopbackRemote(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

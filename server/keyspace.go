@@ -1,0 +1,210 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// The server's keyspace inside the engine (doc/server.md has the layout):
+//
+//	engine key            engine value
+//	'k' + user key        header byte + payload
+//	"m" + name            server metadata, such as the format version
+//
+// The header's low 7 bits name the Redis type ('s' for string, payload =
+// the string) and its high bit says the entry carries an engine expiry, so
+// INFO can count expiring keys while iterating without decoding the engine's
+// expiry. Every Redis type keeps its metadata under its 'k' key, so one
+// iteration over the 'k' range visits each key exactly once whatever its
+// type; later types may add more ranges for their elements.
+const (
+	dataPrefix  = 'k'
+	dataEnd     = dataPrefix + 1
+	typeString  = 's'
+	flagExpires = 0x80
+
+	// formatKey holds formatVersion; Start refuses a directory written
+	// with another version.
+	formatKey     = "mformat"
+	formatVersion = "1"
+)
+
+// dataKey appends the engine key of userKey to dst.
+func dataKey(dst, userKey []byte) []byte {
+	dst = append(dst[:0], dataPrefix)
+	return append(dst, userKey...)
+}
+
+// stringValue is a decoded string entry.
+type stringValue struct {
+	val      []byte
+	expireAt time.Time // zero: no expiry
+}
+
+// decodeHeader checks an engine value's header and returns its type and
+// payload. Damaged bytes from disk yield a corruption error, never a panic.
+func decodeHeader(userKey, raw []byte) (byte, []byte, error) {
+	if len(raw) == 0 {
+		return 0, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "value has no type header"}
+	}
+	t := raw[0] &^ flagExpires
+	if t != typeString {
+		return 0, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: fmt.Sprintf("unknown type header %#x", raw[0])}
+	}
+	return t, raw[1:], nil
+}
+
+// keyspace wraps the engine with the server's encoding and the locks that
+// make read-modify-write commands atomic.
+type keyspace struct {
+	db    *lsmgo.DB
+	locks *keyLocks
+}
+
+// getString reads the string at userKey; ok is false when it is absent.
+// scratch is reused for the engine key.
+func (ks *keyspace) getString(scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+	*scratch = dataKey(*scratch, userKey)
+	raw, expireAt, err := ks.db.GetWithExpiry(*scratch)
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, err
+	}
+	if _, v.val, err = decodeHeader(userKey, raw); err != nil {
+		return v, false, err
+	}
+	v.expireAt = expireAt
+	return v, true, nil
+}
+
+// exists reports whether userKey holds a live value.
+func (ks *keyspace) exists(scratch *[]byte, userKey []byte) (bool, error) {
+	_, ok, err := ks.getString(scratch, userKey)
+	return ok, err
+}
+
+// putString adds a write of the string v at userKey to b. scratch is
+// reused to build the key and the encoded value; Batch copies both.
+func putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
+	buf := dataKey(*scratch, userKey)
+	k := len(buf)
+	header := byte(typeString)
+	if !v.expireAt.IsZero() {
+		header |= flagExpires
+	}
+	buf = append(buf, header)
+	buf = append(buf, v.val...)
+	if v.expireAt.IsZero() {
+		b.Set(buf[:k], buf[k:])
+	} else {
+		b.SetWithExpiry(buf[:k], buf[k:], v.expireAt)
+	}
+	*scratch = trimScratch(buf)
+}
+
+// deleteKey adds a deletion of userKey to b.
+func deleteKey(b *lsmgo.Batch, scratch *[]byte, userKey []byte) {
+	*scratch = dataKey(*scratch, userKey)
+	b.Delete(*scratch)
+}
+
+// trimScratch drops a scratch buffer that a large value grew, so an idle
+// connection does not keep it.
+func trimScratch(b []byte) []byte {
+	if cap(b) > 64<<10 {
+		return nil
+	}
+	return b[:0]
+}
+
+// scanKeys calls fn with each live user key in [from, to) and whether it
+// expires, in order, until fn returns false. A nil to means the end of the
+// keyspace. The key passed to fn is valid only during the call.
+func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, expires bool) bool) error {
+	lower := dataKey(nil, from)
+	upper := []byte{dataEnd}
+	if to != nil {
+		upper = dataKey(nil, to)
+	}
+	it, err := ks.db.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		userKey := it.Key()[1:]
+		if _, _, err := decodeHeader(userKey, it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+		if !fn(userKey, it.Value()[0]&flagExpires != 0) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix,
+// or nil when there is none (the prefix is all 0xff).
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// numStripes trades memory for fewer false conflicts between unrelated
+// keys; 1024 mutexes cost 8 KiB.
+const numStripes = 1024
+
+// keyLocks serializes writers of the same key. Every command that writes
+// holds the stripes of all its keys from its first read to the end of its
+// engine Apply, so a read-modify-write (INCR, APPEND, SET NX …) is atomic
+// with respect to every other write. Readers take no lock: the engine
+// publishes each Apply atomically. Stripes are always taken in ascending
+// order, so multi-key commands cannot deadlock.
+type keyLocks struct {
+	seed    maphash.Seed
+	stripes [numStripes]sync.Mutex
+}
+
+func newKeyLocks() *keyLocks { return &keyLocks{seed: maphash.MakeSeed()} }
+
+func (l *keyLocks) stripe(key []byte) uint32 {
+	return uint32(maphash.Bytes(l.seed, key) % numStripes)
+}
+
+// lockSet is the sorted, duplicate-free set of stripes one command holds.
+type lockSet []uint32
+
+// add records the stripe of key.
+func (s lockSet) add(l *keyLocks, key []byte) lockSet { return append(s, l.stripe(key)) }
+
+// lock takes every stripe in the set in ascending order and returns the
+// set normalized for unlock.
+func (s lockSet) lock(l *keyLocks) lockSet {
+	slices.Sort(s)
+	s = slices.Compact(s)
+	for _, i := range s {
+		l.stripes[i].Lock()
+	}
+	return s
+}
+
+func (s lockSet) unlock(l *keyLocks) {
+	for _, i := range s {
+		l.stripes[i].Unlock()
+	}
+}

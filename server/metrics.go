@@ -1,0 +1,163 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are one server's Prometheus metrics, in a registry of its own:
+// two servers in one process never share numbers.
+type metrics struct {
+	registry *prometheus.Registry
+	// Per command, indexed by command.id; the children are resolved once
+	// so the hot path does no label lookup.
+	calls, failures []prometheus.Counter
+	latency         []prometheus.Observer
+
+	protocolErrors, unknownCommands prometheus.Counter
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{registry: prometheus.NewRegistry()}
+	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lsmgo_commands_total", Help: "Commands executed, by command.",
+	}, []string{"cmd"})
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lsmgo_command_errors_total", Help: "Commands that replied with an error, by command.",
+	}, []string{"cmd"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "lsmgo_command_duration_seconds",
+		Help:    "Command execution time, by command (queued pipelined SETs include their wait for the batch).",
+		Buckets: prometheus.ExponentialBuckets(10e-6, 4, 10), // 10µs … 2.6s
+	}, []string{"cmd"})
+	m.protocolErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lsmgo_protocol_errors_total", Help: "Connections closed for malformed RESP.",
+	})
+	m.unknownCommands = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lsmgo_unknown_commands_total", Help: "Commands rejected as unknown.",
+	})
+	for _, cmd := range allCommands {
+		m.calls = append(m.calls, calls.WithLabelValues(cmd.name))
+		m.failures = append(m.failures, failures.WithLabelValues(cmd.name))
+		m.latency = append(m.latency, latency.WithLabelValues(cmd.name))
+	}
+	m.registry.MustRegister(calls, failures, latency, m.protocolErrors, m.unknownCommands,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		serverCollector{s})
+	return m
+}
+
+// recordCommand accounts for one executed command: counters, latency and
+// the slow log. Queued pipelined SETs pass nil args and skip the slow log,
+// whose arguments would no longer be available.
+func (s *Server) recordCommand(c *conn, cmd *command, args [][]byte, d time.Duration, failed bool) {
+	s.stats.commands.Add(1)
+	m := s.metrics
+	m.calls[cmd.id].Inc()
+	m.latency[cmd.id].Observe(d.Seconds())
+	if failed {
+		m.failures[cmd.id].Inc()
+	}
+	cfg := s.config()
+	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
+		s.slowlog.add(c, args, d, cfg.SlowlogMaxLen)
+	}
+}
+
+// serverCollector reports gauges and counters that live elsewhere (the
+// engine's Metrics, the server's own atomics) at scrape time.
+type serverCollector struct{ s *Server }
+
+// engineMetric maps one field of lsmgo.Metrics to a Prometheus metric.
+type engineMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(*lsmgo.Metrics) float64
+}
+
+func gauge(name, help string, f func(*lsmgo.Metrics) float64) engineMetric {
+	return engineMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, f}
+}
+
+func counter(name, help string, f func(*lsmgo.Metrics) float64) engineMetric {
+	return engineMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, f}
+}
+
+var engineMetrics = []engineMetric{
+	gauge("lsmgo_engine_memtables", "Memtables, the mutable one included.", func(m *lsmgo.Metrics) float64 { return float64(m.MemTables.Count) }),
+	gauge("lsmgo_engine_memtable_bytes", "Bytes in memtables.", func(m *lsmgo.Metrics) float64 { return float64(m.MemTables.Bytes) }),
+	counter("lsmgo_engine_wal_bytes_total", "Bytes written to the WAL.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.Bytes) }),
+	counter("lsmgo_engine_wal_syncs_total", "WAL fsyncs.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.Syncs) }),
+	counter("lsmgo_engine_commit_batches_total", "Committed batches.", func(m *lsmgo.Metrics) float64 { return float64(m.Commits.Batches) }),
+	counter("lsmgo_engine_commit_groups_total", "Commit groups (batches per group = group commit factor).", func(m *lsmgo.Metrics) float64 { return float64(m.Commits.Groups) }),
+	counter("lsmgo_engine_flushes_total", "Memtable flushes.", func(m *lsmgo.Metrics) float64 { return float64(m.Flush.Count) }),
+	counter("lsmgo_engine_flush_bytes_total", "Bytes written by flushes.", func(m *lsmgo.Metrics) float64 { return float64(m.Flush.BytesWritten) }),
+	counter("lsmgo_engine_compactions_total", "Compactions that rewrote data.", func(m *lsmgo.Metrics) float64 { return float64(m.Compaction.Count) }),
+	counter("lsmgo_engine_compaction_moves_total", "Compactions that moved a file down a level.", func(m *lsmgo.Metrics) float64 { return float64(m.Compaction.Moves) }),
+	counter("lsmgo_engine_compaction_read_bytes_total", "Bytes read by compactions.", func(m *lsmgo.Metrics) float64 { return float64(m.Compaction.BytesRead) }),
+	counter("lsmgo_engine_compaction_written_bytes_total", "Bytes written by compactions.", func(m *lsmgo.Metrics) float64 { return float64(m.Compaction.BytesWritten) }),
+	gauge("lsmgo_engine_compactions_running", "Compactions in progress.", func(m *lsmgo.Metrics) float64 { return float64(m.Compaction.Running) }),
+	counter("lsmgo_engine_write_stalls_total", "Writes that waited for flush or compaction.", func(m *lsmgo.Metrics) float64 { return float64(m.Stall.Count) }),
+	counter("lsmgo_engine_write_stall_seconds_total", "Time writes spent stalled.", func(m *lsmgo.Metrics) float64 { return m.Stall.Duration.Seconds() }),
+	counter("lsmgo_engine_write_slowdowns_total", "Commit groups delayed to let compaction catch up.", func(m *lsmgo.Metrics) float64 { return float64(m.Stall.Slowdowns) }),
+	counter("lsmgo_engine_cache_hits_total", "Block cache hits.", func(m *lsmgo.Metrics) float64 { return float64(m.Cache.Hits) }),
+	counter("lsmgo_engine_cache_misses_total", "Block cache misses.", func(m *lsmgo.Metrics) float64 { return float64(m.Cache.Misses) }),
+	gauge("lsmgo_engine_cache_bytes", "Bytes in the block cache.", func(m *lsmgo.Metrics) float64 { return float64(m.Cache.Bytes) }),
+	gauge("lsmgo_engine_cache_blocks", "Blocks in the block cache.", func(m *lsmgo.Metrics) float64 { return float64(m.Cache.Blocks) }),
+	counter("lsmgo_engine_bloom_negatives_total", "Table reads a bloom filter avoided.", func(m *lsmgo.Metrics) float64 { return float64(m.Bloom.Negatives) }),
+	counter("lsmgo_engine_bloom_positives_total", "Bloom filter probes that let a read through.", func(m *lsmgo.Metrics) float64 { return float64(m.Bloom.Positives) }),
+	gauge("lsmgo_engine_snapshots", "Open snapshots.", func(m *lsmgo.Metrics) float64 { return float64(m.Snapshots) }),
+	gauge("lsmgo_engine_iterators", "Open iterators.", func(m *lsmgo.Metrics) float64 { return float64(m.Iterators) }),
+	counter("lsmgo_engine_background_errors_total", "Background I/O errors.", func(m *lsmgo.Metrics) float64 { return float64(m.BackgroundErrors) }),
+	gauge("lsmgo_engine_read_only", "1 when a background error made the engine read-only.", func(m *lsmgo.Metrics) float64 {
+		if m.ReadOnly {
+			return 1
+		}
+		return 0
+	}),
+}
+
+var (
+	levelFilesDesc  = prometheus.NewDesc("lsmgo_engine_level_files", "Tables per LSM level.", []string{"level"}, nil)
+	levelBytesDesc  = prometheus.NewDesc("lsmgo_engine_level_bytes", "Bytes per LSM level.", []string{"level"}, nil)
+	levelScoreDesc  = prometheus.NewDesc("lsmgo_engine_level_score", "Compaction score per level (>= 1: due).", []string{"level"}, nil)
+	connectedDesc   = prometheus.NewDesc("lsmgo_connected_clients", "Connected clients.", nil, nil)
+	connectionsDesc = prometheus.NewDesc("lsmgo_connections_total", "Connections accepted.", nil, nil)
+	rejectedDesc    = prometheus.NewDesc("lsmgo_rejected_connections_total", "Connections refused (maxclients or shutdown).", nil, nil)
+	netInDesc       = prometheus.NewDesc("lsmgo_net_input_bytes_total", "Bytes read from clients.", nil, nil)
+	netOutDesc      = prometheus.NewDesc("lsmgo_net_output_bytes_total", "Bytes written to clients.", nil, nil)
+)
+
+func (sc serverCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, em := range engineMetrics {
+		ch <- em.desc
+	}
+	for _, d := range []*prometheus.Desc{levelFilesDesc, levelBytesDesc, levelScoreDesc,
+		connectedDesc, connectionsDesc, rejectedDesc, netInDesc, netOutDesc} {
+		ch <- d
+	}
+}
+
+func (sc serverCollector) Collect(ch chan<- prometheus.Metric) {
+	s := sc.s
+	m := s.db.Metrics()
+	for _, em := range engineMetrics {
+		ch <- prometheus.MustNewConstMetric(em.desc, em.kind, em.value(m))
+	}
+	for level, l := range m.Levels {
+		lv := strconv.Itoa(level)
+		ch <- prometheus.MustNewConstMetric(levelFilesDesc, prometheus.GaugeValue, float64(l.Files), lv)
+		ch <- prometheus.MustNewConstMetric(levelBytesDesc, prometheus.GaugeValue, float64(l.Bytes), lv)
+		ch <- prometheus.MustNewConstMetric(levelScoreDesc, prometheus.GaugeValue, l.Score, lv)
+	}
+	ch <- prometheus.MustNewConstMetric(connectedDesc, prometheus.GaugeValue, float64(s.clientCount()))
+	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.CounterValue, float64(s.stats.connections.Load()))
+	ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(s.stats.rejected.Load()))
+	ch <- prometheus.MustNewConstMetric(netInDesc, prometheus.CounterValue, float64(s.stats.netIn.Load()))
+	ch <- prometheus.MustNewConstMetric(netOutDesc, prometheus.CounterValue, float64(s.stats.netOut.Load()))
+}

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// reloadDelay coalesces the burst of events one save produces (editors
+// write, truncate, rename) into one reload.
+const reloadDelay = 100 * time.Millisecond
+
+// compactionConcurrencySetter is implemented by an engine that can resize
+// its compaction worker pool while open; without it the setting needs a
+// restart.
+type compactionConcurrencySetter interface {
+	SetMaxConcurrentCompactions(n int)
+}
+
+// watchConfig reloads the live settings whenever path changes. It watches
+// the directory, not the file, because editors replace files by renaming
+// a new one over them, which would end a watch on the old inode.
+func (s *Server) watchConfig(path string) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		w.Close()
+		return err
+	}
+	name := filepath.Clean(path)
+	s.bgWG.Add(1)
+	go func() {
+		defer s.bgWG.Done()
+		defer w.Close()
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		for {
+			select {
+			case ev := <-w.Events:
+				if filepath.Clean(ev.Name) == name {
+					timer.Reset(reloadDelay)
+				}
+			case err := <-w.Errors:
+				s.log.Warn("config file watch error", "err", err)
+			case <-timer.C:
+				s.reload()
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// reload re-resolves the configuration and applies the live settings the
+// file changed since it was last read; settings changed only through
+// CONFIG SET keep their values. Changed settings that need a restart are
+// logged and left alone.
+func (s *Server) reload() {
+	next, err := s.base.resolve()
+	if err != nil {
+		s.log.Warn("config reload failed; keeping the running settings", "err", err)
+		return
+	}
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	values := map[string]string{}
+	for _, st := range settings {
+		old, nv := st.get(&s.fileCfg), st.get(&next)
+		if st.fixed || old == nv {
+			continue
+		}
+		if err := s.liveSettable(st); err != nil {
+			s.log.Warn("config file changed a setting that needs a restart", "setting", st.name)
+			continue
+		}
+		values[st.name] = nv
+	}
+	s.fileCfg = next
+	if len(values) == 0 {
+		return
+	}
+	if err := s.setLocked(values); err != nil {
+		s.log.Warn("config reload refused", "err", err)
+		return
+	}
+	s.log.Info("config reloaded", "changed", len(values))
+}
+
+// liveSettable reports why st cannot change while the server runs, if it
+// cannot.
+func (s *Server) liveSettable(st *setting) error {
+	switch {
+	case st.fixed:
+		return errImmutable
+	case !st.live:
+		return errors.New("can't set immutable config: it needs a restart")
+	case st.name == "max-concurrent-compactions":
+		if _, ok := any(s.db).(compactionConcurrencySetter); !ok {
+			return errors.New("can't set immutable config: this engine needs a restart to change it")
+		}
+	}
+	return nil
+}
+
+// setLocked applies values to the running configuration all at once or
+// not at all, as CONFIG SET does. cfgMu must be held.
+func (s *Server) setLocked(values map[string]string) error {
+	next := *s.config()
+	for name, v := range values {
+		st := lookupSetting(name)
+		if err := s.liveSettable(st); err != nil {
+			return &settingError{name, err}
+		}
+		if err := st.set(&next, v); err != nil {
+			return &settingError{name, err}
+		}
+	}
+	if err := next.validate(); err != nil {
+		return &settingError{"requirepass", err}
+	}
+	prev := s.config()
+	s.cfg.Store(&next)
+	s.logLevel.Set(slogLevel(next.LogLevel))
+	s.slowlog.trim(next.SlowlogMaxLen)
+	if next.MaxConcurrentCompactions != prev.MaxConcurrentCompactions {
+		any(s.db).(compactionConcurrencySetter).SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
+	}
+	return nil
+}
+
+// settingError names the setting a CONFIG SET failed on.
+type settingError struct {
+	name string
+	err  error
+}
+
+func (e *settingError) Error() string {
+	return fmt.Sprintf("CONFIG SET failed (possibly related to argument '%s') - %s", e.name, e.err)
+}

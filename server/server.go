@@ -1,0 +1,333 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// Version is the Redis version the server reports in HELLO and INFO;
+// clients use it to pick features, and the command set is Redis 7's.
+const Version = "7.2.0"
+
+// Server is a running lsmgo server: the engine, the RESP listener and the
+// optional HTTP listener. Start creates one; Shutdown stops it.
+type Server struct {
+	base      Config // as given to Start, before the file and overrides
+	logLevel  slog.LevelVar
+	log       *slog.Logger
+	db        *lsmgo.DB
+	ks        keyspace
+	cursors   cursorTable
+	slowlog   slowlog
+	metrics   *metrics
+	startTime time.Time
+
+	// cfg is the running configuration, replaced whole on every change so
+	// connections read it without locking.
+	cfg atomic.Pointer[Config]
+	// cfgMu serializes CONFIG SET and file reloads; fileCfg is the
+	// configuration the file last resolved to, which a reload diffs
+	// against so that it changes only what the file changed.
+	cfgMu   sync.Mutex
+	fileCfg Config
+
+	ln      net.Listener
+	httpSrv *http.Server
+	httpLn  net.Listener
+
+	clientsMu sync.Mutex
+	clients   map[uint64]*conn
+	// closing is set (under clientsMu) when Shutdown begins; connections
+	// check it before every blocking read.
+	closing atomic.Bool
+	connWG  sync.WaitGroup
+	bgWG    sync.WaitGroup
+	done    chan struct{}
+	nextID  atomic.Uint64
+	stats   serverStats
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// serverStats are the counters INFO reports.
+type serverStats struct {
+	connections, rejected, commands atomic.Int64
+	hits, misses                    atomic.Int64
+	netIn, netOut                   atomic.Int64
+}
+
+// Start resolves cfg (defaults, config file, overrides), opens the engine
+// in cfg.Dir, binds the listeners and serves in the background until
+// Shutdown. Addr and HTTPAddr report the bound addresses, which differ from
+// the configured ones when a port is 0.
+func Start(cfg Config) (*Server, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		base: cfg, fileCfg: r, startTime: time.Now(),
+		clients: map[uint64]*conn{}, done: make(chan struct{}),
+	}
+	s.cfg.Store(&r)
+	out := cfg.LogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	s.logLevel.Set(slogLevel(r.LogLevel))
+	s.log = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: &s.logLevel}))
+	s.cursors.init()
+
+	s.db, err = lsmgo.Open(r.Dir, &lsmgo.Options{
+		Sync:                     syncMode(r.AppendFsync),
+		MemTableSize:             r.MemTableSize,
+		CacheSize:                r.CacheSize,
+		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
+		Logger:                   s.log.With("component", "engine"),
+		FS:                       cfg.FS,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.ks = keyspace{db: s.db, locks: newKeyLocks()}
+	if err := s.start(&r); err != nil {
+		s.closeListeners()
+		s.db.Close()
+		return nil, err
+	}
+	s.log.Info("lsmgo server ready", "addr", s.Addr().String(), "http", s.HTTPAddr(), "dir", r.Dir, "appendfsync", r.AppendFsync)
+	return s, nil
+}
+
+// syncMode maps Redis' appendfsync to the engine's sync modes. All of them
+// write the WAL before a write returns, so a killed process loses nothing.
+func syncMode(appendfsync string) lsmgo.SyncMode {
+	switch appendfsync {
+	case "always":
+		return lsmgo.SyncAlways
+	case "no":
+		return lsmgo.SyncNone
+	}
+	return lsmgo.SyncInterval(time.Second)
+}
+
+func (s *Server) start(r *Config) error {
+	if err := s.checkFormat(); err != nil {
+		return err
+	}
+	s.metrics = newMetrics(s)
+	var err error
+	if s.ln, err = net.Listen("tcp", r.Addr); err != nil {
+		return err
+	}
+	if r.HTTPAddr != "" {
+		if s.httpLn, err = net.Listen("tcp", r.HTTPAddr); err != nil {
+			return err
+		}
+		s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	}
+	if r.ConfigFile != "" {
+		if err := s.watchConfig(r.ConfigFile); err != nil {
+			return err
+		}
+	}
+	s.bgWG.Add(1)
+	go s.acceptLoop()
+	if s.httpSrv != nil {
+		s.bgWG.Add(1)
+		go func() {
+			defer s.bgWG.Done()
+			if err := s.httpSrv.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("http server stopped", "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// checkFormat stamps a new directory with the keyspace format version and
+// refuses one written with another.
+func (s *Server) checkFormat() error {
+	v, err := s.db.Get([]byte(formatKey))
+	switch {
+	case errors.Is(err, lsmgo.ErrNotFound):
+		return s.db.Set([]byte(formatKey), []byte(formatVersion), lsmgo.Sync)
+	case err != nil:
+		return err
+	case string(v) != formatVersion:
+		return fmt.Errorf("lsmgo server: %s holds keyspace format %q; this server reads format %q", s.cfg.Load().Dir, v, formatVersion)
+	}
+	return nil
+}
+
+// Addr returns the address the RESP listener is bound to.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// HTTPAddr returns the address the HTTP listener is bound to, or "" when
+// HTTP is disabled.
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// DB returns the engine. It stays open until Shutdown.
+func (s *Server) DB() *lsmgo.DB { return s.db }
+
+// Config returns a copy of the running configuration.
+func (s *Server) Config() Config { return *s.cfg.Load() }
+
+func (s *Server) config() *Config { return s.cfg.Load() }
+
+func (s *Server) acceptLoop() {
+	defer s.bgWG.Done()
+	var backoff time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return
+			}
+			// Running out of file descriptors is transient: back off
+			// rather than spin or give up.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		backoff = 0
+		s.admit(nc)
+	}
+}
+
+// admit registers a new client and starts its goroutine, or refuses it
+// with Redis' error when maxclients are connected or the server is
+// stopping.
+func (s *Server) admit(nc net.Conn) {
+	s.clientsMu.Lock()
+	if s.closing.Load() || len(s.clients) >= s.config().MaxClients {
+		s.clientsMu.Unlock()
+		s.stats.rejected.Add(1)
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write([]byte("-" + msgMaxClients + "\r\n"))
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc, s.nextID.Add(1))
+	s.clients[c.id] = c
+	s.connWG.Add(1)
+	s.clientsMu.Unlock()
+	s.stats.connections.Add(1)
+	go c.serve()
+}
+
+func (s *Server) removeClient(c *conn) {
+	s.clientsMu.Lock()
+	delete(s.clients, c.id)
+	s.clientsMu.Unlock()
+	s.connWG.Done()
+}
+
+// clientList returns the connected clients ordered by id.
+func (s *Server) clientList() []*conn {
+	s.clientsMu.Lock()
+	list := make([]*conn, 0, len(s.clients))
+	for _, c := range s.clients {
+		list = append(list, c)
+	}
+	s.clientsMu.Unlock()
+	sortConns(list)
+	return list
+}
+
+func (s *Server) clientCount() int {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	return len(s.clients)
+}
+
+// Shutdown stops the server gracefully: it stops accepting, lets every
+// connection finish the commands it has already received (replying to
+// them), then flushes the memtable and closes the engine. Connections
+// still busy when ctx ends are closed forcibly. Calling Shutdown again
+// returns the first call's result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.clientsMu.Lock()
+	s.closing.Store(true)
+	conns := make([]*conn, 0, len(s.clients))
+	for _, c := range s.clients {
+		conns = append(conns, c)
+	}
+	s.clientsMu.Unlock()
+	close(s.done)
+	s.ln.Close()
+	// A connection checks closing after arming its read deadline, and the
+	// deadline set here is later than the flag, so whichever happens last
+	// wakes it: no connection can sleep through shutdown in a read.
+	for _, c := range conns {
+		c.nc.SetReadDeadline(time.Now())
+	}
+	finished := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		s.log.Warn("shutdown deadline passed; closing busy connections")
+		for _, c := range s.clientList() {
+			c.nc.Close()
+		}
+		<-finished
+	}
+	var err error
+	if s.httpSrv != nil {
+		if herr := s.httpSrv.Shutdown(ctx); herr != nil {
+			s.httpSrv.Close()
+		}
+	}
+	s.bgWG.Wait()
+	if ferr := s.db.Flush(); ferr != nil {
+		err = fmt.Errorf("flush: %w", ferr)
+	}
+	if cerr := s.db.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close: %w", cerr))
+	}
+	s.log.Info("lsmgo server stopped", "err", err)
+	return err
+}
+
+// closeListeners releases what start bound when it fails midway.
+func (s *Server) closeListeners() {
+	for _, l := range []net.Listener{s.ln, s.httpLn} {
+		if l != nil {
+			l.Close()
+		}
+	}
+	if s.done != nil {
+		close(s.done)
+	}
+	s.bgWG.Wait()
+}
