@@ -95,6 +95,15 @@ func (db *DB) maybeScheduleCompaction() {
 	}
 }
 
+// SetMaxConcurrentCompactions changes the bound of the compaction worker
+// pool while the DB runs; n < 1 means 1. Running compactions finish.
+func (db *DB) SetMaxConcurrentCompactions(n int) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.opts.MaxConcurrentCompactions = max(n, 1)
+	db.maybeScheduleCompaction()
+}
+
 func (db *DB) startCompactionLocked(c *compaction.Compaction) {
 	for _, f := range c.AllInputs() {
 		f.Compacting = true
