@@ -168,9 +168,14 @@ func (g *editGen) valid(vs *VersionSet, m *model) *VersionEdit {
 			}
 			moved := f
 			if rng.IntN(2) == 0 {
-				c := *f
-				c.refs = 0
-				moved = &c // a fresh pointer must be folded into the old one
+				// A fresh pointer must be folded into the old one. Copy
+				// field by field: readers update f's reference count
+				// concurrently.
+				moved = &FileMetadata{
+					FileNum: f.FileNum, Size: f.Size,
+					Smallest: f.Smallest, Largest: f.Largest,
+					SmallestSeq: f.SmallestSeq, LargestSeq: f.LargestSeq,
+				}
 			}
 			return &VersionEdit{
 				DeletedFiles: []DeletedFile{{Level: l, FileNum: f.FileNum}},
