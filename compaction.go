@@ -96,11 +96,14 @@ func (db *DB) maybeScheduleCompaction() {
 }
 
 // SetMaxConcurrentCompactions changes the bound of the compaction worker
-// pool while the DB runs; n < 1 means 1. Running compactions finish.
+// pool while the DB runs; n < 1 means the default. Running compactions
+// finish.
 func (db *DB) SetMaxConcurrentCompactions(n int) {
+	o := Options{MaxConcurrentCompactions: n}
+	n = o.withDefaults().MaxConcurrentCompactions
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	db.opts.MaxConcurrentCompactions = max(n, 1)
+	db.opts.MaxConcurrentCompactions = n
 	db.maybeScheduleCompaction()
 }
 

@@ -77,8 +77,8 @@ type Config struct {
 	// live); default notice.
 	LogLevel string
 	// MaxConcurrentCompactions bounds the engine's compaction workers
-	// ("max-concurrent-compactions"); 0 means the engine default. It is
-	// live when the engine supports changing it, else it needs a restart.
+	// ("max-concurrent-compactions"); 0 means the engine default. It
+	// changes live.
 	MaxConcurrentCompactions int
 	// MemTableSize is the engine memtable size in bytes ("memtable-size");
 	// 0 means the engine default.

@@ -13,13 +13,6 @@ import (
 // write, truncate, rename) into one reload.
 const reloadDelay = 100 * time.Millisecond
 
-// compactionConcurrencySetter is implemented by an engine that can resize
-// its compaction worker pool while open; without it the setting needs a
-// restart.
-type compactionConcurrencySetter interface {
-	SetMaxConcurrentCompactions(n int)
-}
-
 // watchConfig reloads the live settings whenever path changes. It watches
 // the directory, not the file, because editors replace files by renaming
 // a new one over them, which would end a watch on the old inode.
@@ -100,10 +93,6 @@ func (s *Server) liveSettable(st *setting) error {
 		return errImmutable
 	case !st.live:
 		return errors.New("can't set immutable config: it needs a restart")
-	case st.name == "max-concurrent-compactions":
-		if _, ok := any(s.db).(compactionConcurrencySetter); !ok {
-			return errors.New("can't set immutable config: this engine needs a restart to change it")
-		}
 	}
 	return nil
 }
@@ -129,7 +118,7 @@ func (s *Server) setLocked(values map[string]string) error {
 	s.logLevel.Set(slogLevel(next.LogLevel))
 	s.slowlog.trim(next.SlowlogMaxLen)
 	if next.MaxConcurrentCompactions != prev.MaxConcurrentCompactions {
-		any(s.db).(compactionConcurrencySetter).SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
+		s.db.SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
 	}
 	return nil
 }
