@@ -86,25 +86,11 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 		return nil, fmt.Errorf("lsmgo: check %s: %w", dir, err)
 	}
 	c := &checker{fs: fs, dir: dir, names: names, report: &CheckReport{}}
-	hasCurrent, hasData, hasManifest, hasLock := false, false, false, false
-	for _, name := range names {
-		t, _, ok := base.ParseFilename(name)
-		switch {
-		case !ok:
-		case t == base.FileTypeCurrent:
-			hasCurrent = true
-		case t == base.FileTypeLock:
-			hasLock = true
-		case t == base.FileTypeLog || t == base.FileTypeTable:
-			hasData = true
-		case t == base.FileTypeManifest:
-			hasManifest = true
-		}
-	}
-	if !hasCurrent && !hasData && !hasManifest {
+	d := classifyDir(names)
+	if !d.current && !d.data && !d.manifest {
 		return nil, fmt.Errorf("lsmgo: check %s: no lsmgo database there: %w", dir, os.ErrNotExist)
 	}
-	if hasLock {
+	if d.lock {
 		lock, err := fs.Lock(c.path(base.MakeFilename(base.FileTypeLock, 0)))
 		switch {
 		case errors.Is(err, os.ErrPermission):
@@ -115,13 +101,13 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 			defer lock.Close()
 		}
 	}
-	if !hasCurrent && !hasData {
+	if !d.current && !d.data {
 		// A crash during the first Open, before CURRENT was in place:
 		// nothing was ever written, and Open starts over.
 		c.warn(base.Corruptf(c.path(base.MakeFilename(base.FileTypeCurrent, 0)), -1, "missing: the first Open was interrupted; Open will start over"))
 		return c.report, nil
 	}
-	if !hasCurrent {
+	if !d.current {
 		c.problem(base.Corruptf(c.path(base.MakeFilename(base.FileTypeCurrent, 0)), -1, "missing, but the directory holds tables or logs"))
 		return c.report, nil
 	}

@@ -125,21 +125,11 @@ func (db *DB) open() error {
 	if err != nil {
 		return fmt.Errorf("lsmgo: list %s: %w", db.dirname, err)
 	}
-	hasCurrent, hasData := false, false
-	for _, name := range names {
-		t, _, ok := base.ParseFilename(name)
-		switch {
-		case !ok:
-		case t == base.FileTypeCurrent:
-			hasCurrent = true
-		case t == base.FileTypeLog || t == base.FileTypeTable:
-			hasData = true
-		}
-	}
+	d := classifyDir(names)
 	switch {
-	case hasCurrent:
+	case d.current:
 		db.vs, err = manifest.Load(mopts)
-	case hasData:
+	case d.data:
 		return base.Corruptf(db.path("CURRENT"), -1, "missing, but the directory holds tables or logs")
 	default:
 		// A crash during the first Open can leave a MANIFEST without CURRENT;
@@ -171,6 +161,33 @@ func (db *DB) compactionConfig() compaction.Config {
 		LevelMultiplier:       db.opts.LevelMultiplier,
 		TargetFileSize:        db.opts.TargetFileSize,
 	}
+}
+
+// dirContents says which kinds of DB files a directory listing holds.
+type dirContents struct {
+	current, manifest, lock bool
+	// data is true when tables or WALs are present: a DB that has held
+	// writes, which must not be mistaken for an empty directory.
+	data bool
+}
+
+func classifyDir(names []string) dirContents {
+	var d dirContents
+	for _, name := range names {
+		t, _, ok := base.ParseFilename(name)
+		switch {
+		case !ok:
+		case t == base.FileTypeCurrent:
+			d.current = true
+		case t == base.FileTypeManifest:
+			d.manifest = true
+		case t == base.FileTypeLock:
+			d.lock = true
+		case t == base.FileTypeLog || t == base.FileTypeTable:
+			d.data = true
+		}
+	}
+	return d
 }
 
 // Get returns a copy of the value of key, or ErrNotFound.
