@@ -34,6 +34,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/arena"
 	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/bloom"
 )
 
 // ErrFull is returned by Add when the entry does not fit in the remaining
@@ -61,7 +62,22 @@ type Memtable struct {
 	head   uint32        // sentinel node of maxHeight with an empty key
 	height atomic.Uint32 // levels in use; only ever grows
 	count  atomic.Int64
+	// filter is a blocked bloom filter over the user keys added. Get
+	// consults it before descending the list: most point reads are for
+	// keys the memtable lacks (they live in tables, or nowhere), and a
+	// descent costs one cache miss per level where the filter costs one.
+	filter []atomic.Uint64
 }
+
+const (
+	// filterBytesPerEntry is the smallest entry the filter is sized for;
+	// smaller entries fill it past its design load and raise false
+	// positives, never false negatives.
+	filterBytesPerEntry = 64
+	filterBitsPerEntry  = 10
+	filterBlockWords    = 8 // 512 bits: one cache line
+	filterProbes        = 6
+)
 
 // New returns an empty memtable whose arena holds capacity bytes. The
 // capacity is raised to the minimum needed for the list's head node; it
@@ -70,7 +86,8 @@ func New(capacity int) *Memtable {
 	headSize := uint32(headerLen + linkSize*maxHeight)
 	// One reserved byte plus worst-case alignment padding precede the head.
 	capacity = max(capacity, int(headSize)+linkSize)
-	m := &Memtable{arena: arena.New(capacity)}
+	blocks := max(1, capacity/filterBytesPerEntry*filterBitsPerEntry/(64*filterBlockWords))
+	m := &Memtable{arena: arena.New(capacity), filter: make([]atomic.Uint64, blocks*filterBlockWords)}
 	head, ok := m.arena.Alloc(headSize, linkSize)
 	if !ok {
 		panic("memtable: arena cannot hold the head node")
@@ -105,6 +122,9 @@ func (m *Memtable) Add(key base.InternalKey, value []byte) error {
 	if !ok {
 		return ErrFull
 	}
+	// The filter learns the key before the node is linked, so a reader
+	// that can find the node also passes the filter.
+	m.filterAdd(key.UserKey)
 	for {
 		cur := m.height.Load()
 		if uint32(h) <= cur || m.height.CompareAndSwap(cur, uint32(h)) {
@@ -140,7 +160,7 @@ func (m *Memtable) Add(key base.InternalKey, value []byte) error {
 // value); the caller decides what a tombstone means. value aliases the
 // arena.
 func (m *Memtable) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool) {
-	if readSeq == 0 {
+	if readSeq == 0 || !m.filterMayContain(userKey) {
 		return nil, 0, false
 	}
 	n := m.findGE(userKey, seekTrailer(readSeq))
@@ -153,6 +173,38 @@ func (m *Memtable) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind 
 		return nil, 0, false
 	}
 	return v, ikey.Kind(), true
+}
+
+// filterBlock returns the first word of the key's filter block and the
+// hash bits that pick its probes.
+func (m *Memtable) filterBlock(userKey []byte) (block []atomic.Uint64, probeBits uint64) {
+	h := bloom.Hash(userKey)
+	nBlocks := uint64(len(m.filter) / filterBlockWords)
+	b := (h >> 32) * nBlocks >> 32
+	return m.filter[b*filterBlockWords : (b+1)*filterBlockWords], h*0x9e3779b97f4a7c15 | 1
+}
+
+func (m *Memtable) filterAdd(userKey []byte) {
+	block, bits := m.filterBlock(userKey)
+	for range filterProbes {
+		bit := bits & 511
+		if w := &block[bit>>6]; w.Load()&(1<<(bit&63)) == 0 {
+			w.Or(1 << (bit & 63))
+		}
+		bits >>= 9
+	}
+}
+
+func (m *Memtable) filterMayContain(userKey []byte) bool {
+	block, bits := m.filterBlock(userKey)
+	for range filterProbes {
+		bit := bits & 511
+		if block[bit>>6].Load()&(1<<(bit&63)) == 0 {
+			return false
+		}
+		bits >>= 9
+	}
+	return true
 }
 
 // seekTrailer returns the largest trailer visible at readSeq (> 0): every
