@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+func init() {
+	registerEngine(engineSpec{name: "lsmgo", open: openLsmgo, settings: lsmgoSettings})
+}
+
+func lsmgoOptions(cfg EngineConfig) *lsmgo.Options {
+	o := &lsmgo.Options{Sync: lsmgo.SyncNone, CacheSize: cfg.CacheSize}
+	if cfg.Sync {
+		// Concurrent writers share one fsync per commit group.
+		o.Sync = lsmgo.SyncAlways
+	}
+	return o
+}
+
+func lsmgoSettings(cfg EngineConfig) string {
+	o := lsmgoOptions(cfg)
+	return fmt.Sprintf("lsmgo.Open(dir, &Options{Sync: %s, CacheSize: %d}); other options default "+
+		"(memtable %d MiB, snappy, bloom %d bits/key, L0 compaction at %d files); DB.Set/Get/Delete, DB.NewIter",
+		o.Sync, o.CacheSize, lsmgo.DefaultMemTableSize>>20, lsmgo.DefaultBloomBitsPerKey, lsmgo.DefaultL0CompactionThreshold)
+}
+
+type lsmgoEngine struct{ db *lsmgo.DB }
+
+func openLsmgo(dir string, cfg EngineConfig) (Engine, error) {
+	db, err := lsmgo.Open(dir, lsmgoOptions(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return &lsmgoEngine{db: db}, nil
+}
+
+func (e *lsmgoEngine) Set(key, value []byte) error { return e.db.Set(key, value, nil) }
+
+func (e *lsmgoEngine) Get(key []byte) (int, bool, error) {
+	v, err := e.db.Get(key)
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		return 0, false, nil
+	}
+	return len(v), err == nil, err
+}
+
+func (e *lsmgoEngine) Delete(key []byte) error { return e.db.Delete(key, nil) }
+
+func (e *lsmgoEngine) NewIter(reverse bool) (Iter, error) {
+	it, err := e.db.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &lsmgoIter{it: it, reverse: reverse}, nil
+}
+
+func (e *lsmgoEngine) Close() error { return e.db.Close() }
+
+type lsmgoIter struct {
+	it      *lsmgo.Iterator
+	reverse bool
+}
+
+func (i *lsmgoIter) First() bool {
+	if i.reverse {
+		return i.it.Last()
+	}
+	return i.it.First()
+}
+
+func (i *lsmgoIter) SeekGE(key []byte) bool { return i.it.SeekGE(key) }
+
+func (i *lsmgoIter) Next() bool {
+	if i.reverse {
+		return i.it.Prev()
+	}
+	return i.it.Next()
+}
+
+func (i *lsmgoIter) Key() []byte   { return i.it.Key() }
+func (i *lsmgoIter) Value() []byte { return i.it.Value() }
+func (i *lsmgoIter) Close() error  { return i.it.Close() }

@@ -1,0 +1,526 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// workloadDef is one workload: what state it needs, how many operations it
+// does and the loop each client goroutine runs.
+type workloadDef struct {
+	name string
+	// doc is the one-line meaning shown in --help and the report.
+	doc string
+	// fresh workloads start on a new, empty database; the others need
+	// every key of the key space present and get an unmeasured
+	// fillrandom first when it is not.
+	fresh bool
+	// sync workloads sync every write.
+	sync bool
+	// ops is the operation count without --duration.
+	ops func(c *Config) int64
+	// order, for workloads that visit keys in a fixed order, returns the
+	// key indexes to visit (nil means 0, 1, 2, ...); the threads deal
+	// them out round-robin.
+	order func(c *Config) []uint32
+	// body is the loop of one client goroutine.
+	body func(r *run, w *worker) error
+	// writer, when set, runs on its own goroutine beside the clients until
+	// they finish; its rate is reported beside theirs.
+	writer func(r *run, w *worker) error
+	// after records what the workload left in the database.
+	after func(st *dbState, done int64)
+}
+
+// fillSyncDivisor: fillsync does Num/100 writes, because synced writes
+// are ~100 times slower (db_bench divides by 1000, which leaves too few
+// operations for a p99.9 at 16 threads).
+const fillSyncDivisor = 100
+
+// seekNexts is how many keys seekrandom reads after each seek.
+const seekNexts = 10
+
+func numOps(c *Config) int64 { return c.Num }
+
+var workloadList = []*workloadDef{
+	{
+		name: "fillseq", doc: "write every key once in key order into an empty DB",
+		fresh: true, ops: numOps, body: fillBody, after: afterFill,
+	},
+	{
+		name: "fillrandom", doc: "write every key once in random order into an empty DB (db_bench's filluniquerandom)",
+		fresh: true, ops: numOps, order: fullPermutation, body: fillBody, after: afterFill,
+	},
+	{
+		name: "overwrite", doc: "overwrite keys chosen by --distribution",
+		ops: numOps, body: overwriteBody,
+	},
+	{
+		name: "readrandom", doc: "read keys chosen by --distribution; every key exists",
+		ops: numOps, body: readRandomBody,
+	},
+	{
+		name: "readmissing", doc: "read keys that were never written (each sorts between two present keys)",
+		ops: numOps, body: readMissingBody,
+	},
+	{
+		name: "readseq", doc: "iterate forward from the first key (each thread scans Num/threads keys)",
+		ops: numOps, body: scanBody(false),
+	},
+	{
+		name: "readreverse", doc: "iterate backward from the last key",
+		ops: numOps, body: scanBody(true),
+	},
+	{
+		name: "seekrandom", doc: "new iterator, seek to a key chosen by --distribution, then 10 nexts",
+		ops: numOps, body: seekRandomBody,
+	},
+	{
+		name: "readwhilewriting", doc: "--threads readers as readrandom while one unthrottled writer overwrites; the row is the readers'",
+		ops: numOps, body: readRandomBody, writer: pacedWriterBody,
+	},
+	{
+		name: "mixed", doc: "each operation a read or an overwrite of a key chosen by --distribution, in --mixed-ratio",
+		ops: numOps, body: mixedBody,
+	},
+	{
+		name: "deleterandom", doc: "delete every key once in random order",
+		ops: numOps, order: fullPermutation, body: deleteBody, after: afterDelete,
+	},
+	{
+		name: "fillsync", doc: "write Num/100 random keys into an empty DB, every write synced",
+		fresh: true, sync: true, ops: func(c *Config) int64 { return max(1, c.Num/fillSyncDivisor) },
+		order: fullPermutation, body: fillBody, after: afterFillSync,
+	},
+}
+
+// workloads indexes workloadList by name.
+var workloads = func() map[string]*workloadDef {
+	m := map[string]*workloadDef{}
+	for _, w := range workloadList {
+		m[w.name] = w
+	}
+	return m
+}()
+
+// WorkloadNames lists the workloads in their default order.
+func WorkloadNames() []string {
+	names := make([]string, len(workloadList))
+	for i, w := range workloadList {
+		names[i] = w.name
+	}
+	return names
+}
+
+// Seeds of the fixed orders, mixed with Config.Seed.
+const (
+	seedPermutation = 0x9e3779b97f4a7c15
+	seedThread      = 0x632be59bd9b4e019
+)
+
+func fullPermutation(c *Config) []uint32 { return permutation(uint64(c.Num), c.Seed^seedPermutation) }
+
+// dbState is what the child knows about the database between workloads.
+type dbState struct {
+	eng  Engine
+	sync bool
+	// full means every key of the key space is present with a value of
+	// the configured size.
+	full bool
+	// live is the number of keys present.
+	live int64
+	// keySpace is Config.Num.
+	keySpace int64
+}
+
+func afterFill(st *dbState, done int64) {
+	st.live = done
+	st.full = done == st.keySpace
+}
+
+func afterFillSync(st *dbState, done int64) {
+	st.live = done
+	st.full = false
+}
+
+func afterDelete(st *dbState, done int64) {
+	st.live = max(0, st.live-done)
+	st.full = false
+}
+
+// run is one execution of a workload on one engine.
+type run struct {
+	cfg     *Config
+	def     *workloadDef
+	eng     Engine
+	threads int
+	// limit is the operation count across threads; math.MaxInt64 with
+	// --duration for workloads without an order.
+	limit int64
+	order []uint32
+	pool  []byte
+	zipf  *zipf
+	// done counts finished client operations, for the progress line.
+	done atomic.Int64
+	// stop ends every loop: the deadline passed, or (for the writer)
+	// the clients finished.
+	stop       atomic.Bool
+	writerStop atomic.Bool
+}
+
+// worker is the state of one client goroutine.
+type worker struct {
+	r      *run
+	id     int
+	n      int64 // operations this worker does at most
+	hist   *hdrhistogram.Histogram
+	key    []byte
+	values *valueStream
+	keys   keyChooser
+	// stop is the flag this worker's loop watches.
+	stop *atomic.Bool
+
+	ops, bytes, found, writes int64
+	pending                   int64
+}
+
+// Histogram range: 1 ns to 100 s at 3 significant digits.
+const (
+	histMin = 1
+	histMax = 100_000_000_000
+	histSig = 3
+)
+
+func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histSig) }
+
+func (r *run) newWorker(id int, n int64, stop *atomic.Bool) *worker {
+	return &worker{
+		r:      r,
+		id:     id,
+		n:      n,
+		hist:   newHistogram(),
+		key:    make([]byte, r.cfg.KeySize),
+		values: newValueStream(r.pool, r.cfg.ValueSize, id),
+		keys:   newKeyChooser(r.cfg, r.zipf, r.def.name, id),
+		stop:   stop,
+	}
+}
+
+func newKeyChooser(c *Config, z *zipf, workload string, thread int) keyChooser {
+	seed := c.Seed ^ seedThread*uint64(thread+1)
+	for _, b := range []byte(workload) {
+		seed = seed*31 + uint64(b)
+	}
+	return keyChooser{rng: newRand(seed), n: uint64(c.Num), dist: c.Distribution, z: z}
+}
+
+// more reports whether the worker goes on to its i-th operation.
+func (w *worker) more(i int64) bool { return i < w.n && !w.stop.Load() }
+
+// record notes one finished operation that began at start.
+func (w *worker) record(start time.Time, bytes int) {
+	d := time.Since(start).Nanoseconds()
+	// Out-of-range values would be dropped by RecordValue; clamp instead,
+	// a 100-second operation is news either way.
+	_ = w.hist.RecordValue(min(max(d, histMin), histMax))
+	w.ops++
+	w.bytes += int64(bytes)
+	w.pending++
+	if w.pending == 64 {
+		w.r.done.Add(w.pending)
+		w.pending = 0
+	}
+}
+
+func (w *worker) flush() {
+	w.r.done.Add(w.pending)
+	w.pending = 0
+}
+
+// index is the key index of the worker's i-th operation in an ordered
+// workload: the threads deal the order out round-robin.
+func (w *worker) index(i int64) uint64 {
+	j := int64(w.id) + i*int64(w.r.threads)
+	if w.r.order != nil {
+		return uint64(w.r.order[j])
+	}
+	return uint64(j)
+}
+
+func fillBody(r *run, w *worker) error {
+	for i := int64(0); w.more(i); i++ {
+		putKey(w.key, w.index(i))
+		v := w.values.next()
+		start := time.Now()
+		if err := r.eng.Set(w.key, v); err != nil {
+			return err
+		}
+		w.record(start, len(w.key)+len(v))
+		w.writes++
+	}
+	return nil
+}
+
+func deleteBody(r *run, w *worker) error {
+	for i := int64(0); w.more(i); i++ {
+		putKey(w.key, w.index(i))
+		start := time.Now()
+		if err := r.eng.Delete(w.key); err != nil {
+			return err
+		}
+		w.record(start, len(w.key))
+	}
+	return nil
+}
+
+func overwriteBody(r *run, w *worker) error {
+	for i := int64(0); w.more(i); i++ {
+		if err := w.overwrite(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *worker) overwrite() error {
+	putKey(w.key, w.keys.next())
+	v := w.values.next()
+	start := time.Now()
+	if err := w.r.eng.Set(w.key, v); err != nil {
+		return err
+	}
+	w.record(start, len(w.key)+len(v))
+	w.writes++
+	return nil
+}
+
+// pacedWriterBody overwrites like overwriteBody, at most --writer-rate
+// times a second. It paces against an absolute schedule, so a late sleep
+// is made up by the writes after it.
+func pacedWriterBody(r *run, w *worker) error {
+	if r.cfg.WriterRate <= 0 {
+		return overwriteBody(r, w)
+	}
+	interval := time.Second / time.Duration(r.cfg.WriterRate)
+	next := time.Now()
+	for i := int64(0); w.more(i); i++ {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		next = next.Add(interval)
+		if err := w.overwrite(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readRandomBody(r *run, w *worker) error {
+	for i := int64(0); w.more(i); i++ {
+		putKey(w.key, w.keys.next())
+		if err := w.read(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readMissingBody(r *run, w *worker) error {
+	for i := int64(0); w.more(i); i++ {
+		putMissingKey(w.key, w.keys.next())
+		if err := w.read(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read gets w.key and checks that a value found has the size every
+// workload writes, so a broken adapter or engine cannot pass for fast.
+func (w *worker) read() error {
+	start := time.Now()
+	n, found, err := w.r.eng.Get(w.key)
+	if err != nil {
+		return err
+	}
+	w.record(start, len(w.key)+n)
+	if found {
+		if n != w.r.cfg.ValueSize {
+			return fmt.Errorf("key %x: value of %d bytes, want %d", w.key, n, w.r.cfg.ValueSize)
+		}
+		w.found++
+	}
+	return nil
+}
+
+func mixedBody(r *run, w *worker) error {
+	for i := int64(0); w.more(i); i++ {
+		if w.keys.rng.IntN(100) >= r.cfg.ReadPercent {
+			if err := w.overwrite(); err != nil {
+				return err
+			}
+			continue
+		}
+		putKey(w.key, w.keys.next())
+		if err := w.read(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanBody iterates from one end; with --duration it starts over at the
+// other end, otherwise it stops there.
+func scanBody(reverse bool) func(r *run, w *worker) error {
+	return func(r *run, w *worker) error {
+		var i int64
+		for w.more(i) {
+			start := time.Now()
+			it, err := r.eng.NewIter(reverse)
+			if err != nil {
+				return err
+			}
+			ok := it.First()
+			for ; ok && w.more(i); i++ {
+				w.record(start, len(it.Key())+len(it.Value()))
+				w.found++
+				start = time.Now()
+				ok = it.Next()
+			}
+			if err := it.Close(); err != nil {
+				return err
+			}
+			if i == 0 || r.cfg.Duration == 0 {
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+func seekRandomBody(r *run, w *worker) error {
+	for i := int64(0); w.more(i); i++ {
+		putKey(w.key, w.keys.next())
+		start := time.Now()
+		it, err := r.eng.NewIter(false)
+		if err != nil {
+			return err
+		}
+		bytes := 0
+		if it.SeekGE(w.key) {
+			w.found++
+			bytes += len(it.Key()) + len(it.Value())
+			for j := 0; j < seekNexts && it.Next(); j++ {
+				bytes += len(it.Key()) + len(it.Value())
+			}
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		w.record(start, bytes)
+	}
+	return nil
+}
+
+// outcome is what execute measured.
+type outcome struct {
+	elapsed           time.Duration
+	hist              *hdrhistogram.Histogram
+	ops, bytes, found int64
+	writes, writerOps int64
+}
+
+// prepare sets the operation limit and the key order.
+func (r *run) prepare() {
+	r.limit = r.def.ops(r.cfg)
+	if r.def.order != nil {
+		r.order = r.def.order(r.cfg)
+		r.limit = min(r.limit, int64(len(r.order)))
+	} else if r.cfg.Duration > 0 {
+		r.limit = math.MaxInt64
+	}
+}
+
+// execute runs the prepared workload's clients (and writer) to
+// completion.
+func (r *run) execute() (outcome, error) {
+	total := r.limit
+	if r.cfg.Duration > 0 {
+		t := time.AfterFunc(r.cfg.Duration, func() { r.stop.Store(true) })
+		defer t.Stop()
+	}
+
+	var workers []*worker
+	for id := range r.threads {
+		n := total / int64(r.threads)
+		if int64(id) < total%int64(r.threads) {
+			n++
+		}
+		workers = append(workers, r.newWorker(id, n, &r.stop))
+	}
+	startGate := make(chan struct{})
+	var writer *worker
+	writerDone := make(chan error, 1)
+	if r.def.writer != nil {
+		writer = r.newWorker(r.threads, math.MaxInt64, &r.writerStop)
+		go func() {
+			<-startGate
+			writerDone <- r.def.writer(r, writer)
+		}()
+	}
+
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Go(func() {
+			<-startGate
+			errs[i] = r.def.body(r, w)
+			w.flush()
+		})
+	}
+	begin := time.Now()
+	close(startGate)
+	wg.Wait()
+	elapsed := time.Since(begin)
+
+	var out outcome
+	out.elapsed = elapsed
+	out.hist = newHistogram()
+	for i, w := range workers {
+		if errs[i] != nil {
+			r.writerStop.Store(true)
+			if writer != nil {
+				<-writerDone
+			}
+			return out, errs[i]
+		}
+		out.hist.Merge(w.hist)
+		out.ops += w.ops
+		out.bytes += w.bytes
+		out.found += w.found
+		out.writes += w.writes
+	}
+	if writer != nil {
+		r.writerStop.Store(true)
+		if err := <-writerDone; err != nil {
+			return out, fmt.Errorf("writer: %w", err)
+		}
+		out.writerOps = writer.ops
+		out.writes += writer.writes
+	}
+	return out, nil
+}
+
+// WorkloadHelp describes every workload, one line each, in default order.
+func WorkloadHelp() []string {
+	lines := make([]string, len(workloadList))
+	for i, w := range workloadList {
+		lines[i] = fmt.Sprintf("%-16s %s", w.name, w.doc)
+	}
+	return lines
+}
