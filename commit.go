@@ -23,15 +23,17 @@ const maxGroupBytes = 1 << 20
 const memEntryOverhead = 128
 
 // walState is the WAL being written. Only the commit leader writes it;
-// the interval syncer syncs it under walSyncMu.
+// syncs happen under walSyncMu. Positions in the WAL are logical: base is
+// the position of this file's first byte in the stream of every WAL the
+// DB has written since Open, so one number orders bytes across files.
 type walState struct {
-	num      base.FileNum
-	file     vfs.File
-	w        *wal.Writer
-	unsynced bool
+	num  base.FileNum
+	file vfs.File
+	w    *wal.Writer
+	base uint64
 }
 
-// commitWriter is one Apply call waiting in the commit queue.
+// commitWriter is one Apply call on its way through the commit pipeline.
 type commitWriter struct {
 	repr []byte
 	sync bool
@@ -39,19 +41,35 @@ type commitWriter struct {
 	// writing (Flush); rotatedID reports which memtable it rotated.
 	rotate    bool
 	rotatedID uint64
-	done      bool
-	err       error
-	cond      sync.Cond
+	// written is set when the leader has finished with the writer: its
+	// batch is in the WAL at logical end position walPos, or err says why
+	// not.
+	written bool
+	err     error
+	walPos  uint64
+	// mem, seq and count are set when the batch is registered: it then
+	// holds a reservation in mem and a place in the publication queue,
+	// both of which finishCommit releases.
+	mem     *memTable
+	seq     base.SeqNum
+	count   uint32
+	applied bool // guarded by db.pub.mu
+	cond    sync.Cond
 }
 
 // Apply commits the batch atomically. It returns once the batch is in the
 // WAL (and fsynced when the sync mode or wo asks) and visible to reads.
 //
-// Writers queue; the writer at the head leads: it takes the queued batches
-// (a commit group), writes them to the WAL with one write and at most one
-// fsync, inserts them into the memtable, publishes their sequence numbers
-// and wakes the followers. This is group commit: under SyncAlways N
-// concurrent writers share one fsync.
+// The commit pipeline has three stages. (1) Writers queue; the writer at
+// the head leads: it takes the queued batches (a commit group), assigns
+// their sequence numbers, writes them to the WAL with one write(2), and
+// hands leadership on, so the next group's write overlaps this group's
+// fsync. (2) Each writer that needs durability waits until an fsync covers
+// its WAL position; whoever finds the WAL unsynced syncs everything written
+// so far, so concurrent groups share fsyncs (group commit). (3) Each writer
+// inserts its own batch into the memtable, concurrently with the others,
+// and the visible sequence number advances past a batch only once every
+// earlier batch is inserted too, so readers never see a gap.
 func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	if db.closed.Load() {
 		return ErrClosed
@@ -64,10 +82,93 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	db.mu.Lock()
 	db.enqueueLocked(w)
 	db.mu.Unlock()
-	err := w.err
+	err := db.finishCommit(w)
 	*w = commitWriter{}
 	commitWriterPool.Put(w)
 	return err
+}
+
+// finishCommit runs stages 2 and 3 for a writer the leader is done with.
+func (db *DB) finishCommit(w *commitWriter) error {
+	err := w.err
+	if w.mem == nil {
+		// Never registered: nothing reserved, nothing to publish.
+		return err
+	}
+	if err == nil && w.sync {
+		err = db.waitSynced(w.walPos)
+	}
+	if err == nil {
+		err = applyBatch(w.mem.mt, w.repr)
+	}
+	if err != nil && w.err == nil {
+		db.mu.Lock()
+		db.setBackgroundErrorLocked(err)
+		err = db.mu.bgErr
+		db.mu.Unlock()
+	}
+	w.mem.inflight.Done()
+	db.publish(w, err == nil)
+	return err
+}
+
+// publish marks w's batch as inserted (or abandoned), advances the visible
+// sequence number past every leading batch that is done, and, when wait,
+// returns only once w's own batch is visible.
+func (db *DB) publish(w *commitWriter, wait bool) {
+	db.pub.mu.Lock()
+	defer db.pub.mu.Unlock()
+	w.applied = true
+	q := db.pub.queue
+	n := 0
+	for n < len(q) && q[n].applied {
+		n++
+	}
+	if n > 0 {
+		last := q[n-1]
+		db.visibleSeq.Store(uint64(last.seq) + uint64(last.count))
+		clear(q[:n])
+		db.pub.queue = q[n:]
+		db.pub.cond.Broadcast()
+	}
+	end := uint64(w.seq) + uint64(w.count)
+	for wait && db.visibleSeq.Load() < end {
+		db.pub.cond.Wait()
+	}
+}
+
+// waitVisible waits until the visible sequence number is past seq.
+func (db *DB) waitVisible(seq base.SeqNum) {
+	db.pub.mu.Lock()
+	for db.visibleSeq.Load() <= uint64(seq) {
+		db.pub.cond.Wait()
+	}
+	db.pub.mu.Unlock()
+}
+
+// waitPublished waits until every registered batch has been published;
+// Close uses it after the commit queue drains.
+func (db *DB) waitPublished() {
+	db.pub.mu.Lock()
+	for len(db.pub.queue) > 0 {
+		db.pub.cond.Wait()
+	}
+	db.pub.mu.Unlock()
+}
+
+// waitSynced returns once an fsync covers WAL position pos. Holding
+// walSyncMu while syncing makes concurrent waiters line up behind one
+// fsync, which then covers all of them.
+func (db *DB) waitSynced(pos uint64) error {
+	for db.walSynced.Load() < pos {
+		db.walSyncMu.Lock()
+		err := db.syncWALLocked()
+		db.walSyncMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // commitWriterPool saves an allocation per write; a writer is recycled
@@ -79,10 +180,10 @@ var commitWriterPool = sync.Pool{New: func() any { return new(commitWriter) }}
 func (db *DB) enqueueLocked(w *commitWriter) {
 	w.cond.L = &db.mu.Mutex
 	db.mu.writers = append(db.mu.writers, w)
-	for !w.done && db.mu.writers[0] != w {
+	for !w.written && db.mu.writers[0] != w {
 		w.cond.Wait()
 	}
-	if !w.done {
+	if !w.written {
 		db.leadCommitLocked(w)
 	}
 }
@@ -100,7 +201,7 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 	need := memSizeEstimate(leader.repr)
 	err = db.makeRoomForWriteLocked(need)
 	if err == nil {
-		room := db.mu.mem.mt.Capacity() - db.mu.mem.mt.Size()
+		room := db.mu.mem.mt.Capacity() - db.mu.mem.reserved
 		size := len(leader.repr)
 		for _, w := range db.mu.writers[1:] {
 			if w.rotate {
@@ -114,7 +215,7 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 			need += n
 			group = db.mu.writers[:len(group)+1]
 		}
-		err = db.commitGroupLocked(group)
+		err = db.writeGroupLocked(group)
 	}
 	db.finishGroupLocked(leader, group, err)
 }
@@ -124,7 +225,7 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 func (db *DB) finishGroupLocked(leader *commitWriter, group []*commitWriter, err error) {
 	for _, w := range group {
 		w.err = err
-		w.done = true
+		w.written = true
 		if w != leader {
 			w.cond.Signal()
 		}
@@ -139,69 +240,58 @@ func (db *DB) finishGroupLocked(leader *commitWriter, group []*commitWriter, err
 	}
 }
 
-// commitGroupLocked assigns sequence numbers, writes the WAL and applies
-// the group to the memtable. db.mu is released during the I/O; the commit
-// queue keeps every other leader out meanwhile.
-func (db *DB) commitGroupLocked(group []*commitWriter) error {
+// writeGroupLocked assigns sequence numbers, registers the group for
+// publication and in the memtable, and writes it to the WAL. db.mu is
+// released during the write; the commit queue keeps every other leader out
+// meanwhile.
+func (db *DB) writeGroupLocked(group []*commitWriter) error {
 	seq := db.mu.nextSeq
-	needSync := false
+	mem := db.mu.mem
+	db.pub.mu.Lock()
 	for _, w := range group {
 		batchrepr.SetSeq(w.repr, seq)
-		seq += base.SeqNum(batchrepr.Count(w.repr))
-		needSync = needSync || w.sync
+		w.seq, w.count, w.mem = seq, batchrepr.Count(w.repr), mem
+		seq += base.SeqNum(w.count)
+		mem.reserved += memSizeEstimate(w.repr)
+		mem.inflight.Add(1)
+		db.pub.queue = append(db.pub.queue, w)
 	}
+	db.pub.mu.Unlock()
 	db.mu.nextSeq = seq
-	mem := db.mu.mem
+	mem.maxSeq = seq - 1
 	log := &db.mu.log
 	db.mu.Unlock()
 
-	err := db.writeWAL(log, group, needSync)
-	if err == nil {
-		err = applyToMemtable(mem.mt, group)
-	}
-	if err == nil {
-		db.visibleSeq.Store(uint64(seq))
-		db.m.commitGroups.Add(1)
-		db.m.commits.Add(int64(len(group)))
-	}
+	pos, err := db.writeWAL(log, group)
 	db.mu.Lock()
 	if err != nil {
 		db.setBackgroundErrorLocked(err)
 		return db.mu.bgErr
 	}
+	for _, w := range group {
+		w.walPos = pos
+	}
+	db.m.commitGroups.Add(1)
+	db.m.commits.Add(int64(len(group)))
 	return nil
 }
 
-func (db *DB) writeWAL(log *walState, group []*commitWriter, sync bool) error {
+// writeWAL appends the group's batches to the WAL with one write and
+// returns the logical WAL position after them.
+func (db *DB) writeWAL(log *walState, group []*commitWriter) (uint64, error) {
 	for _, w := range group {
 		if err := log.w.WriteRecord(w.repr); err != nil {
-			return fmt.Errorf("lsmgo: WAL %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+			return 0, fmt.Errorf("lsmgo: WAL %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
 		}
 	}
 	n := log.w.Buffered()
 	if err := log.w.Flush(); err != nil {
-		return fmt.Errorf("lsmgo: WAL write %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+		return 0, fmt.Errorf("lsmgo: WAL write %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
 	}
 	db.m.walBytes.Add(int64(n))
-	if !sync {
-		db.walSyncMu.Lock()
-		log.unsynced = true
-		db.walSyncMu.Unlock()
-		return nil
-	}
-	db.walSyncMu.Lock()
-	defer db.walSyncMu.Unlock()
-	log.unsynced = true
-	return db.syncWALLocked()
-}
-
-func applyToMemtable(mt *memtable.Memtable, group []*commitWriter) error {
-	for _, w := range group {
-		if err := applyBatch(mt, w.repr); err != nil {
-			return err
-		}
-	}
-	return nil
+	pos := log.base + uint64(log.w.Size())
+	db.walWritten.Store(pos)
+	return pos, nil
 }
 
 // applyBatch inserts a batch's records at their sequence numbers.
@@ -257,8 +347,7 @@ func (db *DB) makeRoomForWriteLocked(need int) error {
 			db.mu.Lock()
 			continue
 		}
-		mt := db.mu.mem.mt
-		if mt.Size()+need <= mt.Capacity() {
+		if m := db.mu.mem; m.reserved+need <= m.mt.Capacity() {
 			return nil
 		}
 		if len(db.mu.imm)+1 >= db.opts.MemTableStopWritesThreshold || l0 >= db.opts.L0StopWritesThreshold {
@@ -338,11 +427,8 @@ func (db *DB) rotateMemtableLocked(need int) error {
 
 func (db *DB) newMemTable(logNum base.FileNum, need int) *memTable {
 	db.mu.nextMemID++
-	return &memTable{
-		mt:     memtable.New(max(db.opts.MemTableSize, 2*need)),
-		logNum: logNum,
-		id:     db.mu.nextMemID,
-	}
+	mt := memtable.New(max(db.opts.MemTableSize, 2*need))
+	return &memTable{mt: mt, logNum: logNum, id: db.mu.nextMemID, reserved: mt.Size()}
 }
 
 // createWAL creates a WAL file and makes its directory entry durable, so a
@@ -378,6 +464,7 @@ func (db *DB) retireWAL(next *walState) error {
 	}
 	if next != nil {
 		*log = *next
+		log.base = db.walWritten.Load()
 	}
 	return nil
 }
@@ -389,16 +476,26 @@ func (db *DB) syncWAL() error {
 	return db.syncWALLocked()
 }
 
-// syncWALLocked is syncWAL with walSyncMu held.
+// syncWALLocked is syncWAL with walSyncMu held. A failed fsync is sticky:
+// after one, the kernel may have dropped the dirty pages, so a later
+// fsync that succeeds proves nothing.
 func (db *DB) syncWALLocked() error {
+	if db.walSyncErr != nil {
+		return db.walSyncErr
+	}
+	// Every byte up to target is in the current file or an older one,
+	// and older ones were synced when they were retired: the file cannot
+	// change while walSyncMu is held.
+	target := db.walWritten.Load()
 	log := &db.mu.log
-	if log.file == nil || !log.unsynced {
+	if log.file == nil || db.walSynced.Load() >= target {
 		return nil
 	}
 	if err := log.file.Sync(); err != nil {
-		return fmt.Errorf("lsmgo: WAL sync %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+		db.walSyncErr = fmt.Errorf("lsmgo: WAL sync %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+		return db.walSyncErr
 	}
-	log.unsynced = false
+	db.walSynced.Store(target)
 	db.m.walSyncs.Add(1)
 	return nil
 }

@@ -35,13 +35,19 @@ func (db *DB) flushLoop() {
 		if len(db.mu.imm) > 1 {
 			nextLog = db.mu.imm[1].logNum
 		}
+		db.mu.Unlock()
+		// Every batch registered in m must be inserted, and visible,
+		// before the snapshot list is read: a snapshot taken later then
+		// sees all of m, so the newest version of each key serves it.
+		m.inflight.Wait()
+		db.waitVisible(m.maxSeq)
+		db.mu.Lock()
 		snapshots := db.mu.snapshots.seqs()
-		lastSeq := base.SeqNum(db.visibleSeq.Load()) - 1
 		db.mu.Unlock()
 
 		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil)
 		if err == nil {
-			edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: lastSeq}
+			edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: m.maxSeq}
 			for _, f := range metas {
 				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
 			}

@@ -46,6 +46,20 @@ type DB struct {
 	// walSyncMu is held while the WAL file is fsynced or closed, so the
 	// interval syncer and a rotation never touch a closed file.
 	walSyncMu sync.Mutex
+	// walWritten and walSynced are logical WAL positions (see walState):
+	// the end of what has been written, and of what an fsync has covered.
+	walWritten atomic.Uint64
+	walSynced  atomic.Uint64
+	walSyncErr error // guarded by walSyncMu
+
+	// pub orders the publication of committed batches: queue holds the
+	// registered batches in sequence order, and visibleSeq moves past a
+	// batch only when it and every batch before it are inserted.
+	pub struct {
+		mu    sync.Mutex
+		cond  sync.Cond
+		queue []*commitWriter
+	}
 
 	mu struct {
 		sync.Mutex
@@ -82,6 +96,14 @@ type memTable struct {
 	mt     *memtable.Memtable
 	logNum base.FileNum
 	id     uint64
+	// reserved is the arena bytes promised to registered batches (an
+	// upper bound of what they use), and maxSeq the largest sequence
+	// number registered; both guarded by db.mu.
+	reserved int
+	maxSeq   base.SeqNum
+	// inflight counts registered batches not yet inserted; a flush waits
+	// for it to reach zero before reading the memtable.
+	inflight sync.WaitGroup
 }
 
 // Open opens the database in dir, creating it when it does not exist, and
@@ -90,6 +112,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	db := &DB{dirname: dir, opts: o, fs: o.FS}
 	db.mu.cond.L = &db.mu.Mutex
+	db.pub.cond.L = &db.pub.mu
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lsmgo: create %s: %w", dir, err)
 	}
@@ -376,6 +399,9 @@ func (db *DB) Close() error {
 	for len(db.mu.writers) > 0 || db.mu.flushing || db.mu.compacting > 0 {
 		db.mu.cond.Wait()
 	}
+	db.mu.Unlock()
+	db.waitPublished()
+	db.mu.Lock()
 	if n := db.mu.snapshots.count(); n > 0 {
 		db.opts.Logger.Warn("lsmgo: Close with open snapshots", "count", n)
 	}
