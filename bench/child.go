@@ -90,6 +90,11 @@ func (w *eventWriter) emit(e event) {
 	}
 }
 
+// runChild runs the job spec (a childJob in JSON) and writes its events
+// to events: every workload in order, each ending in a Result event. A
+// workload that fails gets a Result with Error and the next one still
+// runs; only a job that cannot start, a database that will not close or
+// a broken event pipe fails the child.
 func runChild(spec string, events io.Writer) error {
 	var job childJob
 	if err := json.Unmarshal([]byte(spec), &job); err != nil {
@@ -157,6 +162,9 @@ func (ch *child) open(sync, fresh bool) error {
 	return nil
 }
 
+// runWorkload runs workload w, the step-th of the job, and measures it.
+// The counters are read right around execute, so neither preparing the
+// database nor writing the profiles counts.
 func (ch *child) runWorkload(step int, w WorkloadSpec) Result {
 	def := workloads[w.Name]
 	res := Result{Engine: ch.job.Engine, Workload: w.Name, Threads: ch.cfg.threads(w)}
@@ -282,6 +290,7 @@ func (ch *child) reportProgress(r *run, phase string) (stop func()) {
 	}
 }
 
+// joinNote appends b to the note a.
 func joinNote(a, b string) string {
 	if a == "" {
 		return b
@@ -322,6 +331,7 @@ func (ch *child) startProfile(step int, workload string) (stop func() error, err
 	}, nil
 }
 
+// writeHeapProfile writes the process's allocation profile to path.
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
 	if err != nil {

@@ -1,10 +1,5 @@
 package bench
 
-// This file is lsmgo-bench's client mode: a closed-loop load generator
-// that drives any RESP server (lsmgo serve, redis-server) over raw TCP with
-// GET and SET, one goroutine per connection, and reports rows in the same
-// Result form as the engine mode.
-
 import (
 	"errors"
 	"flag"
@@ -60,12 +55,12 @@ func DefaultClientConfig() ClientConfig {
 		Duration:     10 * time.Second,
 		Pipeline:     1,
 		ReadPercent:  50,
-		KeySize:      32,
-		ValueSize:    128,
+		KeySize:      defaultKeySize,
+		ValueSize:    defaultValueSize,
 		Keyspace:     1_000_000,
 		Distribution: Uniform,
 		Timeout:      10 * time.Second,
-		Seed:         1,
+		Seed:         defaultSeed,
 		Progress:     "on",
 	}
 }
@@ -91,11 +86,8 @@ func ParseClientFlags(args []string, stderr io.Writer) (ClientConfig, error) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the key and value streams")
 	fs.StringVar(&c.OutDir, "out", "", "write results.json, results.csv, results.md and report.html here")
 	fs.StringVar(&c.Progress, "progress", c.Progress, "a progress line per second on stderr: on or off")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
@@ -111,7 +103,7 @@ func ParseClientFlags(args []string, stderr io.Writer) (ClientConfig, error) {
 		c.Levels = levels
 	}
 	var err error
-	if c.ReadPercent, err = parseRatio(*ratio); err != nil {
+	if c.ReadPercent, err = parseRatio("ratio", *ratio); err != nil {
 		return c, err
 	}
 	if c.Distribution, err = parseDistribution(*dist); err != nil {
@@ -233,7 +225,7 @@ func RunClient(cfg ClientConfig, stdout, stderr io.Writer) (*ClientReport, error
 	}
 	rep.Meta.Seconds = time.Since(rep.Meta.Start).Seconds()
 	if cfg.OutDir != "" {
-		if err := writeClientFiles(cfg.OutDir, rep); err != nil {
+		if err := writeReportFiles(cfg.OutDir, rep, rep.Results, clientMarkdown(rep), clientHTML(rep)); err != nil {
 			return rep, err
 		}
 		fmt.Fprintf(stdout, "\nwrote results.json, results.csv, results.md and report.html in %s\n", cfg.OutDir)
@@ -255,11 +247,7 @@ func (p *printer) clientHeader(c *ClientConfig, t *Target) {
 	}
 	fmt.Fprintf(p.out, "lsmgo-bench client mode: addr=%s server=%s get:set=%d:%d pipeline=%d keys=%dB values=%dB keyspace=%d distribution=%s %s\n\n",
 		c.Addr, t.describe(), c.ReadPercent, 100-c.ReadPercent, c.Pipeline, c.KeySize, c.ValueSize, c.Keyspace, c.Distribution, bound)
-	names := make([]string, len(columns))
-	for i, col := range columns {
-		names[i] = col.name
-	}
-	fmt.Fprintln(p.out, formatRow(names))
+	fmt.Fprintln(p.out, headerLine())
 }
 
 // progressLine prints one finished progress line on stderr.

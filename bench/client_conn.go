@@ -153,6 +153,7 @@ type load struct {
 	zipf *zipf
 }
 
+// newLoad builds what the levels of a run share.
 func newLoad(cfg *ClientConfig) *load {
 	l := &load{cfg: cfg, pool: valuePool(cfg.Seed, 1)}
 	if cfg.Distribution != Uniform {
@@ -174,8 +175,8 @@ type histShard struct {
 	_               [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-// level is one run of a level: conns connections for the configured
-// duration or request count.
+// level is the state the connections of one level share while it runs:
+// when to stop, the request budget, the latencies and the failures.
 type level struct {
 	l     *load
 	stop  atomic.Bool
@@ -211,6 +212,7 @@ func (lv *level) claim() int {
 	return 0
 }
 
+// record adds connection id's latencies of one batch to its shard.
 func (lv *level) record(id int, lat []int64) {
 	s := &lv.shards[id%histShards]
 	s.mu.Lock()
@@ -224,6 +226,7 @@ func (lv *level) record(id int, lat []int64) {
 	s.mu.Unlock()
 }
 
+// fail counts a connection that ended with err.
 func (lv *level) fail(err error) {
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
@@ -452,9 +455,12 @@ type clientConn struct {
 	firstErrReply  string
 }
 
-// seedClient separates the connections' streams; mixed with Config.Seed.
+// seedClient separates the connections' streams; mixed with
+// ClientConfig.Seed.
 const seedClient = 0x636c69656e74
 
+// newClientConn wraps connection id, whose keys and values are fixed by
+// the seed and id alone.
 func (l *load) newClientConn(id int, nc net.Conn, rd *resp.Reader) *clientConn {
 	cfg := l.cfg
 	return &clientConn{
@@ -475,6 +481,8 @@ func (c *clientConn) putIndex(i uint64) {
 	}
 }
 
+// run is the connection's closed loop until the level ends; an error
+// ends the connection, not the level.
 func (c *clientConn) run(lv *level) error {
 	for {
 		n := lv.claim()

@@ -43,7 +43,8 @@ type Config struct {
 	// temporary directory.
 	DBDir string `json:"db_dir"`
 	Seed  uint64 `json:"seed"`
-	// OutDir, when set, receives results.json, results.csv and report.html.
+	// OutDir, when set, receives results.json, results.csv, results.md
+	// and report.html.
 	OutDir string `json:"out_dir"`
 	// ProfileDir, when set, receives a CPU profile and allocation
 	// profiles of every workload of every Go engine.
@@ -76,19 +77,27 @@ func (c *Config) threads(w WorkloadSpec) int {
 	return c.Threads
 }
 
+// Defaults both modes share, so that an engine-mode row and a
+// client-mode row without flags move keys and values of the same sizes.
+const (
+	defaultKeySize   = 32
+	defaultValueSize = 128
+	defaultSeed      = 1
+)
+
 // DefaultConfig is the configuration of a run with no flags.
 func DefaultConfig() Config {
 	return Config{
 		Num:             1_000_000,
 		Threads:         1,
 		Runs:            1,
-		KeySize:         32,
-		ValueSize:       128,
+		KeySize:         defaultKeySize,
+		ValueSize:       defaultValueSize,
 		Compressibility: 0.5,
 		Distribution:    Uniform,
 		ReadPercent:     50,
 		CacheSize:       64 << 20,
-		Seed:            1,
+		Seed:            defaultSeed,
 		Progress:        "auto",
 	}
 }
@@ -116,14 +125,11 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.Sync, "sync", false, "sync every write of every workload (fillsync always syncs)")
 	fs.StringVar(&c.DBDir, "db", "", "directory under which each engine gets its own directory (default: a temporary one); removed after each engine")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the key and value streams (every engine gets the same)")
-	fs.StringVar(&c.OutDir, "out", "", "write results.json, results.csv and report.html here")
+	fs.StringVar(&c.OutDir, "out", "", "write results.json, results.csv, results.md and report.html here")
 	fs.StringVar(&c.ProfileDir, "profile", "", "write ENGINE-STEP-WORKLOAD.cpu.pprof and .allocs(-base).pprof of every Go engine's workloads here")
 	fs.StringVar(&c.Progress, "progress", c.Progress, "live progress line on stderr: auto, on or off")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
 	if c.Workloads, err = parseWorkloads(*workloads); err != nil {
@@ -133,12 +139,26 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if c.Distribution, err = parseDistribution(*dist); err != nil {
 		return c, err
 	}
-	if c.ReadPercent, err = parseRatio(*ratio); err != nil {
+	if c.ReadPercent, err = parseRatio("mixed-ratio", *ratio); err != nil {
 		return c, err
 	}
 	return c, c.validate()
 }
 
+// parseFlagsOnly parses args into fs and rejects positional arguments,
+// which no mode takes: a stray word is more likely a flag missing its
+// dashes than something to ignore.
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -149,6 +169,8 @@ func splitList(s string) []string {
 	return out
 }
 
+// parseWorkloads reads --workloads: known names, each optionally with
+// :threads.
 func parseWorkloads(s string) ([]WorkloadSpec, error) {
 	var specs []WorkloadSpec
 	for _, f := range splitList(s) {
@@ -172,17 +194,21 @@ func parseWorkloads(s string) ([]WorkloadSpec, error) {
 	return specs, nil
 }
 
-// parseRatio turns "R:W" into the percentage of reads.
-func parseRatio(s string) (int, error) {
+// parseRatio turns the value s of --name, "R:W", into the percentage of
+// reads.
+func parseRatio(name, s string) (int, error) {
 	r, w, ok := strings.Cut(s, ":")
 	rn, err1 := strconv.Atoi(r)
 	wn, err2 := strconv.Atoi(w)
 	if !ok || err1 != nil || err2 != nil || rn < 0 || wn < 0 || rn+wn == 0 {
-		return 0, fmt.Errorf("mixed ratio %q: want READ:WRITE, such as 50:50 or 90:10", s)
+		return 0, fmt.Errorf("--%s %q: want READ:WRITE, such as 50:50 or 90:10", name, s)
 	}
 	return rn * 100 / (rn + wn), nil
 }
 
+// validate rejects settings no run can use. Run calls it as well as
+// ParseFlags, since a Config built in code never passed the flags, and a
+// bad one should fail before a child starts rather than inside one.
 func (c *Config) validate() error {
 	switch {
 	case c.Num < 1 || c.Num > 1<<32:

@@ -1,15 +1,23 @@
-// Package bench owns lsmgo-bench's engine mode: db_bench-style workloads
-// run against lsmgo and its peers (Pebble, Badger, bbolt, goleveldb, and
-// RocksDB through its db_bench tool) in one invocation, so that every
-// comparison is a ratio measured side by side on one machine.
+// Package bench owns the measuring modes of lsmgo-bench (cmd/bench).
 //
-// It holds the workloads, the key and value generators, latency recording
-// in HDR histograms, one adapter per engine (engine_NAME.go, the only
-// files that import a peer, so the lsmgo binary never links one), and the
-// reports: the live table and progress line, results.json, results.csv,
-// results.md and a self-contained report.html.
+// The engine mode runs db_bench-style workloads against lsmgo and its
+// peers (Pebble, Badger, bbolt, goleveldb, and RocksDB through its
+// db_bench tool) in one invocation, so that every comparison is a ratio
+// measured side by side on one machine. It holds the workloads, the key
+// and value generators, latency recording in HDR histograms, one adapter
+// per engine (engine_NAME.go, the only files that import a peer, so the
+// lsmgo binary never links one), and the reports: the live table and
+// progress line, results.json, results.csv, results.md and a
+// self-contained report.html.
 //
-// Invariants:
+// The client mode (client*.go) is a closed-loop load generator for any
+// RESP server (lsmgo serve, redis-server): each connection sends a
+// pipeline of GETs and SETs, waits for every reply and sends the next,
+// for each connection count of a gradient in turn. Its rows are Results
+// like the engine mode's, one per connection count, printed in the same
+// table and written to the same four files, so one script reads both.
+//
+// Invariants of the engine mode:
 //   - Each engine runs in a child process of its own (this same binary,
 //     re-executed with the job in its environment; see
 //     RunChildIfRequested), so memory, caches and goroutines never mix and
@@ -24,4 +32,14 @@
 //     unmeasured fillrandom (the row says so).
 //   - Nothing here asserts a speed: the smoke test checks only that every
 //     engine produced every row with consistent counts.
+//
+// Invariants of the client mode:
+//   - Each connection's keys and values depend only on the seed and the
+//     connection's number, so two runs against two servers send the same
+//     commands.
+//   - With --requests, a level sends exactly that many commands across
+//     all its connections.
+//   - A level that loses a connection or gets an error reply has Error
+//     set, and lsmgo-bench then exits 1, so a rate measured while the
+//     server refused work never passes for a clean result.
 package bench

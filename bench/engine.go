@@ -54,6 +54,11 @@ type EngineConfig struct {
 	Sync bool
 }
 
+// The adapters (engine_NAME.go) each wrap their engine's concrete types,
+// even where three iterators share a shape (lsmgo, Pebble, goleveldb):
+// a shared wrapper over an interface would add a dynamic call to every
+// step of readseq and seekrandom for those engines only.
+
 // engineSpec describes one engine the tool can run in a child process.
 type engineSpec struct {
 	name string

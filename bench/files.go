@@ -13,9 +13,10 @@ import (
 	"strings"
 )
 
-// writeFiles writes results.json, results.csv, report.html and results.md
-// into dir.
-func writeFiles(dir string, rep *Report) error {
+// writeReportFiles writes the files a run leaves in --out, the same four
+// in both modes so one script reads either: rep as results.json, the rows
+// as results.csv, and the rendered results.md and report.html.
+func writeReportFiles(dir string, rep any, rows []Result, markdown, page []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -28,9 +29,9 @@ func writeFiles(dir string, rep *Report) error {
 		data []byte
 	}{
 		{"results.json", append(js, '\n')},
-		{"results.csv", resultsCSV(rep.Results)},
-		{"report.html", reportHTML(rep)},
-		{"results.md", reportMarkdown(rep)},
+		{"results.csv", resultsCSV(rows)},
+		{"report.html", page},
+		{"results.md", markdown},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
@@ -49,6 +50,7 @@ var csvHeader = []string{
 	"peak_rss", "prefilled", "note", "error",
 }
 
+// csvRow is r as a row of results.csv: every field, unformatted.
 func csvRow(r *Result) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
@@ -60,6 +62,7 @@ func csvRow(r *Result) []string {
 	}
 }
 
+// resultsCSV renders results as results.csv.
 func resultsCSV(results []Result) []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
@@ -80,6 +83,15 @@ var engineColors = map[string]string{
 	"bbolt":     "#2ca02c",
 	"goleveldb": "#ff7f0e",
 	"rocksdb":   "#8c564b",
+}
+
+// engineColor is name's color in the charts: its own, or grey for a name
+// engineColors lacks (a client run's "unknown" server).
+func engineColor(name string) string {
+	if c, ok := engineColors[name]; ok {
+		return c
+	}
+	return "#7f7f7f"
 }
 
 // bar is one bar of a chart.
@@ -123,6 +135,97 @@ func svgBars(title string, bars []bar) string {
 	return s.String()
 }
 
+// chartsHTML draws the throughput and p99 charts of the rows without an
+// error, one bar a row, labelled by label.
+func chartsHTML(b *strings.Builder, rows []Result, opsTitle string, label func(r *Result) string) {
+	var ops, p99 []bar
+	for i := range rows {
+		r := &rows[i]
+		if r.Error != "" {
+			continue
+		}
+		l, color := label(r), engineColor(r.Engine)
+		ops = append(ops, bar{label: l, value: r.OpsPerSec, text: fmtCount(r.OpsPerSec), color: color})
+		p99 = append(p99, bar{label: l, value: float64(r.P99Ns), text: fmtNanos(r.P99Ns), color: color})
+	}
+	b.WriteString("<div class=charts>")
+	b.WriteString(svgBars(opsTitle, ops))
+	b.WriteString(svgBars("p99 latency (lower is better)", p99))
+	b.WriteString("</div>\n")
+}
+
+// htmlClass is the class attribute of the column's cells: reportCSS
+// aligns text columns left.
+func (c column) htmlClass() string {
+	if c.text() {
+		return " class=s"
+	}
+	return ""
+}
+
+// resultsTableHTML writes rows as an HTML table with the terminal table's
+// columns. perRun adds what the engine mode's table of every run needs: a
+// leading run column, and each row classed by its engine so that
+// reportCSS picks out lsmgo's rows among its peers'.
+func resultsTableHTML(b *strings.Builder, rows []Result, perRun bool) {
+	esc := html.EscapeString
+	b.WriteString("<table><tr>")
+	if perRun {
+		b.WriteString("<th>run</th>")
+	}
+	for _, col := range columns {
+		fmt.Fprintf(b, "<th%s>%s</th>", col.htmlClass(), esc(col.name))
+	}
+	b.WriteString("</tr>\n")
+	for i := range rows {
+		r := &rows[i]
+		if perRun {
+			fmt.Fprintf(b, "<tr class=%q><td>%d</td>", r.Engine, r.Run)
+		} else {
+			b.WriteString("<tr>")
+		}
+		for _, col := range columns {
+			fmt.Fprintf(b, "<td%s>%s</td>", col.htmlClass(), esc(col.cell(r)))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table>\n")
+}
+
+// resultsTableMarkdown writes rows as a Markdown table with the terminal
+// table's columns. A | in a cell (a note, an error) becomes /, since
+// Markdown has no escape for it that every renderer honours.
+func resultsTableMarkdown(b *strings.Builder, rows []Result) {
+	b.WriteString("|")
+	for _, col := range columns {
+		b.WriteString(" " + col.name + " |")
+	}
+	b.WriteString("\n|")
+	for _, col := range columns {
+		if col.text() {
+			b.WriteString(" --- |")
+		} else {
+			b.WriteString(" ---: |")
+		}
+	}
+	b.WriteString("\n")
+	for i := range rows {
+		b.WriteString("|")
+		for _, col := range columns {
+			b.WriteString(" " + strings.ReplaceAll(col.cell(&rows[i]), "|", "/") + " |")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// describeMachine is the sentence that says where a run ran and how long
+// it took.
+func describeMachine(m *Meta) string {
+	return fmt.Sprintf("%s, %d cores, %s memory, Linux %s, %s; load average at start %s; %s; took %.0f s.",
+		m.CPU, m.Cores, fmtBytes(m.Memory), m.Kernel, m.GoVersion, m.LoadAvg, m.Start.UTC().Format("2006-01-02 15:04 MST"), m.Seconds)
+}
+
+// reportCSS styles both modes' report.html.
 const reportCSS = `body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
@@ -160,28 +263,14 @@ func reportHTML(rep *Report) []byte {
 
 	b.WriteString("<h2>Workloads</h2>\n")
 	for step, w := range c.Workloads {
-		var rows []*Result
-		for i := range rep.Medians {
-			if rep.Medians[i].Step == step {
-				rows = append(rows, &rep.Medians[i])
+		var rows []Result
+		for _, r := range rep.Medians {
+			if r.Step == step {
+				rows = append(rows, r)
 			}
 		}
-		fmt.Fprintf(&b, "<h3>%s, %d thread(s)</h3><p>%s</p>\n<div class=charts>", esc(w.Name), c.threads(w), esc(rep.Workloads[w.Name]))
-		var ops, p99 []bar
-		for _, r := range rows {
-			if r.Error != "" {
-				continue
-			}
-			col := engineColors[r.Engine]
-			if col == "" {
-				col = "#7f7f7f"
-			}
-			ops = append(ops, bar{label: r.Engine, value: r.OpsPerSec, text: fmtCount(r.OpsPerSec), color: col})
-			p99 = append(p99, bar{label: r.Engine, value: float64(r.P99Ns), text: fmtNanos(r.P99Ns), color: col})
-		}
-		b.WriteString(svgBars("ops/s (higher is better)", ops))
-		b.WriteString(svgBars("p99 latency (lower is better)", p99))
-		b.WriteString("</div>\n")
+		fmt.Fprintf(&b, "<h3>%s, %d thread(s)</h3><p>%s</p>\n", esc(w.Name), c.threads(w), esc(rep.Workloads[w.Name]))
+		chartsHTML(&b, rows, "ops/s (higher is better)", func(r *Result) string { return r.Engine })
 		for _, r := range rows {
 			if r.Error != "" {
 				fmt.Fprintf(&b, "<p class=err>%s: %s</p>\n", esc(r.Engine), esc(r.Error))
@@ -198,28 +287,8 @@ func reportHTML(rep *Report) []byte {
 	if c.Runs > 1 {
 		fmt.Fprintf(&b, "<p>Charts and comparisons use the median of %d runs; the table has every run.</p>\n", c.Runs)
 	}
-	b.WriteString("<table><tr><th>run</th>")
-	for i, col := range columns {
-		cls := ""
-		if col.width <= 0 || i < 2 {
-			cls = " class=s"
-		}
-		fmt.Fprintf(&b, "<th%s>%s</th>", cls, esc(col.name))
-	}
-	b.WriteString("</tr>\n")
-	for i := range rep.Results {
-		r := &rep.Results[i]
-		fmt.Fprintf(&b, "<tr class=%q><td>%d</td>", r.Engine, r.Run)
-		for j, col := range columns {
-			cls := ""
-			if col.width <= 0 || j < 2 {
-				cls = " class=s"
-			}
-			fmt.Fprintf(&b, "<td%s>%s</td>", cls, esc(col.cell(r)))
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</table>\n<h2>Engine settings</h2>\n<dl>")
+	resultsTableHTML(&b, rep.Results, true)
+	b.WriteString("<h2>Engine settings</h2>\n<dl>")
 	names := make([]string, 0, len(rep.Settings))
 	for n := range rep.Settings {
 		names = append(names, n)
@@ -254,31 +323,11 @@ func reportMarkdown(rep *Report) []byte {
 	var b strings.Builder
 	m, c := rep.Meta, rep.Config
 	fmt.Fprintf(&b, "Command: `%s`\n\n", m.Command)
-	fmt.Fprintf(&b, "Machine: %s, %d cores, %s memory, Linux %s, %s; load average at start %s; %s; took %.0f s.\n\n",
-		m.CPU, m.Cores, fmtBytes(m.Memory), m.Kernel, m.GoVersion, m.LoadAvg, m.Start.UTC().Format("2006-01-02 15:04 MST"), m.Seconds)
+	fmt.Fprintf(&b, "Machine: %s\n\n", describeMachine(&m))
 	if c.Runs > 1 {
 		fmt.Fprintf(&b, "Each row is the median of %d runs (engine order reversed every other run).\n\n", c.Runs)
 	}
-	b.WriteString("|")
-	for _, col := range columns {
-		b.WriteString(" " + col.name + " |")
-	}
-	b.WriteString("\n|")
-	for i, col := range columns {
-		if col.width <= 0 || i < 2 {
-			b.WriteString(" --- |")
-		} else {
-			b.WriteString(" ---: |")
-		}
-	}
-	b.WriteString("\n")
-	for i := range rep.Medians {
-		b.WriteString("|")
-		for _, col := range columns {
-			b.WriteString(" " + strings.ReplaceAll(col.cell(&rep.Medians[i]), "|", "/") + " |")
-		}
-		b.WriteString("\n")
-	}
+	resultsTableMarkdown(&b, rep.Medians)
 	if len(rep.Comparisons) > 0 {
 		b.WriteString("\n| workload | threads | lsmgo ops/s | best peer | peer ops/s | ratio | lsmgo p99 | peer p99 | p99 ratio | lsmgo cpu/op | peer cpu/op |\n")
 		b.WriteString("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")

@@ -107,7 +107,7 @@ func Run(cfg Config, stdout, stderr io.Writer) (*Report, error) {
 	rep.Engines = summarizeEngines(cfg.Engines, rep.Medians)
 	writeSummary(stdout, rep)
 	if cfg.OutDir != "" {
-		if err := writeFiles(cfg.OutDir, rep); err != nil {
+		if err := writeReportFiles(cfg.OutDir, rep, rep.Results, reportMarkdown(rep), reportHTML(rep)); err != nil {
 			return rep, err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join([]string{
@@ -201,6 +201,7 @@ func medians(cfg *Config, results []Result) []Result {
 	return out
 }
 
+// fillSyncSettingsNote ends a Go engine's settings with when it syncs.
 func fillSyncSettingsNote(syncAll bool) string {
 	if syncAll {
 		return "; --sync: every write synced"
@@ -255,6 +256,8 @@ func runGoChild(cfg *Config, name, dir string, emit func(event), stderr io.Write
 	return protoErr
 }
 
+// collectMeta describes this machine and invocation, from /proc where
+// Linux has it; what it cannot read stays empty.
 func collectMeta() Meta {
 	m := Meta{
 		Command:   strings.Join(os.Args, " "),

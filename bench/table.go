@@ -21,6 +21,9 @@ type printer struct {
 	lastDraw time.Time
 }
 
+// newPrinter returns a printer whose progress line is drawn when mode is
+// "on", or "auto" and stderr is a terminal: in a file or a pipe the
+// carriage returns that redraw it would be noise.
 func newPrinter(stdout, stderr io.Writer, mode string) *printer {
 	live := mode == "on"
 	if mode == "auto" {
@@ -33,12 +36,22 @@ func newPrinter(stdout, stderr io.Writer, mode string) *printer {
 	return &printer{out: stdout, err: stderr, live: live}
 }
 
-// Table columns: name, width, and how a Result fills it.
-var columns = []struct {
-	name  string
+// column is one column of the result table, in every format the table is
+// written in: the terminal, results.md and report.html.
+type column struct {
+	name string
+	// width is the terminal width; negative left-aligns, 0 leaves the
+	// last column unpadded.
 	width int
 	cell  func(r *Result) string
-}{
+}
+
+// text reports whether the column holds words rather than numbers, which
+// every format aligns left.
+func (c column) text() bool { return c.width <= 0 }
+
+// columns are the table's columns, in order.
+var columns = []column{
 	{"workload", -16, func(r *Result) string { return r.Workload }},
 	{"engine", -9, func(r *Result) string { return r.Engine }},
 	{"thr", 3, func(r *Result) string { return fmt.Sprint(r.Threads) }},
@@ -83,6 +96,7 @@ func rowNote(r *Result) string {
 	return strings.Join(parts, "; ")
 }
 
+// formatRow lays cells, one per column, out at the columns' widths.
 func formatRow(cells []string) string {
 	var b strings.Builder
 	for i, c := range columns {
@@ -98,6 +112,25 @@ func formatRow(cells []string) string {
 	return strings.TrimRight(b.String(), " ")
 }
 
+// headerLine is the terminal table's line of column names.
+func headerLine() string {
+	names := make([]string, len(columns))
+	for i, c := range columns {
+		names[i] = c.name
+	}
+	return formatRow(names)
+}
+
+// rowLine is r as a line of the terminal table.
+func rowLine(r *Result) string {
+	cells := make([]string, len(columns))
+	for i, c := range columns {
+		cells[i] = c.cell(r)
+	}
+	return formatRow(cells)
+}
+
+// header prints the engine mode's settings and the column names.
 func (p *printer) header(c *Config) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,22 +146,15 @@ func (p *printer) header(c *Config) {
 		fmt.Fprintf(p.out, " runs=%d", c.Runs)
 	}
 	fmt.Fprintf(p.out, "\nengines: %s\n\n", strings.Join(c.Engines, ", "))
-	names := make([]string, len(columns))
-	for i, c := range columns {
-		names[i] = c.name
-	}
-	fmt.Fprintln(p.out, formatRow(names))
+	fmt.Fprintln(p.out, headerLine())
 }
 
+// row prints one finished row under the header.
 func (p *printer) row(r Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLocked()
-	cells := make([]string, len(columns))
-	for i, c := range columns {
-		cells[i] = c.cell(&r)
-	}
-	fmt.Fprintln(p.out, formatRow(cells))
+	fmt.Fprintln(p.out, rowLine(&r))
 }
 
 // medianTable prints the median rows after the rows of every run.
@@ -136,23 +162,17 @@ func (p *printer) medianTable(rows []Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLocked()
-	names := make([]string, len(columns))
-	for i, c := range columns {
-		names[i] = c.name
-	}
-	fmt.Fprintf(p.out, "\nmedians\n%s\n", formatRow(names))
+	fmt.Fprintf(p.out, "\nmedians\n%s\n", headerLine())
 	for i := range rows {
-		cells := make([]string, len(columns))
-		for j, c := range columns {
-			cells[j] = c.cell(&rows[i])
-		}
-		fmt.Fprintln(p.out, formatRow(cells))
+		fmt.Fprintln(p.out, rowLine(&rows[i]))
 	}
 }
 
 // progressRedraw bounds how often the progress line is redrawn.
 const progressRedraw = 200 * time.Millisecond
 
+// progress redraws the progress line, at most every progressRedraw:
+// children report more often than a terminal is worth redrawing.
 func (p *printer) progress(pr progress) {
 	if !p.live {
 		return
@@ -180,6 +200,7 @@ func (p *printer) progress(pr progress) {
 	p.shown = true
 }
 
+// clearLocked erases the progress line, if one is shown; p.mu is held.
 func (p *printer) clearLocked() {
 	if p.shown {
 		fmt.Fprint(p.err, "\r\033[K")
@@ -187,6 +208,7 @@ func (p *printer) clearLocked() {
 	}
 }
 
+// clearProgress erases the progress line once the last row is in.
 func (p *printer) clearProgress() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -197,6 +219,7 @@ func (p *printer) clearProgress() {
 // with the progress line erased first.
 func (p *printer) stderrWriter() io.Writer { return stderrRelay{p} }
 
+// stderrRelay is the io.Writer of stderrWriter.
 type stderrRelay struct{ p *printer }
 
 func (s stderrRelay) Write(b []byte) (int, error) {
@@ -259,6 +282,8 @@ func fmtBytes(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
+// fmtRatio prints an amplification or a ratio, or "-" where there is none
+// (no bytes written, nothing live).
 func fmtRatio(v float64) string {
 	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		return "-"

@@ -62,11 +62,11 @@ var workloadList = []*workloadDef{
 	},
 	{
 		name: "readrandom", doc: "read keys chosen by --distribution; every key exists",
-		ops: numOps, body: readRandomBody,
+		ops: numOps, body: readBody(putKey),
 	},
 	{
 		name: "readmissing", doc: "read keys that were never written (each sorts between two present keys)",
-		ops: numOps, body: readMissingBody,
+		ops: numOps, body: readBody(putMissingKey),
 	},
 	{
 		name: "readseq", doc: "iterate forward from the first key (each thread scans Num/threads keys)",
@@ -82,7 +82,7 @@ var workloadList = []*workloadDef{
 	},
 	{
 		name: "readwhilewriting", doc: "--threads readers as readrandom while one unthrottled writer overwrites; the row is the readers'",
-		ops: numOps, body: readRandomBody, writer: pacedWriterBody,
+		ops: numOps, body: readBody(putKey), writer: pacedWriterBody,
 	},
 	{
 		name: "mixed", doc: "each operation a read or an overwrite of a key chosen by --distribution, in --mixed-ratio",
@@ -123,6 +123,8 @@ const (
 	seedThread      = 0x632be59bd9b4e019
 )
 
+// fullPermutation is the order of fillrandom, fillsync and deleterandom:
+// every key once, shuffled by the seed.
 func fullPermutation(c *Config) []uint32 { return permutation(uint64(c.Num), c.Seed^seedPermutation) }
 
 // dbState is what the child knows about the database between workloads.
@@ -143,6 +145,8 @@ func afterFill(st *dbState, done int64) {
 	st.full = done == st.keySpace
 }
 
+// afterFillSync records fillsync's done keys, never the full key space:
+// it writes Num/100.
 func afterFillSync(st *dbState, done int64) {
 	st.live = done
 	st.full = false
@@ -167,8 +171,9 @@ type run struct {
 	zipf  *zipf
 	// done counts finished client operations, for the progress line.
 	done atomic.Int64
-	// stop ends every loop: the deadline passed, or (for the writer)
-	// the clients finished.
+	// stop ends the clients' loops when --duration has passed;
+	// writerStop ends the writer's once the clients are done, since a
+	// writer outliving them would only load a database no one reads.
 	stop       atomic.Bool
 	writerStop atomic.Bool
 }
@@ -185,8 +190,12 @@ type worker struct {
 	// stop is the flag this worker's loop watches.
 	stop *atomic.Bool
 
+	// ops, bytes (key and value bytes moved), found and writes are this
+	// worker's totals, summed into the outcome when the workload ends.
 	ops, bytes, found, writes int64
-	pending                   int64
+	// pending counts operations not yet added to run.done: adding every
+	// one would make the shared counter a point of contention.
+	pending int64
 }
 
 // Histogram range: 1 ns to 100 s at 3 significant digits.
@@ -198,6 +207,8 @@ const (
 
 func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histSig) }
 
+// newWorker makes the state of client goroutine id, which does at most n
+// operations and stops early when stop is set.
 func (r *run) newWorker(id int, n int64, stop *atomic.Bool) *worker {
 	return &worker{
 		r:      r,
@@ -211,6 +222,8 @@ func (r *run) newWorker(id int, n int64, stop *atomic.Bool) *worker {
 	}
 }
 
+// newKeyChooser seeds thread's key choices from the seed, the workload's
+// name and the thread number only, so every engine sees the same keys.
 func newKeyChooser(c *Config, z *zipf, workload string, thread int) keyChooser {
 	seed := c.Seed ^ seedThread*uint64(thread+1)
 	for _, b := range []byte(workload) {
@@ -237,6 +250,7 @@ func (w *worker) record(start time.Time, bytes int) {
 	}
 }
 
+// flush adds the operations pending on the worker to run.done.
 func (w *worker) flush() {
 	w.r.done.Add(w.pending)
 	w.pending = 0
@@ -287,6 +301,8 @@ func overwriteBody(r *run, w *worker) error {
 	return nil
 }
 
+// overwrite writes the next value to a key --distribution picks: one
+// write of overwrite, of mixed, or of readwhilewriting's writer.
 func (w *worker) overwrite() error {
 	putKey(w.key, w.keys.next())
 	v := w.values.next()
@@ -320,24 +336,19 @@ func pacedWriterBody(r *run, w *worker) error {
 	return nil
 }
 
-func readRandomBody(r *run, w *worker) error {
-	for i := int64(0); w.more(i); i++ {
-		putKey(w.key, w.keys.next())
-		if err := w.read(); err != nil {
-			return err
+// readBody reads keys chosen by --distribution, each written into the
+// key buffer by put: putKey for keys that exist, putMissingKey for their
+// never-written twins.
+func readBody(put func(dst []byte, i uint64)) func(r *run, w *worker) error {
+	return func(r *run, w *worker) error {
+		for i := int64(0); w.more(i); i++ {
+			put(w.key, w.keys.next())
+			if err := w.read(); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	return nil
-}
-
-func readMissingBody(r *run, w *worker) error {
-	for i := int64(0); w.more(i); i++ {
-		putMissingKey(w.key, w.keys.next())
-		if err := w.read(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // read gets w.key and checks that a value found has the size every
@@ -358,6 +369,8 @@ func (w *worker) read() error {
 	return nil
 }
 
+// mixedBody reads or overwrites keys chosen by --distribution, reading
+// with probability ReadPercent.
 func mixedBody(r *run, w *worker) error {
 	for i := int64(0); w.more(i); i++ {
 		if w.keys.rng.IntN(100) >= r.cfg.ReadPercent {
@@ -403,6 +416,9 @@ func scanBody(reverse bool) func(r *run, w *worker) error {
 	}
 }
 
+// seekRandomBody seeks a new iterator to a key chosen by --distribution
+// and reads seekNexts keys after it. The latency includes creating the
+// iterator: for an LSM tree that is a real part of a short scan's cost.
 func seekRandomBody(r *run, w *worker) error {
 	for i := int64(0); w.more(i); i++ {
 		putKey(w.key, w.keys.next())

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 
 	"github.com/lsmgo-dev/lsmgo/bench"
@@ -16,26 +13,14 @@ func init() {
 	}
 }
 
-// runClient runs the load generator. It exits 1 when a level failed, so a
-// script notices a server that refused or dropped connections.
+// runClient runs the load generator.
 func runClient(args []string, stdout, stderr io.Writer) int {
 	cfg, err := bench.ParseClientFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "lsmgo-bench: %v\n", err)
-		return 2
-	}
-	rep, err := bench.RunClient(cfg, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "lsmgo-bench: %v\n", err)
-		return 1
-	}
-	for _, r := range rep.Results {
-		if r.Error != "" {
-			return 1
+	return measure(stderr, err, func() ([]bench.Result, error) {
+		rep, err := bench.RunClient(cfg, stdout, stderr)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return 0
+		return rep.Results, nil
+	})
 }

@@ -17,25 +17,18 @@ func init() {
 	}
 }
 
+// runEngine runs the workloads on the engines. Its --help also lists the
+// workloads, which no flag's description has room for.
 func runEngine(args []string, stdout, stderr io.Writer) int {
 	cfg, err := bench.ParseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stderr, "\nworkloads (default order):\n  %s\n", strings.Join(bench.WorkloadHelp(), "\n  "))
-		return 0
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "lsmgo-bench: %v\n", err)
-		return 2
-	}
-	rep, err := bench.Run(cfg, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "lsmgo-bench: %v\n", err)
-		return 1
-	}
-	for _, r := range rep.Results {
-		if r.Error != "" {
-			return 1
+	return measure(stderr, err, func() ([]bench.Result, error) {
+		rep, err := bench.Run(cfg, stdout, stderr)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return 0
+		return rep.Results, nil
+	})
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"io"
 	"os"
 	"strings"
@@ -34,19 +36,16 @@ func TestSplitMode(t *testing.T) {
 	}
 }
 
-func TestUnknownAndPlannedModes(t *testing.T) {
-	for _, tc := range []struct {
-		arg, want string
-	}{
-		{"--mode=nosuch", `unknown mode "nosuch"`},
-		{"--mode=server", "not implemented in this build"},
-	} {
-		if _, ok := modes[strings.TrimPrefix(tc.arg, "--mode=")]; ok {
-			continue // a later build implements it
-		}
-		var stderr strings.Builder
-		if code := runMain([]string{tc.arg}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
-			t.Errorf("%s: exit %d, stderr %q", tc.arg, code, stderr.String())
+func TestUnknownMode(t *testing.T) {
+	var stderr strings.Builder
+	code := runMain([]string{"--mode=nosuch"}, io.Discard, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), `unknown mode "nosuch"`) {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	// The usage that follows lists every mode.
+	for _, name := range []string{"engine", "server", "client"} {
+		if !strings.Contains(stderr.String(), "--mode="+name) {
+			t.Errorf("usage does not list %s:\n%s", name, stderr.String())
 		}
 	}
 }
@@ -59,6 +58,32 @@ func TestEngineModeRejectsBadFlags(t *testing.T) {
 	stderr.Reset()
 	if code := runMain([]string{"--help"}, io.Discard, &stderr); code != 0 || !strings.Contains(stderr.String(), "readwhilewriting") {
 		t.Errorf("--help: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestMeasureExitStatus(t *testing.T) {
+	ok := func() ([]bench.Result, error) { return []bench.Result{{}, {}}, nil }
+	failedRow := func() ([]bench.Result, error) { return []bench.Result{{}, {Error: "boom"}}, nil }
+	failedRun := func() ([]bench.Result, error) { return nil, errors.New("no server") }
+	for _, tc := range []struct {
+		name    string
+		flagErr error
+		run     func() ([]bench.Result, error)
+		want    int
+	}{
+		{"ok", nil, ok, 0},
+		{"help", flag.ErrHelp, failedRun, 0},
+		{"bad flag", errors.New("bad"), ok, 2},
+		{"failed row", nil, failedRow, 1},
+		{"failed run", nil, failedRun, 1},
+	} {
+		if got := measure(io.Discard, tc.flagErr, tc.run); got != tc.want {
+			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	var stderr strings.Builder
+	if code := runMain([]string{"--mode=client", "--ratio=x"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), `--ratio "x"`) {
+		t.Errorf("client --ratio=x: exit %d, stderr %q", code, stderr.String())
 	}
 }
 
