@@ -22,10 +22,7 @@ func wantLines(t *testing.T, what, out string, patterns ...string) {
 
 func TestDumpDir(t *testing.T) {
 	dir, files := makeTestDB(t)
-	status, out, errOut := run("dump", dir)
-	if status != 0 || errOut != "" {
-		t.Fatalf("status %d, stderr %q", status, errOut)
-	}
+	out := mustRun(t, "dump", dir)
 	wantLines(t, "dump DIR", out,
 		`^manifest: MANIFEST-\d{6}$`,
 		`^log number: \d+$`,
@@ -44,29 +41,20 @@ func TestDumpDir(t *testing.T) {
 func TestDumpTable(t *testing.T) {
 	dir, files := makeTestDB(t)
 	table := filepath.Join(dir, files[base.FileTypeTable][0])
-	status, out, errOut := run("dump", table)
-	if status != 0 || errOut != "" {
-		t.Fatalf("status %d, stderr %q", status, errOut)
-	}
+	out := mustRun(t, "dump", table)
 	wantLines(t, "dump TABLE", out, `^entries: \d+ \(deletions \d+\)$`, `^seqnums: \[\d+, \d+\]$`, `^compression: `)
 	if strings.Contains(out, " = ") {
 		t.Errorf("entries printed without --entries:\n%s", out)
 	}
 	// Flags may follow the file.
-	status, out, errOut = run("dump", table, "--entries", "--max-value", "5")
-	if status != 0 || errOut != "" {
-		t.Fatalf("status %d, stderr %q", status, errOut)
-	}
+	out = mustRun(t, "dump", table, "--entries", "--max-value", "5")
 	wantLines(t, "dump --entries", out, `^"key\d{3}"#\d+,SET = "value"\.\.\. \(\d+ bytes\)$`)
 }
 
 func TestDumpLog(t *testing.T) {
 	dir, files := makeTestDB(t)
 	log := filepath.Join(dir, files[base.FileTypeLog][0])
-	status, out, errOut := run("dump", "--max-value=0", log)
-	if status != 0 || errOut != "" {
-		t.Fatalf("status %d, stderr %q", status, errOut)
-	}
+	out := mustRun(t, "dump", "--max-value=0", log)
 	wantLines(t, "dump LOG", out,
 		`^offset 0: batch seqnum \d+, 1 record\(s\), \d+ bytes$`,
 		`^  "wal-a"#\d+,SET = "first"$`,
@@ -81,7 +69,7 @@ func TestDumpLog(t *testing.T) {
 	if err := os.WriteFile(log, data[:len(data)-3], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	status, out, _ = run("dump", log)
+	status, out, _ := run("dump", log)
 	if status != 0 || strings.Contains(out, `"key001"`) {
 		t.Fatalf("torn log: status %d, out:\n%s", status, out)
 	}
@@ -91,10 +79,7 @@ func TestDumpLog(t *testing.T) {
 func TestDumpManifest(t *testing.T) {
 	dir, files := makeTestDB(t)
 	m := filepath.Join(dir, files[base.FileTypeManifest][0])
-	status, out, errOut := run("dump", m)
-	if status != 0 || errOut != "" {
-		t.Fatalf("status %d, stderr %q", status, errOut)
-	}
+	out := mustRun(t, "dump", m)
 	wantLines(t, "dump MANIFEST", out,
 		`^offset 0: version edit$`,
 		`^  log number: \d+$`,
@@ -127,4 +112,15 @@ func TestDumpErrors(t *testing.T) {
 	if status, _, errOut := run("dump", table); status != 1 || !strings.Contains(errOut, "corruption in "+table) {
 		t.Errorf("dump of a damaged table: status %d, stderr %q", status, errOut)
 	}
+}
+
+// mustRun runs the command, which must succeed without printing to stderr,
+// and returns its stdout.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	status, out, errOut := run(args...)
+	if status != 0 || errOut != "" {
+		t.Fatalf("%v: status %d, stderr %q", args, status, errOut)
+	}
+	return out
 }
