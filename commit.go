@@ -108,14 +108,15 @@ func (db *DB) finishCommit(w *commitWriter) error {
 		db.mu.Unlock()
 	}
 	w.mem.inflight.Done()
-	db.publish(w, err == nil)
+	db.publish(w)
 	return err
 }
 
 // publish marks w's batch as inserted (or abandoned), advances the visible
-// sequence number past every leading batch that is done, and, when wait,
-// returns only once w's own batch is visible.
-func (db *DB) publish(w *commitWriter, wait bool) {
+// sequence number past every leading batch that is done, and returns only
+// once w's own batch is past it. It waits even for an abandoned batch: the
+// queue holds w until then, and w is recycled as soon as Apply returns.
+func (db *DB) publish(w *commitWriter) {
 	db.pub.mu.Lock()
 	defer db.pub.mu.Unlock()
 	w.applied = true
@@ -132,7 +133,7 @@ func (db *DB) publish(w *commitWriter, wait bool) {
 		db.pub.cond.Broadcast()
 	}
 	end := uint64(w.seq) + uint64(w.count)
-	for wait && db.visibleSeq.Load() < end {
+	for db.visibleSeq.Load() < end {
 		db.pub.cond.Wait()
 	}
 }
