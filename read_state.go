@@ -69,7 +69,9 @@ func (db *DB) updateReadStateLocked() {
 }
 
 // get finds the newest entry of key visible at readSeq, from the newest
-// source to the oldest. found is false when no source has the key.
+// source to the oldest. found is false when no source has the key. value
+// aliases a memtable's arena or a table's decoded block: the caller copies
+// it once, before it leaves the DB.
 func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
 	if value, kind, found = rs.mem.mt.Get(key, readSeq); found {
 		return value, kind, true, nil

@@ -16,11 +16,13 @@ import (
 // use. Readers are closed only when their file becomes obsolete (no live
 // version references it), so a reader is never closed under a read.
 type tableCache struct {
-	fs      vfs.FS
-	dir     string
-	blocks  *cache.Cache
-	stats   *sstable.Stats
-	mu      sync.Mutex
+	fs     vfs.FS
+	dir    string
+	blocks *cache.Cache
+	stats  *sstable.Stats
+	// mu guards readers. Every table read looks its reader up, so lookups
+	// share the lock; only opening and evicting take it exclusively.
+	mu      sync.RWMutex
 	readers map[base.FileNum]*tableEntry
 }
 
@@ -36,13 +38,17 @@ func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.St
 
 // reader returns the open reader of a table.
 func (tc *tableCache) reader(f *manifest.FileMetadata) (*sstable.Reader, error) {
-	tc.mu.Lock()
+	tc.mu.RLock()
 	e := tc.readers[f.FileNum]
+	tc.mu.RUnlock()
 	if e == nil {
-		e = &tableEntry{}
-		tc.readers[f.FileNum] = e
+		tc.mu.Lock()
+		if e = tc.readers[f.FileNum]; e == nil {
+			e = &tableEntry{}
+			tc.readers[f.FileNum] = e
+		}
+		tc.mu.Unlock()
 	}
-	tc.mu.Unlock()
 	e.once.Do(func() { e.r, e.err = tc.open(f.FileNum, f.Size) })
 	if e.err != nil {
 		// Forget the failure so a later read retries (the fault may pass).

@@ -1,15 +1,26 @@
 // Package bloom builds and probes the full-table bloom filters stored in
 // sstables.
 //
-// A filter is a bit array followed by one byte holding the number of probes.
-// Each key is hashed once with a stable 64-bit hash (Hash); the probe
-// positions come from double hashing of the two 32-bit halves of that hash,
-// so the encoding is identical on every machine and in every process.
+// Each key is hashed once with a stable 64-bit hash (Hash), so the encoding
+// is identical on every machine and in every process. Two layouts exist:
+//
+//   - Blocked (what Builder writes): the bit array is split into 512-bit
+//     blocks, one cache line each. The hash picks one block and every
+//     probe lands inside it, so a lookup costs one cache miss instead of
+//     one per probe; at 10 bits per key the false-positive rate rises from
+//     about 0.8% to about 1%.
+//   - Legacy (tables written before the blocked layout): probes spread
+//     over the whole bit array by double hashing. Only read now, by
+//     MayContainLegacy.
+//
+// Both end with one byte holding the number of probes. Which layout a
+// filter has is recorded outside it (the table's meta-index names them
+// differently).
 //
 // Invariants: a filter never reports a false negative for a key that was
-// added; MayContain never panics and answers "may contain" for any bytes it
-// cannot interpret, so a damaged or future-format filter costs a block read,
-// never a wrong answer.
+// added; MayContain and MayContainLegacy never panic and answer "may
+// contain" for any bytes they cannot interpret, so a damaged or
+// future-format filter costs a block read, never a wrong answer.
 package bloom
 
 import (
@@ -22,21 +33,26 @@ import (
 // block, and no sane bits-per-key setting produces them).
 const MaxProbes = 30
 
-// minBits is the size of the smallest bit array. A tiny array for a table
-// with one or two keys would have a high false-positive rate for no savings.
-const minBits = 64
+// Blocked layout: blocks of blockBytes, one cache line on the machines we
+// target.
+const (
+	blockBytes   = 64
+	blockBits    = blockBytes * 8
+	blockBitsLog = 9
+)
 
-// BitsPerKeyToProbes returns the probe count that minimizes the false
-// positive rate for a filter of bitsPerKey bits per key: bitsPerKey * ln 2,
-// rounded, clamped to [1, MaxProbes].
+// BitsPerKeyToProbes returns the probe count of a filter with bitsPerKey
+// bits per key: bitsPerKey * ln 2, rounded, clamped to [1, MaxProbes]. It
+// minimizes the false-positive rate of the legacy layout, and one probe
+// more or less changes the blocked layout's by under a tenth.
 func BitsPerKeyToProbes(bitsPerKey int) int {
 	// 69/100 approximates ln 2 well enough: the optimum is flat around it.
 	k := (bitsPerKey*69 + 50) / 100
 	return min(max(k, 1), MaxProbes)
 }
 
-// Builder accumulates key hashes and produces a filter over all of them.
-// Only the 8-byte hash of each key is kept, never the key itself.
+// Builder accumulates key hashes and produces a blocked filter over all of
+// them. Only the 8-byte hash of each key is kept, never the key itself.
 type Builder struct {
 	bitsPerKey int
 	hashes     []uint64
@@ -61,31 +77,68 @@ func (b *Builder) AddKey(userKey []byte) {
 // NumKeys returns the number of distinct hashes added so far.
 func (b *Builder) NumKeys() int { return len(b.hashes) }
 
-// Finish returns the encoded filter over every key added and resets the
-// builder for reuse.
+// Finish returns the encoded blocked filter over every key added and
+// resets the builder for reuse.
 func (b *Builder) Finish() []byte {
-	nBits := max(len(b.hashes)*b.bitsPerKey, minBits)
-	nBytes := (nBits + 7) / 8
-	nBits = nBytes * 8
+	nBlocks := (len(b.hashes)*b.bitsPerKey + blockBits - 1) / blockBits
+	nBlocks = max(nBlocks, 1)
 	probes := BitsPerKeyToProbes(b.bitsPerKey)
-
-	filter := make([]byte, nBytes+1)
-	filter[nBytes] = byte(probes)
+	filter := make([]byte, nBlocks*blockBytes+1)
+	filter[nBlocks*blockBytes] = byte(probes)
 	for _, h := range b.hashes {
-		h1, h2 := probeSeeds(h)
+		start, x := blockedStart(h, uint64(nBlocks))
+		block := filter[start : start+blockBytes]
 		for i := 0; i < probes; i++ {
-			bit := h1 % uint64(nBits)
-			filter[bit/8] |= 1 << (bit % 8)
-			h1 += h2
+			bit := x >> (64 - blockBitsLog)
+			block[bit/8] |= 1 << (bit % 8)
+			x *= probeMul
 		}
 	}
 	b.hashes = b.hashes[:0]
 	return filter
 }
 
-// MayContain reports whether userKey may have been added to the filter. A
-// false answer is definite.
+// MayContain reports whether userKey may have been added to the blocked
+// filter. A false answer is definite.
 func MayContain(filter []byte, userKey []byte) bool {
+	n := len(filter) - 1
+	if n < blockBytes || n%blockBytes != 0 {
+		return true
+	}
+	probes := int(filter[n])
+	if probes < 1 || probes > MaxProbes {
+		return true
+	}
+	start, x := blockedStart(Hash(userKey), uint64(n/blockBytes))
+	block := filter[start : start+blockBytes]
+	for i := 0; i < probes; i++ {
+		bit := x >> (64 - blockBitsLog)
+		if block[bit/8]&(1<<(bit%8)) == 0 {
+			return false
+		}
+		x *= probeMul
+	}
+	return true
+}
+
+// probeMul steps the probe state of a blocked filter: each probe takes the
+// top 9 bits of the state, then the state is multiplied by this odd
+// constant (the 64-bit golden ratio), which remixes every bit into the top
+// ones.
+const probeMul = 0x9e3779b97f4a7c15
+
+// blockedStart picks the block of a key from the top 32 bits of its hash
+// (multiply-shift, which needs no division and maps evenly onto any block
+// count) and returns its byte offset and the initial probe state, the
+// whole hash times a constant, so that keys sharing a block still probe
+// different bits.
+func blockedStart(h, nBlocks uint64) (start int, x uint64) {
+	return int((h>>32)*nBlocks>>32) * blockBytes, h * 0xbf58476d1ce4e5b9
+}
+
+// MayContainLegacy reports whether userKey may have been added to a legacy
+// filter. A false answer is definite.
+func MayContainLegacy(filter []byte, userKey []byte) bool {
 	if len(filter) < 2 {
 		return true
 	}

@@ -66,15 +66,16 @@ func TestDisabled(t *testing.T) {
 	}
 }
 
-// TestLRU fills one shard's worth of blocks that all land in a single
-// shard and checks that the least recently used one goes first.
-func TestLRU(t *testing.T) {
+// TestClock fills one shard's worth of blocks that all land in a single
+// shard and checks that eviction spares the referenced block and takes the
+// first unreferenced one after the hand.
+func TestClock(t *testing.T) {
 	const blockLen = 1000
 	c := New(numShards * 3 * (blockLen + EntryOverhead))
-	// Find four keys of file 1 in the same shard.
+	// Find five keys of file 1 in the same shard.
 	var offs []uint64
 	s0 := c.shardFor(key{1, 0})
-	for off := uint64(0); len(offs) < 4; off += 4096 {
+	for off := uint64(0); len(offs) < 5; off += 4096 {
 		if c.shardFor(key{1, off}) == s0 {
 			offs = append(offs, off)
 		}
@@ -82,12 +83,18 @@ func TestLRU(t *testing.T) {
 	for _, off := range offs[:3] {
 		c.Set(1, off, make([]byte, blockLen))
 	}
-	c.Get(1, offs[0]) // offs[1] is now least recently used
+	c.Get(1, offs[0]) // offs[1] is now the first unreferenced block
 	c.Set(1, offs[3], make([]byte, blockLen))
 	for i, want := range []bool{true, false, true, true} {
 		if _, ok := c.Get(1, offs[i]); ok != want {
 			t.Fatalf("block %d cached=%v, want %v", i, ok, want)
 		}
+	}
+	// Every cached block is now referenced (the Gets above): the hand
+	// clears them all, comes round and evicts the first after it.
+	c.Set(1, offs[4], make([]byte, blockLen))
+	if _, _, _, count := c.Metrics(); count != 3 {
+		t.Fatalf("%d blocks cached, want 3", count)
 	}
 	// A block bigger than a shard is not cached and does not flush the
 	// shard.
@@ -95,8 +102,53 @@ func TestLRU(t *testing.T) {
 	if _, ok := c.Get(1, offs[1]); ok {
 		t.Fatal("oversized block cached")
 	}
-	if _, ok := c.Get(1, offs[0]); !ok {
+	if _, _, _, count := c.Metrics(); count != 3 {
 		t.Fatal("oversized block evicted others")
+	}
+}
+
+// TestHotSurvivesScan reads a few blocks between inserts of many blocks
+// that are never read again: CLOCK must keep the hot ones.
+func TestHotSurvivesScan(t *testing.T) {
+	c := New(numShards * 64 * (1000 + EntryOverhead))
+	for off := uint64(0); off < 8; off++ {
+		c.Set(1, off, make([]byte, 1000))
+	}
+	for off := uint64(0); off < 100000; off++ {
+		c.Set(2, off, make([]byte, 1000))
+		if off%16 == 0 {
+			for hot := uint64(0); hot < 8; hot++ {
+				if _, ok := c.Get(1, hot); !ok {
+					t.Fatalf("hot block %d evicted after %d cold inserts", hot, off)
+				}
+			}
+		}
+	}
+}
+
+// TestUnpackedKeys uses file numbers and offsets too large for the packed
+// map key next to small ones that share their low bits.
+func TestUnpackedKeys(t *testing.T) {
+	c := New(1 << 20)
+	keys := []key{
+		{1, 0}, {1 << packedFileBits, 0}, {1, 1 << packedOffsetBits},
+		{1<<packedFileBits + 1, 1<<packedOffsetBits + 7}, {1, 7},
+	}
+	for _, k := range keys {
+		c.Set(k.fileNum, k.offset, block(k.fileNum, k.offset, 64))
+	}
+	for _, k := range keys {
+		if b, ok := c.Get(k.fileNum, k.offset); !ok || !bytes.Equal(b, block(k.fileNum, k.offset, 64)) {
+			t.Fatalf("Get(%d, %d) = %q, %v", k.fileNum, k.offset, b, ok)
+		}
+	}
+	c.EvictFile(1<<packedFileBits + 1)
+	c.EvictFile(1)
+	if _, _, size, count := c.Metrics(); count != 1 || size != 64+EntryOverhead {
+		t.Fatalf("after evictions: %d blocks, %d bytes", count, size)
+	}
+	if _, ok := c.Get(1<<packedFileBits, 0); !ok {
+		t.Fatal("EvictFile dropped another file's block")
 	}
 }
 

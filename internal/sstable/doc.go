@@ -20,8 +20,18 @@
 //   - The cache holds decoded blocks keyed by (file number, block offset);
 //     a cached block is never modified.
 //
+// Reading: NewReader decodes the index block into arrays (see tableIndex)
+// and keeps them, the filter and the properties in memory. Data blocks are
+// read with ReadAt into a pooled buffer and decoded into one of their own.
+// Memory-mapping the files was measured: it saved the read system call
+// (readrandom 5.3 -> 4.8 us/op) but put the mapped pages in the resident
+// set (peak RSS 354M -> 559M against Pebble's ~320M) and turned disk
+// errors into memory faults, so tables are not mapped.
+//
 // Byte-slice lifetimes:
-//   - Reader.Get returns a value the caller owns.
+//   - Reader.Get returns a value that aliases a decoded block: it must not
+//     be modified, and it stays valid for good, since decoded blocks are
+//     never overwritten or recycled.
 //   - An iterator's Key().UserKey points into a buffer the iterator reuses
 //     on its next move: copy it to keep it.
 //   - An iterator's Value() points into an immutable block. The contract of

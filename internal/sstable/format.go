@@ -42,10 +42,15 @@ const MaxEntrySize = 1 << 29
 // maxBlockSize caps WriterOptions.BlockSize for the same reason.
 const maxBlockSize = 1 << 28
 
-// Meta-index entry names.
+// Meta-index entry names. The writer names its filter
+// metaBlockedFilterName; metaLegacyFilterName is the filter of tables
+// written before the blocked layout, which readers still use. Readers that
+// predate the blocked layout ignore its name and read such tables
+// correctly, without a filter.
 const (
-	metaFilterName     = "lsmgo.filter"
-	metaPropertiesName = "lsmgo.properties"
+	metaBlockedFilterName = "lsmgo.filter.blocked"
+	metaLegacyFilterName  = "lsmgo.filter"
+	metaPropertiesName    = "lsmgo.properties"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -59,9 +64,19 @@ func maskCRC(c uint32) uint32 { return (c>>15 | c<<17) + 0xa282ead8 }
 // its compression type byte.
 func blockChecksum(payload []byte, typ byte) uint32 {
 	c := crc32.Update(0, crcTable, payload)
-	c = crc32.Update(c, crcTable, []byte{typ})
+	// A slice of a fixed array: a one-byte slice literal would escape
+	// through crc32.Update and cost an allocation per block.
+	c = crc32.Update(c, crcTable, byteValues[int(typ):int(typ)+1])
 	return maskCRC(c)
 }
+
+// byteValues holds every byte value at its own index.
+var byteValues = func() (b [256]byte) {
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}()
 
 // blockHandle locates a stored block: its offset in the file and the
 // length of its stored (possibly compressed) bytes, trailer excluded.

@@ -29,23 +29,31 @@ const (
 // entry for key, so seeking to it finds the first entry with that user key.
 const seekTrailer = ^uint64(0)
 
-// tableIter is a two-level iterator: the index block iterator picks a data
-// block, the data block iterator walks it. Bounds are enforced on user
-// keys after every move.
+// tableIter is a two-level iterator: a position in the decoded index picks
+// a data block, the data block iterator walks it. Bounds are enforced on
+// user keys after every move.
 type tableIter struct {
 	r            *Reader
 	lower, upper []byte
-	index        blockIter
+	block        int // index of the data block data walks
 	data         blockIter
 	ikey         base.InternalKey
 	pos          iterPos
 	err          error
 	seekBuf      []byte
+	// Initial storage of the key buffers, so that an iterator over keys
+	// of common sizes costs one allocation, not four: a seek opens one
+	// per table it touches.
+	bufs [3][inlineKeyLen]byte
 }
+
+// inlineKeyLen is the key length tableIter's buffers hold before they
+// grow onto the heap.
+const inlineKeyLen = 64
 
 func (i *tableIter) init(r *Reader, lower, upper []byte) {
 	i.r, i.lower, i.upper = r, lower, upper
-	i.index.init(r.index, r.opts.FileName, r.footer.index.offset)
+	i.block = 0
 	i.data.reset()
 	i.ikey = base.InternalKey{}
 	i.pos = posUnset
@@ -56,7 +64,6 @@ func (i *tableIter) init(r *Reader, lower, upper []byte) {
 // or closed iterator pins no memory but its buffers.
 func (i *tableIter) release() {
 	i.r, i.lower, i.upper = nil, nil, nil
-	i.index.reset()
 	i.data.reset()
 	i.ikey = base.InternalKey{}
 }
@@ -68,17 +75,14 @@ func (i *tableIter) fail(err error) bool {
 	return false
 }
 
-// loadBlock points the data iterator at the block of the current index
-// entry.
-func (i *tableIter) loadBlock() bool {
-	h, err := i.r.indexHandle(&i.index)
-	if err != nil {
-		return i.fail(err)
-	}
+// loadBlock points the data iterator at data block k.
+func (i *tableIter) loadBlock(k int) bool {
+	h := i.r.index.handles[k]
 	b, err := i.r.readDataBlock(h)
 	if err != nil {
 		return i.fail(err)
 	}
+	i.block = k
 	i.data.init(b, i.r.opts.FileName, h.offset)
 	return true
 }
@@ -89,14 +93,11 @@ func (i *tableIter) skipForward() bool {
 		if i.data.err != nil {
 			return i.fail(i.data.err)
 		}
-		if !i.index.nextEntry() {
-			if i.index.err != nil {
-				return i.fail(i.index.err)
-			}
+		if i.block+1 >= i.r.index.len() {
 			i.pos = posAfterEnd
 			return false
 		}
-		if !i.loadBlock() {
+		if !i.loadBlock(i.block + 1) {
 			return false
 		}
 		i.data.first()
@@ -110,14 +111,11 @@ func (i *tableIter) skipBackward() bool {
 		if i.data.err != nil {
 			return i.fail(i.data.err)
 		}
-		if !i.index.prevEntry() {
-			if i.index.err != nil {
-				return i.fail(i.index.err)
-			}
+		if i.block == 0 {
 			i.pos = posBeforeStart
 			return false
 		}
-		if !i.loadBlock() {
+		if !i.loadBlock(i.block - 1) {
 			return false
 		}
 		i.data.last()
@@ -165,14 +163,12 @@ func (i *tableIter) seekGEInternal(target []byte) bool {
 	if i.pos == posError {
 		return false
 	}
-	if !i.index.seekGE(target) {
-		if i.index.err != nil {
-			return i.fail(i.index.err)
-		}
+	k := i.r.index.seekGE(target)
+	if k == i.r.index.len() {
 		i.pos = posAfterEnd
 		return false
 	}
-	if !i.loadBlock() {
+	if !i.loadBlock(k) {
 		return false
 	}
 	i.data.seekGE(target)
@@ -213,19 +209,16 @@ func (i *tableIter) SeekLT(key []byte) bool {
 		return false
 	}
 	target := i.makeSeekKey(key)
-	if i.index.seekGE(target) {
-		if !i.loadBlock() {
-			return false
-		}
-		i.data.seekLT(target)
-	} else {
+	k := i.r.index.seekGE(target)
+	if k == i.r.index.len() {
 		// Every block ends before target (no upper bound can be below
 		// it), so the answer is the last entry.
-		if i.index.err != nil {
-			return i.fail(i.index.err)
-		}
 		return i.lastUnbounded()
 	}
+	if !i.loadBlock(k) {
+		return false
+	}
+	i.data.seekLT(target)
 	return i.finishBackward()
 }
 
@@ -237,14 +230,11 @@ func (i *tableIter) First() bool {
 	if i.pos == posError {
 		return false
 	}
-	if !i.index.first() {
-		if i.index.err != nil {
-			return i.fail(i.index.err)
-		}
+	if i.r.index.len() == 0 {
 		i.pos = posAfterEnd
 		return false
 	}
-	if !i.loadBlock() {
+	if !i.loadBlock(0) {
 		return false
 	}
 	i.data.first()
@@ -265,14 +255,11 @@ func (i *tableIter) lastUnbounded() bool {
 	if i.pos == posError {
 		return false
 	}
-	if !i.index.last() {
-		if i.index.err != nil {
-			return i.fail(i.index.err)
-		}
+	if i.r.index.len() == 0 {
 		i.pos = posBeforeStart
 		return false
 	}
-	if !i.loadBlock() {
+	if !i.loadBlock(i.r.index.len() - 1) {
 		return false
 	}
 	i.data.last()

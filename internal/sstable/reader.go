@@ -46,16 +46,16 @@ type ReaderOptions struct {
 // read and verified by NewReader and held in memory; data blocks are read
 // on demand through the cache.
 type Reader struct {
-	f        vfs.File
-	opts     ReaderOptions
-	footer   footer
-	metaEnd  uint64 // offset of the footer: every block must end before it
-	index    []byte
-	filter   []byte
-	filterH  blockHandle
-	propsH   blockHandle
-	props    Properties
-	getIters sync.Pool
+	f       vfs.File
+	opts    ReaderOptions
+	footer  footer
+	metaEnd uint64 // offset of the footer: every block must end before it
+	index   tableIndex
+	filter  []byte
+	legacy  bool // filter has the legacy layout
+	filterH blockHandle
+	propsH  blockHandle
+	props   Properties
 }
 
 // NewReader opens the table in f, whose size is size. It reads and
@@ -65,7 +65,7 @@ type Reader struct {
 func NewReader(f vfs.File, size int64, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, opts: opts}
 	if err := r.open(size); err != nil {
-		f.Close()
+		r.Close()
 		return nil, err
 	}
 	return r, nil
@@ -89,7 +89,11 @@ func (r *Reader) open(size int64) error {
 	if err != nil {
 		return err
 	}
-	if r.index, err = r.readStructuredBlock(ft.index, "index"); err != nil {
+	index, err := r.readStructuredBlock(ft.index, "index")
+	if err != nil {
+		return err
+	}
+	if r.index, err = decodeIndex(index, r.opts.FileName, ft.index.offset); err != nil {
 		return err
 	}
 	var it blockIter
@@ -101,8 +105,13 @@ func (r *Reader) open(size int64) error {
 			return r.corrupt(ft.metaindex.offset, "bad handle for meta block %q", it.key)
 		}
 		switch string(it.key) {
-		case metaFilterName:
-			r.filterH = h
+		case metaBlockedFilterName, metaLegacyFilterName:
+			legacy := string(it.key) == metaLegacyFilterName
+			if r.filter != nil && legacy {
+				// Both layouts: the blocked one is cheaper to probe.
+				continue
+			}
+			r.filterH, r.legacy = h, legacy
 			if r.filter, err = r.readBlockHandle(h, "filter"); err != nil {
 				return err
 			}
@@ -141,21 +150,54 @@ func (r *Reader) readAt(buf []byte, off int64) error {
 }
 
 // readBlockHandle reads the block at h from the file, verifies its
-// checksum and returns its decoded bytes. what names the block in errors.
+// checksum and returns its decoded bytes, in a buffer of their own that no
+// other block shares. what names the block in errors.
+//
+// A block costs one allocation, the decoded block itself, which the cache
+// then keeps. A compressed block is read into a pooled buffer and
+// decoded from there, and tables written without compression are read
+// straight into the block's buffer (their rare compressed blocks still
+// decode correctly, at the cost of one more allocation).
 func (r *Reader) readBlockHandle(h blockHandle, what string) ([]byte, error) {
 	if !h.within(r.metaEnd) {
 		return nil, r.corrupt(h.offset, "%s block handle (offset %d, length %d) points past the end of the table", what, h.offset, h.length)
 	}
-	buf := make([]byte, h.length+blockTrailerLen)
-	if err := r.readAt(buf, int64(h.offset)); err != nil {
-		return nil, err
-	}
 	if s := r.opts.Stats; s != nil {
 		s.BlockReads.Add(1)
 	}
-	payload, typ := buf[:h.length:h.length], buf[h.length]
-	if got, want := binary.LittleEndian.Uint32(buf[h.length+1:]), blockChecksum(payload, typ); got != want {
+	n := h.length + blockTrailerLen
+	if r.props.Compression == NoCompression || n > maxPooledReadLen {
+		buf := make([]byte, n)
+		if err := r.readAt(buf, int64(h.offset)); err != nil {
+			return nil, err
+		}
+		return r.decodeStored(buf, h, what, true)
+	}
+	pooled := readBufPool.Get().(*[]byte)
+	defer readBufPool.Put(pooled)
+	if uint64(cap(*pooled)) < n {
+		*pooled = make([]byte, n)
+	}
+	buf := (*pooled)[:n]
+	if err := r.readAt(buf, int64(h.offset)); err != nil {
+		return nil, err
+	}
+	return r.decodeStored(buf, h, what, false)
+}
+
+// decodeStored verifies a stored block (payload and trailer) read for h
+// and returns its decoded bytes. An uncompressed block is returned in
+// place when owned says the caller gives stored up, and copied otherwise.
+func (r *Reader) decodeStored(stored []byte, h blockHandle, what string, owned bool) ([]byte, error) {
+	payload, typ := stored[:h.length:h.length], stored[h.length]
+	if got, want := binary.LittleEndian.Uint32(stored[h.length+1:]), blockChecksum(payload, typ); got != want {
 		return nil, r.corrupt(h.offset, "%s block checksum mismatch", what)
+	}
+	if Compression(typ) == NoCompression {
+		if !owned {
+			payload = bytes.Clone(payload) // unlike make, leaves nothing to zero
+		}
+		return payload, nil
 	}
 	b, err := decompress(typ, payload)
 	if err != nil {
@@ -163,6 +205,14 @@ func (r *Reader) readBlockHandle(h blockHandle, what string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// maxPooledReadLen bounds the read buffers kept for reuse, so that one huge
+// block does not pin its buffer in the pool.
+const maxPooledReadLen = 256 << 10
+
+// readBufPool holds buffers that stored blocks are read into before they
+// are decompressed.
+var readBufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // readStructuredBlock reads a block in the entry/restart format and
 // validates its restart array.
@@ -192,14 +242,21 @@ func (r *Reader) readDataBlock(h blockHandle) ([]byte, error) {
 }
 
 // Get returns the newest entry for userKey whose sequence number is below
-// readSeq. The filter is consulted first. value is a fresh copy the caller
-// owns; for KindDelete found is true and value nil.
+// readSeq. The filter is consulted first. For KindDelete found is true and
+// value nil. value aliases a decoded block, which is immutable and never
+// reused, so it stays valid after the Reader is closed; the caller must
+// not modify it (its capacity ends with it, so appending copies).
+//
+// Only one data block can hold the answer: the first whose separator is
+// >= the search key. When that block has no entry >= the search key, the
+// separator is a shortened key between the block's last user key and the
+// next block's first, so the next block starts with a different user key.
 func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
 	if readSeq == 0 {
 		return nil, 0, false, nil
 	}
 	if r.filter != nil {
-		if !bloom.MayContain(r.filter, userKey) {
+		if !r.mayContain(userKey) {
 			if s := r.opts.Stats; s != nil {
 				s.BloomNegatives.Add(1)
 			}
@@ -209,33 +266,59 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 			s.BloomPositives.Add(1)
 		}
 	}
-	it, _ := r.getIters.Get().(*tableIter)
-	if it == nil {
-		it = new(tableIter)
-	}
-	it.init(r, nil, nil)
 	// The first entry at or after (userKey, readSeq-1 with the largest
 	// kind byte) is the newest version visible at readSeq, if it has
-	// userKey at all.
+	// userKey at all. Keys of common sizes are built on the stack.
+	var targetBuf [64]byte
 	seq := min(readSeq-1, base.SeqNumMax)
-	it.seekBuf = binary.LittleEndian.AppendUint64(append(it.seekBuf[:0], userKey...), uint64(seq)<<8|0xff)
-	if it.seekGEInternal(it.seekBuf) && bytes.Equal(it.ikey.UserKey, userKey) {
-		kind, found = it.ikey.Kind(), true
-		if kind != base.KindDelete {
-			value = append([]byte{}, it.data.val...)
+	target := binary.LittleEndian.AppendUint64(append(targetBuf[:0], userKey...), uint64(seq)<<8|0xff)
+	k := r.index.seekGE(target)
+	if k == r.index.len() {
+		return nil, 0, false, nil
+	}
+	h := r.index.handles[k]
+	b, err := r.readDataBlock(h)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	it := getIterPool.Get().(*blockIter)
+	it.init(b, r.opts.FileName, h.offset)
+	if it.seekGE(target) && bytes.Equal(it.key[:len(it.key)-8], userKey) {
+		ik, ok := base.DecodeInternalKey(it.key)
+		if !ok {
+			err = r.corrupt(h.offset, "bad internal key %q", it.key)
+		} else {
+			kind, found = ik.Kind(), true
+			if kind != base.KindDelete {
+				value = it.val
+			}
 		}
 	}
-	err = it.err
-	it.release()
-	r.getIters.Put(it)
+	if err == nil {
+		err = it.err
+	}
+	it.reset()
+	getIterPool.Put(it)
 	return value, kind, found, err
 }
+
+func (r *Reader) mayContain(userKey []byte) bool {
+	if r.legacy {
+		return bloom.MayContainLegacy(r.filter, userKey)
+	}
+	return bloom.MayContain(r.filter, userKey)
+}
+
+// getIterPool recycles the block iterators of Get, and with them the key
+// buffers they have grown.
+var getIterPool = sync.Pool{New: func() any { return new(blockIter) }}
 
 // NewIter returns an iterator over the table's entries whose user keys lie
 // in [lower, upper); a nil bound is unbounded. The iterator is not safe for
 // concurrent use; the bounds must not change while it is open.
 func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 	it := new(tableIter)
+	it.data.key, it.data.alt, it.seekBuf = it.bufs[0][:0], it.bufs[1][:0], it.bufs[2][:0]
 	it.init(r, lower, upper)
 	return it
 }
@@ -258,10 +341,14 @@ func (r *Reader) VerifyChecksums() error {
 	for _, b := range []struct {
 		h    blockHandle
 		what string
-	}{{r.footer.metaindex, "meta-index"}, {r.footer.index, "index"}, {r.propsH, "properties"}} {
+	}{{r.footer.metaindex, "meta-index"}, {r.propsH, "properties"}} {
 		if _, err := r.readStructuredBlock(b.h, b.what); err != nil {
 			return err
 		}
+	}
+	indexBlock, err := r.readStructuredBlock(r.footer.index, "index")
+	if err != nil {
+		return err
 	}
 	if r.filter != nil {
 		if _, err := r.readBlockHandle(r.filterH, "filter"); err != nil {
@@ -270,7 +357,7 @@ func (r *Reader) VerifyChecksums() error {
 	}
 
 	var index, data blockIter
-	index.init(r.index, r.opts.FileName, r.footer.index.offset)
+	index.init(indexBlock, r.opts.FileName, r.footer.index.offset)
 	var prev []byte
 	for ok := index.first(); ok; ok = index.nextEntry() {
 		h, err := r.indexHandle(&index)
@@ -314,7 +401,6 @@ func (r *Reader) indexHandle(index *blockIter) (blockHandle, error) {
 	return h, nil
 }
 
-// Close closes the file. Iterators must be closed first.
-func (r *Reader) Close() error {
-	return r.f.Close()
-}
+// Close closes the file. Iterators must be closed first, and no Get may
+// be running.
+func (r *Reader) Close() error { return r.f.Close() }
