@@ -543,6 +543,7 @@ func cmdConfigSet(c *conn, args [][]byte) {
 }
 
 func cmdConfigResetStat(c *conn, _ [][]byte) {
+	c.publish() // so that the commands before it are reset too
 	st := &c.s.stats
 	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
 		v.Store(0)
@@ -601,13 +602,4 @@ func cmdTime(c *conn, _ [][]byte) {
 	c.wr.ArrayHeader(2)
 	c.wr.BulkString(strconv.FormatInt(now.Unix(), 10))
 	c.wr.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
-}
-
-// countLookup feeds INFO's keyspace_hits and keyspace_misses.
-func (s *Server) countLookup(hit bool) {
-	if hit {
-		s.stats.hits.Add(1)
-	} else {
-		s.stats.misses.Add(1)
-	}
 }

@@ -110,7 +110,7 @@ func cmdGet(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.s.countLookup(exists)
+	c.countLookup(exists)
 	c.bulkOrNull(v, exists)
 }
 
@@ -311,7 +311,7 @@ func cmdGetEX(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.s.countLookup(exists)
+	c.countLookup(exists)
 	change := !o.expireAt.IsZero() || o.persist && !v.expireAt.IsZero()
 	if exists && change {
 		v.expireAt = o.expireAt
@@ -327,7 +327,7 @@ func cmdMGet(c *conn, args [][]byte) {
 	c.wr.ArrayHeader(len(args) - 1)
 	for _, key := range args[1:] {
 		v, exists, err := c.s.ks.getString(&c.scratch, key)
-		c.s.countLookup(exists)
+		c.countLookup(exists)
 		if err != nil {
 			// Redis answers nil for a key of another type; an engine
 			// error in the middle of an array can only be a nil too.

@@ -46,15 +46,31 @@ type conn struct {
 		sync.Mutex
 		name, libName, libVer string
 	}
+	// lastCmd and lastActive (unix nanoseconds) describe the last
+	// completed command as of the last publish.
 	lastCmd    atomic.Pointer[command]
-	lastActive atomic.Int64 // unix nanoseconds of the last completed command
+	lastActive atomic.Int64
 	proto      atomic.Int32
+
+	// tally counts the commands run since the last publish; lastRun is the
+	// last of them.
+	tally   tally
+	lastRun *command
+	// mark is when the previous command finished: the start of the next
+	// one, whose latency then includes the parsing of its arguments. It is
+	// zero after every network read, so that waiting for input never
+	// counts as latency. Reusing it saves a clock read per pipelined
+	// command.
+	mark time.Time
 
 	// batch is empty except while pipelined SETs are queued in it; every
 	// other command commits the queue first, so replies stay in order.
-	batch   *lsmgo.Batch
-	queued  []time.Time // arrival time of each queued SET
-	stripes lockSet
+	// The queued SETs all count their latency from queuedAt, when the
+	// first of them started.
+	batch    *lsmgo.Batch
+	queued   int
+	queuedAt time.Time
+	stripes  lockSet
 
 	scratch []byte // engine keys and values under construction
 	nameBuf []byte // lower-cased command names
@@ -86,6 +102,8 @@ func (r connReader) Read(p []byte) (int, error) {
 	if err := c.wr.Flush(); err != nil {
 		return 0, err
 	}
+	c.publish()
+	c.mark = time.Time{}
 	cfg := c.s.config()
 	if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
 		return 0, errQueryBufferLimit
@@ -102,10 +120,13 @@ func (r connReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// countingWriter counts reply bytes for INFO and /metrics.
+// countingWriter counts reply bytes for INFO and /metrics. It publishes
+// the connection's tally first, so that a client that has read a reply
+// finds its command counted.
 type countingWriter struct{ c *conn }
 
 func (w countingWriter) Write(p []byte) (int, error) {
+	w.c.publish()
 	n, err := w.c.nc.Write(p)
 	w.c.s.stats.netOut.Add(int64(n))
 	return n, err
@@ -168,6 +189,7 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.publish()
 	c.nc.Close()
 	c.s.removeClient(c)
 }
@@ -178,7 +200,7 @@ func (c *conn) execute(args [][]byte) {
 	// A SET joins the queue when more input is already buffered, or when
 	// a queue exists (the last SET of a pipeline rides with the others:
 	// the queue commits before the next read anyway).
-	if cmd == setCommand && len(args) == 3 && c.authed && (c.rd.Buffered() > 0 || len(c.queued) > 0) {
+	if cmd == setCommand && len(args) == 3 && c.authed && (c.rd.Buffered() > 0 || c.queued > 0) {
 		c.queueSet(args)
 		return
 	}
@@ -208,25 +230,63 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(msgNoAuth)
 		return
 	}
-	start := time.Now()
+	start := c.clock()
 	c.failed = false
 	cmd.run(c, args)
-	c.finished(cmd, args, start, c.failed)
+	now := time.Now()
+	c.mark = now
+	c.finished(cmd, args, now.Sub(start), c.failed)
+}
+
+// clock returns the start time of the command about to run.
+func (c *conn) clock() time.Time {
+	if c.mark.IsZero() {
+		c.mark = time.Now()
+	}
+	return c.mark
 }
 
 // reject answers a command that does not run. It still counts as
 // activity for the idle timeout.
 func (c *conn) reject(msg string) {
 	c.wr.Error(msg)
-	c.lastActive.Store(time.Now().UnixNano())
+	c.mark = time.Now()
+	c.lastActive.Store(c.mark.UnixNano())
 }
 
-// finished accounts for a completed command.
-func (c *conn) finished(cmd *command, args [][]byte, start time.Time, failed bool) {
-	now := time.Now()
-	c.lastActive.Store(now.UnixNano())
-	c.lastCmd.Store(cmd)
-	c.s.recordCommand(c, cmd, args, now.Sub(start), failed)
+// finished accounts for a command that took d: its tally and the slow
+// log. Queued pipelined SETs pass nil args and skip the slow log, whose
+// arguments would no longer be available.
+func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed bool) {
+	c.lastRun = cmd
+	if c.tally.add(cmd, d, failed) {
+		c.publish()
+	}
+	cfg := c.s.config()
+	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
+		c.s.slowlog.add(c, args, d, cfg.SlowlogMaxLen)
+	}
+}
+
+// publish makes the connection's activity since the last publish visible
+// to other goroutines: its tally, its last command and when that ended.
+func (c *conn) publish() {
+	if c.lastRun == nil {
+		return
+	}
+	c.tally.publish(c.s)
+	c.lastCmd.Store(c.lastRun)
+	c.lastActive.Store(c.mark.UnixNano())
+	c.lastRun = nil
+}
+
+// countLookup feeds INFO's keyspace_hits and keyspace_misses.
+func (c *conn) countLookup(hit bool) {
+	if hit {
+		c.tally.hits++
+	} else {
+		c.tally.misses++
+	}
 }
 
 // queueSet adds a plain "SET key value" to the pending batch. Its reply is
@@ -236,34 +296,39 @@ func (c *conn) finished(cmd *command, args [][]byte, start time.Time, failed boo
 func (c *conn) queueSet(args [][]byte) {
 	putString(c.batch, &c.scratch, args[1], stringValue{val: args[2]})
 	c.stripes = c.stripes.add(c.s.ks.locks, args[1])
-	c.queued = append(c.queued, time.Now())
-	if len(c.queued) >= maxQueuedSets || c.batch.Len() >= maxQueuedBatchSize {
+	if c.queued == 0 {
+		c.queuedAt = c.clock()
+	}
+	c.queued++
+	if c.queued >= maxQueuedSets || c.batch.Len() >= maxQueuedBatchSize {
 		c.commitQueued()
 	}
 }
 
 // commitQueued commits the queued SETs, if any, and writes their replies.
 func (c *conn) commitQueued() {
-	if len(c.queued) == 0 {
+	if c.queued == 0 {
 		return
 	}
 	locks := c.s.ks.locks
 	held := c.stripes.lock(locks)
 	err := c.s.db.Apply(c.batch, nil)
 	held.unlock(locks)
-	for _, start := range c.queued {
+	now := time.Now()
+	c.mark = now
+	for range c.queued {
 		if err != nil {
 			c.wr.Error(engineError(err))
 		} else {
 			c.wr.SimpleString("OK")
 		}
-		c.finished(setCommand, nil, start, err != nil)
+		c.finished(setCommand, nil, now.Sub(c.queuedAt), err != nil)
 	}
 	c.batch.Reset()
-	c.queued = c.queued[:0]
+	c.queued = 0
 	c.stripes = c.stripes[:0]
-	if cap(c.queued) > maxQueuedSets {
-		c.queued, c.stripes = nil, nil
+	if cap(c.stripes) > maxQueuedSets {
+		c.stripes = nil
 	}
 }
 

@@ -28,6 +28,7 @@ var infoSections = []struct {
 // in Redis. The keyspace section counts keys by iterating them, so it
 // costs O(keys).
 func cmdInfo(c *conn, args [][]byte) {
+	c.publish() // the commands before INFO in a pipeline count
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		switch name := strings.ToLower(string(a)); name {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,63 +9,26 @@ import (
 )
 
 // metrics are one server's Prometheus metrics, in a registry of its own:
-// two servers in one process never share numbers.
+// two servers in one process never share numbers. The per-command metrics
+// are read from the server's cmdStats at scrape time (see stats.go).
 type metrics struct {
-	registry *prometheus.Registry
-	// Per command, indexed by command.id; the children are resolved once
-	// so the hot path does no label lookup.
-	calls, failures []prometheus.Counter
-	latency         []prometheus.Observer
-
+	registry                        *prometheus.Registry
 	protocolErrors, unknownCommands prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
 	m := &metrics{registry: prometheus.NewRegistry()}
-	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "lsmgo_commands_total", Help: "Commands executed, by command.",
-	}, []string{"cmd"})
-	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "lsmgo_command_errors_total", Help: "Commands that replied with an error, by command.",
-	}, []string{"cmd"})
-	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "lsmgo_command_duration_seconds",
-		Help:    "Command execution time, by command (queued pipelined SETs include their wait for the batch).",
-		Buckets: prometheus.ExponentialBuckets(10e-6, 4, 10), // 10µs … 2.6s
-	}, []string{"cmd"})
 	m.protocolErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lsmgo_protocol_errors_total", Help: "Connections closed for malformed RESP.",
 	})
 	m.unknownCommands = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lsmgo_unknown_commands_total", Help: "Commands rejected as unknown.",
 	})
-	for _, cmd := range allCommands {
-		m.calls = append(m.calls, calls.WithLabelValues(cmd.name))
-		m.failures = append(m.failures, failures.WithLabelValues(cmd.name))
-		m.latency = append(m.latency, latency.WithLabelValues(cmd.name))
-	}
-	m.registry.MustRegister(calls, failures, latency, m.protocolErrors, m.unknownCommands,
+	m.registry.MustRegister(m.protocolErrors, m.unknownCommands,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		serverCollector{s})
 	return m
-}
-
-// recordCommand accounts for one executed command: counters, latency and
-// the slow log. Queued pipelined SETs pass nil args and skip the slow log,
-// whose arguments would no longer be available.
-func (s *Server) recordCommand(c *conn, cmd *command, args [][]byte, d time.Duration, failed bool) {
-	s.stats.commands.Add(1)
-	m := s.metrics
-	m.calls[cmd.id].Inc()
-	m.latency[cmd.id].Observe(d.Seconds())
-	if failed {
-		m.failures[cmd.id].Inc()
-	}
-	cfg := s.config()
-	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
-		s.slowlog.add(c, args, d, cfg.SlowlogMaxLen)
-	}
 }
 
 // serverCollector reports gauges and counters that live elsewhere (the
@@ -131,6 +93,12 @@ var (
 	rejectedDesc    = prometheus.NewDesc("lsmgo_rejected_connections_total", "Connections refused (maxclients or shutdown).", nil, nil)
 	netInDesc       = prometheus.NewDesc("lsmgo_net_input_bytes_total", "Bytes read from clients.", nil, nil)
 	netOutDesc      = prometheus.NewDesc("lsmgo_net_output_bytes_total", "Bytes written to clients.", nil, nil)
+
+	callsDesc    = prometheus.NewDesc("lsmgo_commands_total", "Commands executed, by command.", []string{"cmd"}, nil)
+	failuresDesc = prometheus.NewDesc("lsmgo_command_errors_total", "Commands that replied with an error, by command.", []string{"cmd"}, nil)
+	latencyDesc  = prometheus.NewDesc("lsmgo_command_duration_seconds",
+		"Command execution time, by command; a pipelined command's time starts when the one before it ends, and queued pipelined SETs count from the start of their batch.",
+		[]string{"cmd"}, nil)
 )
 
 func (sc serverCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -138,7 +106,8 @@ func (sc serverCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- em.desc
 	}
 	for _, d := range []*prometheus.Desc{levelFilesDesc, levelBytesDesc, levelScoreDesc,
-		connectedDesc, connectionsDesc, rejectedDesc, netInDesc, netOutDesc} {
+		connectedDesc, connectionsDesc, rejectedDesc, netInDesc, netOutDesc,
+		callsDesc, failuresDesc, latencyDesc} {
 		ch <- d
 	}
 }
@@ -160,4 +129,24 @@ func (sc serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(s.stats.rejected.Load()))
 	ch <- prometheus.MustNewConstMetric(netInDesc, prometheus.CounterValue, float64(s.stats.netIn.Load()))
 	ch <- prometheus.MustNewConstMetric(netOutDesc, prometheus.CounterValue, float64(s.stats.netOut.Load()))
+	for _, cmd := range allCommands {
+		collectCommand(ch, cmd, s.cmdStats[cmd.id])
+	}
+}
+
+// collectCommand reports one command's counters and latency histogram. The
+// histogram's count is the sum of its buckets, read once, so that a scrape
+// racing with publishers still yields a consistent histogram.
+func collectCommand(ch chan<- prometheus.Metric, cmd *command, st *cmdStats) {
+	ch <- prometheus.MustNewConstMetric(callsDesc, prometheus.CounterValue, float64(st.calls.Load()), cmd.name)
+	ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.CounterValue, float64(st.failures.Load()), cmd.name)
+	buckets := make(map[float64]uint64, len(latencyBounds))
+	var count uint64
+	for i := range st.buckets {
+		count += st.buckets[i].Load()
+		if i < len(latencyBounds) {
+			buckets[float64(latencyBounds[i])/1e9] = count
+		}
+	}
+	ch <- prometheus.MustNewConstHistogram(latencyDesc, count, float64(st.nanos.Load())/1e9, buckets, cmd.name)
 }

@@ -30,6 +30,7 @@ type Server struct {
 	cursors   cursorTable
 	slowlog   slowlog
 	metrics   *metrics
+	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
 
 	// cfg is the running configuration, replaced whole on every change so
@@ -126,6 +127,7 @@ func (s *Server) start(r *Config) error {
 	if err := s.checkFormat(); err != nil {
 		return err
 	}
+	s.cmdStats = newCmdStats()
 	s.metrics = newMetrics(s)
 	var err error
 	if s.ln, err = net.Listen("tcp", r.Addr); err != nil {
