@@ -94,12 +94,12 @@ func cmdDel(c *conn, args [][]byte) {
 			n++
 		}
 	})
-	if err == nil {
-		err = c.apply()
-	}
-	c.batch.Reset()
 	if err != nil {
+		c.batch.Reset()
 		c.replyErr(err)
+		return
+	}
+	if !c.apply() {
 		return
 	}
 	c.wr.Int(n)
@@ -165,8 +165,7 @@ func cmdRename(c *conn, args [][]byte) {
 		}
 	}
 	deleteKey(c.batch, &c.scratch, src)
-	if err := c.put(dst, v); err != nil {
-		c.replyErr(err)
+	if !c.put(dst, v) {
 		return
 	}
 	if nx {
@@ -243,15 +242,12 @@ func cmdExpire(c *conn, args [][]byte) {
 	}
 	if when <= now {
 		deleteKey(c.batch, &c.scratch, args[1])
-		err := c.apply()
-		if err != nil {
-			c.replyErr(err)
+		if !c.apply() {
 			return
 		}
 	} else {
 		v.expireAt = time.UnixMilli(when)
-		if err := c.put(args[1], v); err != nil {
-			c.replyErr(err)
+		if !c.put(args[1], v) {
 			return
 		}
 	}
@@ -299,8 +295,7 @@ func cmdPersist(c *conn, args [][]byte) {
 		return
 	}
 	v.expireAt = time.Time{}
-	if err := c.put(args[1], v); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], v) {
 		return
 	}
 	c.wr.Int(1)

@@ -575,26 +575,22 @@ func cmdFlush(c *conn, args [][]byte) {
 		c.fail(msgSyntax)
 		return
 	}
-	var applyErr error
+	applied := true
 	err := c.s.ks.scanKeys(nil, nil, func(key []byte, _ bool) bool {
 		deleteKey(c.batch, &c.scratch, key)
 		if c.batch.Count() >= flushBatchKeys {
-			applyErr = c.apply()
+			applied = c.apply()
 		}
-		return applyErr == nil
+		return applied
 	})
-	if err == nil {
-		err = applyErr
-	}
-	if err == nil {
-		err = c.apply()
-	}
-	c.batch.Reset()
-	if err != nil {
+	switch {
+	case !applied: // apply has replied
+	case err != nil:
+		c.batch.Reset()
 		c.replyErr(err)
-		return
+	case c.apply():
+		c.ok()
 	}
-	c.ok()
 }
 
 func cmdTime(c *conn, _ [][]byte) {

@@ -83,17 +83,23 @@ func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
 	return v, exists, true
 }
 
-// put writes one string through the connection's batch.
-func (c *conn) put(key []byte, v stringValue) error {
+// put writes one string through the connection's batch. Like get, it
+// replies with the error itself and returns false when the write failed.
+func (c *conn) put(key []byte, v stringValue) bool {
 	putString(c.batch, &c.scratch, key, v)
 	return c.apply()
 }
 
-// apply commits and empties the connection's batch.
-func (c *conn) apply() error {
+// apply commits and empties the connection's batch; on failure it replies
+// with the error and returns false.
+func (c *conn) apply() bool {
 	err := c.s.db.Apply(c.batch, nil)
 	c.batch.Reset()
-	return err
+	if err != nil {
+		c.replyErr(err)
+		return false
+	}
+	return true
 }
 
 // bulkOrNull replies with v's value, or null when the key is absent.
@@ -221,8 +227,7 @@ func cmdSet(c *conn, args [][]byte) {
 	if o.keepTTL {
 		v.expireAt = old.expireAt
 	}
-	if err := c.put(key, v); err != nil {
-		c.replyErr(err)
+	if !c.put(key, v) {
 		return
 	}
 	if o.get {
@@ -243,8 +248,7 @@ func cmdSetNX(c *conn, args [][]byte) {
 		c.wr.Int(0)
 		return
 	}
-	if err := c.put(args[1], stringValue{val: args[2]}); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], stringValue{val: args[2]}) {
 		return
 	}
 	c.wr.Int(1)
@@ -262,8 +266,7 @@ func cmdSetEX(c *conn, args [][]byte) {
 	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	if err := c.put(args[1], stringValue{val: args[3], expireAt: expireAt}); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], stringValue{val: args[3], expireAt: expireAt}) {
 		return
 	}
 	c.ok()
@@ -276,8 +279,7 @@ func cmdGetSet(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	if err := c.put(args[1], stringValue{val: args[2]}); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], stringValue{val: args[2]}) {
 		return
 	}
 	c.bulkOrNull(old, exists)
@@ -292,8 +294,7 @@ func cmdGetDel(c *conn, args [][]byte) {
 	}
 	if exists {
 		deleteKey(c.batch, &c.scratch, args[1])
-		if err := c.apply(); err != nil {
-			c.replyErr(err)
+		if !c.apply() {
 			return
 		}
 	}
@@ -315,8 +316,7 @@ func cmdGetEX(c *conn, args [][]byte) {
 	change := !o.expireAt.IsZero() || o.persist && !v.expireAt.IsZero()
 	if exists && change {
 		v.expireAt = o.expireAt
-		if err := c.put(args[1], v); err != nil {
-			c.replyErr(err)
+		if !c.put(args[1], v) {
 			return
 		}
 	}
@@ -364,8 +364,7 @@ func cmdMSet(c *conn, args [][]byte) {
 	for i := 1; i < len(args); i += 2 {
 		putString(c.batch, &c.scratch, args[i], stringValue{val: args[i+1]})
 	}
-	if err := c.apply(); err != nil {
-		c.replyErr(err)
+	if !c.apply() {
 		return
 	}
 	if nx {
@@ -412,8 +411,7 @@ func cmdIncr(c *conn, args [][]byte) {
 	}
 	n += delta
 	v.val = strconv.AppendInt(v.val[:0], n, 10)
-	if err := c.put(args[1], v); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], v) {
 		return
 	}
 	c.wr.Int(n)
@@ -444,8 +442,7 @@ func cmdIncrByFloat(c *conn, args [][]byte) {
 		return
 	}
 	v.val = []byte(formatFloat(f))
-	if err := c.put(args[1], v); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], v) {
 		return
 	}
 	c.wr.Bulk(v.val)
@@ -463,8 +460,7 @@ func cmdAppend(c *conn, args [][]byte) {
 		return
 	}
 	v.val = append(v.val, args[2]...)
-	if err := c.put(args[1], v); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], v) {
 		return
 	}
 	c.wr.Int(int64(len(v.val)))
@@ -547,8 +543,7 @@ func cmdSetRange(c *conn, args [][]byte) {
 		v.val = append(v.val, make([]byte, need-len(v.val))...)
 	}
 	copy(v.val[offset:], patch)
-	if err := c.put(args[1], v); err != nil {
-		c.replyErr(err)
+	if !c.put(args[1], v) {
 		return
 	}
 	c.wr.Int(int64(len(v.val)))
