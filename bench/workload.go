@@ -466,11 +466,6 @@ func (r *run) prepare() {
 // completion.
 func (r *run) execute() (outcome, error) {
 	total := r.limit
-	if r.cfg.Duration > 0 {
-		t := time.AfterFunc(r.cfg.Duration, func() { r.stop.Store(true) })
-		defer t.Stop()
-	}
-
 	var workers []*worker
 	for id := range r.threads {
 		n := total / int64(r.threads)
@@ -500,6 +495,12 @@ func (r *run) execute() (outcome, error) {
 		})
 	}
 	begin := time.Now()
+	// The clock starts after the workers exist: building them (slow
+	// under -race) must not eat into the measured duration.
+	if r.cfg.Duration > 0 {
+		t := time.AfterFunc(r.cfg.Duration, func() { r.stop.Store(true) })
+		defer t.Stop()
+	}
 	close(startGate)
 	wg.Wait()
 	elapsed := time.Since(begin)
