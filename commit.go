@@ -428,8 +428,19 @@ func (db *DB) rotateMemtableLocked(need int) error {
 
 func (db *DB) newMemTable(logNum base.FileNum, need int) *memTable {
 	db.mu.nextMemID++
-	mt := memtable.New(max(db.opts.MemTableSize, 2*need))
-	return &memTable{mt: mt, logNum: logNum, id: db.mu.nextMemID, reserved: mt.Size()}
+	m := &memTable{logNum: logNum, id: db.mu.nextMemID}
+	if 2*need <= db.opts.MemTableSize {
+		m.pool = &db.memPool
+		m.mt = m.pool.get()
+	} else {
+		// A batch too large for the standard size gets a memtable of
+		// its own, which the pool does not keep.
+		m.mt = memtable.New(2 * need)
+	}
+	m.reserved = m.mt.Size()
+	// The DB's memtable list holds the first reference.
+	m.refs.Store(1)
+	return m
 }
 
 // createWAL creates a WAL file and makes its directory entry durable, so a

@@ -72,6 +72,7 @@ func (db *DB) flushLoop() {
 			db.m.flushBytes.Add(int64(f.Size))
 		}
 		db.updateReadStateLocked()
+		m.unref() // the list's reference; reads may still hold theirs
 		db.removeFile(base.FileTypeLog, m.logNum)
 		db.mu.cond.Broadcast()
 		db.maybeScheduleCompaction()

@@ -14,7 +14,6 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/cache"
 	"github.com/lsmgo-dev/lsmgo/internal/compaction"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
-	"github.com/lsmgo-dev/lsmgo/internal/memtable"
 	"github.com/lsmgo-dev/lsmgo/internal/sstable"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
@@ -88,22 +87,10 @@ type DB struct {
 	bgWG    sync.WaitGroup
 	syncerC chan struct{}
 
-	m dbMetrics
-}
+	// memPool recycles the arenas of flushed memtables.
+	memPool memtablePool
 
-// memTable is a memtable plus the WAL that holds its writes.
-type memTable struct {
-	mt     *memtable.Memtable
-	logNum base.FileNum
-	id     uint64
-	// reserved is the arena bytes promised to registered batches (an
-	// upper bound of what they use), and maxSeq the largest sequence
-	// number registered; both guarded by db.mu.
-	reserved int
-	maxSeq   base.SeqNum
-	// inflight counts registered batches not yet inserted; a flush waits
-	// for it to reach zero before reading the memtable.
-	inflight sync.WaitGroup
+	m dbMetrics
 }
 
 // Open opens the database in dir, creating it when it does not exist, and
@@ -111,6 +98,7 @@ type memTable struct {
 func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	db := &DB{dirname: dir, opts: o, fs: o.FS}
+	db.memPool.size = o.MemTableSize
 	db.mu.cond.L = &db.mu.Mutex
 	db.pub.cond.L = &db.pub.mu
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {

@@ -264,10 +264,12 @@ func (i *Iterator) noteError() {
 // Valid reports whether the iterator is on a key.
 func (i *Iterator) Valid() bool { return i.valid }
 
-// Key returns the current key.
+// Key returns the current key. The slice is valid until the iterator
+// moves or closes; copy it to keep it.
 func (i *Iterator) Key() []byte { return i.key }
 
-// Value returns the current value.
+// Value returns the current value, valid until the iterator moves or
+// closes.
 func (i *Iterator) Value() []byte { return i.value }
 
 // Error returns the first I/O or corruption error the iterator met; an

@@ -21,6 +21,10 @@ type readState struct {
 func (rs *readState) unref() {
 	if rs.refs.Add(-1) == 0 {
 		rs.version.Unref()
+		rs.mem.unref()
+		for _, m := range rs.imm {
+			m.unref()
+		}
 	}
 }
 
@@ -55,8 +59,10 @@ func (db *DB) loadReadStateAt(readSeq base.SeqNum) (*readState, base.SeqNum) {
 func (db *DB) updateReadStateLocked() {
 	rs := &readState{mem: db.mu.mem, version: db.vs.Current()}
 	rs.refs.Store(1)
+	rs.mem.ref()
 	rs.imm = make([]*memTable, len(db.mu.imm))
 	for i, m := range db.mu.imm {
+		m.ref()
 		rs.imm[len(rs.imm)-1-i] = m
 	}
 	db.rsMu.Lock()

@@ -4,7 +4,7 @@
 // pointer-free object however many entries it holds.
 //
 // Invariants: memory is never freed or reused until the whole arena is
-// dropped; Alloc is safe from many goroutines at once and never hands out
+// dropped or Reset; Alloc is safe from many goroutines at once and never hands out
 // overlapping ranges; offset 0 is never returned, so callers may use it as
 // a nil reference; the backing store is 8-byte aligned, so an offset
 // aligned to 4 or 8 by Alloc is aligned in memory too.
@@ -41,7 +41,8 @@ func New(capacity int) *Arena {
 
 // Alloc reserves size bytes whose offset is a multiple of align, which must
 // be a power of two. ok is false, and nothing is reserved, when the arena
-// cannot fit the request. The bytes are zero.
+// cannot fit the request. In a new arena the bytes are zero; after Reset
+// they hold whatever an earlier allocation left there.
 func (a *Arena) Alloc(size, align uint32) (offset uint32, ok bool) {
 	mask := uint64(align) - 1
 	for {
@@ -58,6 +59,12 @@ func (a *Arena) Alloc(size, align uint32) (offset uint32, ok bool) {
 		}
 	}
 }
+
+// Reset empties the arena so that it can serve again without a new
+// allocation. It does not clear the memory: callers must write every byte
+// they later read. Nothing may use an earlier allocation once Reset is
+// called.
+func (a *Arena) Reset() { a.size.Store(1) }
 
 // Size returns the number of bytes handed out, including alignment padding
 // and the reserved byte 0.

@@ -1,0 +1,72 @@
+package lsmgo
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/memtable"
+)
+
+// memTable is a memtable plus the WAL that holds its writes.
+type memTable struct {
+	mt     *memtable.Memtable
+	logNum base.FileNum
+	id     uint64
+	// reserved is the arena bytes promised to registered batches (an
+	// upper bound of what they use), and maxSeq the largest sequence
+	// number registered; both guarded by db.mu.
+	reserved int
+	maxSeq   base.SeqNum
+	// inflight counts registered batches not yet inserted; a flush waits
+	// for it to reach zero before reading the memtable.
+	inflight sync.WaitGroup
+
+	// refs counts the holders of mt: the DB's memtable list, until the
+	// flush that retires it, and every read state that names it (each
+	// read and iterator pins one). The last unref hands mt to pool.
+	refs atomic.Int32
+	pool *memtablePool // nil: mt is not recycled
+}
+
+func (m *memTable) ref() { m.refs.Add(1) }
+
+func (m *memTable) unref() {
+	if m.refs.Add(-1) == 0 && m.pool != nil {
+		m.pool.put(m.mt)
+	}
+}
+
+// memtablePool keeps one retired memtable of the standard size for the
+// next rotation. Without it a DB that fills a 32 MiB memtable every tenth
+// of a second leaves a trail of dead arenas that the heap, and the
+// process's resident memory, carries until the GC reclaims them.
+type memtablePool struct {
+	size int // the capacity every pooled memtable was created with
+
+	mu    sync.Mutex
+	spare *memtable.Memtable
+}
+
+// get returns an empty memtable of the pool's size.
+func (p *memtablePool) get() *memtable.Memtable {
+	p.mu.Lock()
+	mt := p.spare
+	p.spare = nil
+	p.mu.Unlock()
+	if mt == nil {
+		return memtable.New(p.size)
+	}
+	mt.Reset()
+	return mt
+}
+
+// put offers a memtable nothing references any more; it is kept when the
+// pool is empty and dropped otherwise.
+func (p *memtablePool) put(mt *memtable.Memtable) {
+	p.mu.Lock()
+	if p.spare == nil {
+		p.spare = mt
+	}
+	p.mu.Unlock()
+}
