@@ -38,27 +38,38 @@ func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.St
 
 // reader returns the open reader of a table.
 func (tc *tableCache) reader(f *manifest.FileMetadata) (*sstable.Reader, error) {
-	tc.mu.RLock()
-	e := tc.readers[f.FileNum]
-	tc.mu.RUnlock()
-	if e == nil {
-		tc.mu.Lock()
-		if e = tc.readers[f.FileNum]; e == nil {
-			e = &tableEntry{}
-			tc.readers[f.FileNum] = e
+	for attempt := 0; ; attempt++ {
+		tc.mu.RLock()
+		e := tc.readers[f.FileNum]
+		tc.mu.RUnlock()
+		if e == nil {
+			tc.mu.Lock()
+			if e = tc.readers[f.FileNum]; e == nil {
+				e = &tableEntry{}
+				tc.readers[f.FileNum] = e
+			}
+			tc.mu.Unlock()
 		}
-		tc.mu.Unlock()
-	}
-	e.once.Do(func() { e.r, e.err = tc.open(f.FileNum, f.Size) })
-	if e.err != nil {
+		opened := false
+		e.once.Do(func() {
+			opened = true
+			e.r, e.err = tc.open(f.FileNum, f.Size)
+		})
+		if e.err == nil {
+			return e.r, nil
+		}
 		// Forget the failure so a later read retries (the fault may pass).
 		tc.mu.Lock()
 		if tc.readers[f.FileNum] == e {
 			delete(tc.readers, f.FileNum)
 		}
 		tc.mu.Unlock()
+		// A caller that only waited for another goroutine's failed open
+		// may have started after the fault passed: it tries once itself.
+		if opened || attempt > 0 {
+			return nil, e.err
+		}
 	}
-	return e.r, e.err
 }
 
 func (tc *tableCache) open(num base.FileNum, size uint64) (*sstable.Reader, error) {
