@@ -20,7 +20,10 @@ type CheckReport struct {
 	// Damage is a *CorruptionError (matching ErrCorruption) that names the
 	// file and, where known, the offset; an I/O error that kept a file
 	// from being read is reported as it came. Open, or a read, would fail
-	// on each of these.
+	// on each of these, with one exception: damage followed by intact
+	// records in the last WAL that has records, which Open recovers from
+	// by dropping the log from the damaged record on (unless
+	// Options.StrictWALRecovery); its message says so.
 	Problems []error
 	// Warnings lists what Open repairs by itself and so is not a problem:
 	// a torn tail at the end of the newest WAL or of the manifest (an
@@ -277,8 +280,10 @@ func (c *checker) checkEntries(name string, r *sstable.Reader, m *manifest.FileM
 }
 
 // checkLogs verifies the WAL files Open would replay, oldest first, with
-// the same rules: a torn tail may end only the last log that has records;
-// every record must decode as a batch; sequence numbers only grow.
+// the same rules: a torn tail, or damage followed by intact records, may
+// end only the last log that has records; every record must decode as a
+// batch; sequence numbers only grow. Unlike Open, Check stays strict: such
+// damage is a problem even where Open would recover the records before it.
 func (c *checker) checkLogs(minLog base.FileNum) {
 	var logs []base.FileNum
 	for _, name := range c.names {
@@ -287,8 +292,15 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 		}
 	}
 	slices.Sort(logs)
-	// torn is the pending torn tail: a warning unless records follow it.
-	var torn *CorruptionError
+	// end is where the last log read so far ended early, pending until it
+	// is known whether a later log holds records.
+	var end *logEnd
+	settle := func(recordsFollow bool) {
+		if end != nil {
+			end.report(c, recordsFollow)
+			end = nil
+		}
+	}
 	var nextSeq base.SeqNum
 	for _, num := range logs {
 		name := c.path(base.MakeFilename(base.FileTypeLog, num))
@@ -304,15 +316,17 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			if err == io.EOF {
 				break
 			} else if err != nil {
-				c.problem(err)
+				var ce *CorruptionError
+				off, damaged := r.Damage()
+				if damaged && end == nil && errors.As(err, &ce) {
+					end = &logEnd{err: ce, recoverFrom: off}
+				} else {
+					settle(damaged)
+					c.problem(err)
+				}
 				break
 			}
-			if torn != nil {
-				// Older logs were synced before a newer one was created,
-				// so damage followed by records is not an interrupted write.
-				c.problem(base.Corruptf(torn.File, torn.Offset, "damaged records in a WAL followed by a newer WAL with records"))
-				torn = nil
-			}
+			settle(true)
 			c.report.LogRecords++
 			seq, count, err := checkBatch(rec)
 			if err != nil {
@@ -327,14 +341,36 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 		}
 		f.Close()
 		if off, ok := r.TornTail(); ok {
-			if torn != nil {
-				c.warn(torn)
-			}
-			torn = &CorruptionError{File: name, Offset: off, Reason: "torn tail: an interrupted write that Open discards"}
+			settle(false)
+			end = &logEnd{err: &CorruptionError{File: name, Offset: off, Reason: "torn tail: an interrupted write that Open discards"}, recoverFrom: -1}
 		}
 	}
-	if torn != nil {
-		c.warn(torn)
+	settle(false)
+}
+
+// logEnd is a WAL that ended before its last byte: in a torn tail, or
+// (recoverFrom >= 0) in damage followed by an intact record, which
+// recovery drops from the damaged record's start at recoverFrom on.
+type logEnd struct {
+	err         *CorruptionError
+	recoverFrom int64
+}
+
+// report files the early end as a problem or a warning. Older logs were
+// synced before a newer one was created, so an early end followed by
+// records in a later log is not an interrupted write, and Open refuses it.
+func (e *logEnd) report(c *checker, recordsFollow bool) {
+	switch {
+	case recordsFollow && e.recoverFrom >= 0:
+		c.problem(e.err)
+	case recordsFollow:
+		c.problem(base.Corruptf(e.err.File, e.err.Offset, "damaged records in a WAL followed by a newer WAL with records"))
+	case e.recoverFrom >= 0:
+		c.problem(base.Corruptf(e.err.File, e.err.Offset,
+			"%s; Open recovers the records before offset %d and drops the rest, unless Options.StrictWALRecovery is set",
+			e.err.Reason, e.recoverFrom))
+	default:
+		c.warn(e.err)
 	}
 }
 

@@ -338,9 +338,15 @@ type corruptCase struct {
 	clean  map[string]string
 	warnAt int64
 	// blame lists the paths a corruption error may name, and maxOff the
-	// largest offset it may give (-1: any); used when clean is nil.
+	// largest offset it may give (-1: any); used when clean is nil, or
+	// with dropped.
 	blame  []string
 	maxOff int64
+	// dropped marks damage in the newest WAL followed by intact records:
+	// Open must recover clean, the records before the damaged one, but
+	// Check must report it as a problem naming blame, and Open with
+	// StrictWALRecovery must refuse with a corruption error naming it.
+	dropped bool
 }
 
 // outcome tallies.
@@ -348,11 +354,12 @@ const (
 	outcomeCorrupt = iota
 	outcomeTorn
 	outcomeClean
+	outcomeDropped
 )
 
 // runCorruptCases runs cases on a few goroutines and reports failures; it
 // returns how many cases ended in each outcome.
-func runCorruptCases(t *testing.T, fx *corruptFixture, cases []corruptCase) (tally [3]int) {
+func runCorruptCases(t *testing.T, fx *corruptFixture, cases []corruptCase) (tally [4]int) {
 	t.Helper()
 	var (
 		mu       sync.Mutex
@@ -411,6 +418,34 @@ func (fx *corruptFixture) judge(c *corruptCase) (outcome int, failures []string)
 	r := fx.readAll(fs, want)
 	failures = append(failures, r.wrong...)
 
+	if c.dropped {
+		if errs := r.errs(); len(errs) > 0 {
+			fail("must recover the records before the damage, got %v", errs)
+		}
+		if !slices.ContainsFunc(report.Problems, func(err error) bool {
+			return namesAny(err, c.blame, c.maxOff) && strings.Contains(err.Error(), "Open recovers the records before offset")
+		}) {
+			fail("Check reports no problem naming %v at or before offset %d that says Open recovers: %v", c.blame, c.maxOff, report.Problems)
+		}
+		if after, err := Check(corruptDir, &Options{FS: fs}); err != nil || !after.OK() || len(after.Warnings) > 0 {
+			fail("Check after recovery: %v, problems %v, warnings %v", err, after.Problems, after.Warnings)
+		}
+		strictFS, err := fx.fsWith(c.file, c.data)
+		if err != nil {
+			fail("building the directory: %v", err)
+			return 0, failures
+		}
+		opts := corruptOptions(strictFS)
+		opts.StrictWALRecovery = true
+		db, err := Open(corruptDir, opts)
+		if err == nil {
+			db.Close()
+		}
+		if !namesAny(err, c.blame, c.maxOff) {
+			fail("Open with StrictWALRecovery = %v, want a corruption error naming %v at or before offset %d", err, c.blame, c.maxOff)
+		}
+		return outcomeDropped, failures
+	}
 	if c.clean != nil {
 		if errs := r.errs(); len(errs) > 0 {
 			fail("must open and read cleanly, got %v", errs)
@@ -605,12 +640,23 @@ func (fx *corruptFixture) flipCases() map[base.FileType][]corruptCase {
 
 // xorCase damages one byte of a WAL, table or manifest. Every stored byte
 // of those files is under a CRC-32C, which catches any change confined to
-// one byte.
+// one byte. In the fixture's WAL, the newest, damage in the last record is
+// a torn tail, and damage in an earlier record makes Open recover exactly
+// the records before that one.
 func (fx *corruptFixture) xorCase(name string, pos int, mask byte) corruptCase {
 	what := fmt.Sprintf("%s with byte %d XORed with %#02x", name, pos, mask)
 	damaged := xorByte(fx.files[name], pos, mask)
-	if spans := fx.walRecords[name]; spans != nil && int64(pos) >= spans[len(spans)-1].start {
+	spans := fx.walRecords[name]
+	switch {
+	case spans != nil && int64(pos) >= spans[len(spans)-1].start:
 		return fx.walPrefixCase(what, name, damaged, int64(pos))
+	case spans != nil:
+		i := 0
+		for spans[i].end <= int64(pos) {
+			i++
+		}
+		return corruptCase{what: what, file: name, data: damaged, clean: fx.stateBefore(spans[i].seq), warnAt: -1,
+			dropped: true, blame: []string{corruptPath(name)}, maxOff: int64(pos)}
 	}
 	return corruptCase{what: what, file: name, data: damaged, blame: []string{corruptPath(name)}, maxOff: int64(pos)}
 }
@@ -626,8 +672,8 @@ func TestCorruptionFlipBytes(t *testing.T) {
 	cases := fx.flipCases()
 	for _, typ := range []base.FileType{base.FileTypeLog, base.FileTypeTable, base.FileTypeManifest} {
 		tally := runCorruptCases(t, fx, cases[typ])
-		t.Logf("%s: %d flipped positions: %d reported as corruption, %d torn WAL tails recovered",
-			fileTypeName(typ), len(cases[typ]), tally[outcomeCorrupt], tally[outcomeTorn])
+		t.Logf("%s: %d flipped positions: %d reported as corruption, %d torn WAL tails recovered, %d WALs recovered up to the damaged record",
+			fileTypeName(typ), len(cases[typ]), tally[outcomeCorrupt], tally[outcomeTorn], tally[outcomeDropped])
 		if t.Failed() {
 			t.FailNow()
 		}

@@ -19,7 +19,9 @@ func TestMemtableRecycling(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	value := func(round, i int) []byte { return []byte(fmt.Sprintf("round %d value %d %s", round, i, bytes.Repeat([]byte{'v'}, 40))) }
+	value := func(round, i int) []byte {
+		return []byte(fmt.Sprintf("round %d value %d %s", round, i, bytes.Repeat([]byte{'v'}, 40)))
+	}
 	const keys = 100
 	for i := range keys {
 		if err := db.Set([]byte(fmt.Sprintf("k%03d", i)), value(0, i), nil); err != nil {

@@ -14,6 +14,7 @@ import (
 type dbMetrics struct {
 	commits, commitGroups         atomic.Int64
 	walBytes, walSyncs            atomic.Int64
+	walRecoveryDropped            atomic.Int64
 	flushes, flushBytes           atomic.Int64
 	compactions, moves            atomic.Int64
 	compactRead, compactWritten   atomic.Int64
@@ -42,6 +43,10 @@ type Metrics struct {
 	Levels [manifest.NumLevels]LevelMetrics
 	WAL    struct {
 		Bytes, Syncs int64
+		// RecoveryDroppedBytes counts the WAL bytes that Open discarded:
+		// torn tails and everything from a damaged record on (see
+		// Options.StrictWALRecovery). Nonzero only after a crash.
+		RecoveryDroppedBytes int64
 	}
 	Commits struct {
 		// Batches is the number of committed batches; Groups the number
@@ -110,6 +115,7 @@ func (db *DB) Metrics() *Metrics {
 	db.mu.Unlock()
 
 	m.WAL.Bytes, m.WAL.Syncs = db.m.walBytes.Load(), db.m.walSyncs.Load()
+	m.WAL.RecoveryDroppedBytes = db.m.walRecoveryDropped.Load()
 	m.Commits.Batches, m.Commits.Groups = db.m.commits.Load(), db.m.commitGroups.Load()
 	m.Flush.Count, m.Flush.BytesWritten = db.m.flushes.Load(), db.m.flushBytes.Load()
 	m.Compaction.Count, m.Compaction.Moves = db.m.compactions.Load(), db.m.moves.Load()
@@ -136,8 +142,8 @@ func (m *Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "total  %5d  %10s\n", files, humanBytes(int64(size)))
 	fmt.Fprintf(&b, "memtables: %d (%s)\n", m.MemTables.Count, humanBytes(m.MemTables.Bytes))
-	fmt.Fprintf(&b, "wal: %s written, %d syncs; commits: %d batches in %d groups\n",
-		humanBytes(m.WAL.Bytes), m.WAL.Syncs, m.Commits.Batches, m.Commits.Groups)
+	fmt.Fprintf(&b, "wal: %s written, %d syncs, %s dropped by recovery; commits: %d batches in %d groups\n",
+		humanBytes(m.WAL.Bytes), m.WAL.Syncs, humanBytes(m.WAL.RecoveryDroppedBytes), m.Commits.Batches, m.Commits.Groups)
 	fmt.Fprintf(&b, "flush: %d (%s); compactions: %d + %d moves, %d running, read %s, wrote %s; write-amp %.2f\n",
 		m.Flush.Count, humanBytes(m.Flush.BytesWritten), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Running,
 		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten), m.WriteAmplification())

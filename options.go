@@ -148,6 +148,18 @@ type Options struct {
 	MaxConcurrentCompactions int
 	// Now is the clock used for TTL expiry; default time.Now.
 	Now func() time.Time
+	// StrictWALRecovery makes Open refuse, with an error matching
+	// ErrCorruption that names the file and offset, a newest WAL in which
+	// damage is followed by intact records. By default Open keeps every
+	// record before the damage and drops the rest of the log with a
+	// warning, because that is what a power loss leaves when the kernel
+	// wrote the log's unsynced pages back out of order, and no record from
+	// the damage on can be replayed without leaving a hole. The same
+	// damage in the synced part of the log is bit rot, though, and the
+	// default then drops acknowledged writes; set this to rather have Open
+	// fail (and investigate with lsmgo check) than lose them. A torn tail
+	// (damage that nothing intact follows) is recovered either way.
+	StrictWALRecovery bool
 }
 
 // WriteOptions adjusts a single write.

@@ -17,9 +17,18 @@ import (
 // records them with one version edit, and starts a fresh WAL. names is the
 // directory listing.
 //
+// A WAL's replay ends early at a torn tail and, unless
+// Options.StrictWALRecovery, at the first damaged record: the bytes from
+// there on are dropped, with a warning, so the DB holds exactly the writes
+// up to a point in time (doc/durability.md has the rules).
+//
 // Flushing everything at Open (rather than keeping the replayed writes in
 // a memtable) means the old WAL files can be deleted at once, and a torn
-// tail never has to be written over.
+// or dropped tail never has to be written over: writes after Open, which
+// reuse the dropped records' sequence numbers, go to a new WAL, and the
+// edit that names it puts the old ones below the log number recovery
+// reads from. Until that edit is durable, another Open replays the same
+// WALs to the same point.
 func (db *DB) recover(names []string) error {
 	if errs := missingManifestFiles(db.fs, db.dirname, db.vs, names); len(errs) > 0 {
 		return errs[0]
@@ -56,7 +65,13 @@ func (db *DB) recover(names []string) error {
 		db.removeTables(metas)
 		return err
 	}
-	var torn error
+	// stop is where replay ended early: a torn tail or, unless
+	// StrictWALRecovery, the first damaged record. Older WALs were synced
+	// before a newer one was created (rotateMemtableLocked), so only the
+	// last WAL that holds records may end early; WALs after it can only be
+	// ones an interrupted Open created, which hold nothing.
+	var stop *walStop
+	var ends []walStop
 	for _, num := range logs {
 		name := db.path(base.MakeFilename(base.FileTypeLog, num))
 		f, err := db.fs.Open(name)
@@ -64,20 +79,27 @@ func (db *DB) recover(names []string) error {
 			return fail(fmt.Errorf("lsmgo: open WAL: %w", err))
 		}
 		r := wal.NewReader(f, name)
+		var end *walStop
 		for {
 			rec, err := r.Next()
 			if err == io.EOF {
 				break
 			}
+			if err != nil && stop == nil && !db.opts.StrictWALRecovery {
+				if off, ok := r.Damage(); ok {
+					end = &walStop{file: name, off: off, err: err, damaged: true}
+					break
+				}
+			}
+			if stop != nil && (err == nil || errors.Is(err, ErrCorruption)) {
+				// Records (or damage, which proves records) follow
+				// where an earlier WAL ended early.
+				f.Close()
+				return fail(stop.err)
+			}
 			if err != nil {
 				f.Close()
 				return fail(err)
-			}
-			if torn != nil {
-				// A damaged tail may only end the newest WAL: older ones
-				// were synced before a newer one was created.
-				f.Close()
-				return fail(torn)
 			}
 			seq, count, err := checkBatch(rec)
 			if err != nil {
@@ -102,8 +124,19 @@ func (db *DB) recover(names []string) error {
 			}
 		}
 		if off, ok := r.TornTail(); ok {
-			torn = base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")
-			db.opts.Logger.Warn("lsmgo: WAL ends in a torn write; recovered up to it", "file", name, "offset", off)
+			end = &walStop{file: name, off: off, err: base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")}
+		}
+		if end != nil {
+			st, err := f.Stat()
+			if err != nil {
+				f.Close()
+				return fail(fmt.Errorf("lsmgo: stat WAL: %w", err))
+			}
+			end.dropped = st.Size() - end.off
+			ends = append(ends, *end)
+			if stop == nil {
+				stop = end
+			}
 		}
 		f.Close()
 	}
@@ -130,6 +163,18 @@ func (db *DB) recover(names []string) error {
 	for _, num := range logs {
 		db.removeFile(base.FileTypeLog, num)
 	}
+	for _, e := range ends {
+		db.m.walRecoveryDropped.Add(e.dropped)
+		if e.damaged {
+			db.opts.Logger.Warn("lsmgo: WAL damaged; recovered the records before the damage and dropped the rest "+
+				"(the unsynced end of the log, partly written back when the power failed, or lost data: "+
+				"Options.StrictWALRecovery refuses to open instead)",
+				"file", e.file, "offset", e.off, "dropped_bytes", e.dropped, "err", e.err)
+		} else {
+			db.opts.Logger.Warn("lsmgo: WAL ends in a torn write; recovered up to it",
+				"file", e.file, "offset", e.off, "dropped_bytes", e.dropped)
+		}
+	}
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -139,6 +184,20 @@ func (db *DB) recover(names []string) error {
 	db.mu.mem = db.newMemTable(newLog, 0)
 	db.updateReadStateLocked()
 	return nil
+}
+
+// walStop is where the replay of a WAL ended before the end of the file.
+type walStop struct {
+	file string
+	// off is where the dropped bytes begin: the start of the torn tail or
+	// of the damaged record. Every record before it was replayed.
+	off     int64
+	dropped int64
+	// damaged is set for damage followed by an intact record, as opposed
+	// to a torn tail.
+	damaged bool
+	// err is what Open returns should a later WAL hold records.
+	err error
 }
 
 // checkBatch validates a WAL record as a batch before any of it is applied,

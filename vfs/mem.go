@@ -1,10 +1,12 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path"
 	"slices"
@@ -29,7 +31,8 @@ import (
 //
 // Everything else, including unsynced writes and the effect of Create,
 // Rename, Remove and MkdirAll on a directory that was not synced since, is
-// lost. A MemFS is safe for use by many goroutines.
+// lost; CrashCloneReorder instead keeps a random part of it, page by page
+// and entry by entry. A MemFS is safe for use by many goroutines.
 type MemFS struct {
 	// mu guards the tree: every directory's children and durableChildren,
 	// and locks. It is taken before any memNode.mu, never after.
@@ -307,36 +310,135 @@ func (fs *MemFS) PathJoin(elem ...string) string { return path.Join(elem...) }
 // pointing to the durable data of its file. Entries reachable under two
 // durable names share one inode in the clone, like a hard link. It may run
 // while other goroutines use fs and does not change fs.
-func (fs *MemFS) CrashClone() *MemFS {
+func (fs *MemFS) CrashClone() *MemFS { return fs.crashClone(nil) }
+
+// CrashPageSize is the unit in which CrashCloneReorder keeps or loses
+// unsynced file data: the page size of the kernel's page cache.
+const CrashPageSize = 4 << 10
+
+// CrashCloneReorder is CrashClone for a kernel that had begun writing dirty
+// pages back, in no particular order, when the power failed. What is
+// durable survives as with CrashClone; besides that, rng decides
+// independently
+//   - for each CrashPageSize page of a file whose unsynced data differs
+//     from its durable data there, whether the page reached the disk: if it
+//     did, the clone holds its current bytes; if not, its durable bytes,
+//     and beyond the durable size zeros or garbage (stale blocks), which
+//     rng also picks;
+//   - for each file whose size changed since its last sync, whether the
+//     new size reached the disk (otherwise the durable size stays);
+//   - for each unsynced directory change of one name (a new entry, a
+//     removed one, or a name now pointing to another inode), whether it
+//     reached the disk. So a rename may leave both names, either, or
+//     neither.
+//
+// A file that a write or a Create's truncation touched after its last sync
+// may therefore come back as [durable][lost page][surviving page]: the
+// damage a log reader meets after a real power loss. The clone is a
+// function of fs's state and rng's sequence; everything in it is durable.
+func (fs *MemFS) CrashCloneReorder(rng *rand.Rand) *MemFS { return fs.crashClone(rng) }
+
+func (fs *MemFS) crashClone(rng *rand.Rand) *MemFS {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	clone := &MemFS{locks: map[string]bool{}}
-	clone.root = crashCopy(fs.root, map[*memNode]*memNode{})
-	return clone
+	c := &crashCopier{rng: rng, memo: map[*memNode]*memNode{}}
+	return &MemFS{locks: map[string]bool{}, root: c.copy(fs.root)}
 }
 
-// crashCopy copies n's durable state, and that of everything durably below
-// it. memo keeps shared inodes shared and ends cycles, which durable entry
-// sets written at different times can form after directory renames.
-func crashCopy(n *memNode, memo map[*memNode]*memNode) *memNode {
-	if c, ok := memo[n]; ok {
-		return c
+// crashCopier builds a crash clone. memo keeps shared inodes shared and
+// ends cycles, which durable entry sets written at different times can
+// form after directory renames. rng is nil for CrashClone.
+type crashCopier struct {
+	rng  *rand.Rand
+	memo map[*memNode]*memNode
+}
+
+// copy returns the crash state of n and of everything below it.
+func (c *crashCopier) copy(n *memNode) *memNode {
+	if cp, ok := c.memo[n]; ok {
+		return cp
 	}
 	if !n.isDir {
 		n.mu.RLock()
-		c := &memNode{data: n.durable, durable: n.durable}
+		data := n.durable
+		if c.rng != nil {
+			data = c.reorderData(n.data, n.durable)
+		}
 		n.mu.RUnlock()
-		memo[n] = c
-		return c
+		cp := &memNode{data: data, durable: data}
+		c.memo[n] = cp
+		return cp
 	}
-	c := newMemDir()
-	memo[n] = c
-	for name, child := range n.durableChildren {
-		cc := crashCopy(child, memo)
-		c.children[name] = cc
-		c.durableChildren[name] = cc
+	cp := newMemDir()
+	c.memo[n] = cp
+	entries := n.durableChildren
+	if c.rng != nil {
+		entries = c.reorderEntries(n)
 	}
-	return c
+	// Sorted, so that the clone depends on rng alone, not on map order.
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		child := c.copy(entries[name])
+		cp.children[name] = child
+		cp.durableChildren[name] = child
+	}
+	return cp
+}
+
+// reorderEntries picks, name by name, the durable or the current entry of
+// a directory.
+func (c *crashCopier) reorderEntries(n *memNode) map[string]*memNode {
+	out := maps.Clone(n.durableChildren)
+	names := slices.Collect(maps.Keys(n.children))
+	for name := range n.durableChildren {
+		if _, ok := n.children[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cur, ok := n.children[name]
+		if out[name] == cur || c.rng.IntN(2) == 0 {
+			continue
+		}
+		if ok {
+			out[name] = cur
+		} else {
+			delete(out, name)
+		}
+	}
+	return out
+}
+
+// reorderData returns a file's bytes after a crash that wrote back a random
+// subset of the pages where data, the current bytes, differs from durable.
+func (c *crashCopier) reorderData(data, durable []byte) []byte {
+	if bytes.Equal(data, durable) {
+		return durable
+	}
+	size := len(durable)
+	if len(data) != size && c.rng.IntN(2) == 0 {
+		size = len(data)
+	}
+	out := make([]byte, size)
+	copy(out, durable)
+	for off := 0; off < size; off += CrashPageSize {
+		end := min(off+CrashPageSize, size)
+		cur := data[min(off, len(data)):min(end, len(data))]
+		old := durable[min(off, len(durable)):min(end, len(durable))]
+		if bytes.Equal(cur, old) {
+			continue
+		}
+		switch c.rng.IntN(4) {
+		case 0, 1: // written back
+			copy(out[off:end], cur)
+		case 2: // lost; past the durable size the disk holds zeros
+		default: // lost; past the durable size the disk holds stale bytes
+			for i := off + len(old); i < end; i++ {
+				out[i] = byte(c.rng.Uint32())
+			}
+		}
+	}
+	return out
 }
 
 // String lists every visible path with its size, the size that would

@@ -884,3 +884,103 @@ func TestMemString(t *testing.T) {
 		t.Fatalf("String() =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestMemCrashReorder checks CrashCloneReorder against what it promises:
+// durable data and entries always survive, each unsynced page and entry
+// change survives or not on its own (so a lost page can precede a kept
+// one), the size is the durable or the current one, the clone is a
+// function of the seed, and the source is left alone.
+func TestMemCrashReorder(t *testing.T) {
+	fs := NewMem()
+	synced := bytes.Repeat([]byte("S"), 3000)
+	f := mustCreate(t, fs, "log", string(synced), true)
+	mustCreate(t, fs, "keep", "keep", true)
+	mustCreate(t, fs, "old", "old", true)
+	syncDir(t, fs, "/")
+	unsynced := make([]byte, 5*CrashPageSize-100)
+	for i := range unsynced {
+		unsynced[i] = byte('a' + i%26)
+	}
+	if _, err := f.Write(unsynced); err != nil {
+		t.Fatal(err)
+	}
+	current := append(bytes.Clone(synced), unsynced...)
+	mustCreate(t, fs, "new", "new", true)
+	if err := fs.Remove("old"); err != nil {
+		t.Fatal(err)
+	}
+
+	var sawHole, sawShort, sawFull, sawZeroLoss, sawGarbageLoss bool
+	entries := map[string]int{}
+	const seeds = 200
+	for seed := uint64(1); seed <= seeds; seed++ {
+		c := fs.CrashCloneReorder(rand.New(rand.NewPCG(seed, 0)))
+		got := []byte(readFile(t, c, "log"))
+		if again := readFile(t, fs.CrashCloneReorder(rand.New(rand.NewPCG(seed, 0))), "log"); again != string(got) {
+			t.Fatalf("seed %d: two clones with the same seed differ", seed)
+		}
+		switch len(got) {
+		case len(synced):
+			sawShort = true
+		case len(current):
+		default:
+			t.Fatalf("seed %d: size %d, want %d (durable) or %d (current)", seed, len(got), len(synced), len(current))
+		}
+		if !bytes.Equal(got[:len(synced)], synced) {
+			t.Fatalf("seed %d: synced bytes changed", seed)
+		}
+		lostBefore, all := false, true
+		for off := 0; off < len(got); off += CrashPageSize {
+			end := min(off+CrashPageSize, len(got))
+			if bytes.Equal(got[off:end], current[off:end]) {
+				sawHole = sawHole || lostBefore
+				continue
+			}
+			lostBefore, all = true, false
+			tail := got[max(off, len(synced)):end]
+			if bytes.Count(tail, []byte{0}) == len(tail) {
+				sawZeroLoss = true
+			} else {
+				sawGarbageLoss = true
+			}
+		}
+		sawFull = sawFull || all && len(got) == len(current)
+
+		names := list(t, c, "/")
+		for _, name := range names {
+			entries[name]++
+			if want := map[string]string{"log": "", "keep": "keep", "old": "old", "new": "new"}[name]; want != "" && readFile(t, c, name) != want {
+				t.Fatalf("seed %d: %s holds %q", seed, name, readFile(t, c, name))
+			}
+		}
+		// Everything in a clone is durable, so cloning it again is exact.
+		if again := list(t, c.CrashClone(), "/"); !slices.Equal(again, names) || readFile(t, c.CrashClone(), "log") != string(got) {
+			t.Fatalf("seed %d: a CrashClone of the clone differs from it", seed)
+		}
+	}
+	for what, saw := range map[string]bool{
+		"a lost page before a kept one": sawHole, "the durable size kept": sawShort, "every page kept": sawFull,
+		"a lost page reading as zeros": sawZeroLoss, "a lost page reading as garbage": sawGarbageLoss,
+	} {
+		if !saw {
+			t.Errorf("%d seeds never gave %s", seeds, what)
+		}
+	}
+	if entries["log"] != seeds || entries["keep"] != seeds {
+		t.Errorf("durable entries lost: %v", entries)
+	}
+	for _, name := range []string{"new", "old"} {
+		if entries[name] == 0 || entries[name] == seeds {
+			t.Errorf("the unsynced change of %q survived in %d of %d clones, want some but not all", name, entries[name], seeds)
+		}
+	}
+	if len(entries) != 4 {
+		t.Errorf("unexpected entries: %v", entries)
+	}
+	if got := readFile(t, fs, "log"); got != string(current) || readFile(t, fs, "old") != "<missing>" {
+		t.Error("CrashCloneReorder changed the source")
+	}
+	if got := readFile(t, fs.CrashClone(), "log"); got != string(synced) {
+		t.Errorf("CrashClone after CrashCloneReorder kept %d bytes, want the %d synced", len(got), len(synced))
+	}
+}

@@ -9,11 +9,15 @@
 //     its checksum and the fragments arrived in FULL or FIRST, MIDDLE...,
 //     LAST order.
 //   - Damage is classified, not guessed at: when the Reader meets a bad
-//     fragment it scans the rest of the file for any fragment with a good
-//     checksum. If there is none, the damage is a torn tail left by an
-//     interrupted write, so Next reports io.EOF and TornTail says where the
-//     tail began. If there is one, bytes that were once durable have been
-//     lost, so Next returns a *base.CorruptionError naming the offset.
+//     fragment it scans the rest of the file for a fragment with a good
+//     checksum that begins a record (FULL or FIRST). If there is none, the
+//     damage is a torn tail left by an interrupted write, so Next reports
+//     io.EOF and TornTail says where the tail began. If there is one, the
+//     writer went on after the damaged bytes, so Next returns a
+//     *base.CorruptionError naming the offset, and Damage says where the
+//     damaged record begins. Whether such damage is a crash or lost
+//     durable data is for the caller to decide: in the unsynced end of a
+//     log, a power loss can leave pages lost before pages kept.
 //   - A fragment with a good checksum that is out of sequence (MIDDLE or
 //     LAST without FIRST, FIRST or FULL inside an unfinished record) or has
 //     an unknown type is always corruption: an interrupted write can only

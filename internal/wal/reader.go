@@ -34,6 +34,10 @@ type Reader struct {
 	err      error
 	tornOff  int64
 	tornTail bool
+	// damageOff is where the record holding the damage begins, once Next
+	// has returned a corruption error (damage set).
+	damageOff int64
+	damage    bool
 }
 
 // NewReader returns a Reader over r. fileName is used in error messages
@@ -44,9 +48,10 @@ func NewReader(r io.Reader, fileName string) *Reader {
 
 // Next returns the next whole record. The slice is valid only until the
 // next call to Next. At the end of the log it returns io.EOF, also when the
-// log ends in a torn tail (see TornTail). Damage that is followed by intact
-// data yields a *base.CorruptionError. Once Next has returned an error it
-// returns the same error forever.
+// log ends in a torn tail (see TornTail). Damage that is followed by an
+// intact fragment beginning a record yields a *base.CorruptionError (see
+// Damage). Once Next has returned an error it returns the same error
+// forever.
 func (r *Reader) Next() ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -101,21 +106,21 @@ func (r *Reader) Next() ([]byte, error) {
 		switch t {
 		case typeFull:
 			if inRecord {
-				return nil, r.fail(base.Corruptf(r.name, off, "FULL fragment inside the record that starts at offset %d", start))
+				return nil, r.corrupt(start, off, "FULL fragment inside the record that starts at offset %d", start)
 			}
 			r.pos = end
 			r.recOffset = off
 			return payload, nil
 		case typeFirst:
 			if inRecord {
-				return nil, r.fail(base.Corruptf(r.name, off, "FIRST fragment inside the record that starts at offset %d", start))
+				return nil, r.corrupt(start, off, "FIRST fragment inside the record that starts at offset %d", start)
 			}
 			inRecord = true
 			start = off
 			r.rec = append(r.rec[:0], payload...)
 		case typeMiddle, typeLast:
 			if !inRecord {
-				return nil, r.fail(base.Corruptf(r.name, off, "%s fragment without a FIRST fragment", typeName(t)))
+				return nil, r.corrupt(off, off, "%s fragment without a FIRST fragment", typeName(t))
 			}
 			r.rec = append(r.rec, payload...)
 			if t == typeLast {
@@ -124,7 +129,10 @@ func (r *Reader) Next() ([]byte, error) {
 				return r.rec, nil
 			}
 		default:
-			return nil, r.fail(base.Corruptf(r.name, off, "unknown fragment type %d", t))
+			if !inRecord {
+				start = off
+			}
+			return nil, r.corrupt(start, off, "unknown fragment type %d", t)
 		}
 		r.pos = end
 	}
@@ -140,6 +148,13 @@ func (r *Reader) Offset() int64 { return r.recOffset }
 // returned, padding aside). A log that ends cleanly, or in zeroed space
 // after a complete record, reports torn == false.
 func (r *Reader) TornTail() (offset int64, torn bool) { return r.tornOff, r.tornTail }
+
+// Damage reports, once Next has returned a *base.CorruptionError, the
+// offset where the record that holds the damage begins: Next returned every
+// record before it, whole, and none from it on. The error's own offset is
+// that of the bad fragment, which may lie further in. ok is false unless
+// Next ended in corruption.
+func (r *Reader) Damage() (offset int64, ok bool) { return r.damageOff, r.damage }
 
 func (r *Reader) offset() int64 { return r.blockStart + int64(r.pos) }
 
@@ -158,16 +173,27 @@ func (r *Reader) loadBlock() error {
 	return nil
 }
 
-// damaged decides what a bad fragment at off means: corruption when any
-// fragment with a good checksum follows it anywhere in the file, otherwise
-// a torn tail (or the clean end, when everything from off on is zero and no
-// record is unfinished).
+// damaged decides what a bad fragment at off means: corruption when an
+// intact fragment that begins a record follows it anywhere in the file,
+// otherwise a torn tail (or the clean end, when everything from off on is
+// zero and no record is unfinished).
+//
+// Only a record's beginning proves that the writer went on after the
+// damaged bytes. An intact MIDDLE or LAST fragment after them can belong to
+// the very record that was being written when the power failed, since the
+// kernel writes a record's pages back in any order: the last edit of a
+// MANIFEST straddling a block boundary can lose its FIRST fragment's page
+// and keep its LAST one.
 func (r *Reader) damaged(off int64, inRecord bool, start int64, reason string) error {
 	zero := allZero(r.buf[r.pos:])
 	from := r.pos + 1
+	recStart := off
+	if inRecord {
+		recStart = start
+	}
 	for {
-		if i := findValidFragment(r.buf, from); i >= 0 {
-			return r.fail(base.Corruptf(r.name, off, "%s, but an intact fragment follows at offset %d", reason, r.blockStart+int64(i)))
+		if i := findRecordStart(r.buf, from); i >= 0 {
+			return r.corrupt(recStart, off, "%s, but an intact record follows at offset %d", reason, r.blockStart+int64(i))
 		}
 		if len(r.buf) < BlockSize {
 			break
@@ -187,14 +213,14 @@ func (r *Reader) damaged(off int64, inRecord bool, start int64, reason string) e
 	return r.fail(io.EOF)
 }
 
-// findValidFragment returns the offset in buf of the first position at or
-// after from where a complete fragment with a known type and a good
-// checksum lies, or -1. It tries every byte offset because the damage may
-// have destroyed the length that would lead to the next header.
-func findValidFragment(buf []byte, from int) int {
+// findRecordStart returns the offset in buf of the first position at or
+// after from where a complete FULL or FIRST fragment with a good checksum
+// lies, or -1. It tries every byte offset because the damage may have
+// destroyed the length that would lead to the next header.
+func findRecordStart(buf []byte, from int) int {
 	for i := from; i+HeaderSize <= len(buf); i++ {
 		t := buf[i+6]
-		if t < typeFull || t > typeLast {
+		if t != typeFull && t != typeFirst {
 			continue
 		}
 		end := i + HeaderSize + int(binary.LittleEndian.Uint16(buf[i+4:i+6]))
@@ -206,6 +232,13 @@ func findValidFragment(buf []byte, from int) int {
 		}
 	}
 	return -1
+}
+
+// corrupt ends reading in a *base.CorruptionError about the fragment at
+// off, which belongs to the record that begins at recStart.
+func (r *Reader) corrupt(recStart, off int64, format string, args ...any) error {
+	r.damageOff, r.damage = recStart, true
+	return r.fail(base.Corruptf(r.name, off, format, args...))
 }
 
 func (r *Reader) endTorn(off int64) error {

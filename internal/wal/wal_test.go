@@ -269,6 +269,9 @@ func flipAt(t *testing.T, mk func(testing.TB) ([]byte, []loggedRecord)) {
 			if ce.Offset < model[hit].start || ce.Offset >= model[hit].end || len(got) != hit {
 				t.Fatalf("flip in record %d [%d,%d) at %d: %d records, %v", hit, model[hit].start, model[hit].end, pos, len(got), err)
 			}
+			if off, ok := r.Damage(); !ok || off != model[hit].start {
+				t.Fatalf("flip in record %d [%d,%d) at %d: Damage = %d, %v", hit, model[hit].start, model[hit].end, pos, off, ok)
+			}
 			if _, err2 := r.Next(); err2 != err {
 				t.Fatalf("error is not sticky: %v then %v", err, err2)
 			}
@@ -286,21 +289,34 @@ func TestTailCases(t *testing.T) {
 	hole := cat(file, make([]byte, 1000))
 	hole = cat(hole, make([]byte, BlockSize-len(hole)%BlockSize), other)
 
+	// A fourth record spanning blocks 1 to 3: FIRST, MIDDLE, LAST.
+	long, longModel := writeLog(t, nil, append(recs, bytes.Repeat([]byte("L"), 2*BlockSize)), 0)
+	longStart := longModel[3].start
+	// A power loss that lost a page inside its FIRST fragment but kept the
+	// later pages of the same record.
+	lostFirst := bytes.Clone(long)
+	clear(lostFirst[longStart+100 : longStart+100+4096])
+	// The same, followed by an intact record: the writer went on.
+	lostFirstThenMore := cat(lostFirst, other)
+
 	tests := []struct {
-		name    string
-		file    []byte
-		records int
-		corrupt bool
-		torn    bool
-		tornOff int64
+		name      string
+		file      []byte
+		records   int
+		corrupt   bool
+		damageOff int64
+		torn      bool
+		tornOff   int64
 	}{
 		{name: "empty", file: nil},
 		{name: "clean", file: file, records: 3},
 		{name: "zeros after", file: cat(file, make([]byte, 3*BlockSize)), records: 3},
 		{name: "garbage after", file: cat(file, garbage), records: 3, torn: true, tornOff: model[2].end},
 		{name: "garbage then zeros", file: cat(file, garbage, make([]byte, 2*BlockSize)), records: 3, torn: true, tornOff: model[2].end},
-		{name: "zeros then a valid block", file: hole, records: 3, corrupt: true},
-		{name: "garbage then a valid block", file: cat(file, garbage[:BlockSize-len(file)%BlockSize], other), records: 3, corrupt: true},
+		{name: "zeros then a valid block", file: hole, records: 3, corrupt: true, damageOff: model[2].end},
+		{name: "garbage then a valid block", file: cat(file, garbage[:BlockSize-len(file)%BlockSize], other), records: 3, corrupt: true, damageOff: model[2].end},
+		{name: "lost page inside the last record", file: lostFirst, records: 3, torn: true, tornOff: longStart},
+		{name: "lost page inside a record followed by another", file: lostFirstThenMore, records: 3, corrupt: true, damageOff: longStart},
 		{name: "only zeros", file: make([]byte, 100), records: 0},
 		{name: "only garbage", file: garbage, records: 0, torn: true, tornOff: 0},
 	}
@@ -314,7 +330,13 @@ func TestTailCases(t *testing.T) {
 				if !errors.Is(err, base.ErrCorruption) {
 					t.Fatalf("want corruption, got %v", err)
 				}
+				if off, ok := r.Damage(); !ok || off != tc.damageOff {
+					t.Fatalf("Damage = %d, %v; want %d", off, ok, tc.damageOff)
+				}
 				return
+			}
+			if _, ok := r.Damage(); ok {
+				t.Fatal("Damage reports damage without a corruption error")
 			}
 			if err != io.EOF {
 				t.Fatalf("want io.EOF, got %v", err)
@@ -334,17 +356,27 @@ func TestOutOfSequenceFragments(t *testing.T) {
 		return w.buf
 	}
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-	tests := map[string][]byte{
-		"middle without first": frag(typeMiddle, "x"),
-		"last without first":   frag(typeLast, "x"),
-		"full inside record":   cat(frag(typeFirst, "a"), frag(typeFull, "b")),
-		"first inside record":  cat(frag(typeFirst, "a"), frag(typeFirst, "b")),
-		"unknown type":         cat(frag(typeFull, "ok"), frag(9, "x")),
-		"type zero":            frag(0, "x"),
+	okLen := int64(HeaderSize + 2)
+	tests := map[string]struct {
+		file      []byte
+		damageOff int64 // where the record that cannot be read begins
+	}{
+		"middle without first":     {frag(typeMiddle, "x"), 0},
+		"last without first":       {cat(frag(typeFull, "ok"), frag(typeLast, "x")), okLen},
+		"full inside record":       {cat(frag(typeFull, "ok"), frag(typeFirst, "a"), frag(typeFull, "b")), okLen},
+		"first inside record":      {cat(frag(typeFirst, "a"), frag(typeFirst, "b")), 0},
+		"unknown type":             {cat(frag(typeFull, "ok"), frag(9, "x")), okLen},
+		"unknown type in a record": {cat(frag(typeFull, "ok"), frag(typeFirst, "a"), frag(9, "x")), okLen},
+		"type zero":                {frag(0, "x"), 0},
 	}
-	for name, file := range tests {
-		if _, _, err, _ := readAll(file); !errors.Is(err, base.ErrCorruption) {
+	for name, tc := range tests {
+		_, _, err, r := readAll(tc.file)
+		if !errors.Is(err, base.ErrCorruption) {
 			t.Errorf("%s: want corruption, got %v", name, err)
+			continue
+		}
+		if off, ok := r.Damage(); !ok || off != tc.damageOff {
+			t.Errorf("%s: Damage = %d, %v; want %d", name, off, ok, tc.damageOff)
 		}
 	}
 	// FIRST cut off by the end of the file is a torn tail.
