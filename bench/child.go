@@ -206,7 +206,7 @@ func (ch *child) runWorkload(step int, w WorkloadSpec) Result {
 	res.CPUSeconds = cpu1 - cpu0
 	res.setLatency(out.hist)
 	if out.writerOps > 0 {
-		res.WriterOpsPerSec = float64(out.writerOps) / res.Seconds
+		res.WriterOpsPerSec = float64(out.writerOps) / out.writerElapsed.Seconds()
 	}
 	res.UserBytesWritten = out.writes * entry
 	if io0.ok && io1.ok {

@@ -31,7 +31,8 @@ type workloadDef struct {
 	// body is the loop of one client goroutine.
 	body func(r *run, w *worker) error
 	// writer, when set, runs on its own goroutine beside the clients until
-	// they finish; its rate is reported beside theirs.
+	// they finish; its rate is reported beside theirs. The clients start
+	// after its first write, which it announces by closing run.writing.
 	writer func(r *run, w *worker) error
 	// after records what the workload left in the database.
 	after func(st *dbState, done int64)
@@ -176,6 +177,8 @@ type run struct {
 	// writer outliving them would only load a database no one reads.
 	stop       atomic.Bool
 	writerStop atomic.Bool
+	// writing is closed by the writer after its first write.
+	writing chan struct{}
 }
 
 // worker is the state of one client goroutine.
@@ -316,21 +319,27 @@ func (w *worker) overwrite() error {
 }
 
 // pacedWriterBody overwrites like overwriteBody, at most --writer-rate
-// times a second. It paces against an absolute schedule, so a late sleep
-// is made up by the writes after it.
+// times a second when that is set. It paces against an absolute schedule,
+// so a late sleep is made up by the writes after it. It closes r.writing
+// after its first write.
 func pacedWriterBody(r *run, w *worker) error {
-	if r.cfg.WriterRate <= 0 {
-		return overwriteBody(r, w)
+	var interval time.Duration
+	if r.cfg.WriterRate > 0 {
+		interval = time.Second / time.Duration(r.cfg.WriterRate)
 	}
-	interval := time.Second / time.Duration(r.cfg.WriterRate)
 	next := time.Now()
 	for i := int64(0); w.more(i); i++ {
-		if d := time.Until(next); d > 0 {
-			time.Sleep(d)
+		if interval > 0 {
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			next = next.Add(interval)
 		}
-		next = next.Add(interval)
 		if err := w.overwrite(); err != nil {
 			return err
+		}
+		if i == 0 {
+			close(r.writing)
 		}
 	}
 	return nil
@@ -449,6 +458,9 @@ type outcome struct {
 	hist              *hdrhistogram.Histogram
 	ops, bytes, found int64
 	writes, writerOps int64
+	// writerElapsed is the writer's own running time, the span its
+	// operations were done in.
+	writerElapsed time.Duration
 }
 
 // prepare sets the operation limit and the key order.
@@ -474,16 +486,28 @@ func (r *run) execute() (outcome, error) {
 		}
 		workers = append(workers, r.newWorker(id, n, &r.stop))
 	}
-	startGate := make(chan struct{})
 	var writer *worker
+	var writerElapsed time.Duration
 	writerDone := make(chan error, 1)
 	if r.def.writer != nil {
 		writer = r.newWorker(r.threads, math.MaxInt64, &r.writerStop)
+		r.writing = make(chan struct{})
 		go func() {
-			<-startGate
-			writerDone <- r.def.writer(r, writer)
+			began := time.Now()
+			err := r.def.writer(r, writer)
+			writerElapsed = time.Since(began)
+			writerDone <- err
 		}()
+		// The clients start once the writer has written: on a loaded
+		// machine they could otherwise finish before it was scheduled at
+		// all, and the row would not be reads while writing.
+		select {
+		case <-r.writing:
+		case err := <-writerDone:
+			return outcome{}, fmt.Errorf("writer: %w", err)
+		}
 	}
+	startGate := make(chan struct{})
 
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
@@ -504,16 +528,17 @@ func (r *run) execute() (outcome, error) {
 	close(startGate)
 	wg.Wait()
 	elapsed := time.Since(begin)
+	r.writerStop.Store(true)
+	var writerErr error
+	if writer != nil {
+		writerErr = <-writerDone
+	}
 
 	var out outcome
 	out.elapsed = elapsed
 	out.hist = newHistogram()
 	for i, w := range workers {
 		if errs[i] != nil {
-			r.writerStop.Store(true)
-			if writer != nil {
-				<-writerDone
-			}
 			return out, errs[i]
 		}
 		out.hist.Merge(w.hist)
@@ -523,11 +548,11 @@ func (r *run) execute() (outcome, error) {
 		out.writes += w.writes
 	}
 	if writer != nil {
-		r.writerStop.Store(true)
-		if err := <-writerDone; err != nil {
-			return out, fmt.Errorf("writer: %w", err)
+		if writerErr != nil {
+			return out, fmt.Errorf("writer: %w", writerErr)
 		}
 		out.writerOps = writer.ops
+		out.writerElapsed = writerElapsed
 		out.writes += writer.writes
 	}
 	return out, nil

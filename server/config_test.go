@@ -7,14 +7,52 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
+// writeFile replaces path by renaming a new file over it, as editors do,
+// so that a watching server never reads it half written: on a loaded
+// machine a reload may fall between the truncation and the write.
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logWatch keeps a server's log so that a test can wait for a line.
+type logWatch struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logWatch) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// waitFor waits until the log holds want.
+func (l *logWatch) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.mu.Lock()
+		seen := strings.Contains(l.b.String(), want)
+		l.mu.Unlock()
+		if seen {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never said %q", want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -115,7 +153,11 @@ func TestParseBound(t *testing.T) {
 func TestConfigFileReload(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "lsmgo.toml")
 	writeFile(t, file, "slowlog-max-len = 5\nmemtable-size = 1048576\n")
-	s := startServer(t, func(c *Config) { c.ConfigFile = file })
+	log := &logWatch{}
+	s := startServer(t, func(c *Config) {
+		c.ConfigFile = file
+		c.LogOutput = io.MultiWriter(c.LogOutput, log)
+	})
 	c := newClient(t, s, 3, nil)
 	ctx := context.Background()
 	eq(t, "from file", c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"], "5")
@@ -138,7 +180,7 @@ func TestConfigFileReload(t *testing.T) {
 
 	// A broken file is refused; the running settings stay.
 	writeFile(t, file, "slowlog-max-len = \"x\"\n")
-	time.Sleep(3 * reloadDelay)
+	log.waitFor(t, "config reload failed")
 	eq(t, "after bad file", c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"], "7")
 }
 
