@@ -858,11 +858,32 @@ func (ct *crashTest) crashDuringRecovery(p *crashPoint, mem *vfs.MemFS, want dur
 // its filesystem operations in turn: Open must accept every image, and
 // Check must accept every image that holds a DB.
 func TestCrashDuringCreate(t *testing.T) {
+	n := crashEachOp(t, "create", vfs.NewMem, func(img crashPoint) {
+		if err := checkImage(img.fs, "/db"); err != nil {
+			t.Errorf("crash before %s: %v\nfiles:\n%s", img.op, err, img.fs)
+		}
+		db, err := Open("/db", durOptions(img.fs, SyncAlways))
+		if err != nil {
+			t.Fatalf("crash before %s: Open: %v\nfiles:\n%s", img.op, err, img.fs)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("checked crashes before each of the %d operations of a first Open and Close", n)
+}
+
+// crashEachOp opens and closes a DB on a fresh filesystem from newFS,
+// crashing it before its n-th filesystem operation, for n = 1, 2, … until
+// an Open and Close run to the end; check gets each crash image. It
+// returns how many operations the Open and Close made.
+func crashEachOp(t *testing.T, phase string, newFS func() *vfs.MemFS, check func(img crashPoint)) int64 {
+	t.Helper()
 	var clock atomic.Int64
 	for n := int64(1); ; n++ {
-		mem := vfs.NewMem()
+		mem := newFS()
 		cr := newCrasher(mem, &clock, 0)
-		cr.armIn(n, "create")
+		cr.armIn(n, phase)
 		db, err := Open("/db", durOptions(errorfs.Wrap(mem, cr), SyncAlways))
 		if err != nil {
 			t.Fatal(err)
@@ -871,19 +892,8 @@ func TestCrashDuringCreate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(cr.points) == 0 {
-			t.Logf("checked crashes before each of the %d operations of a first Open and Close", n-1)
-			return
+			return n - 1
 		}
-		img := cr.points[0]
-		if err := checkImage(img.fs, "/db"); err != nil {
-			t.Errorf("crash before %s: %v\nfiles:\n%s", img.op, err, img.fs)
-		}
-		db, err = Open("/db", durOptions(img.fs, SyncAlways))
-		if err != nil {
-			t.Fatalf("crash before %s: Open: %v\nfiles:\n%s", img.op, err, img.fs)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
+		check(cr.points[0])
 	}
 }

@@ -675,25 +675,10 @@ func TestRecoveryDamagedWAL(t *testing.T) {
 // newer one: Open must still recover the same records, never refuse.
 func TestRecoveryDamagedWALInterrupted(t *testing.T) {
 	d := newDamagedWAL(t)
-	var clock atomic.Int64
-	for n := int64(1); ; n++ {
-		mem := d.damaged.CrashClone()
-		cr := newCrasher(mem, &clock, 0)
-		cr.armIn(n, "recovery")
-		db, err := Open("/db", durOptions(errorfs.Wrap(mem, cr), SyncAlways))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if len(cr.points) == 0 {
-			t.Logf("checked crashes before each of the %d operations of the recovering Open and Close", n-1)
-			return
-		}
-		img := cr.points[0]
+	n := crashEachOp(t, "recovery", d.damaged.CrashClone, func(img crashPoint) {
 		checkFixtureState(t, img.fs, d.hit, nil)
-	}
+	})
+	t.Logf("checked crashes before each of the %d operations of the recovering Open and Close", n)
 }
 
 // TestRecoveryDamagedOlderWAL: damage in a WAL that a newer WAL with

@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/testutil"
 )
 
 // writeFile replaces path by renaming a new file over it, as editors do,
@@ -23,36 +24,6 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// logWatch keeps a server's log so that a test can wait for a line.
-type logWatch struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logWatch) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// waitFor waits until the log holds want.
-func (l *logWatch) waitFor(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		l.mu.Lock()
-		seen := strings.Contains(l.b.String(), want)
-		l.mu.Unlock()
-		if seen {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never said %q", want)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -153,7 +124,7 @@ func TestParseBound(t *testing.T) {
 func TestConfigFileReload(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "lsmgo.toml")
 	writeFile(t, file, "slowlog-max-len = 5\nmemtable-size = 1048576\n")
-	log := &logWatch{}
+	log := &testutil.SyncBuffer{}
 	s := startServer(t, func(c *Config) {
 		c.ConfigFile = file
 		c.LogOutput = io.MultiWriter(c.LogOutput, log)
@@ -180,7 +151,7 @@ func TestConfigFileReload(t *testing.T) {
 
 	// A broken file is refused; the running settings stay.
 	writeFile(t, file, "slowlog-max-len = \"x\"\n")
-	log.waitFor(t, "config reload failed")
+	log.WaitFor(t, "config reload failed")
 	eq(t, "after bad file", c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"], "7")
 }
 

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/bench"
+	"github.com/lsmgo-dev/lsmgo/internal/testutil"
 )
 
 // TestQuickStartFlags parses the README's quick start exactly as written.
@@ -134,24 +134,6 @@ func (w lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// syncBuffer is a strings.Builder safe for the server's logging goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startBenchServer runs the server mode in this process on a loopback
 // port and returns its address; cleanup stops it and checks it exited
 // cleanly.
@@ -159,7 +141,7 @@ func startBenchServer(t *testing.T, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := lineWriter{lines: make(chan string, 4)}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	args := append([]string{"--addr=127.0.0.1:0", "--http=", "--dir=" + t.TempDir(), "--mem-size=64mb", "--appendfsync=no"}, extra...)
 	exit := make(chan int, 1)
 	go func() { exit <- serveBench(ctx, func() {}, args, out, logs) }()
@@ -196,7 +178,7 @@ func TestClientAgainstServerMode(t *testing.T) {
 	addr := startBenchServer(t)
 	outDir := t.TempDir()
 	var stdout strings.Builder
-	stderr := &syncBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	args := []string{"--mode=client", "--addr=" + addr, "--gradient=2,8", "--duration=1s", "--keyspace=10000", "--out=" + outDir}
 	start := time.Now()
 	if code := runMain(args, &stdout, stderr); code != 0 {

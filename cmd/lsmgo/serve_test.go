@@ -17,6 +17,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lsmgo-dev/lsmgo/internal/testutil"
 )
 
 // TestServeChild is not a test: it is the server process the other tests
@@ -33,26 +35,9 @@ func TestServeChild(t *testing.T) {
 type child struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	exited chan struct{}
 	err    error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startChild runs the server in a subprocess and waits for its listening
@@ -61,7 +46,7 @@ func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$")
 	cmd.Env = append(os.Environ(), "LSMGO_SERVE_CHILD_ARGS="+strings.Join(args, "\n"))
-	c := &child{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c := &child{cmd: cmd, stderr: &testutil.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

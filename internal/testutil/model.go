@@ -1,6 +1,7 @@
 // Package testutil holds what the engine's randomized tests share: a
 // reference model of the DB's semantics (an ordered map with snapshots and
-// TTL) and generators of keys and values.
+// TTL) and generators of keys and values; and, for the tests of servers, a
+// log buffer safe for concurrent writers.
 //
 // The model is deliberately naive — a sorted slice and a linear copy on
 // snapshot — so that it is obviously right; tests compare the engine
