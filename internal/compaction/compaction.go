@@ -96,7 +96,8 @@ func (c Config) targetFileSize() int64 {
 type Compaction struct {
 	// StartLevel is the level the compaction drains.
 	StartLevel int
-	// OutputLevel is StartLevel+1: where the outputs go.
+	// OutputLevel is where the outputs go: StartLevel+1, or for a manual
+	// compaction possibly deeper, past levels with nothing in its range.
 	OutputLevel int
 	// Inputs holds the files of StartLevel and of OutputLevel, each slice in
 	// its level's order (L0 newest first, deeper levels by key).

@@ -57,7 +57,7 @@ func NewPicker(cfg Config) *Picker {
 func (p *Picker) Pick(v *manifest.Version) *Compaction {
 	scores := Scores(v, p.cfg)
 	if scores[0] >= 1 {
-		if c := p.pickL0(v, nil, nil); c != nil {
+		if c := p.pickL0(v); c != nil {
 			c.Score = scores[0]
 			return c
 		}
@@ -81,8 +81,9 @@ func (p *Picker) Pick(v *manifest.Version) *Compaction {
 }
 
 // PickManual returns a compaction of the files of level overlapping the
-// user-key range [start, end] (nil bounds are unbounded) into level+1, or
-// nil when nothing overlaps, when a needed file is Compacting, or when level
+// user-key range [start, end] (nil bounds are unbounded) into the first
+// deeper level that holds keys of their range, or the last level; or nil
+// when nothing overlaps, when a needed file is Compacting, or when level
 // is the last level. For L0 it takes every L0 file as soon as one overlaps:
 // an L0 file left behind could be older than a chosen one for some key,
 // and would then sit above the newer version that moved down.
@@ -90,16 +91,29 @@ func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *
 	if level < 0 || level >= lastLevel {
 		return nil
 	}
-	var c *Compaction
+	var inputs []*manifest.FileMetadata
 	if level == 0 {
-		c = p.pickL0(v, start, end)
-	} else {
-		inputs := slices.Clone(v.Overlaps(level, start, end))
-		if len(inputs) == 0 || anyCompacting(inputs) {
+		inputs = v.Files[0]
+		if (start != nil || end != nil) && len(v.Overlaps(0, start, end)) == 0 {
 			return nil
 		}
-		c = p.newCompaction(v, level, inputs)
+	} else {
+		inputs = v.Overlaps(level, start, end)
 	}
+	if len(inputs) == 0 || anyCompacting(inputs) {
+		return nil
+	}
+	inputs = slices.Clone(inputs)
+	// The output goes to the first level below that holds keys of the
+	// inputs' range, or to the last level: levels in between have nothing
+	// the output could wrongly shadow or be shadowed by, and rewriting the
+	// data once per empty level would only multiply the work.
+	smallest, largest := userKeyRange(inputs)
+	output := level + 1
+	for output < lastLevel && len(v.Overlaps(output, smallest, largest)) == 0 {
+		output++
+	}
+	c := p.newCompaction(v, level, output, inputs)
 	if c == nil {
 		return nil
 	}
@@ -108,17 +122,14 @@ func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *
 	return c
 }
 
-// pickL0 builds an L0 -> L1 compaction of all L0 files, provided at least
-// one overlaps [start, end] and none is Compacting.
-func (p *Picker) pickL0(v *manifest.Version, start, end []byte) *Compaction {
+// pickL0 builds an L0 -> L1 compaction of all L0 files, unless one is
+// Compacting.
+func (p *Picker) pickL0(v *manifest.Version) *Compaction {
 	files := v.Files[0]
 	if len(files) == 0 || anyCompacting(files) {
 		return nil
 	}
-	if (start != nil || end != nil) && len(v.Overlaps(0, start, end)) == 0 {
-		return nil
-	}
-	return p.newCompaction(v, 0, slices.Clone(files))
+	return p.newCompaction(v, 0, 1, slices.Clone(files))
 }
 
 // pickRoundRobin builds an Ln -> Ln+1 compaction of one file of level: the
@@ -146,7 +157,7 @@ func (p *Picker) pickRoundRobin(v *manifest.Version, level int) *Compaction {
 		if f.Compacting {
 			continue
 		}
-		if c := p.newCompaction(v, level, []*manifest.FileMetadata{f}); c != nil {
+		if c := p.newCompaction(v, level, level+1, []*manifest.FileMetadata{f}); c != nil {
 			p.cursor[level] = append(p.cursor[level][:0], f.Largest.UserKey...)
 			return c
 		}
@@ -158,9 +169,9 @@ func (p *Picker) pickRoundRobin(v *manifest.Version, level int) *Compaction {
 // overlapping output-level files and the grandparents, and decides
 // whether the output is bottommost. It returns nil when an output-level
 // file it needs is Compacting.
-func (p *Picker) newCompaction(v *manifest.Version, level int, inputs []*manifest.FileMetadata) *Compaction {
+func (p *Picker) newCompaction(v *manifest.Version, level, output int, inputs []*manifest.FileMetadata) *Compaction {
 	smallest, largest := userKeyRange(inputs)
-	outputs := slices.Clone(v.Overlaps(level+1, smallest, largest))
+	outputs := slices.Clone(v.Overlaps(output, smallest, largest))
 	if anyCompacting(outputs) {
 		return nil
 	}
@@ -171,17 +182,17 @@ func (p *Picker) newCompaction(v *manifest.Version, level int, inputs []*manifes
 	smallest, largest = userKeyRange(inputs, outputs)
 	c := &Compaction{
 		StartLevel:            level,
-		OutputLevel:           level + 1,
+		OutputLevel:           output,
 		Inputs:                [2][]*manifest.FileMetadata{inputs, outputs},
 		Bottommost:            true,
 		Smallest:              smallest,
 		Largest:               largest,
 		maxGrandparentOverlap: maxGrandparentOverlapFactor * uint64(p.cfg.targetFileSize()),
 	}
-	if level+2 < manifest.NumLevels {
-		c.Grandparents = slices.Clone(v.Overlaps(level+2, smallest, largest))
+	if output+1 < manifest.NumLevels {
+		c.Grandparents = slices.Clone(v.Overlaps(output+1, smallest, largest))
 	}
-	for deeper := level + 2; deeper < manifest.NumLevels; deeper++ {
+	for deeper := output + 1; deeper < manifest.NumLevels; deeper++ {
 		if len(v.Overlaps(deeper, smallest, largest)) > 0 {
 			c.Bottommost = false
 			break
