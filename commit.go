@@ -157,14 +157,24 @@ func (db *DB) waitPublished() {
 	db.pub.mu.Unlock()
 }
 
-// waitSynced returns once an fsync covers WAL position pos. Holding
-// walSyncMu while syncing makes concurrent waiters line up behind one
-// fsync, which then covers all of them.
+// waitSynced returns once an fsync covers WAL position pos. One waiter
+// at a time syncs everything written so far; the others sleep until it is
+// done and then either find themselves covered or elect the next syncer.
 func (db *DB) waitSynced(pos uint64) error {
+	sw := &db.syncWait
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
 	for db.walSynced.Load() < pos {
-		db.walSyncMu.Lock()
-		err := db.syncWALLocked()
-		db.walSyncMu.Unlock()
+		if sw.syncing {
+			sw.cond.Wait()
+			continue
+		}
+		sw.syncing = true
+		sw.mu.Unlock()
+		err := db.syncWAL()
+		sw.mu.Lock()
+		sw.syncing = false
+		sw.cond.Broadcast()
 		if err != nil {
 			return err
 		}

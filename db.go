@@ -50,6 +50,15 @@ type DB struct {
 	walWritten atomic.Uint64
 	walSynced  atomic.Uint64
 	walSyncErr error // guarded by walSyncMu
+	// syncWait lets the writers that need an fsync share one: at most one
+	// of them syncs at a time (syncing), and when it is done it wakes all
+	// the others at once, so they leave together instead of taking
+	// walSyncMu one after the other while new writes pile up behind them.
+	syncWait struct {
+		mu      sync.Mutex
+		cond    sync.Cond
+		syncing bool
+	}
 
 	// pub orders the publication of committed batches: queue holds the
 	// registered batches in sequence order, and visibleSeq moves past a
@@ -101,6 +110,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db.memPool.size = o.MemTableSize
 	db.mu.cond.L = &db.mu.Mutex
 	db.pub.cond.L = &db.pub.mu
+	db.syncWait.cond.L = &db.syncWait.mu
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lsmgo: create %s: %w", dir, err)
 	}
