@@ -229,14 +229,14 @@ func (db *DB) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 func (db *DB) get(key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
 	rs, readSeq := db.loadReadStateAt(readSeq)
 	defer rs.unref()
-	value, kind, found, err := rs.get(db, key, readSeq)
+	value, kind, found, owned, err := rs.get(db, key, readSeq)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	if !found {
 		return nil, time.Time{}, ErrNotFound
 	}
-	return db.resolveValue(kind, value, true)
+	return db.resolveValue(kind, value, !owned)
 }
 
 // resolveValue turns a found entry into what a reader sees: ErrNotFound

@@ -75,6 +75,9 @@ func modelTinyOptions() Options {
 		LBaseMaxBytes:         64 << 10,
 		TargetFileSize:        16 << 10,
 		BlockSize:             512,
+		// A few dozen blocks: evictions, and the recycling of evicted
+		// blocks' buffers, happen all the time.
+		CacheSize: 32 << 10,
 	}
 }
 

@@ -75,16 +75,17 @@ func (db *DB) updateReadStateLocked() {
 }
 
 // get finds the newest entry of key visible at readSeq, from the newest
-// source to the oldest. found is false when no source has the key. value
-// aliases a memtable's arena or a table's decoded block: the caller copies
-// it once, before it leaves the DB.
-func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
+// source to the oldest. found is false when no source has the key. A value
+// from a memtable aliases its arena, valid while rs is pinned: the caller
+// copies it once, before it leaves the DB. A value from a table is already
+// a copy (owned), since its block is recycled once released.
+func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found, owned bool, err error) {
 	if value, kind, found = rs.mem.mt.Get(key, readSeq); found {
-		return value, kind, true, nil
+		return value, kind, true, false, nil
 	}
 	for _, m := range rs.imm {
 		if value, kind, found = m.mt.Get(key, readSeq); found {
-			return value, kind, true, nil
+			return value, kind, true, false, nil
 		}
 	}
 	v := rs.version
@@ -97,7 +98,7 @@ func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte,
 			continue
 		}
 		if value, kind, found, err = db.tables.get(f, key, readSeq); err != nil || found {
-			return value, kind, found, err
+			return value, kind, found, true, err
 		}
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
@@ -106,10 +107,10 @@ func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte,
 			continue
 		}
 		if value, kind, found, err = db.tables.get(f, key, readSeq); err != nil || found {
-			return value, kind, found, err
+			return value, kind, found, true, err
 		}
 	}
-	return nil, 0, false, nil
+	return nil, 0, false, false, nil
 }
 
 // findFile returns the file of a sorted, non-overlapping level whose range

@@ -16,9 +16,10 @@
 // Invariants:
 //   - A shard's charged size never exceeds its part of the budget: a block
 //     larger than a whole shard is not cached at all.
-//   - A block is immutable once inserted. Get hands out the stored slice
-//     itself; callers must never write to it. Eviction only drops the
-//     cache's reference, so a slice a reader still holds stays valid.
+//   - A block is immutable once inserted. Get hands out the stored block
+//     itself with a reference the caller must Release; callers never
+//     write to it. Eviction only drops the cache's reference, so a block a
+//     reader still holds stays valid until that reader releases it.
 //   - All methods are safe for concurrent use, and a nil *Cache is a
 //     valid, disabled cache.
 package cache
@@ -74,7 +75,7 @@ func (k key) packed() (uint64, bool) {
 
 type entry struct {
 	key    key
-	block  []byte
+	block  *Block
 	charge int64
 }
 
@@ -125,9 +126,9 @@ func (c *Cache) shardFor(k key) *shard {
 	return &c.shards[h>>(64-shardBits)]
 }
 
-// Get returns the block cached for (fileNum, offset). The returned slice
-// is shared and must not be modified.
-func (c *Cache) Get(fileNum base.FileNum, offset uint64) ([]byte, bool) {
+// Get returns the block cached for (fileNum, offset) with a reference
+// the caller must Release. The block is shared and must not be modified.
+func (c *Cache) Get(fileNum base.FileNum, offset uint64) (*Block, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -143,21 +144,22 @@ func (c *Cache) Get(fileNum base.FileNum, offset uint64) ([]byte, bool) {
 	s.hits++
 	s.states[i] = slotReferenced
 	b := s.entries[i].block
+	b.ref()
 	s.mu.Unlock()
 	return b, true
 }
 
-// Set caches block for (fileNum, offset), replacing any block cached there.
-// The cache keeps block itself, not a copy: the caller must not modify it
-// afterwards. The block is charged len(block)+EntryOverhead bytes; blocks
-// are evicted to make room.
-func (c *Cache) Set(fileNum base.FileNum, offset uint64, block []byte) {
+// Set caches block for (fileNum, offset), replacing any block cached there,
+// and takes a reference of its own; the caller keeps its own reference and
+// must not modify the block afterwards. The block is charged its Charge
+// plus EntryOverhead bytes; blocks are evicted to make room.
+func (c *Cache) Set(fileNum base.FileNum, offset uint64, block *Block) {
 	if c == nil {
 		return
 	}
 	k := key{fileNum, offset}
 	s := c.shardFor(k)
-	charge := int64(len(block)) + EntryOverhead
+	charge := block.Charge() + EntryOverhead
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.lookup(k); ok {
@@ -178,6 +180,7 @@ func (c *Cache) Set(fileNum base.FileNum, offset uint64, block []byte) {
 		s.entries = append(s.entries, entry{})
 		s.states = append(s.states, slotFree)
 	}
+	block.ref()
 	s.entries[i] = entry{key: k, block: block, charge: charge}
 	s.states[i] = slotLive
 	if p, ok := k.packed(); ok {
@@ -275,6 +278,7 @@ func (s *shard) remove(i int32) {
 	}
 	s.size -= e.charge
 	s.count--
+	e.block.Release()
 	*e = entry{}
 	s.states[i] = slotFree
 	s.free = append(s.free, i)

@@ -19,26 +19,46 @@ func block(fileNum base.FileNum, offset uint64, n int) []byte {
 	return b
 }
 
+func init() { PoisonRecycledBlocks(true) }
+
+// set caches a copy of data as a block and drops the caller's reference.
+func set(c *Cache, f base.FileNum, off uint64, data []byte) {
+	b := NewBlock(len(data))
+	copy(b.Data, data)
+	c.Set(f, off, b)
+	b.Release()
+}
+
+// get returns a copy of the cached block's data and its charge.
+func get(c *Cache, f base.FileNum, off uint64) (data []byte, charge int64, ok bool) {
+	b, ok := c.Get(f, off)
+	if !ok {
+		return nil, 0, false
+	}
+	defer b.Release()
+	return bytes.Clone(b.Data), b.Charge() + EntryOverhead, true
+}
+
 func TestGetSet(t *testing.T) {
 	c := New(1 << 20)
 	if _, ok := c.Get(1, 0); ok {
 		t.Fatal("hit in empty cache")
 	}
-	c.Set(1, 0, []byte("a"))
-	c.Set(1, 100, []byte("b"))
-	c.Set(2, 0, []byte("c"))
-	c.Set(1, 0, []byte("a2")) // replaces
+	set(c, 1, 0, []byte("a"))
+	set(c, 1, 100, []byte("b"))
+	set(c, 2, 0, []byte("c"))
+	set(c, 1, 0, []byte("a2")) // replaces
 	for _, tc := range []struct {
 		f    base.FileNum
 		off  uint64
 		want string
 	}{{1, 0, "a2"}, {1, 100, "b"}, {2, 0, "c"}} {
-		if got, ok := c.Get(tc.f, tc.off); !ok || string(got) != tc.want {
+		if got, _, ok := get(c, tc.f, tc.off); !ok || string(got) != tc.want {
 			t.Fatalf("Get(%d, %d) = %q, %v", tc.f, tc.off, got, ok)
 		}
 	}
 	hits, misses, size, count := c.Metrics()
-	if hits != 3 || misses != 1 || count != 3 || size != 4+3*EntryOverhead {
+	if hits != 3 || misses != 1 || count != 3 || size != 3*(blockClassSize+EntryOverhead) {
 		t.Fatalf("metrics hits=%d misses=%d size=%d count=%d", hits, misses, size, count)
 	}
 	c.EvictFile(1)
@@ -48,14 +68,14 @@ func TestGetSet(t *testing.T) {
 	if _, ok := c.Get(2, 0); !ok {
 		t.Fatal("EvictFile dropped another file's block")
 	}
-	if _, _, size, count := c.Metrics(); count != 1 || size != 1+EntryOverhead {
+	if _, _, size, count := c.Metrics(); count != 1 || size != blockClassSize+EntryOverhead {
 		t.Fatalf("after EvictFile: size=%d count=%d", size, count)
 	}
 }
 
 func TestDisabled(t *testing.T) {
 	for _, c := range []*Cache{New(0), New(-5), nil} {
-		c.Set(1, 0, []byte("a"))
+		set(c, 1, 0, []byte("a"))
 		if _, ok := c.Get(1, 0); ok {
 			t.Fatal("disabled cache returned a block")
 		}
@@ -70,7 +90,7 @@ func TestDisabled(t *testing.T) {
 // shard and checks that eviction spares the referenced block and takes the
 // first unreferenced one after the hand.
 func TestClock(t *testing.T) {
-	const blockLen = 1000
+	const blockLen = 2 * blockClassSize // charged exactly its length
 	c := New(numShards * 3 * (blockLen + EntryOverhead))
 	// Find five keys of file 1 in the same shard.
 	var offs []uint64
@@ -81,25 +101,25 @@ func TestClock(t *testing.T) {
 		}
 	}
 	for _, off := range offs[:3] {
-		c.Set(1, off, make([]byte, blockLen))
+		set(c, 1, off, make([]byte, blockLen))
 	}
-	c.Get(1, offs[0]) // offs[1] is now the first unreferenced block
-	c.Set(1, offs[3], make([]byte, blockLen))
+	get(c, 1, offs[0]) // offs[1] is now the first unreferenced block
+	set(c, 1, offs[3], make([]byte, blockLen))
 	for i, want := range []bool{true, false, true, true} {
-		if _, ok := c.Get(1, offs[i]); ok != want {
+		if _, _, ok := get(c, 1, offs[i]); ok != want {
 			t.Fatalf("block %d cached=%v, want %v", i, ok, want)
 		}
 	}
 	// Every cached block is now referenced (the Gets above): the hand
 	// clears them all, comes round and evicts the first after it.
-	c.Set(1, offs[4], make([]byte, blockLen))
+	set(c, 1, offs[4], make([]byte, blockLen))
 	if _, _, _, count := c.Metrics(); count != 3 {
 		t.Fatalf("%d blocks cached, want 3", count)
 	}
 	// A block bigger than a shard is not cached and does not flush the
 	// shard.
-	c.Set(1, offs[1], make([]byte, 4*blockLen))
-	if _, ok := c.Get(1, offs[1]); ok {
+	set(c, 1, offs[1], make([]byte, 4*blockLen))
+	if _, _, ok := get(c, 1, offs[1]); ok {
 		t.Fatal("oversized block cached")
 	}
 	if _, _, _, count := c.Metrics(); count != 3 {
@@ -112,13 +132,13 @@ func TestClock(t *testing.T) {
 func TestHotSurvivesScan(t *testing.T) {
 	c := New(numShards * 64 * (1000 + EntryOverhead))
 	for off := uint64(0); off < 8; off++ {
-		c.Set(1, off, make([]byte, 1000))
+		set(c, 1, off, make([]byte, 1000))
 	}
 	for off := uint64(0); off < 100000; off++ {
-		c.Set(2, off, make([]byte, 1000))
+		set(c, 2, off, make([]byte, 1000))
 		if off%16 == 0 {
 			for hot := uint64(0); hot < 8; hot++ {
-				if _, ok := c.Get(1, hot); !ok {
+				if _, _, ok := get(c, 1, hot); !ok {
 					t.Fatalf("hot block %d evicted after %d cold inserts", hot, off)
 				}
 			}
@@ -135,19 +155,19 @@ func TestUnpackedKeys(t *testing.T) {
 		{1<<packedFileBits + 1, 1<<packedOffsetBits + 7}, {1, 7},
 	}
 	for _, k := range keys {
-		c.Set(k.fileNum, k.offset, block(k.fileNum, k.offset, 64))
+		set(c, k.fileNum, k.offset, block(k.fileNum, k.offset, 64))
 	}
 	for _, k := range keys {
-		if b, ok := c.Get(k.fileNum, k.offset); !ok || !bytes.Equal(b, block(k.fileNum, k.offset, 64)) {
+		if b, _, ok := get(c, k.fileNum, k.offset); !ok || !bytes.Equal(b, block(k.fileNum, k.offset, 64)) {
 			t.Fatalf("Get(%d, %d) = %q, %v", k.fileNum, k.offset, b, ok)
 		}
 	}
 	c.EvictFile(1<<packedFileBits + 1)
 	c.EvictFile(1)
-	if _, _, size, count := c.Metrics(); count != 1 || size != 64+EntryOverhead {
+	if _, _, size, count := c.Metrics(); count != 1 || size != blockClassSize+EntryOverhead {
 		t.Fatalf("after evictions: %d blocks, %d bytes", count, size)
 	}
-	if _, ok := c.Get(1<<packedFileBits, 0); !ok {
+	if _, _, ok := get(c, 1<<packedFileBits, 0); !ok {
 		t.Fatal("EvictFile dropped another file's block")
 	}
 }
@@ -166,10 +186,10 @@ func TestBudget(t *testing.T) {
 		switch r := rng.IntN(100); {
 		case r < 60:
 			n := rng.IntN(16 << 10)
-			c.Set(f, off, block(f, off, n))
+			set(c, f, off, block(f, off, n))
 			live[key{f, off}] = n
 		case r < 99:
-			if b, ok := c.Get(f, off); ok && !bytes.Equal(b, block(f, off, len(b))) {
+			if b, _, ok := get(c, f, off); ok && !bytes.Equal(b, block(f, off, len(b))) {
 				t.Fatalf("Get(%d, %d) returned another block", f, off)
 			}
 		default:
@@ -181,8 +201,8 @@ func TestBudget(t *testing.T) {
 	}
 	var sum, n int64
 	for k := range live {
-		if b, ok := c.Get(k.fileNum, k.offset); ok {
-			sum += int64(len(b)) + EntryOverhead
+		if _, charge, ok := get(c, k.fileNum, k.offset); ok {
+			sum += charge
 			n++
 		}
 	}
@@ -208,15 +228,21 @@ func TestConcurrent(t *testing.T) {
 				f, off := base.FileNum(rng.IntN(8)), uint64(rng.IntN(64))
 				switch rng.IntN(10) {
 				case 0, 1, 2:
-					c.Set(f, off, block(f, off, 100+rng.IntN(4000)))
+					set(c, f, off, block(f, off, 100+rng.IntN(4000)))
 				case 3:
 					if rng.IntN(50) == 0 {
 						c.EvictFile(f)
 					}
 				default:
-					if b, ok := c.Get(f, off); ok && !bytes.Equal(b, block(f, off, len(b))) {
-						t.Errorf("Get(%d, %d) returned another block", f, off)
-						return
+					// The block is checked while the reference is held:
+					// a recycled buffer would be poisoned.
+					if b, ok := c.Get(f, off); ok {
+						same := bytes.Equal(b.Data, block(f, off, len(b.Data)))
+						b.Release()
+						if !same {
+							t.Errorf("Get(%d, %d) returned another block", f, off)
+							return
+						}
 					}
 				}
 			}
@@ -231,13 +257,45 @@ func TestConcurrent(t *testing.T) {
 func BenchmarkGetHit(b *testing.B) {
 	c := New(64 << 20)
 	for off := uint64(0); off < 1000; off++ {
-		c.Set(1, off*4096, make([]byte, 4096))
+		set(c, 1, off*4096, make([]byte, 4096))
 	}
 	b.RunParallel(func(pb *testing.PB) {
 		off := uint64(0)
 		for pb.Next() {
-			c.Get(1, off*4096)
+			if blk, ok := c.Get(1, off*4096); ok {
+				blk.Release()
+			}
 			off = (off + 1) % 1000
 		}
 	})
+}
+
+// TestBlockRecycling checks the reference counting: an evicted block a
+// reader still holds keeps its bytes until that reader releases it, then
+// its buffer is recycled (poisoned here); an escaped block never is.
+func TestBlockRecycling(t *testing.T) {
+	c := New(1 << 20)
+	want := block(1, 0, 3000)
+	for _, escape := range []bool{false, true} {
+		set(c, 1, 0, want)
+		b, ok := c.Get(1, 0)
+		if !ok {
+			t.Fatal("miss")
+		}
+		c.EvictFile(1)
+		if !bytes.Equal(b.Data, want) {
+			t.Fatal("an evicted block changed while a reader held it")
+		}
+		data := b.Data
+		if escape {
+			b.Escape()
+		}
+		b.Release()
+		if recycled := data[0] == 0xDB; recycled == escape {
+			t.Fatalf("escaped=%v: recycled=%v after the last release", escape, recycled)
+		}
+		if escape && !bytes.Equal(data, want) {
+			t.Fatal("an escaped block changed after its release")
+		}
+	}
 }

@@ -91,9 +91,10 @@ func compress(c Compression, dst, raw []byte) (out []byte, ok bool, err error) {
 
 var errBadCompressedLen = errors.New("decoded length out of range")
 
-// decompress decodes a stored block payload of the given type. The error
-// text becomes the reason of a CorruptionError.
-func decompress(typ byte, payload []byte) ([]byte, error) {
+// decompress decodes a stored block payload of the given type into a
+// buffer of the decoded length that alloc returns. The error text becomes
+// the reason of a CorruptionError.
+func decompress(typ byte, payload []byte, alloc func(n int) []byte) ([]byte, error) {
 	switch Compression(typ) {
 	case NoCompression:
 		return payload, nil
@@ -105,7 +106,7 @@ func decompress(typ byte, payload []byte) ([]byte, error) {
 		if n > maxBlockLen {
 			return nil, errBadCompressedLen
 		}
-		out, err := s2.Decode(make([]byte, n), payload)
+		out, err := s2.Decode(alloc(n), payload)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +120,7 @@ func decompress(typ byte, payload []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := dec.DecodeAll(payload[k:], make([]byte, 0, n))
+		out, err := dec.DecodeAll(payload[k:], alloc(int(n))[:0])
 		if err != nil {
 			return nil, err
 		}

@@ -82,8 +82,12 @@ func (i *tableIter) loadBlock(k int) bool {
 	if err != nil {
 		return i.fail(err)
 	}
+	// Keys and values the iterator returns alias the block for as long as
+	// its user likes: its memory must never be recycled.
+	b.Escape()
+	b.Release()
 	i.block = k
-	i.data.init(b, i.r.opts.FileName, h.offset)
+	i.data.init(b.Data, i.r.opts.FileName, h.offset)
 	return true
 }
 

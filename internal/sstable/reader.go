@@ -85,11 +85,11 @@ func (r *Reader) open(size int64) error {
 		return err
 	}
 	r.footer = ft
-	meta, err := r.readStructuredBlock(ft.metaindex, "meta-index")
+	meta, err := r.readStructuredBlock(ft.metaindex, "meta-index", nil)
 	if err != nil {
 		return err
 	}
-	index, err := r.readStructuredBlock(ft.index, "index")
+	index, err := r.readStructuredBlock(ft.index, "index", nil)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (r *Reader) open(size int64) error {
 				continue
 			}
 			r.filterH, r.legacy = h, legacy
-			if r.filter, err = r.readBlockHandle(h, "filter"); err != nil {
+			if r.filter, err = r.readBlockHandle(h, "filter", nil); err != nil {
 				return err
 			}
 		case metaPropertiesName:
@@ -125,7 +125,7 @@ func (r *Reader) open(size int64) error {
 	if !havePropsH {
 		return r.corrupt(ft.metaindex.offset, "meta-index has no properties block")
 	}
-	pb, err := r.readStructuredBlock(r.propsH, "properties")
+	pb, err := r.readStructuredBlock(r.propsH, "properties", nil)
 	if err != nil {
 		return err
 	}
@@ -151,14 +151,15 @@ func (r *Reader) readAt(buf []byte, off int64) error {
 
 // readBlockHandle reads the block at h from the file, verifies its
 // checksum and returns its decoded bytes, in a buffer of their own that no
-// other block shares. what names the block in errors.
+// other block shares. what names the block in errors; alloc provides the
+// buffer (nil: a plain allocation).
 //
-// A block costs one allocation, the decoded block itself, which the cache
+// A block costs one buffer, the decoded block itself, which the cache
 // then keeps. A compressed block is read into a pooled buffer and
 // decoded from there, and tables written without compression are read
 // straight into the block's buffer (their rare compressed blocks still
-// decode correctly, at the cost of one more allocation).
-func (r *Reader) readBlockHandle(h blockHandle, what string) ([]byte, error) {
+// decode correctly, at the cost of one more buffer).
+func (r *Reader) readBlockHandle(h blockHandle, what string, alloc *blockAlloc) ([]byte, error) {
 	if !h.within(r.metaEnd) {
 		return nil, r.corrupt(h.offset, "%s block handle (offset %d, length %d) points past the end of the table", what, h.offset, h.length)
 	}
@@ -167,11 +168,11 @@ func (r *Reader) readBlockHandle(h blockHandle, what string) ([]byte, error) {
 	}
 	n := h.length + blockTrailerLen
 	if r.props.Compression == NoCompression || n > maxPooledReadLen {
-		buf := make([]byte, n)
+		buf := alloc.get(int(n))
 		if err := r.readAt(buf, int64(h.offset)); err != nil {
 			return nil, err
 		}
-		return r.decodeStored(buf, h, what, true)
+		return r.decodeStored(buf, h, what, true, alloc)
 	}
 	pooled := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(pooled)
@@ -182,28 +183,61 @@ func (r *Reader) readBlockHandle(h blockHandle, what string) ([]byte, error) {
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
-	return r.decodeStored(buf, h, what, false)
+	return r.decodeStored(buf, h, what, false, alloc)
 }
 
 // decodeStored verifies a stored block (payload and trailer) read for h
 // and returns its decoded bytes. An uncompressed block is returned in
-// place when owned says the caller gives stored up, and copied otherwise.
-func (r *Reader) decodeStored(stored []byte, h blockHandle, what string, owned bool) ([]byte, error) {
+// place when owned says the caller gives stored up, and copied into a
+// buffer from alloc otherwise.
+func (r *Reader) decodeStored(stored []byte, h blockHandle, what string, owned bool, alloc *blockAlloc) ([]byte, error) {
 	payload, typ := stored[:h.length:h.length], stored[h.length]
 	if got, want := binary.LittleEndian.Uint32(stored[h.length+1:]), blockChecksum(payload, typ); got != want {
 		return nil, r.corrupt(h.offset, "%s block checksum mismatch", what)
 	}
 	if Compression(typ) == NoCompression {
 		if !owned {
-			payload = bytes.Clone(payload) // unlike make, leaves nothing to zero
+			payload = append(alloc.get(len(payload))[:0], payload...)
 		}
 		return payload, nil
 	}
-	b, err := decompress(typ, payload)
+	b, err := decompress(typ, payload, alloc.get)
 	if err != nil {
 		return nil, r.corrupt(h.offset, "%s block: bad compressed data: %v", what, err)
 	}
 	return b, nil
+}
+
+// blockAlloc provides the buffer a block is decoded into. A nil
+// *blockAlloc allocates plainly (blocks read once, at open, or to verify);
+// otherwise each buffer is a recyclable cache.Block. A read may take two
+// (a stored block read in place, then decoded elsewhere): the last one
+// holds the decoded block, and release drops the others.
+type blockAlloc struct {
+	blk, prev *cache.Block
+}
+
+func (a *blockAlloc) get(n int) []byte {
+	if a == nil {
+		return make([]byte, n)
+	}
+	if a.prev != nil {
+		a.prev.Release()
+	}
+	a.prev, a.blk = a.blk, cache.NewBlock(n)
+	return a.blk.Data
+}
+
+// release drops the buffers that do not hold the block, and with
+// keepBlock false the block's too.
+func (a *blockAlloc) release(keepBlock bool) {
+	if a.prev != nil {
+		a.prev.Release()
+	}
+	if !keepBlock && a.blk != nil {
+		a.blk.Release()
+	}
+	a.blk, a.prev = nil, nil
 }
 
 // maxPooledReadLen bounds the read buffers kept for reuse, so that one huge
@@ -216,8 +250,8 @@ var readBufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // readStructuredBlock reads a block in the entry/restart format and
 // validates its restart array.
-func (r *Reader) readStructuredBlock(h blockHandle, what string) ([]byte, error) {
-	b, err := r.readBlockHandle(h, what)
+func (r *Reader) readStructuredBlock(h blockHandle, what string, alloc *blockAlloc) ([]byte, error) {
+	b, err := r.readBlockHandle(h, what, alloc)
 	if err != nil {
 		return nil, err
 	}
@@ -227,25 +261,29 @@ func (r *Reader) readStructuredBlock(h blockHandle, what string) ([]byte, error)
 	return b, nil
 }
 
-// readDataBlock returns the data block at h through the cache. Cached
-// blocks were verified when they were read.
-func (r *Reader) readDataBlock(h blockHandle) ([]byte, error) {
+// readDataBlock returns the data block at h through the cache, with a
+// reference the caller must Release. Cached blocks were verified when they
+// were read.
+func (r *Reader) readDataBlock(h blockHandle) (*cache.Block, error) {
 	if b, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
 		return b, nil
 	}
-	b, err := r.readStructuredBlock(h, "data")
+	var alloc blockAlloc
+	data, err := r.readStructuredBlock(h, "data", &alloc)
+	b := alloc.blk
+	alloc.release(err == nil)
 	if err != nil {
 		return nil, err
 	}
+	b.Data = data
 	r.opts.Cache.Set(r.opts.FileNum, h.offset, b)
 	return b, nil
 }
 
 // Get returns the newest entry for userKey whose sequence number is below
 // readSeq. The filter is consulted first. For KindDelete found is true and
-// value nil. value aliases a decoded block, which is immutable and never
-// reused, so it stays valid after the Reader is closed; the caller must
-// not modify it (its capacity ends with it, so appending copies).
+// value nil. value is a copy the caller owns: the block it came from is
+// recycled once no reader holds it.
 //
 // Only one data block can hold the answer: the first whose separator is
 // >= the search key. When that block has no entry >= the search key, the
@@ -282,7 +320,7 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 		return nil, 0, false, err
 	}
 	it := getIterPool.Get().(*blockIter)
-	it.init(b, r.opts.FileName, h.offset)
+	it.init(b.Data, r.opts.FileName, h.offset)
 	if it.seekGE(target) && bytes.Equal(it.key[:len(it.key)-8], userKey) {
 		ik, ok := base.DecodeInternalKey(it.key)
 		if !ok {
@@ -290,7 +328,8 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 		} else {
 			kind, found = ik.Kind(), true
 			if kind != base.KindDelete {
-				value = it.val
+				// The block's memory is recycled once released.
+				value = bytes.Clone(it.val)
 			}
 		}
 	}
@@ -299,6 +338,7 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 	}
 	it.reset()
 	getIterPool.Put(it)
+	b.Release()
 	return value, kind, found, err
 }
 
@@ -342,16 +382,16 @@ func (r *Reader) VerifyChecksums() error {
 		h    blockHandle
 		what string
 	}{{r.footer.metaindex, "meta-index"}, {r.propsH, "properties"}} {
-		if _, err := r.readStructuredBlock(b.h, b.what); err != nil {
+		if _, err := r.readStructuredBlock(b.h, b.what, nil); err != nil {
 			return err
 		}
 	}
-	indexBlock, err := r.readStructuredBlock(r.footer.index, "index")
+	indexBlock, err := r.readStructuredBlock(r.footer.index, "index", nil)
 	if err != nil {
 		return err
 	}
 	if r.filter != nil {
-		if _, err := r.readBlockHandle(r.filterH, "filter"); err != nil {
+		if _, err := r.readBlockHandle(r.filterH, "filter", nil); err != nil {
 			return err
 		}
 	}
@@ -364,7 +404,7 @@ func (r *Reader) VerifyChecksums() error {
 		if err != nil {
 			return err
 		}
-		b, err := r.readStructuredBlock(h, "data")
+		b, err := r.readStructuredBlock(h, "data", nil)
 		if err != nil {
 			return err
 		}
