@@ -429,10 +429,24 @@ func (db *DB) Close() error {
 // closeResources releases everything Open acquired, in reverse order.
 func (db *DB) closeResources() error {
 	var err error
+	// db.mu keeps a concurrent Metrics away while the read state and the
+	// memtables go. The memtable list's references go too: a memtable an
+	// open iterator still reads is freed when that iterator closes.
+	db.mu.Lock()
 	if db.rs != nil {
 		db.rs.unref()
 		db.rs = nil
 	}
+	if db.mu.mem != nil {
+		db.mu.mem.unref()
+		db.mu.mem = nil
+	}
+	for _, m := range db.mu.imm {
+		m.unref()
+	}
+	db.mu.imm = nil
+	db.mu.Unlock()
+	db.memPool.close()
 	if db.tables != nil {
 		err = errors.Join(err, db.tables.close())
 	}

@@ -40,12 +40,15 @@ func (m *memTable) unref() {
 // memtablePool keeps one retired memtable of the standard size for the
 // next rotation. Without it a DB that fills a 32 MiB memtable every tenth
 // of a second leaves a trail of dead arenas that the heap, and the
-// process's resident memory, carries until the GC reclaims them.
+// process's resident memory, carries until the GC reclaims them. Its
+// memtables' arenas live outside the Go heap (memtable.NewMapped), so it
+// frees those it does not keep, and after close it keeps none.
 type memtablePool struct {
 	size int // the capacity every pooled memtable was created with
 
-	mu    sync.Mutex
-	spare *memtable.Memtable
+	mu     sync.Mutex
+	spare  *memtable.Memtable
+	closed bool
 }
 
 // get returns an empty memtable of the pool's size.
@@ -55,18 +58,33 @@ func (p *memtablePool) get() *memtable.Memtable {
 	p.spare = nil
 	p.mu.Unlock()
 	if mt == nil {
-		return memtable.New(p.size)
+		return memtable.NewMapped(p.size)
 	}
 	mt.Reset()
 	return mt
 }
 
-// put offers a memtable nothing references any more; it is kept when the
-// pool is empty and dropped otherwise.
+// put takes a memtable nothing references any more: it is kept when the
+// pool is open and empty, and freed otherwise.
 func (p *memtablePool) put(mt *memtable.Memtable) {
 	p.mu.Lock()
-	if p.spare == nil {
-		p.spare = mt
+	if p.spare == nil && !p.closed {
+		p.spare, mt = mt, nil
 	}
 	p.mu.Unlock()
+	if mt != nil {
+		mt.Free()
+	}
+}
+
+// close frees the spare; memtables released later (by iterators that
+// outlive the DB) are freed at once.
+func (p *memtablePool) close() {
+	p.mu.Lock()
+	mt := p.spare
+	p.spare, p.closed = nil, true
+	p.mu.Unlock()
+	if mt != nil {
+		mt.Free()
+	}
 }

@@ -3,6 +3,7 @@ package lsmgo
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
@@ -82,5 +83,43 @@ func TestMemtableRecycling(t *testing.T) {
 	}
 	if len(seen) > 3 {
 		t.Fatalf("20 flushes used %d distinct memtables; released arenas are not reused", len(seen))
+	}
+}
+
+// TestIteratorOutlivesClose reads through an iterator after the DB closed:
+// the memtable it reads (whose arena lives outside the Go heap) must stay
+// mapped until the iterator closes, then be freed.
+func TestIteratorOutlivesClose(t *testing.T) {
+	db, err := Open("/db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20, Sync: SyncNone, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := db.Set([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%04d", i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := db.Metrics(); m.MemTables.Bytes != 0 {
+		t.Errorf("Metrics after Close report %d memtable bytes", m.MemTables.Bytes)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if want := fmt.Sprintf("v%04d", n); string(it.Value()) != want {
+			t.Fatalf("after Close, key %s reads %q, want %q", it.Key(), it.Value(), want)
+		}
+		n++
+	}
+	if n != 1000 {
+		t.Fatalf("after Close the iterator saw %d keys, want 1000", n)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -99,6 +99,11 @@ func (m *Metrics) WriteAmplification() float64 {
 func (db *DB) Metrics() *Metrics {
 	m := &Metrics{}
 	db.mu.Lock()
+	if db.rs == nil {
+		// Closed: nothing is left to measure.
+		db.mu.Unlock()
+		return m
+	}
 	m.MemTables.Count = 1 + len(db.mu.imm)
 	m.MemTables.Bytes = int64(db.mu.mem.mt.Size())
 	for _, im := range db.mu.imm {

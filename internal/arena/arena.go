@@ -19,24 +19,61 @@ import (
 
 // Arena is a bump allocator over one preallocated buffer.
 type Arena struct {
-	size atomic.Uint32
-	buf  []byte
+	size   atomic.Uint32
+	buf    []byte
+	mapped bool // buf was mapped by NewMapped and must be unmapped
 }
 
-// New returns an arena of capacity bytes. capacity must be between 1 and
-// math.MaxUint32, since offsets are 32-bit.
+// New returns an arena of capacity bytes on the Go heap. capacity must be
+// between 1 and math.MaxUint32, since offsets are 32-bit.
 func New(capacity int) *Arena {
-	if capacity < 1 || uint64(capacity) > math.MaxUint32 {
-		panic(fmt.Sprintf("arena: capacity %d out of range [1, %d]", capacity, uint32(math.MaxUint32)))
-	}
+	checkCapacity(capacity)
 	// Backing the bytes with uint64s guarantees 8-byte alignment of the
 	// base; a plain make([]byte) of a small size may come from the tiny
 	// allocator at any address, which would break atomic access.
 	words := make([]uint64, (capacity+7)/8)
-	a := &Arena{buf: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), capacity)}
+	return newArena(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), capacity), false)
+}
+
+// NewMapped returns an arena of capacity bytes outside the Go heap, in
+// anonymous memory mapped from the OS (page-aligned, zero, resident only
+// once touched), or on the heap where mapping is not available. Its memory
+// does not count toward the heap the garbage collector paces itself by:
+// a DB holding a few 32 MiB memtables would otherwise let the heap, and
+// the process's RSS, grow to twice their size between collections. The
+// caller must Free it, and must not touch it afterwards.
+func NewMapped(capacity int) *Arena {
+	checkCapacity(capacity)
+	buf, err := mapAnon(capacity)
+	if err != nil {
+		return New(capacity)
+	}
+	return newArena(buf, true)
+}
+
+func checkCapacity(capacity int) {
+	if capacity < 1 || uint64(capacity) > math.MaxUint32 {
+		panic(fmt.Sprintf("arena: capacity %d out of range [1, %d]", capacity, uint32(math.MaxUint32)))
+	}
+}
+
+func newArena(buf []byte, mapped bool) *Arena {
+	a := &Arena{buf: buf, mapped: mapped}
 	// Byte 0 is reserved so that offset 0 can mean "no allocation".
 	a.size.Store(1)
 	return a
+}
+
+// Free returns a mapped arena's memory to the OS; a heap arena is left to
+// the garbage collector. Nothing may use the arena afterwards: a mapped
+// arena's memory is gone, and a read of it faults.
+func (a *Arena) Free() {
+	if a.mapped {
+		// Munmap of a region this arena mapped fails only on a bad
+		// address, which the arena never passes.
+		_ = unmap(a.buf)
+	}
+	a.buf, a.mapped = nil, false
 }
 
 // Alloc reserves size bytes whose offset is a multiple of align, which must

@@ -5,8 +5,20 @@ import (
 	"testing"
 )
 
+// constructors are the two kinds of arena; every behaviour holds for both.
+var constructors = []struct {
+	name string
+	new  func(int) *Arena
+}{{"heap", New}, {"mapped", NewMapped}}
+
 func TestAllocAlignmentAndFull(t *testing.T) {
-	a := New(64)
+	for _, c := range constructors {
+		t.Run(c.name, func(t *testing.T) { testAllocAlignmentAndFull(t, c.new(64)) })
+	}
+}
+
+func testAllocAlignmentAndFull(t *testing.T, a *Arena) {
+	defer a.Free()
 	if a.Capacity() != 64 || a.Size() != 1 {
 		t.Fatalf("fresh arena: capacity %d size %d", a.Capacity(), a.Size())
 	}
@@ -79,5 +91,36 @@ func TestConcurrentAllocDisjoint(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMappedMemory writes every byte of a mapped arena, through a reset,
+// and reads it back: the mapping is real, writable memory of the full
+// capacity, zero when fresh.
+func TestMappedMemory(t *testing.T) {
+	const n = 1 << 20
+	a := NewMapped(n)
+	defer a.Free()
+	off, ok := a.Alloc(n-1, 1)
+	if !ok {
+		t.Fatal("cannot allocate the whole arena")
+	}
+	b := a.Bytes(off, n-1)
+	for i := range b {
+		if b[i] != 0 {
+			t.Fatalf("fresh mapped byte %d is %d", i, b[i])
+		}
+		b[i] = byte(i)
+	}
+	a.Reset()
+	off, _ = a.Alloc(n-1, 1)
+	for i, c := range a.Bytes(off, n-1) {
+		if c != byte(i) {
+			t.Fatalf("byte %d reads %d after a reset, want %d", i, c, byte(i))
+		}
+	}
+	// Offset k holds byte(k-1): the allocation began at offset 1.
+	if got := a.Uint32(4).Add(1); got != 0x06050403+1 {
+		t.Fatalf("atomic word reads %#x", got)
 	}
 }

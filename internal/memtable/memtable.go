@@ -82,15 +82,27 @@ const (
 // New returns an empty memtable whose arena holds capacity bytes. The
 // capacity is raised to the minimum needed for the list's head node; it
 // must not exceed math.MaxUint32, since nodes are addressed by uint32.
-func New(capacity int) *Memtable {
+func New(capacity int) *Memtable { return newMemtable(capacity, arena.New) }
+
+// NewMapped is New with the arena outside the Go heap (see
+// arena.NewMapped). The caller must Free the memtable once nothing reads
+// it.
+func NewMapped(capacity int) *Memtable { return newMemtable(capacity, arena.NewMapped) }
+
+func newMemtable(capacity int, newArena func(int) *arena.Arena) *Memtable {
 	headSize := uint32(headerLen + linkSize*maxHeight)
 	// One reserved byte plus worst-case alignment padding precede the head.
 	capacity = max(capacity, int(headSize)+linkSize)
 	blocks := max(1, capacity/filterBytesPerEntry*filterBitsPerEntry/(64*filterBlockWords))
-	m := &Memtable{arena: arena.New(capacity), filter: make([]atomic.Uint64, blocks*filterBlockWords)}
+	m := &Memtable{arena: newArena(capacity), filter: make([]atomic.Uint64, blocks*filterBlockWords)}
 	m.initHead()
 	return m
 }
+
+// Free releases the arena of a memtable from NewMapped (a heap memtable is
+// left to the garbage collector). Nothing may read the memtable, or a
+// slice it returned, afterwards.
+func (m *Memtable) Free() { m.arena.Free() }
 
 // Reset empties the memtable so that its arena and filter serve again:
 // a DB rotating memtables at hundreds of MB/s would otherwise leave a

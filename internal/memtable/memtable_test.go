@@ -78,8 +78,16 @@ func checkIter(t *testing.T, m *Memtable, md model, seed uint64) {
 }
 
 func TestRandomAgainstModel(t *testing.T) {
+	t.Run("heap", func(t *testing.T) { testRandomAgainstModel(t, New(1<<20)) })
+	t.Run("mapped", func(t *testing.T) {
+		m := NewMapped(1 << 20)
+		defer m.Free()
+		testRandomAgainstModel(t, m)
+	})
+}
+
+func testRandomAgainstModel(t *testing.T, m *Memtable) {
 	rng, seed := seedRNG(t)
-	m := New(1 << 20)
 	var md model
 	nextSeq := base.SeqNum(1)
 	for op := 0; op < 4000; op++ {
