@@ -349,7 +349,7 @@ func (db *DB) makeRoomForWriteLocked(need int) error {
 			// never wake.
 			return ErrClosed
 		}
-		l0 := len(db.rs.version.Files[0])
+		l0 := len(db.rs.Load().version.Files[0])
 		if !slowed && l0 >= db.opts.L0SlowdownWritesThreshold {
 			slowed = true
 			db.m.slowdowns.Add(1)

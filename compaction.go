@@ -88,7 +88,7 @@ func (db *DB) maybeScheduleCompaction() {
 		return
 	}
 	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
-		c := db.picker.Pick(db.rs.version)
+		c := db.picker.Pick(db.rs.Load().version)
 		if c == nil {
 			return
 		}

@@ -789,7 +789,7 @@ func TestCorruptionReverseScanStopsAtError(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.mu.Lock()
-	v := db.rs.version
+	v := db.rs.Load().version
 	bottom := v.Files[6]
 	db.mu.Unlock()
 	if len(bottom) != 1 || len(v.Files[0]) != 1 {

@@ -36,11 +36,11 @@ type DB struct {
 	visibleSeq atomic.Uint64
 	closed     atomic.Bool
 
-	// rsMu guards rs, the immutable bundle of memtables and version that
-	// reads use; it is separate from mu so reads never wait behind a
-	// commit leader or a file creation.
-	rsMu sync.RWMutex
-	rs   *readState
+	// rs is the immutable bundle of memtables and version that reads use.
+	// It is replaced only with db.mu held, but loaded without any lock
+	// (loadReadState), so reads never wait behind a commit leader or a
+	// file creation.
+	rs atomic.Pointer[readState]
 
 	// walSyncMu is held while the WAL file is fsynced or closed, so the
 	// interval syncer and a rotation never touch a closed file.
@@ -227,7 +227,10 @@ func (db *DB) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 }
 
 func (db *DB) get(key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
-	rs, readSeq := db.loadReadStateAt(readSeq)
+	rs, readSeq, err := db.loadReadStateAt(readSeq)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
 	defer rs.unref()
 	value, kind, found, owned, err := rs.get(db, key, readSeq)
 	if err != nil {
@@ -351,7 +354,7 @@ func (db *DB) Compact(start, end []byte) error {
 			if db.closed.Load() {
 				return ErrClosed
 			}
-			v := db.rs.version
+			v := db.rs.Load().version
 			if len(v.Overlaps(level, start, end)) == 0 {
 				break
 			}
@@ -433,9 +436,8 @@ func (db *DB) closeResources() error {
 	// memtables go. The memtable list's references go too: a memtable an
 	// open iterator still reads is freed when that iterator closes.
 	db.mu.Lock()
-	if db.rs != nil {
-		db.rs.unref()
-		db.rs = nil
+	if rs := db.rs.Swap(nil); rs != nil {
+		rs.unref()
 	}
 	if db.mu.mem != nil {
 		db.mu.mem.unref()

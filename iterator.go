@@ -51,7 +51,10 @@ func (db *DB) newIter(o *IterOptions, readSeq base.SeqNum) (*Iterator, error) {
 		it.lower = bytes.Clone(o.LowerBound)
 		it.upper = bytes.Clone(o.UpperBound)
 	}
-	rs, readSeq := db.loadReadStateAt(readSeq)
+	rs, readSeq, err := db.loadReadStateAt(readSeq)
+	if err != nil {
+		return nil, err
+	}
 	it.rs, it.readSeq = rs, readSeq
 	children := []base.InternalIterator{rs.mem.mt.NewIter()}
 	for _, m := range rs.imm {

@@ -99,7 +99,7 @@ func (m *Metrics) WriteAmplification() float64 {
 func (db *DB) Metrics() *Metrics {
 	m := &Metrics{}
 	db.mu.Lock()
-	if db.rs == nil {
+	if db.rs.Load() == nil {
 		// Closed: nothing is left to measure.
 		db.mu.Unlock()
 		return m
@@ -112,7 +112,7 @@ func (db *DB) Metrics() *Metrics {
 	m.Compaction.Running = db.mu.compacting
 	m.Snapshots = db.mu.snapshots.count()
 	m.ReadOnly = db.mu.bgErr != nil
-	v := db.rs.version
+	v := db.rs.Load().version
 	scores := compaction.Scores(v, db.compactionConfig())
 	for level := range m.Levels {
 		m.Levels[level] = LevelMetrics{Files: len(v.Files[level]), Bytes: v.LevelSize(level), Score: scores[level]}

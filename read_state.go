@@ -29,13 +29,30 @@ func (rs *readState) unref() {
 }
 
 // loadReadState returns the current read state with a reference the
-// caller must drop.
+// caller must drop, or nil once the DB is closed. It takes no lock: a
+// read state whose count already fell to zero is being torn down, and the
+// load is simply retried, since a newer state (or nil) has been published
+// before the old one was released.
 func (db *DB) loadReadState() *readState {
-	db.rsMu.RLock()
-	rs := db.rs
-	rs.refs.Add(1)
-	db.rsMu.RUnlock()
-	return rs
+	for {
+		rs := db.rs.Load()
+		if rs == nil || rs.tryRef() {
+			return rs
+		}
+	}
+}
+
+// tryRef takes a reference unless the count already reached zero.
+func (rs *readState) tryRef() bool {
+	for {
+		n := rs.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if rs.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // readSeqLatest, passed as a read sequence number, means "the newest
@@ -45,13 +62,17 @@ func (db *DB) loadReadState() *readState {
 // holds back, may drop the older versions such a reader needs.
 const readSeqLatest base.SeqNum = 0
 
-// loadReadStateAt is loadReadState that also resolves readSeqLatest.
-func (db *DB) loadReadStateAt(readSeq base.SeqNum) (*readState, base.SeqNum) {
+// loadReadStateAt is loadReadState that also resolves readSeqLatest; it
+// returns ErrClosed once the DB is closed.
+func (db *DB) loadReadStateAt(readSeq base.SeqNum) (*readState, base.SeqNum, error) {
 	rs := db.loadReadState()
+	if rs == nil {
+		return nil, 0, ErrClosed
+	}
 	if readSeq == readSeqLatest {
 		readSeq = base.SeqNum(db.visibleSeq.Load())
 	}
-	return rs, readSeq
+	return rs, readSeq, nil
 }
 
 // updateReadStateLocked publishes a new read state from db.mu's memtables
@@ -65,10 +86,7 @@ func (db *DB) updateReadStateLocked() {
 		m.ref()
 		rs.imm[len(rs.imm)-1-i] = m
 	}
-	db.rsMu.Lock()
-	old := db.rs
-	db.rs = rs
-	db.rsMu.Unlock()
+	old := db.rs.Swap(rs)
 	if old != nil {
 		old.unref()
 	}
