@@ -226,16 +226,7 @@ func TestCheckReportsEveryProblem(t *testing.T) {
 
 func rewrite(t testing.TB, fs vfs.FS, name string, data []byte) {
 	t.Helper()
-	f, err := fs.Create(corruptPath(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, fs, corruptPath(name), data)
 }
 
 // TestCheckManifestDisagrees records wrong metadata for a healthy table

@@ -3,6 +3,7 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -31,6 +32,9 @@ type walState struct {
 	file vfs.File
 	w    *wal.Writer
 	base uint64
+	// zeroed is how far the file has been extended with zeros ahead of
+	// the records (see preallocateWAL).
+	zeroed int64
 }
 
 // commitWriter is one Apply call on its way through the commit pipeline.
@@ -296,6 +300,9 @@ func (db *DB) writeWAL(log *walState, group []*commitWriter) (uint64, error) {
 		}
 	}
 	n := log.w.Buffered()
+	if err := db.preallocateWAL(log); err != nil {
+		return 0, err
+	}
 	if err := log.w.Flush(); err != nil {
 		return 0, fmt.Errorf("lsmgo: WAL write %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
 	}
@@ -303,6 +310,47 @@ func (db *DB) writeWAL(log *walState, group []*commitWriter) (uint64, error) {
 	pos := log.base + uint64(log.w.Size())
 	db.walWritten.Store(pos)
 	return pos, nil
+}
+
+// walZeroChunk is the most a WAL is extended with zeros at a time.
+const walZeroChunk = 1 << 20
+
+// walZeroWrite is the size of each write of zeros: one page. A larger
+// write lets the kernel cache the range as one large folio, and a record
+// that later dirties a few bytes of it then makes every fsync write back
+// the whole folio (measured: 1 MiB per fsync for 1 MiB writes).
+const walZeroWrite = 4 << 10
+
+// zeros is read-only.
+var zeros [walZeroWrite]byte
+
+// preallocateWAL extends the WAL with zeros, a chunk ahead of the records
+// about to be written, when the DB syncs every write. An fsync after an
+// append that grew the file must also commit the new size to the
+// filesystem's journal; an fsync after records overwrote zeros already in
+// the file need only write the data, which measured about a quarter
+// faster on ext4. A reader takes a zero tail for the log's end (see
+// internal/wal), so a crash anywhere leaves a readable WAL.
+func (db *DB) preallocateWAL(log *walState) error {
+	chunk := db.walZeroChunk
+	end := log.w.Size()
+	if chunk == 0 || end <= log.zeroed {
+		return nil
+	}
+	wa, ok := log.file.(io.WriterAt)
+	if !ok {
+		return nil
+	}
+	target := (end/chunk + 1) * chunk
+	for off := log.zeroed; off < target; {
+		n := min(target-off, int64(len(zeros)))
+		if _, err := wa.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("lsmgo: WAL preallocate %s: %w", base.MakeFilename(base.FileTypeLog, log.num), err)
+		}
+		off += n
+	}
+	log.zeroed = target
+	return nil
 }
 
 // applyBatch inserts a batch's records at their sequence numbers.

@@ -98,6 +98,9 @@ type DB struct {
 
 	// memPool recycles the arenas of flushed memtables.
 	memPool memtablePool
+	// walZeroChunk is how far ahead of its records a WAL is extended with
+	// zeros (preallocateWAL); 0 when the DB does not sync every write.
+	walZeroChunk int64
 
 	m dbMetrics
 }
@@ -108,6 +111,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	db := &DB{dirname: dir, opts: o, fs: o.FS}
 	db.memPool.size = o.MemTableSize
+	if o.Sync.kind == syncAlways {
+		// A small memtable means a small WAL: a chunk of an eighth of
+		// it keeps the zeros in proportion.
+		db.walZeroChunk = int64(min(max(o.MemTableSize/8, 4<<10), walZeroChunk))
+	}
 	db.mu.cond.L = &db.mu.Mutex
 	db.pub.cond.L = &db.pub.mu
 	db.syncWait.cond.L = &db.syncWait.mu

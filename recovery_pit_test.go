@@ -550,7 +550,7 @@ func newDamagedWAL(t *testing.T) *damagedWAL {
 	return d
 }
 
-func writeFile(t *testing.T, fs vfs.FS, name string, data []byte) {
+func writeFile(t testing.TB, fs vfs.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fs.Create(name)
 	if err != nil {

@@ -562,6 +562,25 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteAt writes p at off without moving the offset Write uses; bytes
+// past the end of the file are zeros.
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.check("write"); err != nil {
+		return 0, err
+	}
+	if !f.writable {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: syscall.EBADF}
+	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "writeat", Path: f.name, Err: errors.New("negative offset")}
+	}
+	n := f.node
+	n.mu.Lock()
+	n.data = writeAt(n.data, p, int(off))
+	n.mu.Unlock()
+	return len(p), nil
+}
+
 // writeAt returns data with p written at off. Bytes already in data are
 // never changed in place (see memNode), so an overwrite copies the array.
 func writeAt(data, p []byte, off int) []byte {

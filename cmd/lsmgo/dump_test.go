@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,6 +67,9 @@ func TestDumpLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The WAL of a DB that syncs every write runs on in zeros written
+	// ahead of its records; the tear goes into the last record.
+	data = bytes.TrimRight(data, "\x00")
 	if err := os.WriteFile(log, data[:len(data)-3], 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ const (
 	OpOpenDir
 	// OpRead is File.Read and File.ReadAt.
 	OpRead
-	// OpWrite is File.Write.
+	// OpWrite is File.Write and WriteAt.
 	OpWrite
 	// OpSync is File.Sync, on files and on directories.
 	OpSync
@@ -232,16 +232,31 @@ func (f *errorFile) ReadAt(p []byte, off int64) (int, error) {
 	return f.f.ReadAt(p, off)
 }
 
-func (f *errorFile) Write(p []byte) (int, error) {
+func (f *errorFile) Write(p []byte) (int, error) { return f.write(p, f.f.Write) }
+
+// WriteAt is Write at an offset, for files whose underlying file has
+// it; a failed WriteAt tears like a failed Write.
+func (f *errorFile) WriteAt(p []byte, off int64) (int, error) {
+	wa, ok := f.f.(io.WriterAt)
+	if !ok {
+		return 0, &os.PathError{Op: "writeat", Path: f.name, Err: errors.ErrUnsupported}
+	}
+	return f.write(p, func(b []byte) (int, error) { return wa.WriteAt(b, off) })
+}
+
+// write runs a write through the injector: a failed one writes a torn
+// prefix of p, when the injector tears writes, and returns the injected
+// error.
+func (f *errorFile) write(p []byte, to func([]byte) (int, error)) (int, error) {
 	err := maybeError(f.inj, OpWrite, f.name)
 	if err == nil {
-		return f.f.Write(p)
+		return to(p)
 	}
 	tw, ok := f.inj.(TornWriter)
 	if !ok || len(p) == 0 {
 		return 0, err
 	}
-	n, werr := f.f.Write(p[:tw.TornPrefix(len(p))])
+	n, werr := to(p[:tw.TornPrefix(len(p))])
 	if werr != nil {
 		return n, werr
 	}
