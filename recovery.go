@@ -11,6 +11,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
 	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // recover replays the WAL files the manifest still needs into L0 tables,
@@ -127,12 +128,12 @@ func (db *DB) recover(names []string) error {
 			end = &walStop{file: name, off: off, err: base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")}
 		}
 		if end != nil {
-			st, err := f.Stat()
+			dataEnd, err := nonZeroEnd(f)
 			if err != nil {
 				f.Close()
-				return fail(fmt.Errorf("lsmgo: stat WAL: %w", err))
+				return fail(fmt.Errorf("lsmgo: read WAL %s: %w", name, err))
 			}
-			end.dropped = st.Size() - end.off
+			end.dropped = max(dataEnd-end.off, 0)
 			ends = append(ends, *end)
 			if stop == nil {
 				stop = end
@@ -249,4 +250,29 @@ func (db *DB) removeObsoleteFiles() {
 			db.removeFile(t, num)
 		}
 	}
+}
+
+// nonZeroEnd returns the offset just past the last nonzero byte of f: the
+// zeros a SyncAlways DB writes ahead of its records are not data, and a
+// tail recovery drops is counted without them.
+func nonZeroEnd(f vfs.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64<<10)
+	for end := st.Size(); end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != 0 {
+				return start + int64(i) + 1, nil
+			}
+		}
+		end = start
+	}
+	return 0, nil
 }

@@ -480,7 +480,7 @@ func (h *pitHistory) checkPIT(got map[string][]byte, mode SyncMode, c0, c1 int64
 type damagedWAL struct {
 	pristine, damaged *vfs.MemFS
 	wal               string  // the WAL's path
-	size              int64   // its size
+	size              int64   // the size of its records, without the zeros after them
 	starts            []int64 // each record's offset
 	// hit is the first record the zeroed page touches: recovery must keep
 	// exactly the records before it.
@@ -527,7 +527,8 @@ func newDamagedWAL(t *testing.T) *damagedWAL {
 		}
 	}
 	data := readAllFile(t, mem, d.wal)
-	d.size = int64(len(data))
+	// The size of the records: zeros written ahead of them follow.
+	d.size = int64(len(bytes.TrimRight(data, "\x00")))
 	r := wal.NewReader(bytes.NewReader(data), d.wal)
 	for {
 		if _, err := r.Next(); err == io.EOF {
