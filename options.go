@@ -112,6 +112,9 @@ type Options struct {
 	// Sync is the WAL sync mode; default SyncAlways.
 	Sync SyncMode
 	// MemTableSize is the capacity of one memtable in bytes; default 32 MiB.
+	// Memtables of this size live in memory mapped outside the Go heap,
+	// and a flushed one is kept for reuse: budget (MemTableStopWritesThreshold
+	// + 1) × MemTableSize for them, plus CacheSize for the block cache.
 	MemTableSize int
 	// MemTableStopWritesThreshold is how many memtables (the mutable one
 	// plus those waiting to be flushed) may exist before writes stall;
