@@ -5,7 +5,11 @@ package arena
 import "syscall"
 
 func mapAnon(n int) ([]byte, error) {
-	return syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err == nil {
+		adviseHugePages(b)
+	}
+	return b, err
 }
 
 func unmap(b []byte) error { return syscall.Munmap(b) }
