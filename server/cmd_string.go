@@ -374,6 +374,21 @@ func cmdMSet(c *conn, args [][]byte) {
 	}
 }
 
+// modify runs a read-modify-write of the key in keyArg (a one-element
+// slice of the arguments) under the key's lock: fn gets the current value
+// (zero when absent) and changes it in place, or replies itself and
+// returns false when nothing is to be stored. modify stores the result and
+// reports whether it did; on false a reply has been sent.
+func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) bool) bool {
+	held := c.lock(keyArg, 1)
+	defer c.unlock(held)
+	v, exists, ok := c.get(keyArg[0])
+	if !ok || !fn(&v, exists) {
+		return false
+	}
+	return c.put(keyArg[0], v)
+}
+
 // cmdIncr implements INCR, DECR, INCRBY and DECRBY. The key keeps its
 // expiry, as in Redis.
 func cmdIncr(c *conn, args [][]byte) {
@@ -392,26 +407,23 @@ func cmdIncr(c *conn, args [][]byte) {
 		}
 		delta = -delta
 	}
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
-	}
 	var n int64
-	if exists {
-		if n, ok = parseInt(v.val); !ok {
-			c.fail(msgNotInteger)
-			return
+	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
+		if exists {
+			var ok bool
+			if n, ok = parseInt(v.val); !ok {
+				c.fail(msgNotInteger)
+				return false
+			}
 		}
-	}
-	if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
-		c.fail(msgOverflow)
-		return
-	}
-	n += delta
-	v.val = strconv.AppendInt(v.val[:0], n, 10)
-	if !c.put(args[1], v) {
+		if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
+			c.fail(msgOverflow)
+			return false
+		}
+		n += delta
+		v.val = strconv.AppendInt(v.val[:0], n, 10)
+		return true
+	}) {
 		return
 	}
 	c.wr.Int(n)
@@ -423,47 +435,44 @@ func cmdIncrByFloat(c *conn, args [][]byte) {
 		c.fail(msgNotFloat)
 		return
 	}
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
-	}
-	var f float64
-	if exists {
-		if f, ok = parseFloat(v.val); !ok {
-			c.fail(msgNotFloat)
-			return
+	var result []byte
+	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
+		var f float64
+		if exists {
+			var ok bool
+			if f, ok = parseFloat(v.val); !ok {
+				c.fail(msgNotFloat)
+				return false
+			}
 		}
-	}
-	f += delta
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		c.fail("ERR increment would produce NaN or Infinity")
+		f += delta
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			c.fail("ERR increment would produce NaN or Infinity")
+			return false
+		}
+		v.val = []byte(formatFloat(f))
+		result = v.val
+		return true
+	}) {
 		return
 	}
-	v.val = []byte(formatFloat(f))
-	if !c.put(args[1], v) {
-		return
-	}
-	c.wr.Bulk(v.val)
+	c.wr.Bulk(result)
 }
 
 func cmdAppend(c *conn, args [][]byte) {
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	v, _, ok := c.get(args[1])
-	if !ok {
+	var n int
+	if !c.modify(args[1:2], func(v *stringValue, _ bool) bool {
+		if int64(len(v.val))+int64(len(args[2])) > c.s.config().ProtoMaxBulkLen {
+			c.fail(msgStringTooBig)
+			return false
+		}
+		v.val = append(v.val, args[2]...)
+		n = len(v.val)
+		return true
+	}) {
 		return
 	}
-	if int64(len(v.val))+int64(len(args[2])) > c.s.config().ProtoMaxBulkLen {
-		c.fail(msgStringTooBig)
-		return
-	}
-	v.val = append(v.val, args[2]...)
-	if !c.put(args[1], v) {
-		return
-	}
-	c.wr.Int(int64(len(v.val)))
+	c.wr.Int(int64(n))
 }
 
 func cmdStrlen(c *conn, args [][]byte) {
@@ -520,31 +529,26 @@ func cmdSetRange(c *conn, args [][]byte) {
 		return
 	}
 	patch := args[3]
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	v, exists, ok := c.get(args[1])
-	if !ok {
+	var n int
+	if !c.modify(args[1:2], func(v *stringValue, _ bool) bool {
+		if len(patch) == 0 {
+			// Nothing to write: Redis neither creates the key nor checks
+			// the offset against the size limit.
+			c.wr.Int(int64(len(v.val)))
+			return false
+		}
+		if offset+int64(len(patch)) > c.s.config().ProtoMaxBulkLen {
+			c.fail(msgStringTooBig)
+			return false
+		}
+		if need := int(offset) + len(patch); need > len(v.val) {
+			v.val = append(v.val, make([]byte, need-len(v.val))...)
+		}
+		copy(v.val[offset:], patch)
+		n = len(v.val)
+		return true
+	}) {
 		return
 	}
-	if len(patch) == 0 {
-		// Nothing to write: Redis neither creates the key nor checks the
-		// offset against the size limit.
-		c.wr.Int(int64(len(v.val)))
-		return
-	}
-	if offset+int64(len(patch)) > c.s.config().ProtoMaxBulkLen {
-		c.fail(msgStringTooBig)
-		return
-	}
-	if !exists {
-		v = stringValue{}
-	}
-	if need := int(offset) + len(patch); need > len(v.val) {
-		v.val = append(v.val, make([]byte, need-len(v.val))...)
-	}
-	copy(v.val[offset:], patch)
-	if !c.put(args[1], v) {
-		return
-	}
-	c.wr.Int(int64(len(v.val)))
+	c.wr.Int(int64(n))
 }
