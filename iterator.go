@@ -96,6 +96,9 @@ func overlapsBounds(f *manifest.FileMetadata, lower, upper []byte) bool {
 
 // First moves to the first key.
 func (i *Iterator) First() bool {
+	if i.closed {
+		return false
+	}
 	if i.lower != nil {
 		return i.SeekGE(i.lower)
 	}
@@ -106,6 +109,9 @@ func (i *Iterator) First() bool {
 
 // Last moves to the last key.
 func (i *Iterator) Last() bool {
+	if i.closed {
+		return false
+	}
 	if i.upper != nil {
 		return i.SeekLT(i.upper)
 	}
@@ -116,6 +122,9 @@ func (i *Iterator) Last() bool {
 
 // SeekGE moves to the first key >= key.
 func (i *Iterator) SeekGE(key []byte) bool {
+	if i.closed {
+		return false
+	}
 	if i.lower != nil && bytes.Compare(key, i.lower) < 0 {
 		key = i.lower
 	}
@@ -126,6 +135,9 @@ func (i *Iterator) SeekGE(key []byte) bool {
 
 // SeekLT moves to the last key < key.
 func (i *Iterator) SeekLT(key []byte) bool {
+	if i.closed {
+		return false
+	}
 	if i.upper != nil && bytes.Compare(key, i.upper) > 0 {
 		key = i.upper
 	}
@@ -284,7 +296,10 @@ func (i *Iterator) Close() error {
 	if i.closed {
 		return ErrClosed
 	}
+	// A closed iterator is invalid, and positioning it does nothing: the
+	// memtables it read may be gone.
 	i.closed = true
+	i.valid, i.key, i.value = false, nil, nil
 	err := i.it.Close()
 	i.rs.unref()
 	i.db.m.openIters.Add(-1)

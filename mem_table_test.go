@@ -122,4 +122,8 @@ func TestIteratorOutlivesClose(t *testing.T) {
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The memtable is gone now: a closed iterator must not touch it.
+	if it.First() || it.SeekGE([]byte("k0500")) || it.Last() || it.SeekLT([]byte("k0500")) || it.Next() || it.Prev() || it.Valid() || it.Key() != nil {
+		t.Fatal("a closed iterator still positions")
+	}
 }

@@ -52,9 +52,11 @@ type memNode struct {
 	durableChildren map[string]*memNode
 
 	// File state, guarded by mu. The bytes inside [0, len) of any slice
-	// ever stored in data or durable are never modified afterwards: writes
-	// append past the end or copy the array first. That is what lets Sync
-	// and CrashClone share arrays instead of copying whole files.
+	// ever stored in durable are never modified afterwards: a write
+	// changes data in place only past the durable length (durable's
+	// capacity ends with it, so nothing there is visible through it), and
+	// copies the array before changing bytes below it. That is what lets
+	// Sync and CrashClone share arrays instead of copying whole files.
 	mu      sync.RWMutex
 	data    []byte
 	durable []byte
@@ -556,7 +558,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 	defer f.offMu.Unlock()
 	n := f.node
 	n.mu.Lock()
-	n.data = writeAt(n.data, p, int(f.off))
+	n.data = writeAt(n.data, p, int(f.off), len(n.durable))
 	n.mu.Unlock()
 	f.off += int64(len(p))
 	return len(p), nil
@@ -576,23 +578,28 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	n := f.node
 	n.mu.Lock()
-	n.data = writeAt(n.data, p, int(off))
+	n.data = writeAt(n.data, p, int(off), len(n.durable))
 	n.mu.Unlock()
 	return len(p), nil
 }
 
-// writeAt returns data with p written at off. Bytes already in data are
-// never changed in place (see memNode), so an overwrite copies the array.
-func writeAt(data, p []byte, off int) []byte {
-	if off < len(data) {
+// writeAt returns data with p written at off. Bytes a durable state shares
+// (the first frozen bytes) are never changed in place (see memNode): an
+// overwrite there copies the array. Past them, the write goes in place, so
+// a WAL that overwrites the zeros written ahead of it costs no copy.
+func writeAt(data, p []byte, off, frozen int) []byte {
+	if off < frozen && off < len(data) {
 		out := make([]byte, max(len(data), off+len(p)))
 		copy(out, data)
 		copy(out[off:], p)
 		return out
 	}
 	// A gap, after another handle truncated the file, reads as zeros.
-	data = append(data, make([]byte, off-len(data))...)
-	return append(data, p...)
+	if off > len(data) {
+		data = append(data, make([]byte, off-len(data))...)
+	}
+	n := copy(data[off:], p)
+	return append(data, p[n:]...)
 }
 
 // Sync makes a file's current data, or a directory's current entry set,

@@ -984,3 +984,66 @@ func TestMemCrashReorder(t *testing.T) {
 		t.Errorf("CrashClone after CrashCloneReorder kept %d bytes, want the %d synced", len(got), len(synced))
 	}
 }
+
+// TestMemOverwriteKeepsDurableState overwrites a file below and past its
+// synced length, the way a WAL overwrites zeros written ahead of it: reads
+// see every write at once, and a crash image taken before keeps exactly
+// the synced bytes.
+func TestMemOverwriteKeepsDurableState(t *testing.T) {
+	fs := NewMem()
+	f, err := fs.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := fs.OpenDir("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	wa := f.(io.WriterAt)
+	if _, err := wa.WriteAt(make([]byte, 64), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("head")); err != nil { // at offset 0, inside the synced bytes
+		t.Fatal(err)
+	}
+	before := fs.CrashClone()
+	if _, err := wa.WriteAt([]byte("tail"), 62); err != nil { // runs past the end
+		t.Fatal(err)
+	}
+	want := append(append([]byte("head"), make([]byte, 58)...), "tail"...)
+	if got := readMemFile(t, fs, "/f"); !bytes.Equal(got, want) {
+		t.Fatalf("file reads %q, want %q", got, want)
+	}
+	if got := readMemFile(t, before, "/f"); !bytes.Equal(got, make([]byte, 64)) {
+		t.Fatalf("crash image taken after the first overwrite reads %q, want the synced zeros", got)
+	}
+	if got := readMemFile(t, fs.CrashClone(), "/f"); !bytes.Equal(got, make([]byte, 64)) {
+		t.Fatalf("crash image reads %q, want the synced zeros", got)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readMemFile(t, fs.CrashClone(), "/f"); !bytes.Equal(got, want) {
+		t.Fatalf("after Sync the crash image reads %q, want %q", got, want)
+	}
+}
+
+func readMemFile(t *testing.T, fs FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
