@@ -312,12 +312,12 @@ func (db *DB) writeWAL(log *walState, group []*commitWriter) (uint64, error) {
 	return pos, nil
 }
 
-// walZeroChunk is the most a WAL is extended with zeros at a time. The
+// maxWALZeroChunk is the most a WAL is extended with zeros at a time. The
 // commit leader writes the zeros, so a chunk is a pause of 32 page writes
 // (about a tenth of a millisecond) for the group it leads, once per 128
 // KiB of records; the next fsync also commits the new size to the
 // journal, once per chunk.
-const walZeroChunk = 128 << 10
+const maxWALZeroChunk = 128 << 10
 
 // walZeroWrite is the size of each write of zeros: one page. A larger
 // write lets the kernel cache the range as one large folio, and a record

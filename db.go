@@ -114,7 +114,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.Sync.kind == syncAlways {
 		// A small memtable means a small WAL: a chunk of an eighth of
 		// it keeps the zeros in proportion.
-		db.walZeroChunk = int64(min(max(o.MemTableSize/8, 4<<10), walZeroChunk))
+		db.walZeroChunk = int64(min(max(o.MemTableSize/8, 4<<10), maxWALZeroChunk))
 	}
 	db.mu.cond.L = &db.mu.Mutex
 	db.pub.cond.L = &db.pub.mu
