@@ -263,10 +263,12 @@ func nonZeroEnd(f vfs.File) (int64, error) {
 	buf := make([]byte, 64<<10)
 	for end := st.Size(); end > 0; {
 		start := max(end-int64(len(buf)), 0)
-		b := buf[:end-start]
-		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
 		}
+		// A file shorter than Stat said ends where the read ended.
+		b := buf[:n]
 		for i := len(b) - 1; i >= 0; i-- {
 			if b[i] != 0 {
 				return start + int64(i) + 1, nil
