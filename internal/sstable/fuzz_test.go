@@ -1,12 +1,14 @@
 package sstable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/cache"
 )
 
 // seedTables returns small valid tables, one per compression, for fuzz
@@ -76,7 +78,35 @@ func FuzzReader(f *testing.F) {
 		}
 		defer r.Close()
 		probeTable(t, r, [][]byte{nil, []byte("a"), []byte("key000001")})
+		compareCached(t, r, data)
 	})
+}
+
+// compareCached reads every key of r again through a second reader with a
+// block cache too small for the table, twice, so blocks are cached, hit,
+// evicted and their buffers recycled (poisoned in tests) while the answers
+// must stay those of the uncached reader.
+func compareCached(t *testing.T, r *Reader, data []byte) {
+	c, err := openTable(data, ReaderOptions{FileName: "fuzz.sst", Cache: cache.New(4 << 10), FileNum: 1})
+	if err != nil {
+		t.Fatalf("a table that opened once fails to open again: %v", err)
+	}
+	defer c.Close()
+	it := r.NewIter(nil, nil)
+	var keys [][]byte
+	for ok := it.First(); ok && len(keys) < 1000; ok = it.Next() {
+		keys = append(keys, it.Key().UserKey)
+	}
+	it.Close()
+	for range 2 {
+		for _, k := range keys {
+			v1, k1, f1, e1 := r.Get(k, base.SeqNumMax)
+			v2, k2, f2, e2 := c.Get(k, base.SeqNumMax)
+			if !bytes.Equal(v1, v2) || k1 != k2 || f1 != f2 || (e1 == nil) != (e2 == nil) {
+				t.Fatalf("Get(%q): uncached %q %v %v %v, cached %q %v %v %v", k, v1, k1, f1, e1, v2, k2, f2, e2)
+			}
+		}
+	}
 }
 
 // FuzzBlock drives the block decoder over arbitrary bytes, as it would
