@@ -238,17 +238,14 @@ func cmdSet(c *conn, args [][]byte) {
 }
 
 func cmdSetNX(c *conn, args [][]byte) {
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	_, exists, ok := c.get(args[1])
-	if !ok {
-		return
-	}
-	if exists {
-		c.wr.Int(0)
-		return
-	}
-	if !c.put(args[1], stringValue{val: args[2]}) {
+	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
+		if exists {
+			c.wr.Int(0)
+			return false
+		}
+		*v = stringValue{val: args[2]}
+		return true
+	}) {
 		return
 	}
 	c.wr.Int(1)
@@ -273,16 +270,16 @@ func cmdSetEX(c *conn, args [][]byte) {
 }
 
 func cmdGetSet(c *conn, args [][]byte) {
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	old, exists, ok := c.get(args[1])
-	if !ok {
+	var old stringValue
+	var existed bool
+	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
+		old, existed = *v, exists
+		*v = stringValue{val: args[2]}
+		return true
+	}) {
 		return
 	}
-	if !c.put(args[1], stringValue{val: args[2]}) {
-		return
-	}
-	c.bulkOrNull(old, exists)
+	c.bulkOrNull(old, existed)
 }
 
 func cmdGetDel(c *conn, args [][]byte) {
