@@ -240,6 +240,11 @@ func (db *DB) get(key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	defer rs.unref()
+	return db.getIn(rs, key, readSeq)
+}
+
+// getIn reads key at readSeq from the pinned read state rs.
+func (db *DB) getIn(rs *readState, key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
 	value, kind, found, owned, err := rs.get(db, key, readSeq)
 	if err != nil {
 		return nil, time.Time{}, err

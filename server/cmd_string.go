@@ -53,6 +53,7 @@ func init() {
 			summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", run: cmdSetRange},
 	)
 	setCommand = commands["set"]
+	getCommand = commands["get"]
 }
 
 // lock takes the stripes of every step-th key in keys and returns what to
@@ -111,9 +112,22 @@ func (c *conn) bulkOrNull(v stringValue, exists bool) {
 	}
 }
 
+// cmdGet implements GET. Inside a pipeline (more commands already
+// received) consecutive GETs share one engine view, which spares each the
+// pinning of the engine's state: they were all received before the view
+// was made, so it shows every write acknowledged before any of them.
 func cmdGet(c *conn, args [][]byte) {
-	v, exists, ok := c.get(args[1])
-	if !ok {
+	if c.view == nil && c.rd.Buffered() > 0 {
+		// Without a view (the DB closing) the read goes to the DB.
+		c.view, _ = c.s.db.NewView()
+	}
+	var r reader = c.s.db
+	if c.view != nil {
+		r = c.view
+	}
+	v, exists, err := c.s.ks.getStringFrom(r, &c.scratch, args[1])
+	if err != nil {
+		c.replyErr(err)
 		return
 	}
 	c.countLookup(exists)

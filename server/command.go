@@ -67,8 +67,9 @@ var (
 	commands    = map[string]*command{}
 	allCommands []*command
 	// setCommand is SET, which the connection loop may queue into a
-	// pipelined batch instead of running it alone.
-	setCommand *command
+	// pipelined batch instead of running it alone; getCommand is GET, the
+	// one command that may read through the connection's view.
+	setCommand, getCommand *command
 )
 
 // spec describes a command for register.

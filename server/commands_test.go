@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -690,5 +691,61 @@ func TestSlowlog(t *testing.T) {
 			t.Errorf("entry ids/times: %+v", entries)
 		}
 		eq(t, "SLOWLOG LEN", c.Do(ctx, "SLOWLOG", "LEN").Val(), int64(3))
+	}
+}
+
+// TestPipelinedReadsAgainstModel sends random pipelines that mix GETs (which
+// share one engine view while more input is buffered) with writes of every
+// kind on a few keys, and checks each reply against a map: a GET must see
+// every earlier write of its own pipeline.
+func TestPipelinedReadsAgainstModel(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := newRand(seed)
+	s := startServer(t, nil)
+	c := newClient(t, s, 2, nil)
+	ctx := context.Background()
+	model := map[string]string{}
+	keys := []string{"a", "b", "c", "d"}
+	for round := range 200 {
+		pipe := c.Pipeline()
+		type check struct {
+			cmd  redis.Cmder
+			want string
+		}
+		var checks []check
+		for range 1 + rng.IntN(40) {
+			k := keys[rng.IntN(len(keys))]
+			switch rng.IntN(6) {
+			case 0, 1, 2:
+				cur, ok := model[k]
+				if !ok {
+					cur = "(nil)"
+				}
+				checks = append(checks, check{pipe.Get(ctx, k), cur})
+			case 3:
+				v := strconv.Itoa(rng.IntN(1000))
+				pipe.Set(ctx, k, v, 0)
+				model[k] = v
+			case 4:
+				pipe.Del(ctx, k)
+				delete(model, k)
+			default:
+				pipe.Append(ctx, k, "x")
+				model[k] += "x"
+			}
+		}
+		pipe.Exec(ctx)
+		for i, ch := range checks {
+			got, err := ch.cmd.(*redis.StringCmd).Result()
+			if errors.Is(err, redis.Nil) {
+				got = "(nil)"
+			} else if err != nil {
+				t.Fatalf("seed %d round %d: GET %d: %v", seed, round, i, err)
+			}
+			if got != ch.want {
+				t.Fatalf("seed %d round %d: GET %d = %q, want %q", seed, round, i, got, ch.want)
+			}
+		}
 	}
 }

@@ -72,6 +72,12 @@ type conn struct {
 	queuedAt time.Time
 	stripes  lockSet
 
+	// view serves a run of pipelined GETs from one pinned engine state
+	// (see cmdGet). Every other command, and every network read, closes
+	// it first: a command must see this connection's own writes, and a
+	// command received later must see writes acknowledged meanwhile.
+	view *lsmgo.View
+
 	scratch []byte // engine keys and values under construction
 	nameBuf []byte // lower-cased command names
 }
@@ -98,6 +104,7 @@ type connReader struct{ c *conn }
 
 func (r connReader) Read(p []byte) (int, error) {
 	c := r.c
+	c.closeView()
 	c.commitQueued()
 	if err := c.wr.Flush(); err != nil {
 		return 0, err
@@ -189,6 +196,7 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.closeView()
 	c.publish()
 	c.nc.Close()
 	c.s.removeClient(c)
@@ -197,6 +205,9 @@ func (c *conn) close() {
 // execute runs one command and writes its reply.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(commands, &c.nameBuf, args[0])
+	if cmd != getCommand {
+		c.closeView()
+	}
 	// A SET joins the queue when more input is already buffered, or when
 	// a queue exists (the last SET of a pipeline rides with the others:
 	// the queue commits before the next read anyway).
@@ -236,6 +247,14 @@ func (c *conn) execute(args [][]byte) {
 	now := time.Now()
 	c.mark = now
 	c.finished(cmd, args, now.Sub(start), c.failed)
+}
+
+// closeView releases the connection's pipelined-read view, if any.
+func (c *conn) closeView() {
+	if c.view != nil {
+		c.view.Close()
+		c.view = nil
+	}
 }
 
 // clock returns the start time of the command about to run.

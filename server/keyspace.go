@@ -68,11 +68,21 @@ type keyspace struct {
 	locks *keyLocks
 }
 
+// reader is what point reads go through: the DB, or a View of it.
+type reader interface {
+	GetWithExpiry(key []byte) ([]byte, time.Time, error)
+}
+
 // getString reads the string at userKey; ok is false when it is absent.
 // scratch is reused for the engine key.
 func (ks *keyspace) getString(scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+	return ks.getStringFrom(ks.db, scratch, userKey)
+}
+
+// getStringFrom is getString through r.
+func (ks *keyspace) getStringFrom(r reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
 	*scratch = dataKey(*scratch, userKey)
-	raw, expireAt, err := ks.db.GetWithExpiry(*scratch)
+	raw, expireAt, err := r.GetWithExpiry(*scratch)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return v, false, nil
 	}
