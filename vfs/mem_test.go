@@ -1017,33 +1017,19 @@ func TestMemOverwriteKeepsDurableState(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append(append([]byte("head"), make([]byte, 58)...), "tail"...)
-	if got := readMemFile(t, fs, "/f"); !bytes.Equal(got, want) {
+	if got := []byte(readFile(t, fs, "/f")); !bytes.Equal(got, want) {
 		t.Fatalf("file reads %q, want %q", got, want)
 	}
-	if got := readMemFile(t, before, "/f"); !bytes.Equal(got, make([]byte, 64)) {
+	if got := []byte(readFile(t, before, "/f")); !bytes.Equal(got, make([]byte, 64)) {
 		t.Fatalf("crash image taken after the first overwrite reads %q, want the synced zeros", got)
 	}
-	if got := readMemFile(t, fs.CrashClone(), "/f"); !bytes.Equal(got, make([]byte, 64)) {
+	if got := []byte(readFile(t, fs.CrashClone(), "/f")); !bytes.Equal(got, make([]byte, 64)) {
 		t.Fatalf("crash image reads %q, want the synced zeros", got)
 	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if got := readMemFile(t, fs.CrashClone(), "/f"); !bytes.Equal(got, want) {
+	if got := []byte(readFile(t, fs.CrashClone(), "/f")); !bytes.Equal(got, want) {
 		t.Fatalf("after Sync the crash image reads %q, want %q", got, want)
 	}
-}
-
-func readMemFile(t *testing.T, fs FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
