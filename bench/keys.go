@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
 
 // minKeySize is the smallest key that holds the 8-byte key number.
@@ -153,7 +155,7 @@ func (z *zipf) rank(rng *rand.Rand) uint64 {
 }
 
 // newRand returns a generator whose stream is fixed by seed.
-func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, scramble(seed))) }
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, base.Mix64(seed))) }
 
 // keyChooser picks key indexes in [0, n) for one thread.
 type keyChooser struct {
@@ -168,22 +170,11 @@ func (c *keyChooser) next() uint64 {
 	case Zipfian:
 		// Scatter ranks so the hot keys are not neighbours (which would
 		// make them share blocks and flatter every engine's cache).
-		return scramble(c.z.rank(c.rng)) % c.n
+		return base.Mix64(c.z.rank(c.rng)) % c.n
 	case Latest:
 		return c.n - 1 - c.z.rank(c.rng)
 	}
 	return c.rng.Uint64N(c.n)
-}
-
-// scramble is a 64-bit finalizer (splitmix64): a bijection that spreads
-// neighbouring ranks over the whole range.
-func scramble(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // permutation returns the key indexes [0, n) in a random order fixed by the

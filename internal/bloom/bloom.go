@@ -26,6 +26,8 @@ package bloom
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
 
 // MaxProbes is the largest probe count a filter may hold. Filters claiming
@@ -194,7 +196,7 @@ func Hash(key []byte) uint64 {
 		}
 		h = fold(h^tail, hashMulB)
 	}
-	return avalanche(h)
+	return base.Mix64(h)
 }
 
 // fold multiplies to 128 bits and xors the halves: every input bit then
@@ -202,14 +204,4 @@ func Hash(key []byte) uint64 {
 func fold(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a^hashMulA, b)
 	return hi ^ lo
-}
-
-// avalanche is the splitmix64 finalizer.
-func avalanche(h uint64) uint64 {
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
 }
