@@ -9,8 +9,8 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/internal/sstable"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -168,7 +168,7 @@ func (c *checker) checkManifestTail(name string) {
 		return
 	}
 	defer f.Close()
-	r := wal.NewReader(f, name)
+	r := record.NewReader(f, name)
 	for {
 		if _, err := r.Next(); err != nil {
 			if err != io.EOF {
@@ -310,7 +310,7 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			c.problem(fmt.Errorf("lsmgo: check: %w", err))
 			continue
 		}
-		r := wal.NewReader(f, name)
+		r := record.NewReader(f, name)
 		for {
 			rec, err := r.Next()
 			if err == io.EOF {

@@ -16,7 +16,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 	"github.com/lsmgo-dev/lsmgo/vfs/errorfs"
 )
@@ -339,7 +339,7 @@ func TestCheckWALOrder(t *testing.T) {
 		b := batchrepr.Append(batchrepr.New(), base.KindSet, []byte("x"), []byte("y"))
 		batchrepr.SetSeq(b, seq)
 		var buf bytes.Buffer
-		w := wal.NewWriter(&buf)
+		w := record.NewWriter(&buf)
 		if err := w.WriteRecord(b); err != nil {
 			t.Fatal(err)
 		}

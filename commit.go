@@ -10,7 +10,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -30,7 +30,7 @@ const memEntryOverhead = 128
 type walState struct {
 	num  base.FileNum
 	file vfs.File
-	w    *wal.Writer
+	w    *record.Writer
 	base uint64
 	// zeroed is how far the file has been extended with zeros ahead of
 	// the records (see preallocateWAL).
@@ -334,7 +334,7 @@ var zeros [walZeroWrite]byte
 // filesystem's journal; an fsync after records overwrote zeros already in
 // the file need only write the data, which measured about a quarter
 // faster on ext4. A reader takes a zero tail for the log's end (see
-// internal/wal), so a crash anywhere leaves a readable WAL.
+// internal/record), so a crash anywhere leaves a readable WAL.
 func (db *DB) preallocateWAL(log *walState) error {
 	chunk := db.walZeroChunk
 	end := log.w.Size()
@@ -517,7 +517,7 @@ func (db *DB) createWAL(num base.FileNum) (walState, error) {
 		f.Close()
 		return walState{}, err
 	}
-	return walState{num: num, file: f, w: wal.NewWriter(f)}, nil
+	return walState{num: num, file: f, w: record.NewWriter(f)}, nil
 }
 
 // retireWAL syncs and closes the current WAL, if any, and installs next

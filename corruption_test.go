@@ -17,7 +17,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -205,10 +205,10 @@ func readAllFile(t testing.TB, fs vfs.FS, name string) []byte {
 // than a block, so every record is one fragment and records are adjacent.
 func (fx *corruptFixture) walRecordSpans(t testing.TB, name string, data []byte) []walRecordSpan {
 	t.Helper()
-	if len(data) >= wal.BlockSize {
+	if len(data) >= record.BlockSize {
 		t.Fatalf("fixture WAL %s is %d bytes; the cases assume less than one block", name, len(data))
 	}
-	r := wal.NewReader(bytes.NewReader(data), name)
+	r := record.NewReader(bytes.NewReader(data), name)
 	var spans []walRecordSpan
 	for {
 		rec, err := r.Next()
@@ -221,7 +221,7 @@ func (fx *corruptFixture) walRecordSpans(t testing.TB, name string, data []byte)
 		if !slices.ContainsFunc(fx.batches, func(b corruptBatch) bool { return b.seq == seq }) {
 			t.Fatalf("pristine WAL %s: record with seqnum %d is none of the fixture's batches", name, seq)
 		}
-		spans = append(spans, walRecordSpan{start: r.Offset(), end: r.Offset() + wal.HeaderSize + int64(len(rec)), seq: seq})
+		spans = append(spans, walRecordSpan{start: r.Offset(), end: r.Offset() + record.HeaderSize + int64(len(rec)), seq: seq})
 	}
 	if len(spans) < 2 || spans[len(spans)-1].end != int64(len(data)) {
 		t.Fatalf("pristine WAL %s: records %v do not tile its %d bytes", name, spans, len(data))

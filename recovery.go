@@ -10,7 +10,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -79,7 +79,7 @@ func (db *DB) recover(names []string) error {
 		if err != nil {
 			return fail(fmt.Errorf("lsmgo: open WAL: %w", err))
 		}
-		r := wal.NewReader(f, name)
+		r := record.NewReader(f, name)
 		var end *walStop
 		for {
 			rec, err := r.Next()

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 	"github.com/lsmgo-dev/lsmgo/vfs/errorfs"
 )
@@ -239,7 +239,7 @@ func runPIT(t *testing.T, seed uint64, mode SyncMode, tally *pitTally) bool {
 				n := 8 + rng.IntN(200)
 				switch r := rng.IntN(100); {
 				case r < 2:
-					n = wal.BlockSize + rng.IntN(wal.BlockSize)
+					n = record.BlockSize + rng.IntN(record.BlockSize)
 				case r < 15:
 					n = 2000 + rng.IntN(6000)
 				}
@@ -529,7 +529,7 @@ func newDamagedWAL(t *testing.T) *damagedWAL {
 	data := readAllFile(t, mem, d.wal)
 	// The size of the records: zeros written ahead of them follow.
 	d.size = int64(len(bytes.TrimRight(data, "\x00")))
-	r := wal.NewReader(bytes.NewReader(data), d.wal)
+	r := record.NewReader(bytes.NewReader(data), d.wal)
 	for {
 		if _, err := r.Next(); err == io.EOF {
 			break

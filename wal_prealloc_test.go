@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -77,7 +77,7 @@ func TestWALZeroedTail(t *testing.T) {
 // recordsEnd returns where the last intact record of a WAL ends.
 func recordsEnd(t *testing.T, data []byte) int64 {
 	t.Helper()
-	r := wal.NewReader(bytes.NewReader(data), "wal")
+	r := record.NewReader(bytes.NewReader(data), "wal")
 	var end int64
 	for {
 		rec, err := r.Next()
@@ -87,7 +87,7 @@ func recordsEnd(t *testing.T, data []byte) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		end = r.Offset() + wal.HeaderSize + int64(len(rec))
+		end = r.Offset() + record.HeaderSize + int64(len(rec))
 	}
 }
 

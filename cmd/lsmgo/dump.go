@@ -11,8 +11,8 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/internal/sstable"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -203,7 +203,7 @@ func (d *dumper) readRecords(name string, fn func(off int64, rec []byte) error) 
 		return err
 	}
 	defer f.Close()
-	r := wal.NewReader(f, name)
+	r := record.NewReader(f, name)
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -60,7 +60,7 @@ type VersionSet struct {
 	// manifest is nil after Load until the first LogAndApply, which then
 	// starts a new manifest: appending to the loaded one could put intact
 	// records after a torn tail, which a later Load would call corruption.
-	manifest *wal.Writer
+	manifest *record.Writer
 	// rotateAt is the manifest size that triggers a rewrite.
 	rotateAt int64
 	// writeErr is sticky: after a failed manifest write the file's tail
@@ -139,7 +139,7 @@ func Load(opts Options) (*VersionSet, error) {
 	next := base.FileNum(0)
 	var logNum base.FileNum
 	var lastSeq base.SeqNum
-	r := wal.NewReader(f, name)
+	r := record.NewReader(f, name)
 	edits := 0
 	for ; ; edits++ {
 		rec, err := r.Next()
@@ -310,7 +310,7 @@ func (vs *VersionSet) writeSnapshot(files [NumLevels][]*FileMetadata, logNum bas
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	w := wal.NewWriter(f)
+	w := record.NewWriter(f)
 	renamed, err := vs.initManifest(f, w, snap.Encode(), num)
 	if err != nil {
 		f.Close()
@@ -340,7 +340,7 @@ func (vs *VersionSet) writeSnapshot(files [NumLevels][]*FileMetadata, logNum bas
 
 // initManifest writes and syncs a new manifest's first record and makes
 // CURRENT name it. renamed reports whether CURRENT may have been replaced.
-func (vs *VersionSet) initManifest(f vfs.File, w *wal.Writer, rec []byte, num base.FileNum) (renamed bool, err error) {
+func (vs *VersionSet) initManifest(f vfs.File, w *record.Writer, rec []byte, num base.FileNum) (renamed bool, err error) {
 	if err := w.WriteRecord(rec); err != nil {
 		return false, fmt.Errorf("manifest: writing snapshot: %w", err)
 	}

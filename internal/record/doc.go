@@ -1,8 +1,8 @@
-// Package wal owns the record log format shared by write-ahead log files and
+// Package record owns the record log format shared by write-ahead log files and
 // the MANIFEST: a file is a sequence of BlockSize blocks, each record is cut
 // into fragments that never cross a block boundary, and every fragment
 // carries a 7-byte header with a masked CRC-32C over its type and payload.
-// doc/parts/wal.md describes the bytes.
+// doc/format.md ("Record log format") describes the bytes.
 //
 // Invariants:
 //   - The Reader never returns a record unless every fragment of it passed
@@ -26,7 +26,7 @@
 // Slice lifetime: the record returned by Reader.Next is valid only until the
 // next call to Next; callers copy what they keep. Writer.WriteRecord copies
 // its argument.
-package wal
+package record
 
 // BlockSize is the size of a log block. A fragment never crosses a block
 // boundary.
@@ -36,7 +36,7 @@ const BlockSize = 32 << 10
 const HeaderSize = 7
 
 // FormatVersion is the version of the log format described in
-// doc/parts/wal.md. It is not stored in log files; the files that refer to
+// doc/format.md. It is not stored in log files; the files that refer to
 // logs (the MANIFEST's version edits, the DB's options) carry versions of
 // their own, and a future incompatible log format gets a new number here.
 const FormatVersion = 1
