@@ -592,15 +592,7 @@ func (db *DB) syncDir() error { return syncDirOf(db.fs, db.dirname) }
 
 // syncDirOf makes dir's entries durable.
 func syncDirOf(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("lsmgo: open dir: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := vfs.SyncDir(fs, dir); err != nil {
 		return fmt.Errorf("lsmgo: sync dir: %w", err)
 	}
 	return nil

@@ -86,3 +86,18 @@ func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 func (osFS) Lock(name string) (io.Closer, error) { return lockFile(name) }
 
 func (osFS) PathJoin(elem ...string) string { return filepath.Join(elem...) }
+
+// SyncDir makes the entries of directory dir durable: the files created,
+// renamed or removed in it. Every writer of a DB directory calls it after
+// such a change, since a file's own Sync does not cover its name.
+func SyncDir(fs FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

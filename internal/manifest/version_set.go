@@ -382,15 +382,7 @@ func (vs *VersionSet) setCurrent(num base.FileNum) (renamed bool, err error) {
 }
 
 func (vs *VersionSet) syncDir() error {
-	d, err := vs.fs.OpenDir(vs.dir)
-	if err != nil {
-		return fmt.Errorf("manifest: opening directory: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := vfs.SyncDir(vs.fs, vs.dir); err != nil {
 		return fmt.Errorf("manifest: syncing directory: %w", err)
 	}
 	return nil
