@@ -309,7 +309,7 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 		}
 	}
 	if len(written) > 0 {
-		if err := db.syncDir(); err != nil {
+		if err := syncDir(db.fs, db.dirname); err != nil {
 			return nil, err
 		}
 	}

@@ -68,7 +68,7 @@ func (db *DB) recover(names []string) error {
 	}
 	// stop is where replay ended early: a torn tail or, unless
 	// StrictWALRecovery, the first damaged record. Older WALs were synced
-	// before a newer one was created (rotateMemtableLocked), so only the
+	// before a newer one was created (walWriter.rotate), so only the
 	// last WAL that holds records may end early; WALs after it can only be
 	// ones an interrupted Open created, which hold nothing.
 	var stop *walStop
@@ -146,7 +146,7 @@ func (db *DB) recover(names []string) error {
 	}
 
 	newLog := db.vs.NewFileNum()
-	log, err := db.createWAL(newLog)
+	log, err := db.wal.create(newLog)
 	if err != nil {
 		return fail(err)
 	}
@@ -179,7 +179,7 @@ func (db *DB) recover(names []string) error {
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	db.mu.log = log
+	db.wal.cur = log
 	db.mu.nextSeq = maxSeq + 1
 	db.visibleSeq.Store(uint64(maxSeq + 1))
 	db.mu.mem = db.newMemTable(newLog, 0)
@@ -235,7 +235,7 @@ func (db *DB) removeObsoleteFiles() {
 	}
 	live := db.vs.LiveFiles()
 	db.mu.Lock()
-	curLog := db.mu.log.num
+	curLog := db.wal.cur.num
 	db.mu.Unlock()
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)

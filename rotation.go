@@ -1,0 +1,126 @@
+package lsmgo
+
+import (
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/memtable"
+)
+
+// memEntryOverhead bounds the arena bytes a skiplist node adds to a key
+// and value; rotation decisions use it so an insert never finds the
+// memtable full after its WAL record is written.
+const memEntryOverhead = 128
+
+// memSizeEstimate bounds the memtable bytes a batch needs.
+func memSizeEstimate(repr []byte) int {
+	return len(repr) + int(batchrepr.Count(repr))*memEntryOverhead
+}
+
+// makeRoomForWriteLocked makes sure the mutable memtable can take need
+// more bytes: it rotates a full memtable and stalls (waits) while too many
+// memtables or L0 files are queued. db.mu is held; it may be released.
+func (db *DB) makeRoomForWriteLocked(need int) error {
+	slowed := false
+	for {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.mu.closing {
+			// Close stops background work, so a stalled write would
+			// never wake.
+			return ErrClosed
+		}
+		l0 := len(db.rs.Load().version.Files[0])
+		if !slowed && l0 >= db.opts.L0SlowdownWritesThreshold {
+			slowed = true
+			db.m.slowdowns.Add(1)
+			db.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			db.mu.Lock()
+			continue
+		}
+		if m := db.mu.mem; m.reserved+need <= m.mt.Capacity() {
+			return nil
+		}
+		if len(db.mu.imm)+1 >= db.opts.MemTableStopWritesThreshold || l0 >= db.opts.L0StopWritesThreshold {
+			db.stallLocked()
+			continue
+		}
+		if err := db.rotateMemtableLocked(need); err != nil {
+			db.setBackgroundErrorLocked(err)
+			return db.mu.bgErr
+		}
+	}
+}
+
+// rotateForFlushLocked makes the mutable memtable immutable for Flush,
+// waiting while too many memtables are queued. It records which memtable
+// it rotated (0 when it was empty).
+func (db *DB) rotateForFlushLocked(w *commitWriter) error {
+	for {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.mu.closing {
+			return ErrClosed
+		}
+		if db.mu.mem.mt.Empty() {
+			return nil
+		}
+		if len(db.mu.imm)+1 < db.opts.MemTableStopWritesThreshold {
+			break
+		}
+		db.stallLocked()
+	}
+	w.rotatedID = db.mu.mem.id
+	if err := db.rotateMemtableLocked(0); err != nil {
+		db.setBackgroundErrorLocked(err)
+		return db.mu.bgErr
+	}
+	return nil
+}
+
+// stallLocked waits for a flush or compaction to finish.
+func (db *DB) stallLocked() {
+	start := time.Now()
+	db.m.stalls.Add(1)
+	db.maybeScheduleFlushLocked()
+	db.maybeScheduleCompaction()
+	db.mu.cond.Wait()
+	db.m.stallNanos.Add(int64(time.Since(start)))
+}
+
+// rotateMemtableLocked makes the mutable memtable immutable, starts a new
+// WAL and a new memtable large enough for need, and schedules a flush.
+func (db *DB) rotateMemtableLocked(need int) error {
+	num := db.vs.NewFileNum()
+	if err := db.wal.rotate(num); err != nil {
+		return err
+	}
+	// Even an empty memtable goes through a flush: the flush's manifest
+	// edit is what retires its WAL safely.
+	db.mu.imm = append(db.mu.imm, db.mu.mem)
+	db.mu.mem = db.newMemTable(num, need)
+	db.updateReadStateLocked()
+	db.maybeScheduleFlushLocked()
+	return nil
+}
+
+func (db *DB) newMemTable(logNum base.FileNum, need int) *memTable {
+	db.mu.nextMemID++
+	m := &memTable{logNum: logNum, id: db.mu.nextMemID}
+	if 2*need <= db.opts.MemTableSize {
+		m.pool = &db.memPool
+		m.mt = m.pool.get()
+	} else {
+		// A batch too large for the standard size gets a memtable of
+		// its own, which the pool does not keep.
+		m.mt = memtable.New(2 * need)
+	}
+	m.reserved = m.mt.Size()
+	// The DB's memtable list holds the first reference.
+	m.refs.Store(1)
+	return m
+}
