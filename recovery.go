@@ -34,137 +34,172 @@ func (db *DB) recover(names []string) error {
 	if errs := missingManifestFiles(db.fs, db.dirname, db.vs, names); len(errs) > 0 {
 		return errs[0]
 	}
+	logs := logsToReplay(db.vs, names)
+	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), mt: memtable.New(db.opts.MemTableSize)}
+	if err := r.replay(logs); err != nil {
+		db.removeTables(r.metas)
+		return err
+	}
+	log, err := db.commitRecovery(r.metas, r.maxSeq)
+	if err != nil {
+		return err
+	}
+	for _, num := range logs {
+		db.removeFile(base.FileTypeLog, num)
+	}
+	r.reportDropped()
+	db.resumeWrites(log, r.maxSeq)
+	return nil
+}
+
+// logsToReplay marks every file number in the directory listing names as
+// used, so no new file takes one, and returns the WALs at or after the
+// manifest's log number, oldest first: those hold the writes no table does.
+func logsToReplay(vs *manifest.VersionSet, names []string) []base.FileNum {
 	var logs []base.FileNum
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
 		if !ok {
 			continue
 		}
-		db.vs.MarkFileNumUsed(num)
-		if t == base.FileTypeLog && num >= db.vs.LogNum() {
+		vs.MarkFileNumUsed(num)
+		if t == base.FileTypeLog && num >= vs.LogNum() {
 			logs = append(logs, num)
 		}
 	}
 	slices.Sort(logs)
+	return logs
+}
 
-	maxSeq := db.vs.LastSeq()
-	mt := memtable.New(db.opts.MemTableSize)
-	var metas []*manifest.FileMetadata
-	flush := func() error {
-		if mt.Empty() {
-			return nil
+// walReplay is one recovery's replay of WAL files into memtables, each
+// flushed to an L0 table as it fills.
+type walReplay struct {
+	db *DB
+	mt *memtable.Memtable
+	// metas are the tables written so far; recovery removes them if it
+	// fails before an edit names them.
+	metas []*manifest.FileMetadata
+	// maxSeq is the largest sequence number replayed (or the manifest's).
+	maxSeq base.SeqNum
+	// stop is where replay ended early: a torn tail or, unless
+	// StrictWALRecovery, the first damaged record. Older WALs were synced
+	// before a newer one was created (walWriter.rotate), so only the last
+	// WAL that holds records may end early; WALs after it can only be
+	// ones an interrupted Open created, which hold nothing.
+	stop *walStop
+	// ends lists every WAL whose replay ended early, for the warnings.
+	ends []walStop
+}
+
+// replay replays the WAL files logs in order and flushes what remains in
+// the memtable.
+func (r *walReplay) replay(logs []base.FileNum) error {
+	for _, num := range logs {
+		if err := r.replayFile(num); err != nil {
+			return err
 		}
-		out, err := db.writeTables(mt.NewIter(), nil, false, nil)
+	}
+	return r.flush()
+}
+
+// replayFile applies the records of WAL file num, up to a torn tail or
+// (unless StrictWALRecovery) a damaged record, which it records in r.ends.
+func (r *walReplay) replayFile(num base.FileNum) error {
+	db := r.db
+	name := db.path(base.MakeFilename(base.FileTypeLog, num))
+	f, err := db.fs.Open(name)
+	if err != nil {
+		return fmt.Errorf("lsmgo: open WAL: %w", err)
+	}
+	defer f.Close()
+	lr := record.NewReader(f, name)
+	var end *walStop
+	for {
+		rec, err := lr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil && r.stop == nil && !db.opts.StrictWALRecovery {
+			if off, ok := lr.Damage(); ok {
+				end = &walStop{file: name, off: off, err: err, damaged: true}
+				break
+			}
+		}
+		if r.stop != nil && (err == nil || errors.Is(err, ErrCorruption)) {
+			// Records (or damage, which proves records) follow where an
+			// earlier WAL ended early.
+			return r.stop.err
+		}
 		if err != nil {
 			return err
 		}
-		metas = append(metas, out...)
-		mt = memtable.New(db.opts.MemTableSize)
+		if err := r.apply(name, lr.Offset(), rec); err != nil {
+			return err
+		}
+	}
+	if off, ok := lr.TornTail(); ok {
+		end = &walStop{file: name, off: off, err: base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")}
+	}
+	if end == nil {
 		return nil
 	}
-	fail := func(err error) error {
-		db.removeTables(metas)
-		return err
-	}
-	// stop is where replay ended early: a torn tail or, unless
-	// StrictWALRecovery, the first damaged record. Older WALs were synced
-	// before a newer one was created (walWriter.rotate), so only the
-	// last WAL that holds records may end early; WALs after it can only be
-	// ones an interrupted Open created, which hold nothing.
-	var stop *walStop
-	var ends []walStop
-	for _, num := range logs {
-		name := db.path(base.MakeFilename(base.FileTypeLog, num))
-		f, err := db.fs.Open(name)
-		if err != nil {
-			return fail(fmt.Errorf("lsmgo: open WAL: %w", err))
-		}
-		r := record.NewReader(f, name)
-		var end *walStop
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil && stop == nil && !db.opts.StrictWALRecovery {
-				if off, ok := r.Damage(); ok {
-					end = &walStop{file: name, off: off, err: err, damaged: true}
-					break
-				}
-			}
-			if stop != nil && (err == nil || errors.Is(err, ErrCorruption)) {
-				// Records (or damage, which proves records) follow
-				// where an earlier WAL ended early.
-				f.Close()
-				return fail(stop.err)
-			}
-			if err != nil {
-				f.Close()
-				return fail(err)
-			}
-			seq, count, err := checkBatch(rec)
-			if err != nil {
-				f.Close()
-				return fail(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
-			}
-			if need := memSizeEstimate(rec); mt.Size()+need > mt.Capacity() {
-				if err := flush(); err != nil {
-					f.Close()
-					return fail(err)
-				}
-				if need > mt.Capacity() {
-					mt = memtable.New(2 * need)
-				}
-			}
-			if err := applyBatch(mt, rec); err != nil {
-				f.Close()
-				return fail(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
-			}
-			if last := seq + base.SeqNum(count) - 1; count > 0 && last > maxSeq {
-				maxSeq = last
-			}
-		}
-		if off, ok := r.TornTail(); ok {
-			end = &walStop{file: name, off: off, err: base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")}
-		}
-		if end != nil {
-			dataEnd, err := nonZeroEnd(f)
-			if err != nil {
-				f.Close()
-				return fail(fmt.Errorf("lsmgo: read WAL %s: %w", name, err))
-			}
-			end.dropped = max(dataEnd-end.off, 0)
-			ends = append(ends, *end)
-			if stop == nil {
-				stop = end
-			}
-		}
-		f.Close()
-	}
-	if err := flush(); err != nil {
-		return fail(err)
-	}
-
-	newLog := db.vs.NewFileNum()
-	log, err := db.wal.create(newLog)
+	dataEnd, err := nonZeroEnd(f)
 	if err != nil {
-		return fail(err)
+		return fmt.Errorf("lsmgo: read WAL %s: %w", name, err)
 	}
-	edit := &manifest.VersionEdit{LogNum: newLog, LastSeq: maxSeq}
-	for _, f := range metas {
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
+	end.dropped = max(dataEnd-end.off, 0)
+	r.ends = append(r.ends, *end)
+	if r.stop == nil {
+		r.stop = end
 	}
-	if err := db.vs.LogAndApply(edit); err != nil {
-		// The edit may have reached the manifest even though this failed
-		// (say, only its fsync did), and it names the tables: they stay
-		// for the next Open, which removes them if nothing names them.
-		log.file.Close()
+	return nil
+}
+
+// apply checks the WAL record rec, read at offset off of WAL file name, as
+// a batch and inserts it into the memtable, flushing the memtable first
+// when the batch does not fit.
+func (r *walReplay) apply(name string, off int64, rec []byte) error {
+	seq, count, err := checkBatch(rec)
+	if err != nil {
+		return base.Corruptf(name, off, "WAL record: %v", err)
+	}
+	if need := memSizeEstimate(rec); r.mt.Size()+need > r.mt.Capacity() {
+		if err := r.flush(); err != nil {
+			return err
+		}
+		if need > r.mt.Capacity() {
+			r.mt = memtable.New(2 * need)
+		}
+	}
+	if err := applyBatch(r.mt, rec); err != nil {
+		return base.Corruptf(name, off, "WAL record: %v", err)
+	}
+	if last := seq + base.SeqNum(count) - 1; count > 0 && last > r.maxSeq {
+		r.maxSeq = last
+	}
+	return nil
+}
+
+// flush writes the memtable, if it holds anything, to L0 tables and starts
+// an empty one.
+func (r *walReplay) flush() error {
+	if r.mt.Empty() {
+		return nil
+	}
+	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil)
+	if err != nil {
 		return err
 	}
-	for _, num := range logs {
-		db.removeFile(base.FileTypeLog, num)
-	}
-	for _, e := range ends {
+	r.metas = append(r.metas, out...)
+	r.mt = memtable.New(r.db.opts.MemTableSize)
+	return nil
+}
+
+// reportDropped counts the bytes each WAL's early end dropped and warns
+// about each, once recovery has committed.
+func (r *walReplay) reportDropped() {
+	db := r.db
+	for _, e := range r.ends {
 		db.m.walRecoveryDropped.Add(e.dropped)
 		if e.damaged {
 			db.opts.Logger.Warn("lsmgo: WAL damaged; recovered the records before the damage and dropped the rest "+
@@ -176,15 +211,45 @@ func (db *DB) recover(names []string) error {
 				"file", e.file, "offset", e.off, "dropped_bytes", e.dropped)
 		}
 	}
+}
 
+// commitRecovery creates the WAL that writes after Open go to and logs the
+// version edit that adds the replayed tables metas at L0, names that WAL
+// (so the replayed ones are no longer needed) and records maxSeq. When it
+// fails before the edit is logged it removes metas.
+func (db *DB) commitRecovery(metas []*manifest.FileMetadata, maxSeq base.SeqNum) (walFile, error) {
+	newLog := db.vs.NewFileNum()
+	log, err := db.wal.create(newLog)
+	if err != nil {
+		db.removeTables(metas)
+		return walFile{}, err
+	}
+	edit := &manifest.VersionEdit{LogNum: newLog, LastSeq: maxSeq}
+	for _, f := range metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
+	}
+	if err := db.vs.LogAndApply(edit); err != nil {
+		// The edit may have reached the manifest even though this failed
+		// (say, only its fsync did), and it names the tables: they stay
+		// for the next Open, which removes them if nothing names them.
+		log.file.Close()
+		return walFile{}, err
+	}
+	return log, nil
+}
+
+// resumeWrites makes the recovered DB ready for writes: log becomes the
+// current WAL, and sequence numbers continue after maxSeq in a fresh
+// memtable.
+func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	// No syncer runs yet, and the WAL has no file to sync or close.
 	db.wal.cur = log
 	db.mu.nextSeq = maxSeq + 1
 	db.visibleSeq.Store(uint64(maxSeq + 1))
-	db.mu.mem = db.newMemTable(newLog, 0)
+	db.mu.mem = db.newMemTable(log.num, 0)
 	db.updateReadStateLocked()
-	return nil
 }
 
 // walStop is where the replay of a WAL ended before the end of the file.
