@@ -126,6 +126,12 @@ func TestPickerDataDriven(t *testing.T) {
 		var picked *Compaction
 		switch c.cmd {
 		case "define":
+			for _, name := range []string{"threshold", "lbase", "mult", "target"} {
+				if _, ok := c.args[name]; !ok {
+					// Config has no defaults: a script states every knob.
+					t.Fatalf("line %d: define needs %s=", c.line, name)
+				}
+			}
 			cfg = Config{
 				L0CompactionThreshold: intArg(t, c, "threshold"),
 				LBaseMaxBytes:         int64(intArg(t, c, "lbase")),
@@ -387,7 +393,7 @@ func TestPickerRoundRobin(t *testing.T) {
 			continue
 		}
 		// Size the level exactly at its target so it is the only one due.
-		cfg := Config{LBaseMaxBytes: int64(v.LevelSize(level)), LevelMultiplier: 1}
+		cfg := Config{L0CompactionThreshold: 4, LBaseMaxBytes: int64(v.LevelSize(level)), LevelMultiplier: 1, TargetFileSize: 2 << 20}
 		p := NewPicker(cfg)
 		for i := range 3 * n {
 			c := p.Pick(v)
