@@ -290,7 +290,7 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			w = sstable.NewWriter(f, sstable.WriterOptions{
 				BlockSize:       db.opts.BlockSize,
 				BloomBitsPerKey: db.opts.BloomBitsPerKey,
-				Compression:     db.opts.Compression.internal(),
+				Compression:     db.opts.Compression.sstableCompression(),
 			})
 			if splitter != nil {
 				splitter.Reset()

@@ -41,9 +41,14 @@ const (
 )
 
 // String names the algorithm.
-func (c Compression) String() string { return c.internal().String() }
+func (c Compression) String() string { return c.sstableCompression().String() }
 
-func (c Compression) internal() sstable.Compression {
+// sstableCompression is the one mapping from the public enum to the type
+// byte tables store (internal/sstable, doc/format.md). The numberings
+// differ on purpose: the public one starts at Snappy so that the zero
+// Options means the default, the stored one is fixed by the file format.
+// A value outside the declared ones means the default, as zero does.
+func (c Compression) sstableCompression() sstable.Compression {
 	switch c {
 	case NoCompression:
 		return sstable.NoCompression
