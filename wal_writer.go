@@ -22,10 +22,11 @@ import (
 // where a file starts).
 //
 // Locking: only the commit leader writes records (the commit queue admits
-// one leader at a time), so write needs no lock. cur is replaced only with
-// both db.mu and syncMu held, so the leader (which holds the queue), a
-// syncer (which holds syncMu) and readers under db.mu each see a stable
-// file.
+// one leader at a time), so write needs no lock. cur changes only with
+// db.mu held, and with syncMu held too whenever a syncer may run (rotate,
+// Close; Open installs the first file before any syncer starts), so the
+// leader (which holds the queue), a syncer (which holds syncMu) and
+// readers under db.mu each see a stable file.
 type walWriter struct {
 	fs  vfs.FS
 	dir string
@@ -69,8 +70,8 @@ type walFile struct {
 
 func (f *walFile) name() string { return base.MakeFilename(base.FileTypeLog, f.num) }
 
-// init prepares an empty walWriter; the first file comes from create and
-// switchTo.
+// init prepares an empty walWriter; recovery creates the first file and
+// installs it (DB.resumeWrites).
 func (l *walWriter) init(fs vfs.FS, dir string, m *dbMetrics, zeroChunk int64) {
 	l.fs, l.dir, l.m, l.zeroChunk = fs, dir, m, zeroChunk
 	l.syncWait.cond.L = &l.syncWait.mu
