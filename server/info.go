@@ -27,7 +27,7 @@ var infoSections = []struct {
 // cmdInfo implements INFO [section ...]. Unknown sections are ignored, as
 // in Redis. The keyspace section counts keys by iterating them, so it
 // costs O(keys).
-func cmdInfo(c *conn, args [][]byte) {
+func cmdInfo(c *conn, _ *command, args [][]byte) {
 	c.publish() // the commands before INFO in a pipeline count
 	want := map[string]bool{}
 	for _, a := range args[1:] {

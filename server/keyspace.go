@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -62,7 +63,9 @@ func decodeHeader(userKey, raw []byte) (byte, []byte, error) {
 }
 
 // keyspace wraps the engine with the server's encoding and the locks that
-// make read-modify-write commands atomic.
+// make read-modify-write commands atomic. Every engine read and write of a
+// command goes through it, so that a new Redis type is a new encoding
+// here and new handlers, and the connection loop does not change.
 type keyspace struct {
 	db    *lsmgo.DB
 	locks *keyLocks
@@ -73,14 +76,37 @@ type reader interface {
 	GetWithExpiry(key []byte) ([]byte, time.Time, error)
 }
 
-// getString reads the string at userKey; ok is false when it is absent.
-// scratch is reused for the engine key.
-func (ks *keyspace) getString(scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
-	return ks.getStringFrom(ks.db, scratch, userKey)
+// latest is the reader of the DB's newest state.
+func (ks *keyspace) latest() reader { return ks.db }
+
+// newView pins the DB's current state for a run of pipelined reads; the
+// caller closes it.
+func (ks *keyspace) newView() (*lsmgo.View, error) { return ks.db.NewView() }
+
+// newBatch returns an empty batch for putString and deleteKey.
+func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
+
+// apply commits b atomically.
+func (ks *keyspace) apply(b *lsmgo.Batch) error { return ks.db.Apply(b, nil) }
+
+// checkFormat stamps a new directory with the keyspace format version and
+// refuses one written with another; dir names the directory in the error.
+func (ks *keyspace) checkFormat(dir string) error {
+	v, err := ks.db.Get([]byte(formatKey))
+	switch {
+	case errors.Is(err, lsmgo.ErrNotFound):
+		return ks.db.Set([]byte(formatKey), []byte(formatVersion), lsmgo.Sync)
+	case err != nil:
+		return err
+	case string(v) != formatVersion:
+		return fmt.Errorf("lsmgo server: %s holds keyspace format %q; this server reads format %q", dir, v, formatVersion)
+	}
+	return nil
 }
 
-// getStringFrom is getString through r.
-func (ks *keyspace) getStringFrom(r reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+// getString reads the string at userKey through r; ok is false when it is
+// absent. scratch is reused for the engine key.
+func (ks *keyspace) getString(r reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
 	*scratch = dataKey(*scratch, userKey)
 	raw, expireAt, err := r.GetWithExpiry(*scratch)
 	if errors.Is(err, lsmgo.ErrNotFound) {
@@ -96,15 +122,15 @@ func (ks *keyspace) getStringFrom(r reader, scratch *[]byte, userKey []byte) (v 
 	return v, true, nil
 }
 
-// exists reports whether userKey holds a live value.
-func (ks *keyspace) exists(scratch *[]byte, userKey []byte) (bool, error) {
-	_, ok, err := ks.getString(scratch, userKey)
+// exists reports whether userKey holds a live value, read through r.
+func (ks *keyspace) exists(r reader, scratch *[]byte, userKey []byte) (bool, error) {
+	_, ok, err := ks.getString(r, scratch, userKey)
 	return ok, err
 }
 
 // putString adds a write of the string v at userKey to b. scratch is
 // reused to build the key and the encoded value; Batch copies both.
-func putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
+func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
 	buf := dataKey(*scratch, userKey)
 	k := len(buf)
 	header := byte(typeString)
@@ -122,7 +148,7 @@ func putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
 }
 
 // deleteKey adds a deletion of userKey to b.
-func deleteKey(b *lsmgo.Batch, scratch *[]byte, userKey []byte) {
+func (ks *keyspace) deleteKey(b *lsmgo.Batch, scratch *[]byte, userKey []byte) {
 	*scratch = dataKey(*scratch, userKey)
 	b.Delete(*scratch)
 }
@@ -160,6 +186,54 @@ func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, expires bo
 		}
 	}
 	return it.Close()
+}
+
+// randomKey picks a random position between the first and last keys and
+// returns the user key at or after it; ok is false when the keyspace is
+// empty. Keys that follow large gaps in the key order are picked more
+// often; Redis' own pick is not uniform either.
+func (ks *keyspace) randomKey() (key []byte, ok bool, err error) {
+	it, err := ks.db.NewIter(&lsmgo.IterOptions{LowerBound: []byte{dataPrefix}, UpperBound: []byte{dataEnd}})
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return nil, false, it.Error()
+	}
+	first := bytes.Clone(it.Key())
+	it.Last()
+	probe := randomBetween(first, it.Key())
+	if !it.SeekGE(probe) {
+		it.First()
+	}
+	if err := it.Error(); err != nil {
+		return nil, false, err
+	}
+	return bytes.Clone(it.Key()[1:]), true, nil
+}
+
+// randomBetween returns a random key k with first <= k <= last (given
+// first <= last): their common prefix, then a random byte between theirs,
+// then random bytes.
+func randomBetween(first, last []byte) []byte {
+	n := 0
+	for n < len(first) && n < len(last) && first[n] == last[n] {
+		n++
+	}
+	probe := bytes.Clone(first[:n])
+	if n == len(last) {
+		return probe
+	}
+	lo := 0
+	if n < len(first) {
+		lo = int(first[n])
+	}
+	probe = append(probe, byte(lo+rand.IntN(int(last[n])-lo+1)))
+	for range 8 {
+		probe = append(probe, byte(rand.Uint32()))
+	}
+	return probe
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix,

@@ -124,7 +124,7 @@ func syncMode(appendfsync string) lsmgo.SyncMode {
 }
 
 func (s *Server) start(r *Config) error {
-	if err := s.checkFormat(); err != nil {
+	if err := s.ks.checkFormat(r.Dir); err != nil {
 		return err
 	}
 	s.cmdStats = newCmdStats()
@@ -154,21 +154,6 @@ func (s *Server) start(r *Config) error {
 				s.log.Error("http server stopped", "err", err)
 			}
 		}()
-	}
-	return nil
-}
-
-// checkFormat stamps a new directory with the keyspace format version and
-// refuses one written with another.
-func (s *Server) checkFormat() error {
-	v, err := s.db.Get([]byte(formatKey))
-	switch {
-	case errors.Is(err, lsmgo.ErrNotFound):
-		return s.db.Set([]byte(formatKey), []byte(formatVersion), lsmgo.Sync)
-	case err != nil:
-		return err
-	case string(v) != formatVersion:
-		return fmt.Errorf("lsmgo server: %s holds keyspace format %q; this server reads format %q", s.cfg.Load().Dir, v, formatVersion)
 	}
 	return nil
 }
