@@ -67,6 +67,8 @@ func (s *Server) infoServer(b *strings.Builder) error {
 	exe, _ := os.Executable()
 	b.WriteString("# Server\r\n")
 	field(b, "redis_version", Version)
+	field(b, "lsmgo_version", s.build.Version)
+	field(b, "lsmgo_commit", s.build.Commit)
 	field(b, "redis_mode", "standalone")
 	field(b, "lsmgo_engine", "lsmgo")
 	field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
