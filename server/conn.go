@@ -260,7 +260,7 @@ func (c *conn) execute(args [][]byte) {
 // reader is what the running command reads through: the pipeline's view
 // when the command is a pipeView read inside a pipeline, else the DB's
 // newest state.
-func (c *conn) reader() reader {
+func (c *conn) reader() lsmgo.Reader {
 	if c.view != nil {
 		return c.view
 	}

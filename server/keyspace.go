@@ -71,13 +71,8 @@ type keyspace struct {
 	locks *keyLocks
 }
 
-// reader is what point reads go through: the DB, or a View of it.
-type reader interface {
-	GetWithExpiry(key []byte) ([]byte, time.Time, error)
-}
-
 // latest is the reader of the DB's newest state.
-func (ks *keyspace) latest() reader { return ks.db }
+func (ks *keyspace) latest() lsmgo.Reader { return ks.db }
 
 // newView pins the DB's current state for a run of pipelined reads; the
 // caller closes it.
@@ -106,7 +101,7 @@ func (ks *keyspace) checkFormat(dir string) error {
 
 // getString reads the string at userKey through r; ok is false when it is
 // absent. scratch is reused for the engine key.
-func (ks *keyspace) getString(r reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
 	*scratch = dataKey(*scratch, userKey)
 	raw, expireAt, err := r.GetWithExpiry(*scratch)
 	if errors.Is(err, lsmgo.ErrNotFound) {
@@ -123,7 +118,7 @@ func (ks *keyspace) getString(r reader, scratch *[]byte, userKey []byte) (v stri
 }
 
 // exists reports whether userKey holds a live value, read through r.
-func (ks *keyspace) exists(r reader, scratch *[]byte, userKey []byte) (bool, error) {
+func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (bool, error) {
 	_, ok, err := ks.getString(r, scratch, userKey)
 	return ok, err
 }
