@@ -119,14 +119,12 @@ func cmdExists(c *conn, _ *command, args [][]byte) {
 }
 
 func cmdType(c *conn, _ *command, args [][]byte) {
-	_, exists, ok := c.get(args[1])
-	switch {
-	case !ok:
-	case exists:
-		c.wr.SimpleString("string")
-	default:
-		c.wr.SimpleString("none")
+	name, err := c.s.ks.typeOf(c.reader(), &c.scratch, args[1])
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
+	c.wr.SimpleString(name)
 }
 
 // rename returns the handler of RENAME, or of RENAMENX when nx; the value

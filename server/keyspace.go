@@ -37,6 +37,10 @@ const (
 	formatVersion = "1"
 )
 
+// typeNames are the names TYPE replies with, by header type; decodeHeader
+// refuses a header whose type is not here.
+var typeNames = [128]string{typeString: "string"}
+
 // dataKey appends the engine key of userKey to dst.
 func dataKey(dst, userKey []byte) []byte {
 	dst = append(dst[:0], dataPrefix)
@@ -56,7 +60,7 @@ func decodeHeader(userKey, raw []byte) (byte, []byte, error) {
 		return 0, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "value has no type header"}
 	}
 	t := raw[0] &^ flagExpires
-	if t != typeString {
+	if typeNames[t] == "" {
 		return 0, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: fmt.Sprintf("unknown type header %#x", raw[0])}
 	}
 	return t, raw[1:], nil
@@ -115,6 +119,24 @@ func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (
 	}
 	v.expireAt = expireAt
 	return v, true, nil
+}
+
+// typeOf returns the Redis type name of the value at userKey, read through
+// r: "none" when it is absent.
+func (ks *keyspace) typeOf(r lsmgo.Reader, scratch *[]byte, userKey []byte) (string, error) {
+	*scratch = dataKey(*scratch, userKey)
+	raw, _, err := r.GetWithExpiry(*scratch)
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		return "none", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	t, _, err := decodeHeader(userKey, raw)
+	if err != nil {
+		return "", err
+	}
+	return typeNames[t], nil
 }
 
 // exists reports whether userKey holds a live value, read through r.
