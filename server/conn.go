@@ -240,6 +240,9 @@ func (c *conn) execute(args [][]byte) {
 			return
 		}
 		cmd = sub
+		if cmd.pipe&pipeView == 0 {
+			c.closeView()
+		}
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
 		c.reject(msgNoAuth)
