@@ -27,7 +27,7 @@ var infoSections = []struct {
 // cmdInfo implements INFO [section ...]. Unknown sections are ignored, as
 // in Redis. The keyspace section counts keys by iterating them, so it
 // costs O(keys).
-func cmdInfo(c *conn, args [][]byte) {
+func cmdInfo(c *conn, _ *command, args [][]byte) {
 	c.publish() // the commands before INFO in a pipeline count
 	want := map[string]bool{}
 	for _, a := range args[1:] {
@@ -67,6 +67,8 @@ func (s *Server) infoServer(b *strings.Builder) error {
 	exe, _ := os.Executable()
 	b.WriteString("# Server\r\n")
 	field(b, "redis_version", Version)
+	field(b, "lsmgo_version", s.build.Version)
+	field(b, "lsmgo_commit", s.build.Commit)
 	field(b, "redis_mode", "standalone")
 	field(b, "lsmgo_engine", "lsmgo")
 	field(b, "os", runtime.GOOS+" "+runtime.GOARCH)

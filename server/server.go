@@ -17,6 +17,7 @@ import (
 
 // Version is the Redis version the server reports in HELLO and INFO;
 // clients use it to pick features, and the command set is Redis 7's.
+// lsmgo's own version is BuildInfo's, which INFO reports next to it.
 const Version = "7.2.0"
 
 // Server is a running lsmgo server: the engine, the RESP listener and the
@@ -32,6 +33,7 @@ type Server struct {
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
+	build     Build
 
 	// cfg is the running configuration, replaced whole on every change so
 	// connections read it without locking.
@@ -78,7 +80,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		base: cfg, fileCfg: r, startTime: time.Now(),
+		base: cfg, fileCfg: r, startTime: time.Now(), build: BuildInfo(),
 		clients: map[uint64]*conn{}, done: make(chan struct{}),
 	}
 	s.cfg.Store(&r)
@@ -107,7 +109,8 @@ func Start(cfg Config) (*Server, error) {
 		s.db.Close()
 		return nil, err
 	}
-	s.log.Info("lsmgo server ready", "addr", s.Addr().String(), "http", s.HTTPAddr(), "dir", r.Dir, "appendfsync", r.AppendFsync)
+	s.log.Info("lsmgo server ready", "version", s.build.Version, "commit", s.build.Commit,
+		"addr", s.Addr().String(), "http", s.HTTPAddr(), "dir", r.Dir, "appendfsync", r.AppendFsync)
 	return s, nil
 }
 
@@ -124,7 +127,7 @@ func syncMode(appendfsync string) lsmgo.SyncMode {
 }
 
 func (s *Server) start(r *Config) error {
-	if err := s.checkFormat(); err != nil {
+	if err := s.ks.checkFormat(r.Dir); err != nil {
 		return err
 	}
 	s.cmdStats = newCmdStats()
@@ -154,21 +157,6 @@ func (s *Server) start(r *Config) error {
 				s.log.Error("http server stopped", "err", err)
 			}
 		}()
-	}
-	return nil
-}
-
-// checkFormat stamps a new directory with the keyspace format version and
-// refuses one written with another.
-func (s *Server) checkFormat() error {
-	v, err := s.db.Get([]byte(formatKey))
-	switch {
-	case errors.Is(err, lsmgo.ErrNotFound):
-		return s.db.Set([]byte(formatKey), []byte(formatVersion), lsmgo.Sync)
-	case err != nil:
-		return err
-	case string(v) != formatVersion:
-		return fmt.Errorf("lsmgo server: %s holds keyspace format %q; this server reads format %q", s.cfg.Load().Dir, v, formatVersion)
 	}
 	return nil
 }

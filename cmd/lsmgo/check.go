@@ -20,17 +20,20 @@ func init() {
 // allowed), 1 means a problem or a failure to check, 2 a usage error.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("check", flag.ContinueOnError)
-	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lsmgo check DIR")
-		fmt.Fprintln(stderr, "Verifies a closed DB without changing it; exit status 1 when anything is wrong.")
+		fmt.Fprintln(fl.Output(), "usage: lsmgo check DIR")
+		fmt.Fprintln(fl.Output(), "Verifies a closed DB without changing it; exit status 1 when anything is wrong.")
 	}
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if fl.NArg() != 1 {
-		fl.Usage()
-		return 2
+	if code, done := parseFlags(fl, stdout, stderr, func() error {
+		if err := fl.Parse(args); err != nil {
+			return err
+		}
+		if fl.NArg() != 1 {
+			return errUsage
+		}
+		return nil
+	}); done {
+		return code
 	}
 	report, err := lsmgo.Check(fl.Arg(0), nil)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,22 +37,20 @@ type dumper struct {
 func runDump(args []string, stdout, stderr io.Writer) int {
 	d := &dumper{fs: vfs.Default, out: stdout}
 	fl := flag.NewFlagSet("dump", flag.ContinueOnError)
-	fl.SetOutput(stderr)
 	fl.BoolVar(&d.entries, "entries", false, "with a .sst FILE, print every entry too")
 	fl.IntVar(&d.maxValue, "max-value", 64, "print at most this many bytes of each value (0: all)")
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lsmgo dump [--entries] [--max-value N] DIR|FILE")
-		fmt.Fprintln(stderr, "DIR: the current version, level by level. FILE: a .sst's properties (and entries),")
-		fmt.Fprintln(stderr, "a .log's batches, or a MANIFEST's version edits.")
+		fmt.Fprintln(fl.Output(), "usage: lsmgo dump [--entries] [--max-value N] DIR|FILE")
+		fmt.Fprintln(fl.Output(), "DIR: the current version, level by level. FILE: a .sst's properties (and entries),")
+		fmt.Fprintln(fl.Output(), "a .log's batches, or a MANIFEST's version edits.")
 		fl.PrintDefaults()
 	}
-	target, err := parseOnePositional(fl, args)
-	if err != nil {
-		// The flag package has already reported its own errors.
-		if errors.Is(err, errArgCount) {
-			fl.Usage()
-		}
-		return 2
+	var target string
+	if code, done := parseFlags(fl, stdout, stderr, func() (err error) {
+		target, err = parseOnePositional(fl, args)
+		return err
+	}); done {
+		return code
 	}
 	if err := d.dump(target); err != nil {
 		fmt.Fprintf(stderr, "lsmgo dump: %v\n", err)
@@ -62,9 +59,6 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// errArgCount is a usage error: there must be exactly one positional argument.
-var errArgCount = errors.New("want exactly one argument")
-
 // parseOnePositional parses flags placed before or after the single
 // positional argument, which the flag package alone does not allow.
 func parseOnePositional(fl *flag.FlagSet, args []string) (string, error) {
@@ -72,14 +66,14 @@ func parseOnePositional(fl *flag.FlagSet, args []string) (string, error) {
 		return "", err
 	}
 	if fl.NArg() == 0 {
-		return "", errArgCount
+		return "", errUsage
 	}
 	arg := fl.Arg(0)
 	if err := fl.Parse(fl.Args()[1:]); err != nil {
 		return "", err
 	}
 	if fl.NArg() != 0 {
-		return "", errArgCount
+		return "", errUsage
 	}
 	return arg, nil
 }

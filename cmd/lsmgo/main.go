@@ -1,9 +1,17 @@
 // Command lsmgo is the lsmgo binary: the Redis-compatible server and the
 // tools that inspect a DB directory. Each subcommand lives in its own file
 // and registers itself in commands.
+//
+// Conventions, the same for every subcommand: -h, --help and "lsmgo help
+// CMD" print the usage to stdout and exit 0; a usage error prints the
+// usage to stderr and exits 2; "lsmgo version" and "lsmgo --version" print
+// the build's version and commit.
 package main
 
 import (
+	"bytes"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,13 +32,28 @@ func main() {
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stderr)
 		return 2
 	}
-	c, ok := commands[args[0]]
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	case "-version", "--version":
+		name = "version"
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return 0
+		}
+		// "help CMD" is "CMD --help".
+		name, args = args[1], []string{args[1], "--help"}
+	}
+	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "lsmgo: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "lsmgo: unknown command %q\n", name)
 		usage(stderr)
 		return 2
 	}
@@ -47,4 +70,35 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
 	}
+	fmt.Fprintln(w, "Run 'lsmgo help <command>' for a command's flags.")
+}
+
+// errUsage is a usage error the flag package does not detect, such as a
+// wrong number of arguments; parseFlags answers it with the usage.
+var errUsage = errors.New("usage error")
+
+// parseFlags runs parse, which parses a subcommand's arguments into fl,
+// with the CLI's conventions: -h or --help prints the usage to stdout and
+// exits 0; a bad flag, or errUsage from parse, prints the complaint and
+// the usage to stderr and exits 2. done says the subcommand must return
+// code now. fl's Usage must write to fl.Output().
+func parseFlags(fl *flag.FlagSet, stdout, stderr io.Writer, parse func() error) (code int, done bool) {
+	// The flag package writes the usage before it returns ErrHelp, so
+	// whether it belongs on stdout is known only afterwards.
+	var out bytes.Buffer
+	fl.SetOutput(&out)
+	err := parse()
+	fl.SetOutput(stderr)
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		stdout.Write(out.Bytes())
+		return 0, true
+	case out.Len() == 0:
+		fl.Usage()
+	default:
+		stderr.Write(out.Bytes())
+	}
+	return 2, true
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,24 +20,21 @@ func init() {
 	}
 }
 
-// runServe runs the server until SIGINT or SIGTERM, then shuts it down
-// gracefully: in-flight commands finish, the memtable is flushed and the
-// engine closed. A second signal during shutdown exits at once.
+// runServe runs the server until SIGINT or SIGTERM, then says which signal
+// came and shuts the server down gracefully: in-flight commands finish,
+// the memtable is flushed and the engine closed. A second signal during
+// shutdown exits at once.
 func runServe(args []string, stdout, stderr io.Writer) int {
 	cfg := server.DefaultConfig()
 	fs := flag.NewFlagSet("lsmgo serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for busy clients before closing them")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lsmgo serve [flags]")
+		fmt.Fprintln(fs.Output(), "usage: lsmgo serve [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, stdout, stderr, func() error { return fs.Parse(args) }); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lsmgo serve: unexpected argument %q\n", fs.Arg(0))
@@ -46,18 +42,23 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.LogOutput = stderr
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	srv, err := server.Start(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "lsmgo serve: %v\n", err)
 		return 1
 	}
 	// One machine-readable line, so scripts and tests started with port 0
-	// learn the bound addresses.
-	fmt.Fprintf(stdout, "lsmgo serve: listening addr=%s http=%s\n", srv.Addr(), srv.HTTPAddr())
-	<-ctx.Done()
-	stop() // a second signal now kills the process the default way
+	// learn the bound addresses; what it serves and which build serves it
+	// come after, the directory quoted since it may hold spaces.
+	build := server.BuildInfo()
+	fmt.Fprintf(stdout, "lsmgo serve: listening addr=%s http=%s dir=%q version=%s commit=%s\n",
+		srv.Addr(), srv.HTTPAddr(), srv.Config().Dir, build.Version, build.Commit)
+	sig := <-sigs
+	signal.Stop(sigs) // a second signal now kills the process the default way
+	fmt.Fprintf(stderr, "lsmgo serve: received %v; shutting down (another signal exits at once)\n", sig)
 
 	sctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()

@@ -35,6 +35,7 @@ func TestServeChild(t *testing.T) {
 type child struct {
 	cmd    *exec.Cmd
 	addr   string
+	line   string // the startup line on stdout
 	stderr *testutil.SyncBuffer
 	exited chan struct{}
 	err    error
@@ -71,6 +72,7 @@ func startChild(t *testing.T, args ...string) *child {
 	}()
 	select {
 	case l := <-line:
+		c.line = l
 		if _, err := fmt.Sscanf(l, "lsmgo serve: listening addr=%s", &c.addr); err != nil {
 			t.Fatalf("child said %q (%v); stderr:\n%s", l, err, c.stderr)
 		}
@@ -224,6 +226,14 @@ func TestServeSIGTERM(t *testing.T) {
 	if !strings.Contains(srv.stderr.String(), "lsmgo server stopped") {
 		t.Errorf("stderr lacks the stop message:\n%s", srv.stderr)
 	}
+	if !strings.Contains(srv.stderr.String(), "lsmgo serve: received terminated;") {
+		t.Errorf("stderr does not name the signal:\n%s", srv.stderr)
+	}
+	for _, want := range []string{fmt.Sprintf(" dir=%q ", dir), " version=(devel) commit=", " http=127.0.0.1:"} {
+		if !strings.Contains(srv.line, want) {
+			t.Errorf("startup line %q lacks %q", srv.line, want)
+		}
+	}
 	again := startChild(t, args...)
 	if v, err := again.client(t).Get(ctx, "k").Result(); v != "v" {
 		t.Errorf("after restart k = %q, %v", v, err)
@@ -236,8 +246,8 @@ func TestServeFlags(t *testing.T) {
 		t.Errorf("unknown flag: status %d", code)
 	}
 	errOut.Reset()
-	if code := runMain([]string{"serve", "--help"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "-appendfsync") {
-		t.Errorf("--help: status %d, output %q", code, errOut.String())
+	if code := runMain([]string{"serve", "--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-appendfsync") {
+		t.Errorf("--help: status %d, output %q", code, out.String())
 	}
 	errOut.Reset()
 	if code := runMain([]string{"serve", "--appendfsync", "sometimes"}, &out, &errOut); code != 2 {
