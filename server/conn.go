@@ -141,7 +141,7 @@ func (w countingWriter) Write(p []byte) (int, error) {
 
 func (c *conn) serve() {
 	defer c.close()
-	for !c.quit {
+	for !c.quit && !c.s.cutoff.Load() {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			c.readFailed(err)

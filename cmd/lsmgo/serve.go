@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/lsmgo-dev/lsmgo/server"
 )
@@ -29,7 +28,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lsmgo serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
-	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for busy clients before closing them")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lsmgo serve [flags]")
 		fs.PrintDefaults()
@@ -59,9 +57,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way
 
-	sctx, cancel := context.WithTimeout(context.Background(), *grace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	// The shutdown-timeout setting bounds the wait for busy clients.
+	if err := srv.Shutdown(context.Background()); err != nil {
 		fmt.Fprintf(stderr, "lsmgo serve: shutdown: %v\n", err)
 		return 1
 	}
