@@ -86,6 +86,10 @@ type Config struct {
 	// CacheSize is the engine block cache budget in bytes ("cache-size");
 	// 0 means the engine default.
 	CacheSize int64
+	// MaxMemoryClients bounds the bytes all clients' query buffers may
+	// hold together ("maxmemory-clients", live); past it the biggest
+	// clients are closed first. 0 disables the bound. Default 1 GiB.
+	MaxMemoryClients int64
 	// ShutdownTimeout bounds a graceful shutdown ("shutdown-timeout",
 	// seconds or a duration such as 500ms, live): clients still busy when
 	// it passes are cut off, pending pipelines are dropped, and the engine
@@ -123,6 +127,7 @@ func DefaultConfig() Config {
 		SlowlogMaxLen:     128,
 		LogLevel:          "notice",
 		ShutdownTimeout:   30 * time.Second,
+		MaxMemoryClients:  1 << 30,
 	}
 }
 
@@ -161,6 +166,8 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.ProtoMaxBulkLen }),
 	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
+	sizeSetting("maxmemory-clients", "bytes all clients' query buffers may hold together; the biggest clients are closed first (0: no bound)", true, 0, math.MaxInt64,
+		func(c *Config) *int64 { return &c.MaxMemoryClients }),
 	sizeSetting("client-query-buffer-limit", "largest unfinished command a client may send, in bytes", true, 1024, math.MaxInt64,
 		func(c *Config) *int64 { return &c.QueryBufferLimit }),
 	durationSetting("slowlog-log-slower-than", "slow log threshold in microseconds (negative: off)", true, time.Microsecond, math.MinInt64,

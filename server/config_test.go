@@ -193,6 +193,7 @@ func TestSettingUnits(t *testing.T) {
 		"proto-max-bulk-len":        sizes,
 		"max-multibulk-len":         sizes,
 		"client-query-buffer-limit": sizes,
+		"maxmemory-clients":         sizes,
 		"memtable-size":             sizes,
 		"cache-size":                sizes,
 		"timeout":                   {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},

@@ -59,6 +59,8 @@ type Server struct {
 	done   chan struct{}
 	nextID atomic.Uint64
 	stats  serverStats
+	// clientMem enforces maxmemory-clients.
+	clientMem clientMemory
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -147,8 +149,9 @@ func (s *Server) start(r *Config) error {
 			return err
 		}
 	}
-	s.bgWG.Add(1)
+	s.bgWG.Add(2)
 	go s.acceptLoop()
+	go s.returnMemoryLoop()
 	if s.httpSrv != nil {
 		s.bgWG.Add(1)
 		go func() {
