@@ -98,8 +98,10 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 		switch {
 		case errors.Is(err, os.ErrPermission):
 			c.warn(fmt.Errorf("lsmgo: check %s: reading without the DB's lock: %w", dir, err))
+		case errors.Is(err, vfs.ErrLocked):
+			return nil, fmt.Errorf("lsmgo: check %s: the DB is open (its LOCK is held): %w", dir, err)
 		case err != nil:
-			return nil, fmt.Errorf("lsmgo: check %s: the DB is open: %w", dir, err)
+			return nil, fmt.Errorf("lsmgo: check %s: cannot take the DB's LOCK file: %w", dir, err)
 		default:
 			defer lock.Close()
 		}

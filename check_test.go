@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -109,7 +110,7 @@ func TestCheckRefusesOpenDB(t *testing.T) {
 	if err := db.Set([]byte("a"), []byte("b"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Check(corruptDir, &Options{FS: fs}); err == nil || !strings.Contains(err.Error(), "open") {
+	if _, err := Check(corruptDir, &Options{FS: fs}); !errors.Is(err, vfs.ErrLocked) || !strings.Contains(err.Error(), "the DB is open") {
 		t.Fatalf("Check of an open DB: %v, want a refusal", err)
 	}
 	if err := db.Close(); err != nil {
@@ -122,6 +123,35 @@ func TestCheckRefusesOpenDB(t *testing.T) {
 		t.Fatalf("Open after Check: %v", err)
 	}
 	db.Close()
+}
+
+// TestCheckLockNotAFile: a LOCK that cannot be opened (here a directory)
+// is reported as what it is, with the file named, not as an open DB; Open
+// says the same.
+func TestCheckLockNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{Sync: SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "LOCK")
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Check(dir, nil)
+	if err == nil || errors.Is(err, vfs.ErrLocked) || strings.Contains(err.Error(), "is open") ||
+		!strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("Check with LOCK a directory: %v", err)
+	}
+	if _, err := Open(dir, nil); err == nil || !strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("Open with LOCK a directory: %v", err)
+	}
 }
 
 func TestCheckNotADB(t *testing.T) {

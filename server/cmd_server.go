@@ -539,7 +539,7 @@ func cmdConfigSet(c *conn, cmd *command, args [][]byte) {
 func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) {
 	c.publish() // so that the commands before it are reset too
 	st := &c.s.stats
-	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
+	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &c.s.clientMem.evicted, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
 		v.Store(0)
 	}
 	c.ok()

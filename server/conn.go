@@ -82,6 +82,12 @@ type conn struct {
 
 	scratch []byte // engine keys and values under construction
 	nameBuf []byte // lower-cased command names
+
+	// mem is the size of this client's query buffer, as accounted to the
+	// server's maxmemory-clients bound; evicting is set when the bound
+	// chose this client to close.
+	mem      atomic.Int64
+	evicting atomic.Bool
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
@@ -143,7 +149,10 @@ func (w countingWriter) Write(p []byte) (int, error) {
 
 func (c *conn) serve() {
 	defer c.close()
-	for !c.quit {
+	// Here rather than in newConn: the budget may evict other clients,
+	// which takes clientsMu, held while a connection is admitted.
+	c.rd.SetBudget(connBudget{c})
+	for !c.quit && !c.s.cutoff.Load() {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			c.readFailed(err)
@@ -166,6 +175,11 @@ func (c *conn) readFailed(err error) {
 		c.wr.Error("ERR " + pe.Msg)
 		c.wr.Flush()
 		lingerClose(c.nc)
+	case errors.Is(err, errClientMemory):
+		c.s.clientMem.evicted.Add(1)
+		c.s.log.Warn("closing client whose buffer would pass maxmemory-clients", "client", c.id,
+			"addr", c.nc.RemoteAddr().String(), "buffer_bytes", c.mem.Load())
+		c.nc.Close()
 	case errors.Is(err, errQueryBufferLimit):
 		c.s.log.Warn("closing client that reached max query buffer length", "client", c.id, "addr", c.nc.RemoteAddr().String())
 		c.wr.Flush()
@@ -201,6 +215,7 @@ func (c *conn) close() {
 	c.closeView()
 	c.publish()
 	c.nc.Close()
+	c.rd.Close()
 	c.s.removeClient(c)
 }
 

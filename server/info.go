@@ -112,6 +112,8 @@ func (s *Server) infoMemory(b *strings.Builder) error {
 	field(b, "maxmemory", 0)
 	field(b, "maxmemory_policy", "noeviction")
 	field(b, "mem_allocator", "go")
+	field(b, "mem_clients_normal", s.clientMem.total.Load())
+	field(b, "maxmemory_clients", s.config().MaxMemoryClients)
 	field(b, "lsmgo_memtable_bytes", m.MemTables.Bytes)
 	field(b, "lsmgo_block_cache_bytes", m.Cache.Bytes)
 	return nil
@@ -157,6 +159,7 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "total_net_input_bytes", st.netIn.Load())
 	field(b, "total_net_output_bytes", st.netOut.Load())
 	field(b, "rejected_connections", st.rejected.Load())
+	field(b, "evicted_clients", s.clientMem.evicted.Load())
 	field(b, "keyspace_hits", st.hits.Load())
 	field(b, "keyspace_misses", st.misses.Load())
 	return nil

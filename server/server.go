@@ -53,11 +53,16 @@ type Server struct {
 	// closing is set (under clientsMu) when Shutdown begins; connections
 	// check it before every blocking read.
 	closing atomic.Bool
-	connWG  sync.WaitGroup
-	bgWG    sync.WaitGroup
-	done    chan struct{}
-	nextID  atomic.Uint64
-	stats   serverStats
+	// cutoff is set when shutdown's deadline passes: connections stop
+	// executing buffered commands.
+	cutoff atomic.Bool
+	connWG sync.WaitGroup
+	bgWG   sync.WaitGroup
+	done   chan struct{}
+	nextID atomic.Uint64
+	stats  serverStats
+	// clientMem enforces maxmemory-clients.
+	clientMem clientMemory
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -147,8 +152,9 @@ func (s *Server) start(r *Config) error {
 			return err
 		}
 	}
-	s.bgWG.Add(1)
+	s.bgWG.Add(2)
 	go s.acceptLoop()
+	go s.returnMemoryLoop()
 	if s.httpSrv != nil {
 		s.bgWG.Add(1)
 		go func() {
@@ -255,7 +261,9 @@ func (s *Server) clientCount() int {
 // Shutdown stops the server gracefully: it stops accepting, lets every
 // connection finish the commands it has already received (replying to
 // them), then flushes the memtable and closes the engine. Connections
-// still busy when ctx ends are closed forcibly. Calling Shutdown again
+// still busy when ctx ends or the shutdown-timeout setting passes,
+// whichever comes first, are cut off: their sockets close and the
+// commands they still had buffered are not executed. Calling Shutdown again
 // returns the first call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
@@ -283,13 +291,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.connWG.Wait()
 		close(finished)
 	}()
+	deadline := time.NewTimer(s.config().ShutdownTimeout)
+	defer deadline.Stop()
 	select {
 	case <-finished:
 	case <-ctx.Done():
-		s.log.Warn("shutdown deadline passed; closing busy connections")
-		for _, c := range s.clientList() {
-			c.nc.Close()
-		}
+		s.cutOff()
+		<-finished
+	case <-deadline.C:
+		s.cutOff()
 		<-finished
 	}
 	var err error
@@ -307,6 +317,20 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	s.log.Info("lsmgo server stopped", "err", err)
 	return err
+}
+
+// cutOff ends a graceful shutdown that ran out of time: connections stop
+// executing what they have buffered (a pipeline of thousands of commands
+// would otherwise run to the end against a closed socket), and sockets
+// close, which wakes connections blocked writing to clients that do not
+// read.
+func (s *Server) cutOff() {
+	s.cutoff.Store(true)
+	busy := s.clientList()
+	s.log.Warn("shutdown deadline passed; cutting off busy clients", "clients", len(busy))
+	for _, c := range busy {
+		c.nc.Close()
+	}
 }
 
 // closeListeners releases what start bound when it fails midway.

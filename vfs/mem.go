@@ -298,7 +298,7 @@ func (fs *MemFS) Lock(name string) (io.Closer, error) {
 	}
 	p := cleanPath(name)
 	if fs.locks[p] {
-		return nil, fmt.Errorf("vfs: lock %s: held by another holder in this MemFS: %w", name, syscall.EWOULDBLOCK)
+		return nil, fmt.Errorf("vfs: lock %s: %w in this MemFS (%w)", name, ErrLocked, syscall.EWOULDBLOCK)
 	}
 	fs.locks[p] = true
 	return &memLock{fs: fs, path: p}, nil

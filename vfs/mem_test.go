@@ -357,8 +357,8 @@ func TestMemLock(t *testing.T) {
 	if _, err := fs.Stat("db/LOCK"); err != nil {
 		t.Fatalf("Lock did not create the file: %v", err)
 	}
-	if _, err := fs.Lock("/db/./LOCK"); err == nil {
-		t.Fatal("second Lock of a held lock succeeded")
+	if _, err := fs.Lock("/db/./LOCK"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Lock of a held lock: %v, want ErrLocked", err)
 	}
 	// A crash releases locks.
 	crashed := fs.CrashClone()

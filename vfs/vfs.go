@@ -9,6 +9,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -47,11 +48,17 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// Lock takes an exclusive lock on the named file, creating it if needed.
 	// It fails at once, without waiting, when another holder has it,
-	// in this process or another. Closing the returned Closer releases it.
+	// in this process or another, with an error matching ErrLocked; any
+	// other error (the file cannot be created or opened) says why.
+	// Closing the returned Closer releases it.
 	Lock(name string) (io.Closer, error)
 	// PathJoin joins path elements.
 	PathJoin(elem ...string) string
 }
+
+// ErrLocked is matched (errors.Is) by Lock's error when another holder has
+// the lock, as opposed to a lock file that cannot be opened at all.
+var ErrLocked = errors.New("held by another holder")
 
 // Default is the operating system's filesystem.
 var Default FS = osFS{}

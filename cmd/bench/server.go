@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server"
@@ -62,9 +61,8 @@ func serveBench(ctx context.Context, release func(), args []string, stdout, stde
 		srv.Addr(), srv.HTTPAddr(), opts.cfg.Dir, opts.cfg.MemTableSize, opts.cfg.CacheSize)
 	<-ctx.Done()
 	release()
-	sctx, cancel := context.WithTimeout(context.Background(), opts.grace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	// The config's ShutdownTimeout bounds the wait for busy clients.
+	if err := srv.Shutdown(context.Background()); err != nil {
 		fmt.Fprintf(stderr, "lsmgo-bench: shutdown: %v\n", err)
 		return 1
 	}
@@ -73,8 +71,7 @@ func serveBench(ctx context.Context, release func(), args []string, stdout, stde
 
 // serverOptions is the parsed command line of the server mode.
 type serverOptions struct {
-	cfg   server.Config
-	grace time.Duration
+	cfg server.Config
 	// notices tell the user where the flags were adjusted: a capped
 	// memory budget, a loopback-only bind.
 	notices []string
@@ -92,7 +89,7 @@ func parseServerFlags(args []string, stderr io.Writer) (serverOptions, error) {
 	fs.StringVar(&c.AppendFsync, "appendfsync", c.AppendFsync, "WAL fsync policy: always, everysec or no")
 	fs.StringVar(&c.RequirePass, "requirepass", "", "password clients must AUTH with; needed to listen beyond loopback")
 	protected := fs.String("protected-mode", "yes", "yes: refuse a non-loopback address without --requirepass")
-	fs.DurationVar(&o.grace, "shutdown-timeout", 30*time.Second, "how long shutdown waits for busy clients")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for busy clients before cutting them off")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

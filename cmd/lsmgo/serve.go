@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/lsmgo-dev/lsmgo/server"
 )
@@ -28,7 +27,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	cfg := server.DefaultConfig()
 	fs := flag.NewFlagSet("lsmgo serve", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for busy clients before closing them")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: lsmgo serve [flags]")
 		fs.PrintDefaults()
@@ -60,9 +58,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	signal.Stop(sigs) // a second signal now kills the process the default way
 	fmt.Fprintf(stderr, "lsmgo serve: received %v; shutting down (another signal exits at once)\n", sig)
 
-	sctx, cancel := context.WithTimeout(context.Background(), *grace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	// The shutdown-timeout setting bounds the wait for busy clients.
+	if err := srv.Shutdown(context.Background()); err != nil {
 		fmt.Fprintf(stderr, "lsmgo serve: shutdown: %v\n", err)
 		return 1
 	}
