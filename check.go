@@ -330,7 +330,7 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			c.report.LogRecords++
 			seq, count, err := checkBatch(rec)
 			if err != nil {
-				c.problem(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
+				c.problem(walRecordError(name, r.Offset(), err))
 				break
 			}
 			if seq < nextSeq {

@@ -105,7 +105,7 @@ func (db *DB) recover(names []string) error {
 			seq, count, err := checkBatch(rec)
 			if err != nil {
 				f.Close()
-				return fail(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
+				return fail(walRecordError(name, r.Offset(), err))
 			}
 			if need := memSizeEstimate(rec); mt.Size()+need > mt.Capacity() {
 				if err := flush(); err != nil {
@@ -204,18 +204,8 @@ type walStop struct {
 // checkBatch validates a WAL record as a batch before any of it is applied,
 // so a damaged record never half-applies.
 func checkBatch(rec []byte) (seq base.SeqNum, count uint32, err error) {
-	r, err := batchrepr.NewReader(rec)
-	if err != nil {
+	if err := checkWALBatch(rec); err != nil {
 		return 0, 0, err
-	}
-	for {
-		_, _, _, ok, err := r.Next()
-		if err != nil {
-			return 0, 0, err
-		}
-		if !ok {
-			break
-		}
 	}
 	seq, count = batchrepr.Seq(rec), batchrepr.Count(rec)
 	if seq == 0 || seq+base.SeqNum(count) > base.SeqNumMax {
