@@ -184,6 +184,11 @@ func TestOpenOversizeWAL(t *testing.T) {
 			if testing.Short() && !tt.short {
 				t.Skip("writes and reads a 512 MiB WAL record")
 			}
+			if raceEnabled {
+				// Nothing here is concurrent, and decoding 16 M
+				// records twice takes most of a minute under it.
+				t.Skip("sequential and slow under the race detector")
+			}
 			// The OS filesystem: a 512 MiB file in the in-memory one
 			// takes many times as long to write and read.
 			fs, dir := vfs.Default, t.TempDir()
