@@ -19,11 +19,12 @@ type CheckReport struct {
 	// Problems lists damage and broken invariants, in the order found.
 	// Damage is a *CorruptionError (matching ErrCorruption) that names the
 	// file and, where known, the offset; an I/O error that kept a file
-	// from being read is reported as it came. Open, or a read, would fail
-	// on each of these, with one exception: damage followed by intact
-	// records in the last WAL that has records, which Open recovers from
-	// by dropping the log from the damaged record on (unless
-	// Options.StrictWALRecovery); its message says so.
+	// from being read is reported as it came; a WAL write too large to
+	// flush (accepted by an older version) matches ErrValueTooLarge.
+	// Open, or a read, would fail on each of these, with one exception:
+	// damage followed by intact records in the last WAL that has records,
+	// which Open recovers from by dropping the log from the damaged record
+	// on (unless Options.StrictWALRecovery); its message says so.
 	Problems []error
 	// Warnings lists what Open repairs by itself and so is not a problem:
 	// a torn tail at the end of the newest WAL or of the manifest (an
@@ -332,7 +333,7 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			c.report.LogRecords++
 			seq, count, err := checkBatch(rec)
 			if err != nil {
-				c.problem(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
+				c.problem(walRecordError(name, r.Offset(), err))
 				break
 			}
 			if seq < nextSeq {

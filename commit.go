@@ -40,6 +40,8 @@ type commitWriter struct {
 
 // Apply commits the batch atomically. It returns once the batch is in the
 // WAL (and fsynced when the sync mode or wo asks) and visible to reads.
+// A batch that refused a write (Batch.Err) is not written at all: Apply
+// returns that error.
 //
 // The commit pipeline has three stages. (1) Writers queue; the writer at
 // the head leads: it takes the queued batches (a commit group), assigns
@@ -54,6 +56,9 @@ type commitWriter struct {
 func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	if db.closed.Load() {
 		return ErrClosed
+	}
+	if b.err != nil {
+		return b.err
 	}
 	if b.Count() == 0 {
 		return nil

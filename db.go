@@ -276,7 +276,9 @@ func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte
 	return value, expireAt, nil
 }
 
-// Set writes key=value.
+// Set writes key=value. A key and value over MaxEntrySize together are
+// refused with an error matching ErrValueTooLarge, and nothing is written;
+// the same holds for SetWithExpiry and Delete.
 func (db *DB) Set(key, value []byte, wo *WriteOptions) error {
 	b := getBatch()
 	b.Set(key, value)

@@ -15,6 +15,13 @@ var (
 	// ErrReadOnly is matched by the error every write returns after a
 	// background I/O error; the error also wraps the original cause.
 	ErrReadOnly = errors.New("lsmgo: read-only after background error")
+	// ErrValueTooLarge is matched by the error a write returns when the DB
+	// could not store it: a key and value over MaxEntrySize together, or a
+	// batch too large for a memtable. Nothing of the batch is written.
+	// Open returns it, too, for a WAL holding such a write (which versions
+	// that did not check the limits could accept), without changing
+	// anything.
+	ErrValueTooLarge = errors.New("lsmgo: value too large")
 	// ErrCorruption is matched, with errors.Is, by every error that reports
 	// damaged on-disk data; errors.As with *CorruptionError gives the file
 	// and offset.

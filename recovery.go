@@ -269,18 +269,8 @@ type walStop struct {
 // checkBatch validates a WAL record as a batch before any of it is applied,
 // so a damaged record never half-applies.
 func checkBatch(rec []byte) (seq base.SeqNum, count uint32, err error) {
-	r, err := batchrepr.NewReader(rec)
-	if err != nil {
+	if err := checkWALBatch(rec); err != nil {
 		return 0, 0, err
-	}
-	for {
-		_, _, _, ok, err := r.Next()
-		if err != nil {
-			return 0, 0, err
-		}
-		if !ok {
-			break
-		}
 	}
 	seq, count = batchrepr.Seq(rec), batchrepr.Count(rec)
 	if seq == 0 || seq+base.SeqNum(count) > base.SeqNumMax {

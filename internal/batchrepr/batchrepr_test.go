@@ -200,3 +200,16 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestRecordLen(t *testing.T) {
+	for _, kind := range []base.Kind{base.KindSet, base.KindSetExpiry, base.KindDelete} {
+		for _, n := range []int{0, 1, 127, 128, 16383, 16384, 1 << 21} {
+			key, value := make([]byte, n%300), make([]byte, n)
+			repr := New()
+			got := len(Append(repr, kind, key, value)) - len(repr)
+			if want := RecordLen(kind, len(key), len(value)); got != want {
+				t.Errorf("%s key %d value %d: Append added %d bytes, RecordLen says %d", kind, len(key), len(value), got, want)
+			}
+		}
+	}
+}
