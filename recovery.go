@@ -161,7 +161,7 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 func (r *walReplay) apply(name string, off int64, rec []byte) error {
 	seq, count, err := checkBatch(rec)
 	if err != nil {
-		return base.Corruptf(name, off, "WAL record: %v", err)
+		return walRecordError(name, off, err)
 	}
 	if need := memSizeEstimate(rec); r.mt.Size()+need > r.mt.Capacity() {
 		if err := r.flush(); err != nil {
