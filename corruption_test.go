@@ -89,10 +89,7 @@ func corruptOptions(fs vfs.FS) *Options {
 func buildCorruptFixture(t testing.TB) *corruptFixture {
 	t.Helper()
 	fs := vfs.NewMem()
-	db, err := Open(corruptDir, corruptOptions(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, corruptDir, corruptOptions(fs))
 	rng := rand.New(rand.NewPCG(corruptSeed, 0))
 	fx := &corruptFixture{files: map[string][]byte{}, walRecords: map[string][]walRecordSpan{}}
 	nextSeq := base.SeqNum(1)
@@ -773,10 +770,7 @@ func TestCorruptionDamagedFiles(t *testing.T) {
 func TestCorruptionReverseScanStopsAtError(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := corruptOptions(fs)
-	db, err := Open(corruptDir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, corruptDir, opts)
 	big := strings.Repeat("v", 300) // one entry per 256-byte block
 	for _, k := range []string{"a", "b"} {
 		if err := db.Set([]byte(k), []byte("old-"+k+big), nil); err != nil {
@@ -814,11 +808,7 @@ func TestCorruptionReverseScanStopsAtError(t *testing.T) {
 	}
 	f.Close()
 
-	db, err = Open(corruptDir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = openTestDB(t, corruptDir, opts)
 	it, err := db.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -884,10 +884,7 @@ func crashEachOp(t *testing.T, phase string, newFS func() *vfs.MemFS, check func
 		mem := newFS()
 		cr := newCrasher(mem, &clock, 0)
 		cr.armIn(n, phase)
-		db, err := Open("/db", durOptions(errorfs.Wrap(mem, cr), SyncAlways))
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openTestDB(t, "/db", durOptions(errorfs.Wrap(mem, cr), SyncAlways))
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
