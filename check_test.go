@@ -61,12 +61,10 @@ func TestCheckHealthyDB(t *testing.T) {
 	}
 	var report *CheckReport
 	for round := range 3 {
-		db, err := Open(corruptDir, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openTestDB(t, corruptDir, opts)
 		for i := range 3000 {
 			k := fmt.Appendf(nil, "k%05d", rng.IntN(5000))
+			var err error
 			switch rng.IntN(10) {
 			case 0:
 				err = db.Delete(k, nil)
@@ -103,10 +101,7 @@ func TestCheckHealthyDB(t *testing.T) {
 
 func TestCheckRefusesOpenDB(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := Open(corruptDir, corruptOptions(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, corruptDir, corruptOptions(fs))
 	if err := db.Set([]byte("a"), []byte("b"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +113,7 @@ func TestCheckRefusesOpenDB(t *testing.T) {
 	}
 	requireCheckOK(t, fs, corruptDir)
 	// Check released the lock.
-	db, err = Open(corruptDir, corruptOptions(fs))
-	if err != nil {
-		t.Fatalf("Open after Check: %v", err)
-	}
+	db = openTestDB(t, corruptDir, corruptOptions(fs))
 	db.Close()
 }
 
@@ -426,10 +418,7 @@ func TestCheckNoStrayTablesAfterFailedCompaction(t *testing.T) {
 		return nil
 	}))
 	opts := corruptOptions(fs)
-	db, err := Open(corruptDir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, corruptDir, opts)
 	for i := range 400 {
 		if err := db.Set(fmt.Appendf(nil, "key%04d", i), bytes.Repeat([]byte("v"), 40), nil); err != nil {
 			t.Fatal(err)

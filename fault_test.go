@@ -331,10 +331,7 @@ func TestFaultManifestSyncKeepsTables(t *testing.T) {
 	mem := vfs.NewMem()
 	toggle := errorfs.NewToggle(errorfs.EIO(), []errorfs.Op{errorfs.OpSync}, "MANIFEST")
 	fs := errorfs.Wrap(mem, toggle)
-	db, err := Open("/db", durOptions(fs, SyncAlways))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", durOptions(fs, SyncAlways))
 	if err := db.Set([]byte("k"), []byte("v"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -347,10 +344,7 @@ func TestFaultManifestSyncKeepsTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fs := range []vfs.FS{mem.CrashClone(), mem} {
-		db, err := Open("/db", durOptions(fs, SyncAlways))
-		if err != nil {
-			t.Fatalf("reopen: %v", err)
-		}
+		db := openTestDB(t, "/db", durOptions(fs, SyncAlways))
 		if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
 			t.Fatalf("Get(k) = %q, %v", v, err)
 		}

@@ -501,10 +501,7 @@ func newDamagedWAL(t *testing.T) *damagedWAL {
 	opts := durOptions(mem, SyncAlways)
 	// Big enough that every batch stays in the WAL.
 	opts.MemTableSize = 1 << 20
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", opts)
 	for i := range pitFixtureBatches {
 		b := db.NewBatch()
 		b.Set([]byte(pitFixtureKey(i)), pitFixtureValue(i))
@@ -569,10 +566,7 @@ func writeFile(t testing.TB, fs vfs.FS, name string, data []byte) {
 // n batches plus extra.
 func checkFixtureState(t *testing.T, fs vfs.FS, n int, extra map[string][]byte) {
 	t.Helper()
-	db, err := Open("/db", durOptions(fs, SyncAlways))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", durOptions(fs, SyncAlways))
 	got, err := readPIT(db)
 	if cerr := db.Close(); err == nil {
 		err = cerr
@@ -634,10 +628,7 @@ func TestRecoveryDamagedWAL(t *testing.T) {
 	logs := &logCapture{}
 	opts := durOptions(d.damaged, SyncAlways)
 	opts.Logger = slog.New(logs)
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", opts)
 	wantDropped := d.size - d.starts[d.hit]
 	if got := db.Metrics().WAL.RecoveryDroppedBytes; got != wantDropped {
 		t.Errorf("Metrics().WAL.RecoveryDroppedBytes = %d, want %d", got, wantDropped)

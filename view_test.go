@@ -15,11 +15,7 @@ import (
 func TestViewSeesItsMoment(t *testing.T) {
 	opts := modelTinyOptions()
 	opts.FS = vfs.NewMem()
-	db, err := Open("/db", &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTestDB(t, "/db", &opts)
 	key := func(i int) []byte { return []byte(fmt.Sprintf("k%04d", i)) }
 	const n = 500
 	for i := range n {

@@ -20,10 +20,7 @@ import (
 func TestWALZeroedTail(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := &Options{FS: mem, MemTableSize: 64 << 10, Logger: slog.New(slog.DiscardHandler)}
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", opts)
 	const keys = 50
 	for i := range keys {
 		if err := db.Set([]byte(fmt.Sprintf("k%02d", i)), []byte(fmt.Sprintf("v%02d", i)), nil); err != nil {

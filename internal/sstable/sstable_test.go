@@ -16,6 +16,18 @@ import (
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
+// shortened divides a randomized check's iteration count by three under
+// -short, which CI runs under -race. The slowest case, the table that is one
+// block too large for the cache, rereads that block on every seek, so its
+// cost grows with both its entries and its seeks: TestRandomTables took
+// 409 s under -race -short on a loaded 2-core machine, 370 s of it there.
+func shortened(n int) int {
+	if testing.Short() {
+		return n / 3
+	}
+	return n
+}
+
 func testSeed(t *testing.T) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -37,7 +49,7 @@ func TestRandomTables(t *testing.T) {
 	for ci, opts := range configs {
 		t.Run(fmt.Sprintf("%d-%s-bs%d-ri%d-bloom%d", ci, opts.Compression, opts.BlockSize, opts.BlockRestartInterval, opts.BloomBitsPerKey), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(ci)))
-			entries := randomEntries(rng, 3000)
+			entries := randomEntries(rng, shortened(3000))
 			data, md := buildTable(t, entries, opts)
 			c := cache.New(1 << 20)
 			r, err := openTable(data, ReaderOptions{Cache: c, FileNum: 7, FileName: "t.sst"})
@@ -108,7 +120,7 @@ func probeKey(rng *rand.Rand, m model) []byte {
 func checkGets(t *testing.T, rng *rand.Rand, r *Reader, m model) {
 	t.Helper()
 	maxSeq := r.Properties().LargestSeq
-	for n := 0; n < 3000; n++ {
+	for n := 0; n < shortened(3000); n++ {
 		k := probeKey(rng, m)
 		readSeq := base.SeqNum(rng.IntN(int(maxSeq) + 3))
 		switch rng.IntN(10) {
@@ -196,7 +208,7 @@ func checkIterator(t *testing.T, rng *rand.Rand, r *Reader, m model, lower, uppe
 	}
 
 	// Random seeks followed by random walks that switch direction.
-	for n := 0; n < 300; n++ {
+	for n := 0; n < shortened(300); n++ {
 		k := probeKey(rng, m)
 		var op string
 		switch rng.IntN(4) {
