@@ -76,7 +76,7 @@ func TestBatchTooLargeLimits(t *testing.T) {
 // it before copying), so the test costs no memory for it.
 func TestSetTooLarge(t *testing.T) {
 	fs := vfs.NewMem()
-	db := openMem(t, fs, nil)
+	db := openTestDB(t, "/db", &Options{FS: fs})
 	if err := db.Set([]byte("small"), []byte("v1"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestSetTooLarge(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db = openMem(t, fs, nil)
+	db = openTestDB(t, "/db", &Options{FS: fs})
 	verify(db)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

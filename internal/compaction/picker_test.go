@@ -115,9 +115,9 @@ func TestPickerDataDriven(t *testing.T) {
 		switch c.Cmd {
 		case "define":
 			for _, name := range []string{"threshold", "lbase", "mult", "target"} {
-				if _, ok := c.args[name]; !ok {
+				if !c.HasArg(name) {
 					// Config has no defaults: a script states every knob.
-					t.Fatalf("line %d: define needs %s=", c.line, name)
+					c.Fatalf(t, "define needs %s=", name)
 				}
 			}
 			cfg = Config{
