@@ -85,8 +85,18 @@ func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
 // put writes one string through the connection's batch. Like get, it
 // replies with the error itself and returns false when the write failed.
 func (c *conn) put(key []byte, v stringValue) bool {
+	if int64(len(v.val)) > c.maxStringLen(key) {
+		c.fail(msgStringTooBig)
+		return false
+	}
 	c.s.ks.putString(c.batch, &c.scratch, key, v)
 	return c.apply()
+}
+
+// maxStringLen is the longest string a command may leave at key: Redis'
+// proto-max-bulk-len, or less where the engine's entry limit is lower.
+func (c *conn) maxStringLen(key []byte) int64 {
+	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(key))
 }
 
 // apply commits and empties the connection's batch; on failure it replies
@@ -124,8 +134,8 @@ func cmdGet(c *conn, _ *command, args [][]byte) {
 // stageSet is SET's batch function: a plain "SET key value" joins the
 // connection's pending batch.
 func stageSet(c *conn, args [][]byte) bool {
-	if len(args) != 3 {
-		return false
+	if len(args) != 3 || int64(len(args[2])) > c.s.ks.maxString(args[1]) {
+		return false // cmdSet refuses it alone, without failing the batch
 	}
 	c.s.ks.putString(c.batch, &c.scratch, args[1], stringValue{val: args[2]})
 	c.lockAtCommit(args[1])
@@ -385,6 +395,11 @@ func mset(nx bool) handler {
 			}
 		}
 		for i := 1; i < len(args); i += 2 {
+			if int64(len(args[i+1])) > c.maxStringLen(args[i]) {
+				c.batch.Reset()
+				c.fail(msgStringTooBig)
+				return
+			}
 			c.s.ks.putString(c.batch, &c.scratch, args[i], stringValue{val: args[i+1]})
 		}
 		if !c.apply() {
@@ -489,7 +504,7 @@ func cmdIncrByFloat(c *conn, _ *command, args [][]byte) {
 func cmdAppend(c *conn, _ *command, args [][]byte) {
 	var n int
 	if !c.modify(args[1:2], func(v *stringValue, _ bool) bool {
-		if int64(len(v.val))+int64(len(args[2])) > c.s.config().ProtoMaxBulkLen {
+		if int64(len(v.val))+int64(len(args[2])) > c.maxStringLen(args[1]) {
 			c.fail(msgStringTooBig)
 			return false
 		}
@@ -564,7 +579,7 @@ func cmdSetRange(c *conn, _ *command, args [][]byte) {
 			c.wr.Int(int64(len(v.val)))
 			return false
 		}
-		if offset+int64(len(patch)) > c.s.config().ProtoMaxBulkLen {
+		if offset+int64(len(patch)) > c.maxStringLen(args[1]) {
 			c.fail(msgStringTooBig)
 			return false
 		}

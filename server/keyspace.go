@@ -145,8 +145,18 @@ func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (boo
 	return ok, err
 }
 
+// maxString is the longest string the engine stores at userKey: its limit
+// on one entry, less the engine key's prefix byte and the value's header.
+// Every string write checks it before the write reaches a batch, so that
+// no command the server accepted fails in the engine (and one oversized
+// SET cannot fail a batch of pipelined ones).
+func (ks *keyspace) maxString(userKey []byte) int64 {
+	return lsmgo.MaxEntrySize - int64(len(userKey)) - 2
+}
+
 // putString adds a write of the string v at userKey to b. scratch is
-// reused to build the key and the encoded value; Batch copies both.
+// reused to build the key and the encoded value; Batch copies both. The
+// caller has checked v against maxString.
 func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
 	buf := dataKey(*scratch, userKey)
 	k := len(buf)
