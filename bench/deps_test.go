@@ -13,7 +13,7 @@ func TestMainBinaryLinksNoPeer(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command on PATH")
 	}
-	out, err := exec.Command(goBin, "list", "-deps", "github.com/lsmgo-dev/lsmgo/cmd/lsmgo", "github.com/lsmgo-dev/lsmgo").CombinedOutput()
+	out, err := exec.Command(goBin, "list", "-deps", "github.com/lsmgo-dev/lsmgo/server/cmd/lsmgo", "github.com/lsmgo-dev/lsmgo").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}

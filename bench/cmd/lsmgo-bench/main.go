@@ -1,5 +1,5 @@
-// Command lsmgo-bench measures lsmgo (go build -o lsmgo-bench ./cmd/bench).
-// It has modes, chosen with --mode: engine (the default) runs db_bench-style
+// Command lsmgo-bench measures lsmgo
+// (go build -o lsmgo-bench ./bench/cmd/lsmgo-bench). It has modes, chosen with --mode: engine (the default) runs db_bench-style
 // workloads against lsmgo and its peers; server runs the lsmgo server in
 // this process for a client run to load; client drives any RESP server
 // from many connections. Each mode lives in its own file and registers
