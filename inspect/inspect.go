@@ -1,8 +1,7 @@
 // Package inspect prints what lsmgo's files hold — a DB directory's current
 // version, a table's properties and entries, a WAL's batches, a manifest's
-// version edits — for people debugging a DB (`lsmgo dump`). It reads the
-// on-disk formats through the engine's internal packages and only reads, so
-// it works on an open DB too, though what it prints may then be stale.
+// version edits — for people debugging a DB (`lsmgo dump`). It only reads,
+// so it works on an open DB too, though what it prints may then be stale.
 //
 // It lives in the engine's module, not with the lsmgo binary, because it
 // reads the files through the engine's internal packages, which change with
