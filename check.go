@@ -3,7 +3,6 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
@@ -172,12 +171,10 @@ func (c *checker) checkManifestTail(name string) {
 	}
 	defer f.Close()
 	r := record.NewReader(f, name)
-	for {
-		if _, err := r.Next(); err != nil {
-			if err != io.EOF {
-				// Load succeeded, so this is a read error, not damage.
-				c.problem(err)
-			}
+	for _, err := range r.All() {
+		if err != nil {
+			// Load succeeded, so this is a read error, not damage.
+			c.problem(err)
 			break
 		}
 		c.report.ManifestEdits++
@@ -314,11 +311,8 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			continue
 		}
 		r := record.NewReader(f, name)
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			} else if err != nil {
+		for rec, err := range r.All() {
+			if err != nil {
 				var ce *CorruptionError
 				off, damaged := r.Damage()
 				if damaged && end == nil && errors.As(err, &ce) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
-	"github.com/lsmgo-dev/lsmgo/internal/sstable"
 	"github.com/lsmgo-dev/lsmgo/internal/record"
+	"github.com/lsmgo-dev/lsmgo/internal/sstable"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 

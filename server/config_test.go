@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lsmgo-dev/lsmgo/internal/testutil"
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // writeFile replaces path by renaming a new file over it, as editors do,

@@ -1,5 +1,5 @@
-// Command lsmgo-bench measures lsmgo (go build -o lsmgo-bench ./cmd/bench).
-// It has modes, chosen with --mode: engine (the default) runs db_bench-style
+// Command lsmgo-bench measures lsmgo
+// (go build -o lsmgo-bench ./bench/cmd/lsmgo-bench). It has modes, chosen with --mode: engine (the default) runs db_bench-style
 // workloads against lsmgo and its peers; server runs the lsmgo server in
 // this process for a client run to load; client drives any RESP server
 // from many connections. Each mode lives in its own file and registers
@@ -50,7 +50,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if name == "" {
 		if len(rest) > 0 && (rest[0] == "help" || rest[0] == "modes") {
 			usage(stderr)
-			return 2
+			return 0
+		}
+		if wantsHelp(rest) {
+			// Without --mode, --help is about the tool: its modes first,
+			// then the default mode's flags, which it would run.
+			usage(stderr)
+			fmt.Fprintln(stderr)
 		}
 		name = defaultMode
 	}
@@ -123,9 +129,23 @@ func splitMode(args []string) (name string, rest []string, err error) {
 	return name, rest, nil
 }
 
+// wantsHelp reports whether args ask for help the way the flag package
+// understands it: -h, -help or --help before any "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--h", "--help":
+			return true
+		}
+	}
+	return false
+}
+
 // usage lists the modes on w.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: lsmgo-bench [--mode=MODE] [flags]   (MODE --help lists a mode's flags)")
+	fmt.Fprintln(w, "usage: lsmgo-bench [--mode=MODE] [flags]   (--mode=MODE --help lists a mode's flags)")
 	names := make([]string, 0, len(modes))
 	for n := range modes {
 		names = append(names, n)

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
 
 // wantLines fails unless every pattern matches some line of out.
@@ -32,7 +30,7 @@ func TestDumpDir(t *testing.T) {
 		`^L6: \d+ file\(s\), \d+ bytes$`,
 		`^  \d{6}\.sst:\["key\d{3}"#\d+,(SET|DEL)-"key\d{3}"#\d+,(SET|DEL)\] size=\d+ seq=\[\d+,\d+\]$`,
 	)
-	for _, name := range files[base.FileTypeTable] {
+	for _, name := range files[kindTable] {
 		if !strings.Contains(out, "  "+name+":") {
 			t.Errorf("dump DIR does not list %s:\n%s", name, out)
 		}
@@ -41,7 +39,7 @@ func TestDumpDir(t *testing.T) {
 
 func TestDumpTable(t *testing.T) {
 	dir, files := makeTestDB(t)
-	table := filepath.Join(dir, files[base.FileTypeTable][0])
+	table := filepath.Join(dir, files[kindTable][0])
 	out := mustRun(t, "dump", table)
 	wantLines(t, "dump TABLE", out, `^entries: \d+ \(deletions \d+\)$`, `^seqnums: \[\d+, \d+\]$`, `^compression: `)
 	if strings.Contains(out, " = ") {
@@ -54,7 +52,7 @@ func TestDumpTable(t *testing.T) {
 
 func TestDumpLog(t *testing.T) {
 	dir, files := makeTestDB(t)
-	log := filepath.Join(dir, files[base.FileTypeLog][0])
+	log := filepath.Join(dir, files[kindLog][0])
 	out := mustRun(t, "dump", "--max-value=0", log)
 	wantLines(t, "dump LOG", out,
 		`^offset 0: batch seqnum \d+, 1 record\(s\), \d+ bytes$`,
@@ -82,7 +80,7 @@ func TestDumpLog(t *testing.T) {
 
 func TestDumpManifest(t *testing.T) {
 	dir, files := makeTestDB(t)
-	m := filepath.Join(dir, files[base.FileTypeManifest][0])
+	m := filepath.Join(dir, files[kindManifest][0])
 	out := mustRun(t, "dump", m)
 	wantLines(t, "dump MANIFEST", out,
 		`^offset 0: version edit$`,
@@ -104,7 +102,7 @@ func TestDumpErrors(t *testing.T) {
 	if status, _, errOut := run("dump", filepath.Join(dir, "CURRENT")); status != 1 || !strings.Contains(errOut, "not a table") {
 		t.Errorf("dump CURRENT: status %d, stderr %q", status, errOut)
 	}
-	table := filepath.Join(dir, files[base.FileTypeTable][0])
+	table := filepath.Join(dir, files[kindTable][0])
 	data, err := os.ReadFile(table)
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,6 @@
+// Package testutil holds what the server module's tests share: a log
+// buffer that a server under test writes from many goroutines while the
+// test reads it.
 package testutil
 
 import (

@@ -61,6 +61,33 @@ func TestEngineModeRejectsBadFlags(t *testing.T) {
 	}
 }
 
+// TestHelp checks that every way of asking for help exits 0, and that help
+// without --mode lists every mode, one line each, before the default mode's
+// flags.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"modes"}, {"--num=5", "-help"}} {
+		var stderr strings.Builder
+		if code := runMain(args, io.Discard, &stderr); code != 0 {
+			t.Errorf("%q: exit %d\n%s", args, code, stderr.String())
+		}
+		for _, name := range []string{"engine", "server", "client"} {
+			if n := strings.Count(stderr.String(), "--mode="+name+" "); n != 1 {
+				t.Errorf("%q: %d lines list --mode=%s:\n%s", args, n, name, stderr.String())
+			}
+		}
+		if !strings.Contains(stderr.String(), "--mode=MODE --help") {
+			t.Errorf("%q: does not say how to see a mode's flags:\n%s", args, stderr.String())
+		}
+	}
+	for _, name := range []string{"engine", "server", "client"} {
+		var stderr strings.Builder
+		code := runMain([]string{"--mode=" + name, "--help"}, io.Discard, &stderr)
+		if want := "Usage of lsmgo-bench --mode=" + name; code != 0 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("--mode=%s --help: exit %d, want 0 and %q:\n%s", name, code, want, stderr.String())
+		}
+	}
+}
+
 func TestMeasureExitStatus(t *testing.T) {
 	ok := func() ([]bench.Result, error) { return []bench.Result{{}, {}}, nil }
 	failedRow := func() ([]bench.Result, error) { return []bench.Result{{}, {Error: "boom"}}, nil }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/bench"
-	"github.com/lsmgo-dev/lsmgo/internal/testutil"
 )
 
 // TestQuickStartFlags parses the README's quick start exactly as written.
@@ -141,7 +140,9 @@ func startBenchServer(t *testing.T, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := lineWriter{lines: make(chan string, 4)}
-	logs := &testutil.SyncBuffer{}
+	// The server logs from many goroutines; the test's own output takes
+	// them safely and shows them when the test fails.
+	logs := t.Output()
 	args := append([]string{"--addr=127.0.0.1:0", "--http=", "--dir=" + t.TempDir(), "--mem-size=64mb", "--appendfsync=no"}, extra...)
 	exit := make(chan int, 1)
 	go func() { exit <- serveBench(ctx, func() {}, args, out, logs) }()
@@ -150,7 +151,7 @@ func startBenchServer(t *testing.T, extra ...string) string {
 		select {
 		case code := <-exit:
 			if code != 0 {
-				t.Errorf("server mode exited %d; log:\n%s", code, logs.String())
+				t.Errorf("server mode exited %d (its log is above)", code)
 			}
 		case <-time.After(30 * time.Second):
 			t.Error("server mode did not stop")
@@ -164,7 +165,7 @@ func startBenchServer(t *testing.T, extra ...string) string {
 		}
 		return m[1]
 	case code := <-exit:
-		t.Fatalf("server mode exited %d; log:\n%s", code, logs.String())
+		t.Fatalf("server mode exited %d (its log is above)", code)
 	case <-time.After(30 * time.Second):
 		t.Fatal("server mode did not start")
 	}
@@ -178,11 +179,11 @@ func TestClientAgainstServerMode(t *testing.T) {
 	addr := startBenchServer(t)
 	outDir := t.TempDir()
 	var stdout strings.Builder
-	stderr := &testutil.SyncBuffer{}
+	stderr := t.Output()
 	args := []string{"--mode=client", "--addr=" + addr, "--gradient=2,8", "--duration=1s", "--keyspace=10000", "--out=" + outDir}
 	start := time.Now()
 	if code := runMain(args, &stdout, stderr); code != 0 {
-		t.Fatalf("client mode exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+		t.Fatalf("client mode exited %d (its stderr is above)\nstdout:\n%s", code, stdout.String())
 	}
 	t.Logf("two 1 s levels took %v\n%s", time.Since(start), stdout.String())
 	for _, want := range []string{"server=lsmgo 7.2.0", "getset", "pipeline 1"} {

@@ -1,7 +1,17 @@
-package main
+// Package inspect prints what lsmgo's files hold — a DB directory's current
+// version, a table's properties and entries, a WAL's batches, a manifest's
+// version edits — for people debugging a DB (`lsmgo dump`). It only reads,
+// so it works on an open DB too, though what it prints may then be stale.
+//
+// It lives in the engine's module, not with the lsmgo binary, because it
+// reads the files through the engine's internal packages, which change with
+// any engine version; the binary's module (server) builds on the engine's
+// public API alone, so that the two can be versioned apart.
+//
+// The output is for people; its wording may change between versions.
+package inspect
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,67 +25,36 @@ import (
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
-func init() {
-	commands["dump"] = command{
-		summary: "print a DB's levels, or a table, WAL or manifest file",
-		run:     runDump,
-	}
+// DumpOptions says what Dump reads and how much it prints. The zero value
+// reads the operating system's files and prints table properties only.
+type DumpOptions struct {
+	// FS is the file system to read; nil means vfs.Default.
+	FS vfs.FS
+	// Entries, for a table file, prints every entry after the properties.
+	Entries bool
+	// MaxValue cuts each printed value to this many bytes; 0 prints all.
+	MaxValue int
 }
 
-// dumper prints one dump. It reads through fs so tests can use a MemFS.
+// Dump prints target to w: for a DB directory, the current version level
+// by level; for a table (.sst), its properties and, with Entries, its
+// entries; for a WAL (.log), every batch with its entries; for a MANIFEST,
+// every version edit. An error means target could not be read whole; what
+// was printed before it stands.
+func Dump(w io.Writer, target string, opts DumpOptions) error {
+	d := &dumper{fs: opts.FS, out: w, entries: opts.Entries, maxValue: opts.MaxValue}
+	if d.fs == nil {
+		d.fs = vfs.Default
+	}
+	return d.dump(target)
+}
+
+// dumper prints one dump.
 type dumper struct {
 	fs       vfs.FS
 	out      io.Writer
 	entries  bool
 	maxValue int
-}
-
-// runDump implements `lsmgo dump [--entries] [--max-value N] DIR|FILE`.
-// It only reads, so it works on an open DB too, though what it prints may
-// then be stale. Exit status 1 means the target could not be read whole;
-// what was printed before the error stands.
-func runDump(args []string, stdout, stderr io.Writer) int {
-	d := &dumper{fs: vfs.Default, out: stdout}
-	fl := flag.NewFlagSet("dump", flag.ContinueOnError)
-	fl.BoolVar(&d.entries, "entries", false, "with a .sst FILE, print every entry too")
-	fl.IntVar(&d.maxValue, "max-value", 64, "print at most this many bytes of each value (0: all)")
-	fl.Usage = func() {
-		fmt.Fprintln(fl.Output(), "usage: lsmgo dump [--entries] [--max-value N] DIR|FILE")
-		fmt.Fprintln(fl.Output(), "DIR: the current version, level by level. FILE: a .sst's properties (and entries),")
-		fmt.Fprintln(fl.Output(), "a .log's batches, or a MANIFEST's version edits.")
-		fl.PrintDefaults()
-	}
-	var target string
-	if code, done := parseFlags(fl, stdout, stderr, func() (err error) {
-		target, err = parseOnePositional(fl, args)
-		return err
-	}); done {
-		return code
-	}
-	if err := d.dump(target); err != nil {
-		fmt.Fprintf(stderr, "lsmgo dump: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-// parseOnePositional parses flags placed before or after the single
-// positional argument, which the flag package alone does not allow.
-func parseOnePositional(fl *flag.FlagSet, args []string) (string, error) {
-	if err := fl.Parse(args); err != nil {
-		return "", err
-	}
-	if fl.NArg() == 0 {
-		return "", errUsage
-	}
-	arg := fl.Arg(0)
-	if err := fl.Parse(fl.Args()[1:]); err != nil {
-		return "", err
-	}
-	if fl.NArg() != 0 {
-		return "", errUsage
-	}
-	return arg, nil
 }
 
 func (d *dumper) dump(target string) error {
@@ -198,11 +177,8 @@ func (d *dumper) readRecords(name string, fn func(off int64, rec []byte) error) 
 	}
 	defer f.Close()
 	r := record.NewReader(f, name)
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		} else if err != nil {
+	for rec, err := range r.All() {
+		if err != nil {
 			return err
 		}
 		if err := fn(r.Offset(), rec); err != nil {

@@ -11,13 +11,12 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
-	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
 
 // makeTestDB writes a small DB into a temp directory: tables in L0 and
 // below, a manifest with several edits, and a WAL holding the last writes.
 // It returns the directory and its files by type.
-func makeTestDB(t *testing.T) (string, map[base.FileType][]string) {
+func makeTestDB(t *testing.T) (string, map[fileKind][]string) {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := lsmgo.Open(dir, &lsmgo.Options{
@@ -49,18 +48,43 @@ func makeTestDB(t *testing.T) (string, map[base.FileType][]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[base.FileType][]string{}
+	files := map[fileKind][]string{}
 	for _, e := range entries {
-		if typ, _, ok := base.ParseFilename(e.Name()); ok {
-			files[typ] = append(files[typ], e.Name())
+		if kind, ok := kindOf(e.Name()); ok {
+			files[kind] = append(files[kind], e.Name())
 		}
 	}
-	for _, typ := range []base.FileType{base.FileTypeLog, base.FileTypeTable, base.FileTypeManifest} {
+	for _, typ := range []fileKind{kindLog, kindTable, kindManifest} {
 		if len(files[typ]) == 0 {
-			t.Fatalf("test DB lacks a file of type %d: %v", typ, files)
+			t.Fatalf("test DB lacks a %s file: %v", typ, files)
 		}
 	}
 	return dir, files
+}
+
+// fileKind is the kind of a DB file as its name tells it (doc/format.md).
+// The tests tell files apart by name, from outside the engine, as a user
+// of lsmgo check and dump does.
+type fileKind string
+
+const (
+	kindLog      fileKind = "WAL"
+	kindTable    fileKind = "table"
+	kindManifest fileKind = "MANIFEST"
+)
+
+// kindOf returns the kind of the DB file called name, if it is a WAL, a
+// table or a manifest.
+func kindOf(name string) (fileKind, bool) {
+	switch {
+	case strings.HasSuffix(name, ".log"):
+		return kindLog, true
+	case strings.HasSuffix(name, ".sst"):
+		return kindTable, true
+	case strings.HasPrefix(name, "MANIFEST-"):
+		return kindManifest, true
+	}
+	return "", false
 }
 
 // copyDir copies a DB directory so each case damages its own copy.
@@ -130,7 +154,7 @@ func TestCheckCommandOpenDB(t *testing.T) {
 func TestCheckCommandDamage(t *testing.T) {
 	dir, files := makeTestDB(t)
 	cases := 0
-	for _, typ := range []base.FileType{base.FileTypeLog, base.FileTypeTable, base.FileTypeManifest} {
+	for _, typ := range []fileKind{kindLog, kindTable, kindManifest} {
 		for _, name := range files[typ] {
 			data, err := os.ReadFile(filepath.Join(dir, name))
 			if err != nil {
@@ -153,7 +177,7 @@ func TestCheckCommandDamage(t *testing.T) {
 				what := fmt.Sprintf("%s byte %d: status %d\nstdout:\n%s\nstderr:\n%s", name, pos, status, out, errOut)
 				if report.OK() {
 					// Only a torn WAL tail is not a problem.
-					if typ != base.FileTypeLog || status != 0 || !strings.Contains(out, "warning: lsmgo: corruption in "+path+" at offset ") {
+					if typ != kindLog || status != 0 || !strings.Contains(out, "warning: lsmgo: corruption in "+path+" at offset ") {
 						t.Errorf("%s: want a torn-tail warning and status 0", what)
 					}
 					continue

@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/lsmgo-dev/lsmgo/internal/testutil"
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // TestServeChild is not a test: it is the server process the other tests
