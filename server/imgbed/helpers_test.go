@@ -2,6 +2,8 @@ package imgbed
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"image"
 	"image/color"
@@ -219,4 +221,9 @@ func peakHeap(fn func()) uint64 {
 		return 0
 	}
 	return p - base
+}
+
+func sumHex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

@@ -70,6 +70,7 @@ func (h *Host) SetTokens(tokens []Token) { h.auth.Store(newTokenSet(tokens)) }
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.servePage)
+	mux.HandleFunc("GET /assets/", h.serveAsset)
 	mux.HandleFunc("POST /api/v1/upload", h.serveUpload)
 	mux.HandleFunc("POST /upload", h.serveUpload)
 	mux.HandleFunc("GET /i/{file}", h.serveOriginal)
