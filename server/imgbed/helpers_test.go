@@ -50,6 +50,9 @@ func newTestHost(t testing.TB, cfg Config) *testHost {
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(func() {
 		srv.Close()
+		if err := h.Check(); err != nil {
+			t.Errorf("Check: %v", err)
+		}
 		db.Close()
 	})
 	return &testHost{Host: h, db: db, srv: srv}
