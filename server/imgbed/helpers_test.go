@@ -15,8 +15,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,7 +180,11 @@ func encodeWebP(t testing.TB, img image.Image) []byte {
 // goTestdata returns the images shipped in Go's source tree.
 func goTestdata(t testing.TB) map[string][]byte {
 	t.Helper()
-	dir := filepath.Join(runtime.GOROOT(), "src", "image", "testdata")
+	root, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(root)), "src", "image", "testdata")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Skipf("no Go source tree: %v", err)
