@@ -15,6 +15,7 @@ import (
 // with HEAD; a second upload is a duplicate sharing the bytes.
 func TestRoundTrip(t *testing.T) {
 	th := newTestHost(t, Config{ChunkSize: 4096}) // several chunks per image
+	th.st.batch = 16 << 10                        // and several batches for the larger ones
 	files := goTestdata(t)
 	img := gradient(300, 200)
 	files["gen.png"] = encodePNG(t, img)

@@ -101,6 +101,7 @@ func TestKill9Child(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.st.batch = 16 << 10 // the larger images take several batches
 	srv := httptest.NewServer(h.Handler())
 	var ids []string
 	var tokens []string

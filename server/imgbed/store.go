@@ -28,6 +28,7 @@ var (
 type store struct {
 	db    *lsmgo.DB
 	chunk int
+	batch int // batchBytes; tests lower it to reach the multi-batch path
 	locks stripes
 }
 
@@ -57,7 +58,7 @@ func (s *stripes) lock(names ...string) func() {
 }
 
 func newStore(db *lsmgo.DB, chunk int) *store {
-	return &store{db: db, chunk: chunk, locks: stripes{seed: maphash.MakeSeed()}}
+	return &store{db: db, chunk: chunk, batch: batchBytes, locks: stripes{seed: maphash.MakeSeed()}}
 }
 
 func newGen() gen {
@@ -83,7 +84,7 @@ func (st *store) writeChunks(s sum, r io.Reader, size int64) (gen, error) {
 		}
 		b.Set(chunkKey(s, g, i), buf[:n])
 		written += int64(n)
-		if b.Len() >= batchBytes || written == size {
+		if b.Len() >= st.batch || written == size {
 			if err := st.db.Apply(b, nil); err != nil {
 				st.discard(s, g, i+1)
 				return g, err
@@ -97,6 +98,19 @@ func (st *store) writeChunks(s sum, r io.Reader, size int64) (gen, error) {
 		}
 	}
 	return g, nil
+}
+
+// chunksInto adds the chunks of size bytes from r to b.
+func (st *store) chunksInto(b *lsmgo.Batch, s sum, g gen, r io.Reader, size int64) error {
+	buf := make([]byte, min(int64(st.chunk), size))
+	for i := 0; int64(i)*int64(st.chunk) < size; i++ {
+		n, err := io.ReadFull(r, buf[:min(int64(st.chunk), size-int64(i)*int64(st.chunk))])
+		if err != nil {
+			return err
+		}
+		b.Set(chunkKey(s, g, i), buf[:n])
+	}
+	return nil
 }
 
 // discard deletes the first n chunks of generation g and then its pending
@@ -128,15 +142,18 @@ func getJSON(r interface{ Get([]byte) ([]byte, error) }, k []byte, v any, what s
 	return decode(raw, v, what)
 }
 
-// addImage makes rec visible in one batch. fresh describes the chunks the
-// caller wrote, or is nil when it wrote none because the blob existed.
-// When the blob exists its reference count goes up and fresh chunks are
-// discarded. charge, when not nil, checks and updates the owner's usage.
-func (st *store) addImage(rec *record, fresh *blobMeta, limit func(usage) error) (dup bool, err error) {
+// addImage makes rec visible in one batch. fresh describes the blob's
+// bytes when the caller has them ready: already written as chunks of
+// fresh.Gen by writeChunks, or, when inline is not nil, small enough that
+// this batch writes them too (one commit instead of two). fresh is nil
+// when the caller expects the blob to exist. When the blob exists its
+// reference count goes up and fresh chunks are discarded. limit checks the
+// owner's usage before it is updated.
+func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit func(usage) error) (dup bool, err error) {
 	unlock := st.locks.lock("b"+string(rec.Sum[:]), "i"+rec.ID, "q"+rec.Owner)
 	defer func() {
 		unlock()
-		if dup && fresh != nil {
+		if dup && fresh != nil && inline == nil {
 			st.discard(rec.Sum, fresh.Gen, fresh.chunks())
 		}
 	}()
@@ -176,7 +193,13 @@ func (st *store) addImage(rec *record, fresh *blobMeta, limit func(usage) error)
 	b.Set(imageKey(rec.ID), encode(rec))
 	b.Set(recentKey(rec.Created, rec.ID), nil)
 	b.Set(blobKey(rec.Sum), encode(meta))
-	if !dup {
+	switch {
+	case dup:
+	case inline != nil:
+		if err := st.chunksInto(b, rec.Sum, meta.Gen, inline, meta.Size); err != nil {
+			return false, err
+		}
+	default:
 		b.Delete(pendingKey(rec.Sum, meta.Gen))
 	}
 	if err := st.db.Apply(b, nil); err != nil {

@@ -196,10 +196,17 @@ func (h *Host) ingest(r io.Reader, name string, tok *Token) uploaded {
 	}
 	deleteToken := randomString(22)
 	rec.DeleteHash = sha256.Sum256([]byte(deleteToken))
-	var fresh *blobMeta
+	var (
+		fresh  *blobMeta
+		inline bool // fresh's chunks go into the committing batch
+	)
 	for attempt := 0; ; attempt++ {
 		rec.ID = randomString(idLen)
-		dup, err := h.st.addImage(rec, fresh, limit)
+		var data io.Reader
+		if inline {
+			data = sp.reader()
+		}
+		dup, err := h.st.addImage(rec, fresh, data, limit)
 		switch {
 		case err == nil:
 			h.metrics.uploads.Inc()
@@ -209,14 +216,17 @@ func (h *Host) ingest(r io.Reader, name string, tok *Token) uploaded {
 			}
 			return uploaded{rec: rec, deleteToken: deleteToken, dup: dup}
 		case errors.Is(err, errBlobGone) && fresh == nil:
-			g, err := h.st.writeChunks(rec.Sum, sp.reader(), sp.size)
-			if err != nil {
-				return uploaded{err: err}
+			fresh = &blobMeta{V: recordVersion, Gen: newGen(), Size: rec.Size, Chunk: h.st.chunk, Mime: rec.Mime, Width: cfg.Width, Height: cfg.Height}
+			// A small image is committed with its record in one batch;
+			// a large one is written first, in bounded batches.
+			if inline = sp.size <= int64(h.st.batch); !inline {
+				if fresh.Gen, err = h.st.writeChunks(rec.Sum, sp.reader(), sp.size); err != nil {
+					return uploaded{err: err}
+				}
 			}
-			fresh = &blobMeta{V: recordVersion, Gen: g, Size: rec.Size, Chunk: h.st.chunk, Mime: rec.Mime, Width: cfg.Width, Height: cfg.Height}
 		case errors.Is(err, errIDTaken) && attempt < 8:
 		default:
-			if fresh != nil {
+			if fresh != nil && !inline {
 				h.st.discard(rec.Sum, fresh.Gen, fresh.chunks())
 			}
 			return uploaded{err: err}
