@@ -12,9 +12,11 @@ import (
 )
 
 // httpHandler serves /metrics and /healthz to anyone who can reach the
-// HTTP address, and /debug/pprof/ and /debug/vars only to loopback clients
-// or to requests bearing the admin token: profiles expose memory contents
-// and cost CPU.
+// HTTP address, the image host at / when it is on, and /debug/pprof/ and
+// /debug/vars only to requests bearing the admin token or, without the
+// image host, to loopback clients: profiles expose memory contents and
+// cost CPU, and a public image host is often behind a reverse proxy on the
+// same host, which makes every visitor loopback.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
@@ -27,6 +29,9 @@ func (s *Server) httpHandler() http.Handler {
 	debug.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	debug.Handle("/debug/vars", expvar.Handler())
 	mux.Handle("/debug/", s.adminOnly(debug))
+	if s.images != nil {
+		mux.Handle("/", s.images.Handler())
+	}
 	return mux
 }
 
@@ -44,8 +49,8 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) adminOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopbackRemote(r.RemoteAddr) && !s.hasAdminToken(r) {
-			http.Error(w, "forbidden: /debug/ is for loopback clients or the admin token", http.StatusForbidden)
+		if (s.images != nil || !isLoopbackRemote(r.RemoteAddr)) && !s.hasAdminToken(r) {
+			http.Error(w, "forbidden: /debug/ needs the admin token (or, without the image host, a loopback client)", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
