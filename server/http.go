@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -30,7 +31,7 @@ func (s *Server) httpHandler() http.Handler {
 	debug.Handle("/debug/vars", expvar.Handler())
 	mux.Handle("/debug/", s.adminOnly(debug))
 	if s.images != nil {
-		mux.Handle("/", s.images.Handler())
+		mux.Handle("/", s.slowHTTP(s.images.Handler()))
 	}
 	return mux
 }
@@ -45,6 +46,20 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	w.Write([]byte("ok\n"))
+}
+
+// slowHTTP enters requests slower than slowlog-log-slower-than in the slow
+// log as "METHOD path", so slow uploads and downloads show up next to
+// slow commands. An upload's time includes receiving its body.
+func (s *Server) slowHTTP(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		d := time.Since(start)
+		if cfg := s.config(); cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
+			s.slowlog.addFrom(r.RemoteAddr, "http", [][]byte{[]byte(r.Method), []byte(r.URL.Path)}, d, cfg.SlowlogMaxLen)
+		}
+	})
 }
 
 func (s *Server) adminOnly(h http.Handler) http.Handler {

@@ -106,4 +106,13 @@ func TestImageHost(t *testing.T) {
 	if err := c.ConfigSet(ctx, "image-tokens", "bad").Err(); err == nil {
 		t.Error("a malformed image-tokens was accepted")
 	}
+
+	// Uploads and downloads enter the slow log like commands.
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "0")
+	c.SlowLogReset(ctx)
+	httpGet(t, link)
+	entries, err := c.SlowLogGet(ctx, 10).Result()
+	if err != nil || len(entries) == 0 || !slices.Equal(entries[0].Args, []string{"GET", link[len(base):]}) {
+		t.Errorf("slow log after a GET: %+v %v", entries, err)
+	}
 }
