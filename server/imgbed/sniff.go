@@ -165,12 +165,8 @@ func walkJPEG(r *bufio.Reader) error {
 		// Entropy-coded data: 0xff is followed by 0x00 (a stuffed byte)
 		// or a restart marker inside the scan; anything else ends it.
 		for {
-			c, err := r.ReadByte()
-			if err != nil {
+			if err := skipPast(r, 0xff); err != nil {
 				return err
-			}
-			if c != 0xff {
-				continue
 			}
 			next, err := r.Peek(1)
 			if err != nil {
@@ -184,6 +180,26 @@ func walkJPEG(r *bufio.Reader) error {
 				afterScan = true
 				break
 			}
+		}
+	}
+}
+
+// skipPast discards everything up to and including the next byte c,
+// searching whole buffers at a time: scans are most of a JPEG.
+func skipPast(r *bufio.Reader, c byte) error {
+	for {
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				return err
+			}
+		}
+		buf, _ := r.Peek(r.Buffered())
+		if i := bytes.IndexByte(buf, c); i >= 0 {
+			_, err := r.Discard(i + 1)
+			return err
+		}
+		if _, err := r.Discard(len(buf)); err != nil {
+			return err
 		}
 	}
 }
