@@ -57,6 +57,17 @@ func (s *stripes) lock(names ...string) func() {
 	}
 }
 
+// lockNames are the stripes a change of rec holds: its blob's reference
+// count, its id, and its owner's usage. Anonymous images have no usage to
+// guard; sharing one stripe among them would serialize their commits.
+func lockNames(rec *record) []string {
+	names := []string{"b" + string(rec.Sum[:]), "i" + rec.ID}
+	if rec.Owner != "" {
+		names = append(names, "q"+rec.Owner)
+	}
+	return names
+}
+
 func newStore(db *lsmgo.DB, chunk int) *store {
 	return &store{db: db, chunk: chunk, batch: batchBytes, locks: stripes{seed: maphash.MakeSeed()}}
 }
@@ -150,7 +161,7 @@ func getJSON(r interface{ Get([]byte) ([]byte, error) }, k []byte, v any, what s
 // reference count goes up and fresh chunks are discarded. limit checks the
 // owner's usage before it is updated.
 func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit func(usage) error) (dup bool, err error) {
-	unlock := st.locks.lock("b"+string(rec.Sum[:]), "i"+rec.ID, "q"+rec.Owner)
+	unlock := st.locks.lock(lockNames(rec)...)
 	defer func() {
 		unlock()
 		if dup && fresh != nil && inline == nil {
@@ -229,7 +240,7 @@ func (st *store) removeImage(id string, allow func(*record) bool) (freed bool, e
 		return false, errForbidden
 	}
 	var garbage []blobMeta
-	unlock := st.locks.lock("b"+string(rec.Sum[:]), "i"+rec.ID, "q"+rec.Owner)
+	unlock := st.locks.lock(lockNames(rec)...)
 	err = func() error {
 		defer unlock()
 		if _, err := st.db.Get(imageKey(id)); err != nil { // deleted meanwhile
