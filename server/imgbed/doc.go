@@ -26,10 +26,12 @@
 //
 // # Invariants
 //
-//   - An image becomes visible in one engine batch that writes its record,
-//     its blob's metadata (or the bumped reference count) and deletes the
-//     generation's pending marker; every chunk was written by earlier
-//     batches. A crash therefore never shows half an image: chunks without
+//   - An image becomes visible in one engine batch that writes its record
+//     and its blob's metadata (or the bumped reference count). The chunks
+//     of an image of at most one batch (1 MiB) are in that same batch; a
+//     larger image's chunks were written by earlier batches together with
+//     a pending marker for their generation, which the visible batch
+//     deletes. A crash therefore never shows half an image: chunks without
 //     metadata keep their pending marker and New removes them.
 //   - Deleting the last reference removes the record and the blob metadata
 //     (and its thumbnails' metadata) in one batch that also writes pending
