@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -48,6 +49,25 @@ type Config struct {
 	// /debug/pprof/ and /debug/vars with "Authorization: Bearer <token>"
 	// ("admin-token", live).
 	AdminToken string
+	// Images serves the image host (package imgbed) on the HTTP address
+	// ("images"); default true. While it is on, /debug/ requires
+	// AdminToken from every client, loopback included: behind a reverse
+	// proxy on the same host every visitor is loopback.
+	Images bool
+	// ImageTokens are the image upload tokens, "name:secret[:admin]"
+	// separated by commas ("image-tokens", live); AdminToken is an admin
+	// image token too.
+	ImageTokens string
+	// ImagesAnonymous says who may upload without a token: "auto" (only
+	// through a loopback HTTP address), "yes" or "no" ("images-anonymous").
+	ImagesAnonymous string
+	// ImagesBaseURL is the public prefix of image links, such as
+	// "https://img.example.com"; empty: the request's Host
+	// ("images-base-url").
+	ImagesBaseURL string
+	// ImagesMaxBytes bounds one uploaded image ("images-max-bytes");
+	// default 20 MiB.
+	ImagesMaxBytes int64
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
 	MaxClients int
@@ -128,6 +148,9 @@ func DefaultConfig() Config {
 		LogLevel:          "notice",
 		ShutdownTimeout:   30 * time.Second,
 		MaxMemoryClients:  1 << 30,
+		Images:            true,
+		ImagesAnonymous:   "auto",
+		ImagesMaxBytes:    imgbed.DefaultMaxBytes,
 	}
 }
 
@@ -184,6 +207,16 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.CacheSize }),
 	durationSetting("shutdown-timeout", "how long shutdown waits for busy clients before cutting them off, in seconds", true, time.Second, 0,
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	boolSetting("images", "serve the image host on the HTTP address", false,
+		func(c *Config) *bool { return &c.Images }),
+	stringSetting("image-tokens", "image upload tokens, name:secret[:admin] separated by commas", true,
+		func(c *Config) *string { return &c.ImageTokens }, checkImageTokens),
+	stringSetting("images-anonymous", "who may upload images without a token: auto (loopback HTTP address), yes or no", false,
+		func(c *Config) *string { return &c.ImagesAnonymous }, oneOf("auto", "yes", "no")),
+	stringSetting("images-base-url", "public prefix of image links (empty: the request's Host)", false,
+		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
+	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
+		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
 	fixedSetting("appendonly", "yes"),
 	fixedSetting("save", ""),
 	fixedSetting("databases", "1"),

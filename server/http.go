@@ -7,14 +7,17 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // httpHandler serves /metrics and /healthz to anyone who can reach the
-// HTTP address, and /debug/pprof/ and /debug/vars only to loopback clients
-// or to requests bearing the admin token: profiles expose memory contents
-// and cost CPU.
+// HTTP address, the image host at / when it is on, and /debug/pprof/ and
+// /debug/vars only to requests bearing the admin token or, without the
+// image host, to loopback clients: profiles expose memory contents and
+// cost CPU, and a public image host is often behind a reverse proxy on the
+// same host, which makes every visitor loopback.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
@@ -27,6 +30,9 @@ func (s *Server) httpHandler() http.Handler {
 	debug.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	debug.Handle("/debug/vars", expvar.Handler())
 	mux.Handle("/debug/", s.adminOnly(debug))
+	if s.images != nil {
+		mux.Handle("/", s.slowHTTP(s.images.Handler()))
+	}
 	return mux
 }
 
@@ -42,10 +48,24 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte("ok\n"))
 }
 
+// slowHTTP enters requests slower than slowlog-log-slower-than in the slow
+// log as "METHOD path", so slow uploads and downloads show up next to
+// slow commands. An upload's time includes receiving its body.
+func (s *Server) slowHTTP(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		d := time.Since(start)
+		if cfg := s.config(); cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
+			s.slowlog.addFrom(r.RemoteAddr, "http", [][]byte{[]byte(r.Method), []byte(r.URL.Path)}, d, cfg.SlowlogMaxLen)
+		}
+	})
+}
+
 func (s *Server) adminOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopbackRemote(r.RemoteAddr) && !s.hasAdminToken(r) {
-			http.Error(w, "forbidden: /debug/ is for loopback clients or the admin token", http.StatusForbidden)
+		if (s.images != nil || !isLoopbackRemote(r.RemoteAddr)) && !s.hasAdminToken(r) {
+			http.Error(w, "forbidden: /debug/ needs the admin token (or, without the image host, a loopback client)", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)

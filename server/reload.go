@@ -120,6 +120,9 @@ func (s *Server) setLocked(values map[string]string) error {
 	if next.MaxConcurrentCompactions != prev.MaxConcurrentCompactions {
 		s.db.SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
 	}
+	if s.images != nil && (next.ImageTokens != prev.ImageTokens || next.AdminToken != prev.AdminToken) {
+		s.images.SetTokens(imageTokens(&next))
+	}
 	return nil
 }
 

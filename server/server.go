@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
 
 // Version is the Redis version the server reports in HELLO and INFO;
@@ -47,6 +48,7 @@ type Server struct {
 	ln      net.Listener
 	httpSrv *http.Server
 	httpLn  net.Listener
+	images  *imgbed.Host // nil unless Config.Images
 
 	clientsMu sync.Mutex
 	clients   map[uint64]*conn
@@ -144,6 +146,11 @@ func (s *Server) start(r *Config) error {
 	if r.HTTPAddr != "" {
 		if s.httpLn, err = net.Listen("tcp", r.HTTPAddr); err != nil {
 			return err
+		}
+		if r.Images {
+			if s.images, err = s.newImageHost(r); err != nil {
+				return err
+			}
 		}
 		s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
 	}

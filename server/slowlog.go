@@ -32,7 +32,13 @@ type slowlog struct {
 
 // add logs a command that took d. args are copied.
 func (l *slowlog) add(c *conn, args [][]byte, d time.Duration, maxLen int) {
-	e := slowlogEntry{when: time.Now(), duration: d, addr: c.nc.RemoteAddr().String(), name: c.clientName()}
+	l.addFrom(c.nc.RemoteAddr().String(), c.clientName(), args, d, maxLen)
+}
+
+// addFrom logs a command or HTTP request of the client at addr, named
+// name, that took d. args are copied.
+func (l *slowlog) addFrom(addr, name string, args [][]byte, d time.Duration, maxLen int) {
+	e := slowlogEntry{when: time.Now(), duration: d, addr: addr, name: name}
 	n := min(len(args), slowlogMaxArgc)
 	for i, a := range args[:n] {
 		s := string(a[:min(len(a), slowlogMaxArgLen)])

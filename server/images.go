@@ -1,0 +1,53 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lsmgo-dev/lsmgo/server/imgbed"
+)
+
+// newImageHost starts the image host on the server's DB, with its metrics
+// in the server's registry.
+func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
+	anonymous := map[string]imgbed.Anonymous{"auto": imgbed.AnonymousAuto, "yes": imgbed.AnonymousOn, "no": imgbed.AnonymousOff}
+	return imgbed.New(s.db, imgbed.Config{
+		BaseURL:    r.ImagesBaseURL,
+		MaxBytes:   r.ImagesMaxBytes,
+		Anonymous:  anonymous[r.ImagesAnonymous],
+		Tokens:     imageTokens(r),
+		Registerer: s.metrics.registry,
+	})
+}
+
+// imageTokens are the image host's tokens under c: image-tokens, and the
+// admin token as an admin.
+func imageTokens(c *Config) []imgbed.Token {
+	tokens, _ := parseImageTokens(c.ImageTokens)
+	if c.AdminToken != "" {
+		tokens = append(tokens, imgbed.Token{Name: "admin", Secret: c.AdminToken, Admin: true})
+	}
+	return tokens
+}
+
+// parseImageTokens reads "name:secret[:admin]" entries separated by
+// commas.
+func parseImageTokens(v string) ([]imgbed.Token, error) {
+	var tokens []imgbed.Token
+	for entry := range strings.SplitSeq(v, ",") {
+		if entry = strings.TrimSpace(entry); entry == "" {
+			continue
+		}
+		f := strings.Split(entry, ":")
+		if len(f) < 2 || len(f) > 3 || f[0] == "" || f[1] == "" || len(f) == 3 && f[2] != "admin" {
+			return nil, fmt.Errorf("image token %q is not name:secret[:admin]", f[0])
+		}
+		tokens = append(tokens, imgbed.Token{Name: f[0], Secret: f[1], Admin: len(f) == 3})
+	}
+	return tokens, nil
+}
+
+func checkImageTokens(v string) error {
+	_, err := parseImageTokens(v)
+	return err
+}

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// upload posts a PNG to the server's image host and returns the status and
+// the image link.
+func upload(t *testing.T, base, token string, data []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/api/v1/upload", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "image/png")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct{ URL string }
+	json.NewDecoder(resp.Body).Decode(&r)
+	return resp.StatusCode, r.URL
+}
+
+// TestImageHost runs the image host inside the server: it is served on
+// the HTTP address with its metrics on /metrics, its tokens follow CONFIG
+// SET, /debug/ then needs the admin token even from loopback, and the
+// Redis keyspace commands neither see nor delete images.
+func TestImageHost(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.AdminToken = "tok"; c.ImageTokens = "alice:s1" })
+	base := "http://" + s.HTTPAddr()
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 40, 30)))
+	data := buf.Bytes()
+
+	if code, body := httpGet(t, base+"/"); code != 200 || !strings.Contains(body, "lsmgo images") {
+		t.Fatalf("page: %d", code)
+	}
+	status, link := upload(t, base, "", data) // anonymous: the HTTP address is loopback
+	if status != 201 || !strings.HasPrefix(link, base+"/i/") {
+		t.Fatalf("upload: %d %q", status, link)
+	}
+	if code, body := httpGet(t, base+"/metrics"); code != 200 || !strings.Contains(body, "lsmgo_imgbed_uploads_total 1") {
+		t.Errorf("/metrics lacks the image host's counters")
+	}
+	if code, _ := httpGet(t, base+"/debug/vars"); code != http.StatusForbidden {
+		t.Errorf("/debug/vars from loopback without the token: %d, want 403", code)
+	}
+	req, _ := http.NewRequest("GET", base+"/debug/vars", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/debug/vars with the token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	c := newClient(t, s, 2, nil)
+	ctx := context.Background()
+	c.Set(ctx, "user:1", "x", 0)
+	if keys, err := c.Keys(ctx, "*").Result(); err != nil || !slices.Equal(keys, []string{"user:1"}) {
+		t.Errorf("KEYS * = %v %v, want only user:1", keys, err)
+	}
+	if keys, _, err := c.Scan(ctx, 0, "", 1000).Result(); err != nil || !slices.Equal(keys, []string{"user:1"}) {
+		t.Errorf("SCAN = %v %v, want only user:1", keys, err)
+	}
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 1 {
+		t.Errorf("DBSIZE = %d %v, want 1", n, err)
+	}
+	for _, flush := range []string{"FLUSHALL", "FLUSHDB"} {
+		if err := c.Do(ctx, flush).Err(); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Equal(body, data) {
+			t.Fatalf("after %s the image answers %d", flush, resp.StatusCode)
+		}
+	}
+
+	if status, _ := upload(t, base, "s1", data); status != 200 {
+		t.Errorf("upload with alice's token: %d", status)
+	}
+	if err := c.ConfigSet(ctx, "image-tokens", "bob:s2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := upload(t, base, "s1", data); status != 401 {
+		t.Errorf("removed token: %d, want 401", status)
+	}
+	if status, _ := upload(t, base, "s2", data); status != 200 {
+		t.Errorf("new token: %d", status)
+	}
+	if err := c.ConfigSet(ctx, "image-tokens", "bad").Err(); err == nil {
+		t.Error("a malformed image-tokens was accepted")
+	}
+
+	// Uploads and downloads enter the slow log like commands.
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "0")
+	c.SlowLogReset(ctx)
+	httpGet(t, link)
+	entries, err := c.SlowLogGet(ctx, 10).Result()
+	if err != nil || len(entries) == 0 || !slices.Equal(entries[0].Args, []string{"GET", link[len(base):]}) {
+		t.Errorf("slow log after a GET: %+v %v", entries, err)
+	}
+}

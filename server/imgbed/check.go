@@ -1,0 +1,139 @@
+package imgbed
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// Check verifies the image store's invariants over one snapshot and
+// returns every violation found: each record's blob exists and counts
+// exactly the records that point at it; the recent index and the records
+// match; every blob and thumbnail has all its chunks at their sizes; and
+// every other chunk belongs to a generation marked pending. Tests run it
+// after each scenario; it reads the whole image keyspace.
+func (h *Host) Check() error {
+	snap := h.st.db.NewSnapshot()
+	defer snap.Close()
+	var problems []error
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+
+	each := func(kind byte, fn func(k, v []byte) error) error {
+		lo, hi := span(key(kind))
+		it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			if err := fn(it.Key()[2:], it.Value()); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		return it.Close()
+	}
+	type genKey struct {
+		s sum
+		g gen
+	}
+	refs := make(map[sum]int64)
+	recent := make(map[string]bool)
+	live := make(map[genKey]blobMeta) // generations that metadata names
+	pending := make(map[genKey]bool)
+
+	err := errors.Join(
+		each(kindImage, func(k, v []byte) error {
+			var rec record
+			if err := decode(v, &rec, "image record"); err != nil {
+				bad("record %q: %v", k, err)
+				return nil
+			}
+			refs[rec.Sum]++
+			recent[string(recentKey(rec.Created, rec.ID))] = true
+			return nil
+		}),
+		each(kindRecent, func(k, _ []byte) error {
+			full := append([]byte{prefix, kindRecent}, k...)
+			if !recent[string(full)] {
+				bad("recent index entry %x has no record", k)
+			}
+			delete(recent, string(full))
+			return nil
+		}),
+		each(kindBlob, func(k, v []byte) error {
+			var m blobMeta
+			if err := decode(v, &m, "blob metadata"); err != nil || len(k) != sumLen {
+				bad("blob %x: %v", k, err)
+				return nil
+			}
+			s := sum(k)
+			if m.Refs != refs[s] {
+				bad("blob %v counts %d references, %d records point at it", s, m.Refs, refs[s])
+			}
+			delete(refs, s)
+			live[genKey{s, m.Gen}] = m
+			return nil
+		}),
+		each(kindThumb, func(k, v []byte) error {
+			var m blobMeta
+			if err := decode(v, &m, "thumbnail metadata"); err != nil || len(k) < sumLen {
+				bad("thumbnail %x: %v", k, err)
+				return nil
+			}
+			s := sum(k[:sumLen])
+			if _, err := snap.Get(blobKey(s)); err != nil {
+				bad("thumbnail %x of missing blob: %v", k, err)
+			}
+			live[genKey{s, m.Gen}] = m
+			return nil
+		}),
+		each(kindPending, func(k, _ []byte) error {
+			if len(k) == sumLen+genLen {
+				pending[genKey{sum(k[:sumLen]), gen(k[sumLen:])}] = true
+			}
+			return nil
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	for s := range refs {
+		bad("records point at missing blob %v", s)
+	}
+	for k := range recent {
+		bad("record without recent index entry %x", k)
+	}
+	seen := make(map[genKey]int)
+	err = each(kindChunk, func(k, v []byte) error {
+		if len(k) != sumLen+genLen+4 {
+			bad("chunk key %x", k)
+			return nil
+		}
+		gk := genKey{sum(k[:sumLen]), gen(k[sumLen : sumLen+genLen])}
+		m, ok := live[gk]
+		switch {
+		case pending[gk]:
+		case !ok:
+			bad("chunk %x belongs to no blob and is not pending", k)
+		default:
+			i := int(binary.BigEndian.Uint32(k[sumLen+genLen:]))
+			want := min(int64(m.Chunk), m.Size-int64(i)*int64(m.Chunk))
+			if i >= m.chunks() || int64(len(v)) != want {
+				bad("chunk %d of %v: %d bytes, blob has %d chunks", i, gk.s, len(v), m.chunks())
+			}
+			seen[gk]++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for gk, m := range live {
+		if seen[gk] != m.chunks() {
+			bad("blob %v generation %x has %d of its %d chunks", gk.s, gk.g, seen[gk], m.chunks())
+		}
+	}
+	return errors.Join(problems...)
+}

@@ -1,0 +1,126 @@
+package imgbed
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults used for every zero field of Config.
+const (
+	DefaultMaxBytes             = 20 << 20
+	DefaultMaxPixels            = 50_000_000
+	DefaultMaxFilesPerRequest   = 10
+	DefaultMaxConcurrentUploads = 64
+	DefaultChunkSize            = 256 << 10
+	DefaultReadIdleTimeout      = 30 * time.Second
+	DefaultUploadTimeout        = 5 * time.Minute
+	DefaultUploadRate           = 5 // uploads per second per client
+	DefaultUploadBurst          = 20
+	DefaultPageSize             = 50
+)
+
+// Anonymous says whether uploads without a token are accepted.
+type Anonymous int
+
+const (
+	// AnonymousAuto accepts anonymous uploads only on connections that
+	// arrived on a loopback address: a host that only listens locally is
+	// a personal one.
+	AnonymousAuto Anonymous = iota
+	// AnonymousOn accepts anonymous uploads from anyone.
+	AnonymousOn
+	// AnonymousOff requires a token for every upload.
+	AnonymousOff
+)
+
+// Token is one upload credential.
+type Token struct {
+	// Name identifies the token in records, quotas and metrics; it is not
+	// secret.
+	Name string
+	// Secret is what clients send.
+	Secret string
+	// Admin tokens may list every image, delete any image and read the
+	// uploader configurations with the token filled in.
+	Admin bool
+	// QuotaBytes and QuotaCount bound what the token may have stored at
+	// once (deleting frees quota); zero means unlimited.
+	QuotaBytes int64
+	QuotaCount int64
+}
+
+// Config configures a Host. The zero value is valid: every zero field
+// means its default.
+type Config struct {
+	// BaseURL is the public prefix of the links in responses, such as
+	// "https://img.example.com". Empty: derived from each request's Host.
+	BaseURL string
+	// MaxBytes bounds one file (413 above it); default 20 MiB.
+	MaxBytes int64
+	// MaxPixels bounds width×height (422 above it); default 50 megapixels.
+	MaxPixels int64
+	// MaxFilesPerRequest bounds the files of one multipart upload.
+	MaxFilesPerRequest int
+	// MaxConcurrentUploads bounds the uploads reading their bodies at
+	// once; others wait. Together with the per-upload buffers it bounds
+	// upload memory.
+	MaxConcurrentUploads int
+	// ChunkSize is the size of the engine values an image is cut into.
+	ChunkSize int
+	// SpoolDir holds the temporary files of uploads larger than the
+	// in-memory head; empty means os.TempDir().
+	SpoolDir string
+	// KeepGPS keeps EXIF GPS data in stored JPEG originals; by default it
+	// is removed before hashing, so the stored bytes never locate the
+	// photographer.
+	KeepGPS bool
+	// Anonymous says who may upload without a token.
+	Anonymous Anonymous
+	// Tokens are the upload credentials; they can be replaced while
+	// running with Host.SetTokens.
+	Tokens []Token
+	// UploadRate and UploadBurst limit uploads per client (token name, or
+	// IP address for anonymous uploads) with a token bucket; a negative
+	// UploadRate disables the limit.
+	UploadRate  float64
+	UploadBurst int
+	// ReadIdleTimeout bounds the wait for each read of an upload body;
+	// UploadTimeout bounds a whole upload. Slow clients get 408.
+	ReadIdleTimeout time.Duration
+	UploadTimeout   time.Duration
+	// Registerer receives the host's Prometheus metrics; nil registers
+	// nothing.
+	Registerer prometheus.Registerer
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxPixels <= 0 {
+		c.MaxPixels = DefaultMaxPixels
+	}
+	if c.MaxFilesPerRequest <= 0 {
+		c.MaxFilesPerRequest = DefaultMaxFilesPerRequest
+	}
+	if c.MaxConcurrentUploads <= 0 {
+		c.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	}
+	if c.ChunkSize <= 0 {
+		c.ChunkSize = DefaultChunkSize
+	}
+	if c.ReadIdleTimeout <= 0 {
+		c.ReadIdleTimeout = DefaultReadIdleTimeout
+	}
+	if c.UploadTimeout <= 0 {
+		c.UploadTimeout = DefaultUploadTimeout
+	}
+	if c.UploadRate == 0 {
+		c.UploadRate = DefaultUploadRate
+	}
+	if c.UploadBurst <= 0 {
+		c.UploadBurst = DefaultUploadBurst
+	}
+	return c
+}

@@ -1,0 +1,49 @@
+// Package imgbed is lsmgo's image host: it accepts image uploads over HTTP,
+// stores them in an lsmgo DB through the public engine API only, and
+// serves them back under short, unguessable, permanent links, with
+// thumbnails, a web page and configuration files for uploader clients.
+//
+// # Storage layout
+//
+// Every key starts with 'i', a prefix byte the Redis keyspace of package
+// server never uses ('k' user data, 'm' server metadata), so FLUSHALL,
+// SCAN, KEYS and DBSIZE over RESP, which iterate only the 'k' range, never
+// see or delete an image; images in turn never iterate outside 'i'.
+//
+//	"iB" sha256                     blob metadata of an original (JSON)
+//	"iT" sha256 format width(2)     blob metadata of a thumbnail (JSON)
+//	"iC" sha256 gen(8) index(4)     one chunk (at most ChunkSize bytes) of a blob
+//	"iP" sha256 gen(8)              chunks of this generation are not referenced
+//	"iI" id                         image record: id -> sha256, names, tokens (JSON)
+//	"iR" ^created(8) id             recent-uploads index, newest first
+//	"iQ" token name                 per-token usage (bytes and count) for quotas
+//
+// The content hash is the identity of the bytes: identical uploads share
+// one blob whose metadata counts its references (one per image record).
+// Each stored copy of a blob's bytes gets a random generation, so the
+// chunks of a blob being deleted and those of a new upload of the same
+// bytes never share keys.
+//
+// # Invariants
+//
+//   - An image becomes visible in one engine batch that writes its record
+//     and its blob's metadata (or the bumped reference count). The chunks
+//     of an image of at most one batch (1 MiB) are in that same batch; a
+//     larger image's chunks were written by earlier batches together with
+//     a pending marker for their generation, which the visible batch
+//     deletes. A crash therefore never shows half an image: chunks without
+//     metadata keep their pending marker and New removes them.
+//   - Deleting the last reference removes the record and the blob metadata
+//     (and its thumbnails' metadata) in one batch that also writes pending
+//     markers for their generations; the chunks go afterwards, and New
+//     finishes the job after a crash.
+//   - Reads of one response go through one engine Snapshot, so a delete
+//     racing with a download never truncates it.
+//   - The type of an upload comes from its magic bytes; its dimensions
+//     come from its header, checked against the pixel limit before any
+//     decode, and its structure (chunks, segments, blocks up to the end
+//     marker) is walked without decoding pixels.
+//   - Memory per upload is bounded (a head buffer, a copy buffer and one
+//     engine batch of chunks) and the number of uploads reading bodies at
+//     once is bounded, whatever the body sizes.
+package imgbed

@@ -1,0 +1,142 @@
+package imgbed
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// Host is an image host over one DB. Its methods are safe for concurrent
+// use.
+type Host struct {
+	cfg     Config
+	st      *store
+	auth    atomic.Pointer[tokenSet]
+	limiter *rateLimiter
+	uploads chan struct{} // slots for uploads reading their bodies
+	thumbs  *thumbnailer
+	metrics *metrics
+	now     func() time.Time
+}
+
+// New returns a host storing its images in db. It first removes the
+// chunks that a crash left unreferenced (doc.go), so it must not run while
+// another Host serves the same DB.
+func New(db *lsmgo.DB, cfg Config) (*Host, error) {
+	cfg = cfg.withDefaults()
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = os.TempDir()
+	}
+	h := &Host{
+		cfg:     cfg,
+		st:      newStore(db, cfg.ChunkSize),
+		limiter: newRateLimiter(cfg.UploadRate, cfg.UploadBurst),
+		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
+		now:     time.Now,
+	}
+	h.thumbs = newThumbnailer(h)
+	h.SetTokens(cfg.Tokens)
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	h.metrics = m
+	if _, err := h.st.sweep(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// SetTokens replaces the upload tokens; requests already authenticated
+// finish with the old set.
+func (h *Host) SetTokens(tokens []Token) { h.auth.Store(newTokenSet(tokens)) }
+
+// Handler returns the host's HTTP routes:
+//
+//	GET  /                         the upload page
+//	POST /api/v1/upload, /upload   upload (multipart or a raw body)
+//	GET  /i/{id}.{ext}             an original
+//	GET  /t/{id}.{ext}?w=N         a thumbnail
+//	GET  /api/v1/images/{id}       metadata
+//	DELETE /api/v1/images/{id}     delete (delete token, owner or admin)
+//	GET, POST /d/{id}?token=       delete from a link, with a confirmation
+//	GET  /api/v1/images?page=N     recent uploads (admin)
+//	GET  /api/v1/sharex.sxcu, /api/v1/picgo.json   uploader configurations
+func (h *Host) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", h.servePage)
+	mux.HandleFunc("GET /assets/", h.serveAsset)
+	mux.HandleFunc("POST /api/v1/upload", h.serveUpload)
+	mux.HandleFunc("POST /upload", h.serveUpload)
+	mux.HandleFunc("GET /i/{file}", h.serveOriginal)
+	mux.HandleFunc("GET /t/{file}", h.serveThumbnail)
+	mux.HandleFunc("GET /api/v1/images/{id}", h.serveMeta)
+	mux.HandleFunc("DELETE /api/v1/images/{id}", h.serveDelete)
+	mux.HandleFunc("GET /d/{id}", h.serveDeletePage)
+	mux.HandleFunc("POST /d/{id}", h.serveDeletePage)
+	mux.HandleFunc("GET /api/v1/images", h.serveList)
+	mux.HandleFunc("GET /api/v1/sharex.sxcu", h.serveShareX)
+	mux.HandleFunc("GET /api/v1/picgo.json", h.servePicGo)
+	return mux
+}
+
+// apiError is a failed request: its status, the message clients see, and
+// the reason label of the errors metric.
+type apiError struct {
+	status int
+	reason string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+var (
+	errUnsupported = &apiError{http.StatusUnsupportedMediaType, "type", "unsupported type: JPEG, PNG, GIF and WebP are accepted"}
+	errForbidden   = &apiError{http.StatusForbidden, "forbidden", "forbidden"}
+)
+
+// toAPIError maps any error of a request to what the client sees.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	var inv *errInvalid
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &inv):
+		return &apiError{http.StatusUnprocessableEntity, "invalid", inv.reason}
+	case errors.Is(err, errTooLarge):
+		return &apiError{http.StatusRequestEntityTooLarge, "too_large", "file too large"}
+	case errors.Is(err, errNotFound):
+		return &apiError{http.StatusNotFound, "not_found", "not found"}
+	case errors.Is(err, errQuota):
+		return &apiError{http.StatusForbidden, "quota", "quota exceeded"}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &apiError{http.StatusRequestTimeout, "timeout", "request body too slow"}
+	case errors.As(err, new(*http.MaxBytesError)):
+		return &apiError{http.StatusRequestEntityTooLarge, "too_large", "request too large"}
+	case errors.Is(err, lsmgo.ErrReadOnly):
+		return &apiError{http.StatusServiceUnavailable, "read_only", "storage is read-only"}
+	}
+	return &apiError{http.StatusInternalServerError, "internal", "internal error"}
+}
+
+// fail answers with Lsky Pro's error shape and counts the error.
+func (h *Host) fail(w http.ResponseWriter, err error) {
+	ae := toAPIError(err)
+	h.metrics.errors.WithLabelValues(ae.reason).Inc()
+	writeJSON(w, ae.status, map[string]any{"status": false, "message": ae.msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

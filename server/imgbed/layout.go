@@ -1,0 +1,147 @@
+package imgbed
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// Key prefixes; doc.go has the layout.
+const (
+	prefix        = 'i'
+	kindBlob      = 'B'
+	kindThumb     = 'T'
+	kindChunk     = 'C'
+	kindPending   = 'P'
+	kindImage     = 'I'
+	kindRecent    = 'R'
+	kindUsage     = 'Q'
+	sumLen        = 32
+	genLen        = 8
+	recordVersion = 1
+)
+
+// sum is a SHA-256; gen is a random generation of a blob's chunks. Both
+// are stored in JSON as hex.
+type sum [sumLen]byte
+type gen [genLen]byte
+
+func (s sum) String() string                { return hex.EncodeToString(s[:]) }
+func (s sum) MarshalText() ([]byte, error)  { return hexText(s[:]), nil }
+func (s *sum) UnmarshalText(b []byte) error { return unhexText(s[:], b) }
+func (g gen) MarshalText() ([]byte, error)  { return hexText(g[:]), nil }
+func (g *gen) UnmarshalText(b []byte) error { return unhexText(g[:], b) }
+
+func hexText(b []byte) []byte { return hex.AppendEncode(nil, b) }
+
+func unhexText(dst, b []byte) error {
+	if hex.DecodedLen(len(b)) != len(dst) {
+		return fmt.Errorf("imgbed: want %d hex digits, got %d", 2*len(dst), len(b))
+	}
+	_, err := hex.Decode(dst, b)
+	return err
+}
+
+func key(kind byte, parts ...[]byte) []byte {
+	n := 2
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 2, n)
+	k[0], k[1] = prefix, kind
+	for _, p := range parts {
+		k = append(k, p...)
+	}
+	return k
+}
+
+func blobKey(s sum) []byte { return key(kindBlob, s[:]) }
+
+// thumbKey names the thumbnail of s in format f at width w.
+func thumbKey(s sum, f format, w int) []byte {
+	return key(kindThumb, s[:], []byte{byte(f)}, binary.BigEndian.AppendUint16(nil, uint16(w)))
+}
+
+func chunkKey(s sum, g gen, i int) []byte {
+	return key(kindChunk, s[:], g[:], binary.BigEndian.AppendUint32(nil, uint32(i)))
+}
+
+func pendingKey(s sum, g gen) []byte { return key(kindPending, s[:], g[:]) }
+
+func imageKey(id string) []byte { return key(kindImage, []byte(id)) }
+
+// recentKey orders records newest first: the creation time is stored
+// inverted.
+func recentKey(created int64, id string) []byte {
+	return key(kindRecent, binary.BigEndian.AppendUint64(nil, ^uint64(created)), []byte(id))
+}
+
+func usageKey(token string) []byte { return key(kindUsage, []byte(token)) }
+
+// span returns the bounds of every key starting with p.
+func span(p []byte) (lower, upper []byte) {
+	upper = append([]byte(nil), p...)
+	for i := len(upper) - 1; i >= 0; i-- {
+		if upper[i] < 0xff {
+			upper[i]++
+			return p, upper[:i+1]
+		}
+	}
+	return p, nil
+}
+
+// blobMeta describes the bytes of one original or thumbnail.
+type blobMeta struct {
+	V      int    `json:"v"`
+	Gen    gen    `json:"gen"`
+	Size   int64  `json:"size"`
+	Chunk  int    `json:"chunk"` // chunk size the bytes were cut with
+	Refs   int64  `json:"refs,omitempty"`
+	Mime   string `json:"mime"`
+	Width  int    `json:"w"`
+	Height int    `json:"h"`
+}
+
+func (m *blobMeta) chunks() int {
+	return int((m.Size + int64(m.Chunk) - 1) / int64(m.Chunk))
+}
+
+// record is one uploaded image: an id pointing at a blob.
+type record struct {
+	V          int    `json:"v"`
+	ID         string `json:"id"`
+	Sum        sum    `json:"sha256"`
+	MD5        string `json:"md5"`
+	OriginName string `json:"origin_name"`
+	Size       int64  `json:"size"`
+	Mime       string `json:"mime"`
+	Ext        string `json:"ext"`
+	Width      int    `json:"w"`
+	Height     int    `json:"h"`
+	Created    int64  `json:"created"` // Unix nanoseconds
+	DeleteHash sum    `json:"del"`     // SHA-256 of the delete token
+	Owner      string `json:"owner,omitempty"`
+}
+
+// usage is what one token has stored.
+type usage struct {
+	Bytes int64 `json:"bytes"`
+	Count int64 `json:"count"`
+}
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only fixed struct types with encodable fields come here
+	}
+	return b
+}
+
+// decode parses a stored value; damaged bytes are an error, never a panic.
+func decode(raw []byte, v any, what string) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("imgbed: damaged %s: %w", what, err)
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package imgbed
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"html/template"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func multipartReader(r io.Reader, boundary string) *multipart.Reader {
+	if boundary == "" {
+		return nil
+	}
+	return multipart.NewReader(r, boundary)
+}
+
+// deadlineReader gives every read of a request body its own deadline, the
+// earlier of now+idle and the end of the whole upload, so a client that
+// trickles its body or stalls is cut off (408) without a fixed limit on
+// legitimately long uploads.
+type deadlineReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+	end  time.Time
+}
+
+func newDeadlineReader(w http.ResponseWriter, r *http.Request, idle time.Duration, end time.Time) *deadlineReader {
+	return &deadlineReader{r: r.Body, rc: http.NewResponseController(w), idle: idle, end: end}
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	now := time.Now()
+	if !now.Before(d.end) {
+		return 0, errUploadTimeout
+	}
+	// An error means the ResponseWriter cannot set deadlines (a test
+	// recorder); the server's own timeouts are all there is then.
+	deadline := now.Add(d.idle)
+	if d.end.Before(deadline) {
+		deadline = d.end
+	}
+	d.rc.SetReadDeadline(deadline)
+	n, err := d.r.Read(p)
+	if err != nil && isTimeout(err) {
+		err = errUploadTimeout
+	}
+	return n, err
+}
+
+var errUploadTimeout = &apiError{http.StatusRequestTimeout, "timeout", "request body too slow"}
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// parseFile splits "{id}.{ext}" and checks both parts; anything else
+// (traversal, junk, overlong ids) is simply not found.
+func parseFile(file string) (id, ext string, ok bool) {
+	id, ext, ok = strings.Cut(file, ".")
+	return id, ext, ok && validID(id) && ext != ""
+}
+
+// lookup reads the record of id through snap, checking the extension the
+// link carries.
+func lookup(snap *lsmgo.Snapshot, id, ext string) (*record, error) {
+	var rec record
+	if err := getJSON(snap, imageKey(id), &rec, "image record"); err != nil {
+		return nil, err
+	}
+	if ext != "" && ext != rec.Ext && !(rec.Ext == "jpg" && ext == "jpeg") {
+		return nil, errNotFound
+	}
+	return &rec, nil
+}
+
+// immutable is the caching policy of everything under /i/ and /t/: the
+// bytes behind a link never change.
+const immutable = "public, max-age=31536000, immutable"
+
+func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
+	id, ext, ok := parseFile(r.PathValue("file"))
+	if !ok {
+		h.fail(w, errNotFound)
+		return
+	}
+	snap := h.st.db.NewSnapshot()
+	defer snap.Close()
+	rec, err := lookup(snap, id, ext)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	var meta blobMeta
+	if err := getJSON(snap, blobKey(rec.Sum), &meta, "blob metadata"); err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.serveBlob(w, r, snap, rec.Sum, meta, rec.Sum.String(), time.Unix(0, rec.Created))
+}
+
+// serveBlob sends a stored blob with its validators; http.ServeContent
+// answers Range, If-None-Match (304), If-Modified-Since and HEAD.
+func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, snap *lsmgo.Snapshot, s sum, meta blobMeta, etag string, modified time.Time) {
+	hd := w.Header()
+	hd.Set("Content-Type", meta.Mime)
+	hd.Set("ETag", `"`+etag+`"`)
+	hd.Set("Cache-Control", immutable)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Security-Policy", "default-src 'none'")
+	http.ServeContent(w, r, "", modified, newChunkReader(snap, s, meta))
+	h.metrics.served.Inc()
+}
+
+// deleteTokenOK reports whether token is rec's delete token.
+func deleteTokenOK(rec *record, token string) bool {
+	got := sha256.Sum256([]byte(token))
+	return token != "" && subtle.ConstantTimeCompare(got[:], rec.DeleteHash[:]) == 1
+}
+
+// mayDelete reports whether r may delete rec: it carries the delete token
+// (?token= or X-Delete-Token), or the token that uploaded it, or an admin
+// token.
+func (h *Host) mayDelete(r *http.Request, rec *record) bool {
+	token := r.URL.Query().Get("token")
+	if token == "" {
+		token = r.Header.Get("X-Delete-Token")
+	}
+	if token == "" && r.Method == http.MethodPost {
+		token = r.PostFormValue("token")
+	}
+	if deleteTokenOK(rec, token) {
+		return true
+	}
+	t, _ := h.identify(r)
+	return t != nil && (t.Admin || t.Name == rec.Owner)
+}
+
+func (h *Host) serveMeta(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		h.fail(w, errNotFound)
+		return
+	}
+	rec, err := h.st.record(id)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "", "data": h.data(r, rec, "", false)})
+}
+
+func (h *Host) serveDelete(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		h.fail(w, errNotFound)
+		return
+	}
+	if _, err := h.remove(r, id); err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "deleted"})
+}
+
+func (h *Host) remove(r *http.Request, id string) (bool, error) {
+	freed, err := h.st.removeImage(id, func(rec *record) bool { return h.mayDelete(r, rec) })
+	if err == nil {
+		h.metrics.deletes.Inc()
+	}
+	return freed, err
+}
+
+var deletePage = template.Must(template.New("delete").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Delete image</title><style>body{font:16px system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}
+button{font:inherit;padding:.5em 1.5em;background:#c0392b;color:#fff;border:0;border-radius:4px;cursor:pointer}</style></head>
+<body>{{if .Done}}<p>{{.Done}}</p>{{else}}
+<h1>Delete {{.Name}}?</h1><p>This removes the image for everyone; its links stop working.</p>
+<form method="post"><input type="hidden" name="token" value="{{.Token}}"><button type="submit">Delete</button></form>{{end}}
+</body></html>`))
+
+// serveDeletePage makes delete_url work as a plain link: GET shows a
+// confirmation form (so link previewers and prefetchers delete nothing),
+// POST deletes.
+func (h *Host) serveDeletePage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	page := struct{ Name, Token, Done string }{Token: r.URL.Query().Get("token")}
+	status := http.StatusOK
+	var err error
+	if !validID(id) {
+		err = errNotFound
+	} else if r.Method == http.MethodGet {
+		var rec *record
+		if rec, err = h.st.record(id); err == nil && !h.mayDelete(r, rec) {
+			err = errForbidden
+		} else if err == nil {
+			page.Name = rec.ID + "." + rec.Ext
+		}
+	} else if _, err = h.remove(r, id); err == nil {
+		page.Done = "The image was deleted."
+	}
+	if err != nil {
+		ae := toAPIError(err)
+		status, page.Done = ae.status, "Cannot delete: "+ae.msg+"."
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	w.WriteHeader(status)
+	deletePage.Execute(w, page)
+}
+
+// serveList pages through the recent uploads, newest first (admin only).
+func (h *Host) serveList(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.admin(r); err != nil {
+		h.fail(w, err)
+		return
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = max(page, 1)
+	per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if per <= 0 || per > 100 {
+		per = DefaultPageSize
+	}
+	snap := h.st.db.NewSnapshot()
+	defer snap.Close()
+	lo, hi := span(key(kindRecent))
+	it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	skip := (page - 1) * per
+	items := []imageData{}
+	more := false
+	for ok := it.First(); ok; ok = it.Next() {
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if len(items) == per {
+			more = true
+			break
+		}
+		k := it.Key()
+		// The index entry and the record are written and deleted in the
+		// same batches, so within one snapshot the record exists.
+		rec, err := lookup(snap, string(k[2+8:]), "")
+		if err != nil {
+			it.Close()
+			h.fail(w, err)
+			return
+		}
+		items = append(items, h.data(r, rec, "", false))
+	}
+	if err := it.Close(); err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "", "data": map[string]any{
+		"current_page": page, "per_page": per, "has_more": more, "data": items,
+	}})
+}

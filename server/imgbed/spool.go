@@ -1,0 +1,125 @@
+package imgbed
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha256"
+	"errors"
+	"hash"
+	"io"
+	"os"
+	"sync"
+)
+
+// headLen is the part of an upload kept in memory: enough to sniff it and
+// to strip the EXIF block of a JPEG in place (exifHeadLen), and enough to
+// hold a typical screenshot without touching a temporary file.
+const headLen = 256 << 10
+
+var headPool = sync.Pool{New: func() any { b := make([]byte, headLen); return &b }}
+
+var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+var errTooLarge = errors.New("file too large")
+
+// spool holds one upload while it is checked: the head in memory, the
+// rest in a temporary file, so memory stays bounded whatever the size.
+// The hashes cover the bytes as they will be stored, after the head was
+// rewritten (EXIF GPS removed).
+type spool struct {
+	dir    string
+	headP  *[]byte
+	head   []byte // the filled part of *headP
+	f      *os.File
+	size   int64
+	sha    hash.Hash
+	md5    hash.Hash
+	format format
+	orient int // EXIF orientation, 1 when none
+}
+
+func newSpool(dir string) *spool {
+	p := headPool.Get().(*[]byte)
+	return &spool{dir: dir, headP: p, sha: sha256.New(), md5: md5.New(), orient: 1}
+}
+
+// close releases the buffer and removes the temporary file.
+func (s *spool) close() {
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.f.Name())
+		s.f = nil
+	}
+	if s.headP != nil {
+		headPool.Put(s.headP)
+		s.headP, s.head = nil, nil
+	}
+}
+
+// fill reads r to its end. Once the head is in, it sniffs the type (415
+// before reading on), and for a JPEG finds the EXIF orientation and, with
+// stripGPS, removes the GPS data. It fails with errTooLarge as soon as
+// more than max bytes arrived.
+func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
+	buf := *s.headP
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		err = nil
+	case err != nil:
+		return err
+	}
+	s.head, s.size = buf[:n], int64(n)
+	if s.size > max {
+		return errTooLarge
+	}
+	if s.format = sniff(s.head[:min(n, sniffLen)]); s.format == formatNone {
+		return errUnsupported
+	}
+	if s.format == formatJPEG {
+		s.orient, _ = exifInfo(s.head[:min(n, exifHeadLen)], stripGPS)
+	}
+	s.sha.Write(s.head)
+	s.md5.Write(s.head)
+	if n < len(buf) {
+		return nil
+	}
+	if s.f, err = os.CreateTemp(s.dir, "imgbed-upload-*"); err != nil {
+		return err
+	}
+	cp := copyPool.Get().(*[]byte)
+	defer copyPool.Put(cp)
+	for {
+		n, err := r.Read(*cp)
+		if n > 0 {
+			if s.size += int64(n); s.size > max {
+				return errTooLarge
+			}
+			chunk := (*cp)[:n]
+			s.sha.Write(chunk)
+			s.md5.Write(chunk)
+			if _, werr := s.f.Write(chunk); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// reader returns a fresh reader over the spooled bytes.
+func (s *spool) reader() io.Reader {
+	if s.f == nil {
+		return bytes.NewReader(s.head)
+	}
+	return io.MultiReader(bytes.NewReader(s.head), io.NewSectionReader(s.f, 0, s.size-int64(len(s.head))))
+}
+
+func (s *spool) sum() (out sum) {
+	s.sha.Sum(out[:0])
+	return out
+}

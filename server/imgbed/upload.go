@@ -1,0 +1,396 @@
+package imgbed
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"html"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// fileFields are the multipart field names uploader clients use for the
+// file: ShareX and most scripts "file", Lsky "file", Chevereto "source",
+// PicGo plugins "image", PHP-style forms "images[]".
+var fileFields = map[string]bool{"file": true, "image": true, "source": true, "images[]": true}
+
+// maxFormField bounds a non-file multipart field, which is read and
+// ignored.
+const maxFormField = 64 << 10
+
+var (
+	errNoFile      = &apiError{http.StatusBadRequest, "no_file", "no file in the request"}
+	errContentType = &apiError{http.StatusUnsupportedMediaType, "type", "send multipart/form-data, image/* or application/octet-stream"}
+	errRateLimited = &apiError{http.StatusTooManyRequests, "rate", "too many uploads, slow down"}
+	errTooManyFile = &apiError{http.StatusRequestEntityTooLarge, "too_large", "too many files in one request"}
+	errBusy        = &apiError{http.StatusServiceUnavailable, "busy", "request cancelled while waiting for an upload slot"}
+)
+
+// uploaded is the outcome of one file of an upload request.
+type uploaded struct {
+	rec         *record
+	deleteToken string
+	dup         bool
+	err         error
+}
+
+func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	tok, err := h.identify(r)
+	if err == nil && tok == nil && !h.anonymousAllowed(r) {
+		err = errTokenRequired
+	}
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	client := "ip:" + clientIP(r)
+	if tok != nil {
+		client = "token:" + tok.Name
+	}
+	if !h.limiter.allow(client, h.now()) {
+		h.fail(w, errRateLimited)
+		return
+	}
+	select {
+	case h.uploads <- struct{}{}:
+		defer func() { <-h.uploads }()
+	case <-r.Context().Done():
+		h.fail(w, errBusy)
+		return
+	}
+	body := newDeadlineReader(w, r, h.cfg.ReadIdleTimeout, start.Add(h.cfg.UploadTimeout))
+	// The per-file limit is enforced while spooling; this bounds the
+	// whole request, form fields and multipart framing included.
+	limited := http.MaxBytesReader(w, io.NopCloser(body), int64(h.cfg.MaxFilesPerRequest)*(h.cfg.MaxBytes+maxFormField)+maxFormField)
+	results, err := h.readUpload(r, limited, tok)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.respondUpload(w, r, results)
+	h.metrics.uploadSeconds.Observe(time.Since(start).Seconds())
+}
+
+// readUpload stores every file of the request, one at a time.
+func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]uploaded, error) {
+	ct, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, errContentType
+	}
+	switch {
+	case ct == "multipart/form-data":
+	case strings.HasPrefix(ct, "image/"), ct == "application/octet-stream":
+		return []uploaded{h.ingest(body, r.URL.Query().Get("filename"), tok)}, nil
+	default:
+		return nil, errContentType
+	}
+	mr := multipartReader(body, params["boundary"])
+	if mr == nil {
+		return nil, errContentType
+	}
+	var out []uploaded
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, badBody(err)
+		}
+		if !fileFields[part.FormName()] && part.FileName() == "" {
+			if _, err := io.CopyN(io.Discard, part, maxFormField+1); err == nil {
+				return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "form field too large"}
+			} else if err != io.EOF {
+				return nil, badBody(err)
+			}
+			continue
+		}
+		if len(out) == h.cfg.MaxFilesPerRequest {
+			return nil, errTooManyFile
+		}
+		u := h.ingest(part, part.FileName(), tok)
+		out = append(out, u)
+		if isBodyError(u.err) {
+			// The body is unusable from here on; report what we have.
+			if len(out) == 1 {
+				return nil, u.err
+			}
+			break
+		}
+	}
+	if len(out) == 0 {
+		return nil, errNoFile
+	}
+	return out, nil
+}
+
+// badBody classifies an error reading the request body.
+func badBody(err error) error {
+	if isBodyError(err) {
+		return err
+	}
+	return &apiError{http.StatusBadRequest, "bad_request", "malformed request body"}
+}
+
+// isBodyError reports whether err ends the request body itself, not just
+// one file in it.
+func isBodyError(err error) bool {
+	ae := toAPIError(err)
+	return err != nil && (ae.reason == "timeout" || errors.As(err, new(*http.MaxBytesError)))
+}
+
+// ingest checks and stores one file.
+func (h *Host) ingest(r io.Reader, name string, tok *Token) uploaded {
+	sp := newSpool(h.cfg.SpoolDir)
+	defer sp.close()
+	if err := sp.fill(r, h.cfg.MaxBytes, !h.cfg.KeepGPS); err != nil {
+		if errors.Is(err, errTooLarge) {
+			// Drain what the per-request limit allows, so the client
+			// reads the 413 instead of a reset connection.
+			io.Copy(io.Discard, r)
+		}
+		return uploaded{err: err}
+	}
+	cfg, err := decodeConfig(sp.format, sp.reader())
+	if err != nil {
+		return uploaded{err: err}
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > h.cfg.MaxPixels {
+		return uploaded{err: invalid("image has %d×%d pixels, more than the %d allowed", cfg.Width, cfg.Height, h.cfg.MaxPixels)}
+	}
+	if err := checkStructure(sp.format, sp.reader()); err != nil {
+		return uploaded{err: err}
+	}
+	if sp.orient >= 5 { // rotated a quarter turn: report what viewers show
+		cfg.Width, cfg.Height = cfg.Height, cfg.Width
+	}
+	rec := &record{
+		V:          recordVersion,
+		Sum:        sp.sum(),
+		MD5:        hex.EncodeToString(sp.md5.Sum(nil)),
+		OriginName: cleanName(name, sp.format),
+		Size:       sp.size,
+		Mime:       sp.format.mime(),
+		Ext:        sp.format.ext(),
+		Width:      cfg.Width,
+		Height:     cfg.Height,
+		Created:    h.now().UnixNano(),
+	}
+	limit := func(usage) error { return nil }
+	if tok != nil {
+		rec.Owner = tok.Name
+		limit = func(u usage) error {
+			if tok.QuotaBytes > 0 && u.Bytes+rec.Size > tok.QuotaBytes || tok.QuotaCount > 0 && u.Count+1 > tok.QuotaCount {
+				return errQuota
+			}
+			return nil
+		}
+	}
+	deleteToken := randomString(22)
+	rec.DeleteHash = sha256.Sum256([]byte(deleteToken))
+	var (
+		fresh  *blobMeta
+		inline bool // fresh's chunks go into the committing batch
+	)
+	for attempt := 0; ; attempt++ {
+		rec.ID = randomString(idLen)
+		var data io.Reader
+		if inline {
+			data = sp.reader()
+		}
+		dup, err := h.st.addImage(rec, fresh, data, limit)
+		switch {
+		case err == nil:
+			h.metrics.uploads.Inc()
+			h.metrics.uploadBytes.Add(float64(rec.Size))
+			if dup {
+				h.metrics.dedupHits.Inc()
+			}
+			return uploaded{rec: rec, deleteToken: deleteToken, dup: dup}
+		case errors.Is(err, errBlobGone) && fresh == nil:
+			fresh = &blobMeta{V: recordVersion, Gen: newGen(), Size: rec.Size, Chunk: h.st.chunk, Mime: rec.Mime, Width: cfg.Width, Height: cfg.Height}
+			// A small image is committed with its record in one batch;
+			// a large one is written first, in bounded batches.
+			if inline = sp.size <= int64(h.st.batch); !inline {
+				if fresh.Gen, err = h.st.writeChunks(rec.Sum, sp.reader(), sp.size); err != nil {
+					return uploaded{err: err}
+				}
+			}
+		case errors.Is(err, errIDTaken) && attempt < 8:
+		default:
+			if fresh != nil && !inline {
+				h.st.discard(rec.Sum, fresh.Gen, fresh.chunks())
+			}
+			return uploaded{err: err}
+		}
+	}
+}
+
+// idLen is the length of image ids: 62^8 ≈ 2.2e14 ids, so guessing one
+// that exists takes on the order of 1e14/N tries for N images, and a
+// collision on creation (checked anyway) is rare.
+const idLen = 8
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// randomString returns n random base62 characters.
+func randomString(n int) string {
+	out := make([]byte, n)
+	var buf [64]byte
+	for i := 0; i < n; {
+		rand.Read(buf[:])
+		for _, b := range buf {
+			if b >= 248 { // 248 = 4*62: keeps the distribution uniform
+				continue
+			}
+			out[i] = base62[b%62]
+			if i++; i == n {
+				break
+			}
+		}
+	}
+	return string(out)
+}
+
+// validID reports whether s can be an image id.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 10 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !strings.ContainsRune(base62, rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanName turns a client's file name into a display name: no
+// directories, no control characters, valid UTF-8, at most 200 bytes.
+// Without a name, the id-based name is used later.
+func cleanName(name string, f format) string {
+	name = path.Base(strings.ReplaceAll(name, `\`, "/"))
+	if name == "." || name == "/" {
+		name = ""
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, name)
+	for len(name) > 200 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	if name == "" {
+		name = "image." + f.ext()
+	}
+	return name
+}
+
+// baseURL is the prefix of the links in responses.
+func (h *Host) baseURL(r *http.Request) string {
+	if h.cfg.BaseURL != "" {
+		return strings.TrimSuffix(h.cfg.BaseURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// imageData is the "data" object of Lsky Pro 2.x's upload response.
+type imageData struct {
+	Key        string    `json:"key"`
+	Name       string    `json:"name"`
+	OriginName string    `json:"origin_name"`
+	Size       int64     `json:"size"`
+	Mimetype   string    `json:"mimetype"`
+	Extension  string    `json:"extension"`
+	Width      int       `json:"width"`
+	Height     int       `json:"height"`
+	SHA256     string    `json:"sha256"`
+	MD5        string    `json:"md5"`
+	Duplicate  bool      `json:"duplicate"`
+	Created    time.Time `json:"created"`
+	Links      links     `json:"links"`
+}
+
+type links struct {
+	URL              string `json:"url"`
+	HTML             string `json:"html"`
+	BBCode           string `json:"bbcode"`
+	Markdown         string `json:"markdown"`
+	MarkdownWithLink string `json:"markdown_with_link"`
+	ThumbnailURL     string `json:"thumbnail_url"`
+	DeleteURL        string `json:"delete_url,omitempty"`
+}
+
+// data builds the client's view of rec. The delete URL is shown only to
+// whoever holds the delete token.
+func (h *Host) data(r *http.Request, rec *record, deleteToken string, dup bool) imageData {
+	base := h.baseURL(r)
+	name := rec.ID + "." + rec.Ext
+	u := base + "/i/" + name
+	alt := strings.NewReplacer("[", "", "]", "", "(", "", ")", "").Replace(rec.OriginName)
+	d := imageData{
+		Key: rec.ID, Name: name, OriginName: rec.OriginName, Size: rec.Size,
+		Mimetype: rec.Mime, Extension: rec.Ext, Width: rec.Width, Height: rec.Height,
+		SHA256: rec.Sum.String(), MD5: rec.MD5, Duplicate: dup, Created: time.Unix(0, rec.Created).UTC(),
+		Links: links{
+			URL:              u,
+			HTML:             `<img src="` + html.EscapeString(u) + `" alt="` + html.EscapeString(rec.OriginName) + `" />`,
+			BBCode:           "[img]" + u + "[/img]",
+			Markdown:         "![" + alt + "](" + u + ")",
+			MarkdownWithLink: "[![" + alt + "](" + u + ")](" + u + ")",
+			ThumbnailURL:     base + "/t/" + name + "?w=" + itoa(defaultThumbWidth),
+		},
+	}
+	if deleteToken != "" {
+		d.Links.DeleteURL = base + "/d/" + rec.ID + "?token=" + deleteToken
+	}
+	return d
+}
+
+// respondUpload answers with the envelope of the first file: 201 when its
+// bytes are new, 200 for a duplicate. With several files, "files" lists
+// each one's envelope.
+func (h *Host) respondUpload(w http.ResponseWriter, r *http.Request, results []uploaded) {
+	envelope := func(u uploaded) (int, map[string]any) {
+		if u.err != nil {
+			ae := toAPIError(u.err)
+			h.metrics.errors.WithLabelValues(ae.reason).Inc()
+			return ae.status, map[string]any{"status": false, "message": ae.msg}
+		}
+		d := h.data(r, u.rec, u.deleteToken, u.dup)
+		status, msg := http.StatusCreated, "uploaded"
+		if u.dup {
+			status, msg = http.StatusOK, "uploaded (identical bytes were already stored)"
+		}
+		return status, map[string]any{"status": true, "message": msg, "url": d.Links.URL, "data": d}
+	}
+	status, body := envelope(results[0])
+	if len(results) > 1 {
+		files := make([]map[string]any, len(results))
+		files[0] = body
+		for i, u := range results[1:] {
+			_, files[i+1] = envelope(u)
+		}
+		body = map[string]any{}
+		for k, v := range files[0] {
+			body[k] = v
+		}
+		body["files"] = files
+	}
+	writeJSON(w, status, body)
+}
