@@ -151,8 +151,23 @@ func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte,
 	hd.Set("Cache-Control", immutable)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", "default-src 'none'")
-	http.ServeContent(w, r, "", modified, content)
+	http.ServeContent(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: h.cfg.WriteIdleTimeout}, r, "", modified, content)
 	h.metrics.served.Inc()
+}
+
+// deadlineWriter gives every write of a response its own deadline, so a
+// download may take as long as it needs while the client keeps reading.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	// An error means the ResponseWriter cannot set deadlines (a test
+	// recorder); the server's own timeouts are all there is then.
+	d.rc.SetWriteDeadline(time.Now().Add(d.idle))
+	return d.ResponseWriter.Write(p)
 }
 
 // missing maps a chunk that vanished with its blob to not found.
