@@ -2,15 +2,15 @@ package imgbed
 
 import (
 	"bufio"
-	"image"
-	"math/rand/v2"
 	"bytes"
 	"compress/zlib"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"image"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
