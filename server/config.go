@@ -68,6 +68,10 @@ type Config struct {
 	// ImagesMaxBytes bounds one uploaded image ("images-max-bytes");
 	// default 20 MiB.
 	ImagesMaxBytes int64
+	// ImagesUploadRate limits image uploads per second per client (token,
+	// or IP address for anonymous uploads), with bursts of four seconds'
+	// worth; negative disables the limit ("images-upload-rate"). Default 5.
+	ImagesUploadRate int
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
 	MaxClients int
@@ -151,6 +155,7 @@ func DefaultConfig() Config {
 		Images:            true,
 		ImagesAnonymous:   "auto",
 		ImagesMaxBytes:    imgbed.DefaultMaxBytes,
+		ImagesUploadRate:  imgbed.DefaultUploadRate,
 	}
 }
 
@@ -217,6 +222,8 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
 	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
+	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesUploadRate }),
 	fixedSetting("appendonly", "yes"),
 	fixedSetting("save", ""),
 	fixedSetting("databases", "1"),

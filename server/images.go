@@ -12,11 +12,13 @@ import (
 func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 	anonymous := map[string]imgbed.Anonymous{"auto": imgbed.AnonymousAuto, "yes": imgbed.AnonymousOn, "no": imgbed.AnonymousOff}
 	return imgbed.New(s.db, imgbed.Config{
-		BaseURL:    r.ImagesBaseURL,
-		MaxBytes:   r.ImagesMaxBytes,
-		Anonymous:  anonymous[r.ImagesAnonymous],
-		Tokens:     imageTokens(r),
-		Registerer: s.metrics.registry,
+		BaseURL:     r.ImagesBaseURL,
+		MaxBytes:    r.ImagesMaxBytes,
+		Anonymous:   anonymous[r.ImagesAnonymous],
+		Tokens:      imageTokens(r),
+		UploadRate:  float64(r.ImagesUploadRate),
+		UploadBurst: 4 * max(1, r.ImagesUploadRate),
+		Registerer:  s.metrics.registry,
 	})
 }
 

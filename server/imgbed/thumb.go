@@ -107,9 +107,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errBadWidth)
 		return
 	}
-	snap := h.st.db.NewSnapshot()
-	defer func() { snap.Close() }()
-	rec, err := lookup(snap, id, "")
+	rec, err := lookup(h.st.db, id, "")
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -123,26 +121,21 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Vary", "Accept")
 	}
 	k := thumbKey(rec.Sum, f, width)
-	var meta blobMeta
-	err = getJSON(snap, k, &meta, "thumbnail metadata")
-	if err == errNotFound {
-		if err = h.thumbs.make(snap, rec, f, width, k); err == nil {
-			snap.Close()
-			snap = h.st.db.NewSnapshot()
-			err = getJSON(snap, k, &meta, "thumbnail metadata")
-		}
+	_, err = h.st.db.Get(k)
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		err = h.thumbs.make(rec, f, width, k)
 	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	etag := fmt.Sprintf("%v-%s%d", rec.Sum, f.ext(), width)
-	h.serveBlob(w, r, snap, rec.Sum, meta, etag, time.Unix(0, rec.Created))
+	h.serveBlob(w, r, k, rec.Sum, etag, time.Unix(0, rec.Created))
 }
 
 // make renders and stores the thumbnail k unless another request is doing
 // it, in which case it waits for that one.
-func (t *thumbnailer) make(snap *lsmgo.Snapshot, rec *record, f format, width int, k []byte) error {
+func (t *thumbnailer) make(rec *record, f format, width int, k []byte) error {
 	t.mu.Lock()
 	if r := t.inflight[string(k)]; r != nil {
 		t.mu.Unlock()
@@ -161,6 +154,8 @@ func (t *thumbnailer) make(snap *lsmgo.Snapshot, rec *record, f format, width in
 	t.slots <- struct{}{}
 	defer func() { <-t.slots }()
 	start := time.Now()
+	snap := t.h.st.db.NewSnapshot()
+	defer snap.Close()
 	var meta blobMeta
 	if r.err = getJSON(snap, blobKey(rec.Sum), &meta, "blob metadata"); r.err != nil {
 		return r.err
