@@ -22,6 +22,8 @@ type commitWriter struct {
 	// writing (Flush); rotatedID reports which memtable it rotated.
 	rotate    bool
 	rotatedID uint64
+	// resume asks the leader to run Resume instead of writing.
+	resume bool
 	// written is set when the leader has finished with the writer: its
 	// batch is in the WAL at logical end position walPos, or err says why
 	// not.
@@ -160,8 +162,12 @@ func (db *DB) enqueueLocked(w *commitWriter) {
 func (db *DB) leadCommitLocked(leader *commitWriter) {
 	group := db.mu.writers[:1]
 	var err error
-	if leader.rotate {
-		err = db.rotateForFlushLocked(leader)
+	if leader.rotate || leader.resume {
+		if leader.rotate {
+			err = db.rotateForFlushLocked(leader)
+		} else {
+			err = db.resumeLocked()
+		}
 		db.finishGroupLocked(leader, group, err)
 		return
 	}
@@ -230,6 +236,15 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 
 	pos, err := db.wal.write(group)
 	db.mu.Lock()
+	if err != nil && base.IsNoSpace(err) {
+		// Nothing of the group was acknowledged, and the WAL may end in
+		// part of it: the next write cuts that off and continues in a
+		// new WAL (makeRoomForWriteLocked). The group's batches are
+		// published without being inserted, so no reader sees them.
+		db.mu.walFailed = err
+		db.m.noSpaceWrites.Add(int64(len(group)))
+		return &noSpaceError{err}
+	}
 	if err != nil {
 		db.setBackgroundErrorLocked(err)
 		return db.mu.bgErr

@@ -69,6 +69,18 @@ type DB struct {
 
 		bgErr      error
 		closing    bool
+		// flushNoSpace is the error of the last flush when it failed
+		// for lack of space and waits to retry; nil once one succeeds.
+		flushNoSpace error
+		// flushBackoff and compactBackoff are the current retry delays
+		// after a full disk (0: no failure streak); no compaction
+		// starts before compactRetryAt.
+		flushBackoff, compactBackoff time.Duration
+		compactRetryAt               time.Time
+		// walFailed is set when a WAL write failed for lack of space:
+		// the current WAL may end in a partial record, and the next
+		// write must first cut it off and continue in a new file.
+		walFailed error
 		flushing   bool
 		compacting int
 		snapshots  snapshotList
@@ -333,7 +345,9 @@ func (db *DB) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
-	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && !db.mu.closing {
+	// A flush that failed for lack of space goes on retrying in the
+	// background, but Flush returns rather than wait for an operator.
+	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && db.mu.flushNoSpace == nil && !db.mu.closing {
 		db.maybeScheduleFlushLocked()
 		db.mu.cond.Wait()
 	}
@@ -342,6 +356,8 @@ func (db *DB) Flush() error {
 		return nil
 	case db.mu.bgErr != nil:
 		return db.mu.bgErr
+	case db.mu.flushNoSpace != nil:
+		return &noSpaceError{fmt.Errorf("flush will be retried: %w", db.mu.flushNoSpace)}
 	}
 	return ErrClosed
 }

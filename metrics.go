@@ -20,6 +20,7 @@ type dbMetrics struct {
 	compactRead, compactWritten   atomic.Int64
 	stalls, stallNanos, slowdowns atomic.Int64
 	backgroundErrors              atomic.Int64
+	noSpaceRetries, noSpaceWrites atomic.Int64
 	openIters                     atomic.Int64
 }
 
