@@ -413,6 +413,9 @@ const (
 // full disk does not flood the log. db.mu is held.
 func (db *DB) noSpaceLocked(what string, err error, backoff *time.Duration) time.Duration {
 	db.m.noSpaceRetries.Add(1)
+	db.mu.lastNoSpace = time.Now()
+	// Waiters (a stalled write, Flush) decide again now.
+	db.mu.cond.Broadcast()
 	if *backoff == 0 {
 		db.opts.Logger.Warn("lsmgo: disk full; retrying with backoff while reads go on (doc/operations.md)",
 			"dir", db.dirname, "work", what, "err", err)
@@ -433,9 +436,10 @@ func (db *DB) sleepLocked(d time.Duration) bool {
 		db.mu.cond.Broadcast()
 		db.mu.Unlock()
 	})
-	for !woke && !db.mu.closing {
+	for !woke && !db.mu.closing && !db.mu.retryNow {
 		db.mu.cond.Wait()
 	}
+	db.mu.retryNow = false
 	t.Stop()
 	return !db.mu.closing
 }

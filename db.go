@@ -67,8 +67,8 @@ type DB struct {
 		mem *memTable
 		imm []*memTable // oldest first
 
-		bgErr      error
-		closing    bool
+		bgErr   error
+		closing bool
 		// flushNoSpace is the error of the last flush when it failed
 		// for lack of space and waits to retry; nil once one succeeds.
 		flushNoSpace error
@@ -77,10 +77,16 @@ type DB struct {
 		// starts before compactRetryAt.
 		flushBackoff, compactBackoff time.Duration
 		compactRetryAt               time.Time
+		// retryNow cuts a no-space backoff short: set when the disk
+		// seems to have room again.
+		retryNow bool
+		// lastNoSpace is when background work last failed for lack of
+		// space.
+		lastNoSpace time.Time
 		// walFailed is set when a WAL write failed for lack of space:
 		// the current WAL may end in a partial record, and the next
 		// write must first cut it off and continue in a new file.
-		walFailed error
+		walFailed  error
 		flushing   bool
 		compacting int
 		snapshots  snapshotList
@@ -347,7 +353,10 @@ func (db *DB) Flush() error {
 	}
 	// A flush that failed for lack of space goes on retrying in the
 	// background, but Flush returns rather than wait for an operator.
-	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && db.mu.flushNoSpace == nil && !db.mu.closing {
+	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && !db.mu.closing {
+		if db.mu.flushNoSpace != nil && !db.spaceBackLocked() {
+			break
+		}
 		db.maybeScheduleFlushLocked()
 		db.mu.cond.Wait()
 	}
@@ -395,6 +404,9 @@ func (db *DB) Compact(start, end []byte) error {
 			err := db.runCompaction(c)
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
+			if retryable(err) {
+				return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
+			}
 			if err != nil {
 				return err
 			}

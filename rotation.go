@@ -8,6 +8,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // memEntryOverhead bounds the arena bytes a skiplist node adds to a key
@@ -84,6 +85,11 @@ func (db *DB) rotateForFlushLocked(w *commitWriter) error {
 			return ErrClosed
 		}
 		if db.mu.mem.mt.Empty() {
+			// Acknowledged writes may still wait in queued memtables
+			// (after a rotation, or replayed at an Open on a full disk).
+			if n := len(db.mu.imm); n > 0 {
+				w.rotatedID = db.mu.imm[n-1].id
+			}
 			return nil
 		}
 		if len(db.mu.imm)+1 < db.opts.MemTableStopWritesThreshold {
@@ -117,8 +123,32 @@ func (db *DB) noSpaceStallLocked(l0 int) error {
 	default:
 		return nil
 	}
+	if db.spaceBackLocked() {
+		// Let the write wait for the retry.
+		return nil
+	}
 	db.m.noSpaceWrites.Add(1)
 	return &noSpaceError{cause}
+}
+
+// spaceBackLocked reports whether the filesystem has room for a flush
+// again (say an operator freed some) while background work waits out a
+// no-space backoff, and if so cuts the backoff short, so that writes
+// resume at once rather than up to maxNoSpaceBackoff later. Retries so
+// triggered are at most one per minNoSpaceBackoff. db.mu is held.
+func (db *DB) spaceBackLocked() bool {
+	if time.Since(db.mu.lastNoSpace) < minNoSpaceBackoff {
+		return false
+	}
+	free, _, err := vfs.DiskUsage(db.fs, db.dirname)
+	if err != nil || free < uint64(db.opts.MemTableSize) {
+		return false
+	}
+	db.mu.flushNoSpace = nil
+	db.mu.retryNow = true
+	db.mu.compactRetryAt = time.Time{}
+	db.mu.cond.Broadcast()
+	return true
 }
 
 // stallLocked waits for a flush or compaction to finish.
