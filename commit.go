@@ -172,7 +172,10 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 		return
 	}
 	need := memSizeEstimate(leader.repr)
-	err = db.makeRoomForWriteLocked(need)
+	err = db.checkReserveLocked()
+	if err == nil {
+		err = db.makeRoomForWriteLocked(need)
+	}
 	if err == nil {
 		room := db.mu.mem.mt.Capacity() - db.mu.mem.reserved
 		size := len(leader.repr)

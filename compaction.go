@@ -102,6 +102,10 @@ func (db *DB) maybeScheduleCompaction() {
 		if c == nil {
 			return
 		}
+		if !db.compactionFitsLocked(c) {
+			db.postponeCompactionsLocked(fmt.Errorf("%s: its output would not fit in the free space", c))
+			return
+		}
 		db.startCompactionLocked(c)
 		go func() {
 			err := db.runCompaction(c)
@@ -110,6 +114,21 @@ func (db *DB) maybeScheduleCompaction() {
 			db.mu.Unlock()
 		}()
 	}
+}
+
+// postponeCompactionsLocked starts no compaction until a backoff has
+// passed, after one failed or would not fit for lack of space (err says
+// which); a timer then schedules again. Writes meanwhile stall on L0 and
+// are refused with ErrNoSpace once it reaches the stop threshold.
+// db.mu is held.
+func (db *DB) postponeCompactionsLocked(err error) {
+	d := db.noSpaceLocked("compaction", err, &db.mu.compactBackoff)
+	db.mu.compactRetryAt = time.Now().Add(d)
+	time.AfterFunc(d, func() {
+		db.mu.Lock()
+		db.maybeScheduleCompaction()
+		db.mu.Unlock()
+	})
 }
 
 // SetMaxConcurrentCompactions changes the bound of the compaction worker
@@ -141,16 +160,7 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 		db.mu.compactBackoff = 0
 	case errors.Is(err, errClosing):
 	case retryable(err):
-		// No compaction starts until the backoff has passed; a timer
-		// then schedules again. Writes meanwhile stall on L0, never
-		// fail.
-		d := db.noSpaceLocked("compaction", err, &db.mu.compactBackoff)
-		db.mu.compactRetryAt = time.Now().Add(d)
-		time.AfterFunc(d, func() {
-			db.mu.Lock()
-			db.maybeScheduleCompaction()
-			db.mu.Unlock()
-		})
+		db.postponeCompactionsLocked(err)
 	default:
 		db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: compaction %s: %w", c, err))
 	}

@@ -83,6 +83,8 @@ type DB struct {
 		// lastNoSpace is when background work last failed for lack of
 		// space.
 		lastNoSpace time.Time
+		// disk caches the filesystem's space for the reserve check.
+		disk diskSpace
 		// walFailed is set when a WAL write failed for lack of space:
 		// the current WAL may end in a partial record, and the next
 		// write must first cut it off and continue in a new file.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 func diskFullOptions(fs vfs.FS) *Options {
 	o := durOptions(fs, SyncAlways)
 	o.MemTableSize = 256 << 10
+	// No reserve: these tests are about what happens when the disk
+	// really is full (TestDiskReserve covers the reserve).
+	o.DiskReserve = -1
 	return o
 }
 
@@ -324,4 +328,44 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestDiskReserve: writes are refused, with an error that names the free
+// space and the reserve, before the disk is full, and accepted again once
+// space is freed; compactions whose output cannot fit are postponed, not
+// failed.
+func TestDiskReserve(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.SetCapacity(1 << 20)
+	o := durOptions(mem, SyncAlways)
+	o.DiskReserve = 256 << 10
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	acked := map[string][]byte{}
+	var refused error
+	for i := 0; refused == nil; i++ {
+		k, v := fmt.Sprintf("k%06d", i), incompressible(rng, 1000)
+		if refused = db.Set([]byte(k), v, nil); refused == nil {
+			acked[k] = v
+		}
+	}
+	if !errors.Is(refused, ErrNoSpace) || !strings.Contains(refused.Error(), "below the reserve of 256.0K") {
+		t.Fatalf("write below the reserve: %v", refused)
+	}
+	m := db.Metrics()
+	if m.Disk.Free < 128<<10 || m.Disk.Total != 1<<20 || m.Disk.NoSpaceWrites == 0 || m.ReadOnly {
+		t.Fatalf("metrics below the reserve: %+v, read-only %v", m.Disk, m.ReadOnly)
+	}
+	checkKeys(t, db, acked)
+	mem.SetCapacity(8 << 20)
+	setEventually(t, db, []byte("after"), []byte("1"))
+	acked["after"] = []byte("1")
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkKeys(t, db, acked)
 }
