@@ -222,9 +222,10 @@ func (vs *VersionSet) Current() *Version {
 // keeps the *FileMetadata already installed, so its reference count is not
 // split between two pointers.
 //
-// When writing or syncing fails the new Version is not installed, the
-// error is returned, and every later call returns it too: the manifest
-// may end in a partial record.
+// When writing or syncing fails the new Version is not installed and the
+// error is returned. Unless the error matches ErrNotLogged, every later
+// call returns it too: the manifest may end in a partial record, or in an
+// edit whose fsync failed (ResetWriteError clears it).
 func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 	vs.writeMu.Lock()
 	switch {
