@@ -9,9 +9,9 @@ import (
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
-// diskSpace is the last statfs of the DB's filesystem, refreshed at most
-// every diskCheckInterval or diskCheckBytes of WAL, so the commit path
-// pays for a system call only now and then.
+// diskSpace is the last statfs of the DB's filesystem, refreshed after
+// diskCheckInterval or diskCheckBytes of WAL (less for a small reserve),
+// so the commit path pays for a system call only now and then.
 type diskSpace struct {
 	checked      time.Time
 	walBytes     int64 // db.m.walBytes at the check
@@ -32,7 +32,13 @@ func (d *diskSpace) refreshLocked(db *DB) {
 		return
 	}
 	wal := db.m.walBytes.Load()
-	if !d.checked.IsZero() && time.Since(d.checked) < diskCheckInterval && wal-d.walBytes < diskCheckBytes {
+	// A quarter of the reserve between checks keeps the WAL from
+	// overrunning it before a check notices.
+	every := int64(diskCheckBytes)
+	if d.reserveKnown {
+		every = min(every, int64(d.reserve/4))
+	}
+	if !d.checked.IsZero() && time.Since(d.checked) < diskCheckInterval && wal-d.walBytes < every {
 		return
 	}
 	free, total, err := vfs.DiskUsage(db.fs, db.dirname)
@@ -67,9 +73,10 @@ func (db *DB) checkReserveLocked() error {
 }
 
 // compactionFitsLocked says whether c's output, estimated as the size of
-// its inputs, fits in the free space; a compaction that would not is
-// postponed rather than started and failed part way. A move writes
-// nothing. db.mu is held.
+// its inputs, fits in the free space next to room for flushing every
+// memtable: a compaction that would not is postponed rather than started
+// and failed part way, and it never takes the space a flush needs, since
+// only a flush lets WALs be deleted. A move writes nothing. db.mu is held.
 func (db *DB) compactionFitsLocked(c *compaction.Compaction) bool {
 	if c.TrivialMove() {
 		return true
@@ -78,7 +85,7 @@ func (db *DB) compactionFitsLocked(c *compaction.Compaction) bool {
 	if err != nil {
 		return true
 	}
-	var need uint64
+	need := uint64(len(db.mu.imm)+1) * uint64(db.opts.MemTableSize)
 	for _, f := range c.AllInputs() {
 		need += f.Size
 	}

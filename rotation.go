@@ -135,13 +135,14 @@ func (db *DB) noSpaceStallLocked(l0 int) error {
 // again (say an operator freed some) while background work waits out a
 // no-space backoff, and if so cuts the backoff short, so that writes
 // resume at once rather than up to maxNoSpaceBackoff later. Retries so
-// triggered are at most one per minNoSpaceBackoff. db.mu is held.
+// triggered are at most one per minNoSpaceBackoff: a caller that comes
+// sooner waits for the rest of it. db.mu is held; it may be released.
 func (db *DB) spaceBackLocked() bool {
-	if time.Since(db.mu.lastNoSpace) < minNoSpaceBackoff {
-		return false
-	}
 	free, _, err := vfs.DiskUsage(db.fs, db.dirname)
 	if err != nil || free < uint64(db.opts.MemTableSize) {
+		return false
+	}
+	if wait := minNoSpaceBackoff - time.Since(db.mu.lastNoSpace); wait > 0 && !db.sleepLocked(wait) {
 		return false
 	}
 	db.mu.flushNoSpace = nil
