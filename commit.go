@@ -22,6 +22,8 @@ type commitWriter struct {
 	// writing (Flush); rotatedID reports which memtable it rotated.
 	rotate    bool
 	rotatedID uint64
+	// resume asks the leader to run Resume instead of writing.
+	resume bool
 	// written is set when the leader has finished with the writer: its
 	// batch is in the WAL at logical end position walPos, or err says why
 	// not.
@@ -165,13 +167,20 @@ func (db *DB) enqueueLocked(w *commitWriter) {
 func (db *DB) leadCommitLocked(leader *commitWriter) {
 	group := db.mu.writers[:1]
 	var err error
-	if leader.rotate {
-		err = db.rotateForFlushLocked(leader)
+	if leader.rotate || leader.resume {
+		if leader.rotate {
+			err = db.rotateForFlushLocked(leader)
+		} else {
+			err = db.resumeLocked()
+		}
 		db.finishGroupLocked(leader, group, err)
 		return
 	}
 	need := memSizeEstimate(leader.repr)
-	err = db.makeRoomForWriteLocked(need)
+	err = db.checkReserveLocked()
+	if err == nil {
+		err = db.makeRoomForWriteLocked(need)
+	}
 	if err == nil {
 		room := db.mu.mem.mt.Capacity() - db.mu.mem.reserved
 		size := len(leader.repr)
@@ -235,6 +244,15 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 
 	pos, err := db.wal.write(group)
 	db.mu.Lock()
+	if err != nil && base.IsNoSpace(err) {
+		// Nothing of the group was acknowledged, and the WAL may end in
+		// part of it: the next write cuts that off and continues in a
+		// new WAL (makeRoomForWriteLocked). The group's batches are
+		// published without being inserted, so no reader sees them.
+		db.mu.walFailed = err
+		db.m.noSpaceWrites.Add(int64(len(group)))
+		return &noSpaceError{err}
+	}
 	if err != nil {
 		db.setBackgroundErrorLocked(err)
 		return db.mu.bgErr

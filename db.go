@@ -67,8 +67,28 @@ type DB struct {
 		mem *memTable
 		imm []*memTable // oldest first
 
-		bgErr      error
-		closing    bool
+		bgErr   error
+		closing bool
+		// flushNoSpace is the error of the last flush when it failed
+		// for lack of space and waits to retry; nil once one succeeds.
+		flushNoSpace error
+		// flushBackoff and compactBackoff are the current retry delays
+		// after a full disk (0: no failure streak); no compaction
+		// starts before compactRetryAt.
+		flushBackoff, compactBackoff time.Duration
+		compactRetryAt               time.Time
+		// retryNow cuts a no-space backoff short: set when the disk
+		// seems to have room again.
+		retryNow bool
+		// lastNoSpace is when background work last failed for lack of
+		// space.
+		lastNoSpace time.Time
+		// disk caches the filesystem's space for the reserve check.
+		disk diskSpace
+		// walFailed is set when a WAL write failed for lack of space:
+		// the current WAL may end in a partial record, and the next
+		// write must first cut it off and continue in a new file.
+		walFailed  error
 		flushing   bool
 		compacting int
 		snapshots  snapshotList
@@ -335,7 +355,12 @@ func (db *DB) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
+	// A flush that failed for lack of space goes on retrying in the
+	// background, but Flush returns rather than wait for an operator.
 	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && !db.mu.closing {
+		if db.mu.flushNoSpace != nil && !db.spaceBackLocked() {
+			break
+		}
 		db.maybeScheduleFlushLocked()
 		db.mu.cond.Wait()
 	}
@@ -344,6 +369,8 @@ func (db *DB) Flush() error {
 		return nil
 	case db.mu.bgErr != nil:
 		return db.mu.bgErr
+	case db.mu.flushNoSpace != nil:
+		return &noSpaceError{fmt.Errorf("flush will be retried: %w", db.mu.flushNoSpace)}
 	}
 	return ErrClosed
 }
@@ -381,6 +408,9 @@ func (db *DB) Compact(start, end []byte) error {
 			err := db.runCompaction(c)
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
+			if retryable(err) {
+				return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
+			}
 			if err != nil {
 				return err
 			}

@@ -36,11 +36,17 @@ func (db *DB) recover(names []string) error {
 	}
 	logs := logsToReplay(db.vs, names)
 	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), mt: memtable.New(db.opts.MemTableSize)}
-	if err := r.replay(logs); err != nil {
+	err := r.replay(logs)
+	if err != nil {
 		db.removeTables(r.metas)
-		return err
 	}
-	log, err := db.commitRecovery(r.metas, r.maxSeq)
+	var log walFile
+	if err == nil {
+		log, err = db.commitRecovery(r.metas, r.maxSeq)
+	}
+	if retryable(err) {
+		return db.recoverInMemory(logs, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -48,8 +54,57 @@ func (db *DB) recover(names []string) error {
 		db.removeFile(base.FileTypeLog, num)
 	}
 	r.reportDropped()
-	db.resumeWrites(log, r.maxSeq)
+	db.resumeWrites(log, r.maxSeq, nil)
 	return nil
+}
+
+// recoverInMemory is recovery on a disk too full to flush the replayed
+// WALs (flushErr says why): it replays each WAL into a memtable of its
+// own and serves with them queued for flush, as if they had been rotated
+// just before a crash. The WALs stay until their memtables are flushed,
+// which the flush loop retries until space is back; the manifest is not
+// touched. Each WAL has its own memtable so that the flush of one retires
+// exactly its WAL, as in normal operation.
+//
+// A WAL whose replay ended early is cut where the replay stopped: writes
+// after Open go to a newer WAL, and a damaged tail followed by records in
+// a newer WAL is what the next Open must refuse.
+func (db *DB) recoverInMemory(logs []base.FileNum, flushErr error) error {
+	db.opts.Logger.Warn("lsmgo: disk full at Open; serving the WALs' writes from memory until they can be flushed",
+		"dir", db.dirname, "err", flushErr)
+	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), inMemory: true}
+	if err := r.replay(logs); err != nil {
+		return err
+	}
+	if r.stop != nil {
+		if err := cutWAL(db.fs, r.stop.file, r.stop.off); err != nil {
+			return fmt.Errorf("lsmgo: disk full (%v), and the damaged end of WAL %s cannot be cut: %w", flushErr, r.stop.file, err)
+		}
+	}
+	newLog := db.vs.NewFileNum()
+	log, err := db.wal.create(newLog)
+	if err != nil {
+		return err
+	}
+	r.reportDropped()
+	db.resumeWrites(log, r.maxSeq, r.mems)
+	return nil
+}
+
+// cutWAL truncates WAL file name to size and syncs it.
+func cutWAL(fs vfs.FS, name string, size int64) error {
+	if err := vfs.Truncate(fs, name, size); err != nil {
+		return err
+	}
+	f, err := fs.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // logsToReplay marks every file number in the directory listing names as
@@ -89,6 +144,10 @@ type walReplay struct {
 	stop *walStop
 	// ends lists every WAL whose replay ended early, for the warnings.
 	ends []walStop
+	// inMemory replays each WAL into a memtable of its own, collected in
+	// mems, and never writes a table (recoverInMemory).
+	inMemory bool
+	mems     []*memTable
 }
 
 // replay replays the WAL files logs in order and flushes what remains in
@@ -99,6 +158,9 @@ func (r *walReplay) replay(logs []base.FileNum) error {
 			return err
 		}
 	}
+	if r.inMemory {
+		return nil
+	}
 	return r.flush()
 }
 
@@ -106,6 +168,10 @@ func (r *walReplay) replay(logs []base.FileNum) error {
 // (unless StrictWALRecovery) a damaged record, which it records in r.ends.
 func (r *walReplay) replayFile(num base.FileNum) error {
 	db := r.db
+	if r.inMemory {
+		r.mt = memtable.New(db.opts.MemTableSize)
+		defer r.keepMemtable(num)
+	}
 	name := db.path(base.MakeFilename(base.FileTypeLog, num))
 	f, err := db.fs.Open(name)
 	if err != nil {
@@ -164,11 +230,17 @@ func (r *walReplay) apply(name string, off int64, rec []byte) error {
 		return walRecordError(name, off, err)
 	}
 	if need := memSizeEstimate(rec); r.mt.Size()+need > r.mt.Capacity() {
-		if err := r.flush(); err != nil {
-			return err
-		}
-		if need > r.mt.Capacity() {
-			r.mt = memtable.New(2 * need)
+		if r.inMemory {
+			if err := r.grow(need); err != nil {
+				return err
+			}
+		} else {
+			if err := r.flush(); err != nil {
+				return err
+			}
+			if need > r.mt.Capacity() {
+				r.mt = memtable.New(2 * need)
+			}
 		}
 	}
 	if err := applyBatch(r.mt, rec); err != nil {
@@ -193,6 +265,33 @@ func (r *walReplay) flush() error {
 	r.metas = append(r.metas, out...)
 	r.mt = memtable.New(r.db.opts.MemTableSize)
 	return nil
+}
+
+// grow replaces the memtable with one twice as large plus need, holding
+// the same entries: in memory, one WAL must stay one memtable.
+func (r *walReplay) grow(need int) error {
+	mt := memtable.New(2*r.mt.Capacity() + need)
+	it := r.mt.NewIter()
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := mt.Add(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	r.mt = mt
+	return nil
+}
+
+// keepMemtable queues the memtable WAL num was replayed into, unless the
+// WAL held nothing.
+func (r *walReplay) keepMemtable(num base.FileNum) {
+	if r.mt.Empty() {
+		return
+	}
+	m := &memTable{mt: r.mt, logNum: num, maxSeq: r.maxSeq}
+	m.reserved = m.mt.Capacity()
+	m.refs.Store(1)
+	r.mems = append(r.mems, m)
 }
 
 // reportDropped counts the bytes each WAL's early end dropped and warns
@@ -228,11 +327,13 @@ func (db *DB) commitRecovery(metas []*manifest.FileMetadata, maxSeq base.SeqNum)
 	for _, f := range metas {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
 	}
-	if err := db.vs.LogAndApply(edit); err != nil {
+	if err := db.logAndApply(edit, metas); err != nil {
 		// The edit may have reached the manifest even though this failed
-		// (say, only its fsync did), and it names the tables: they stay
-		// for the next Open, which removes them if nothing names them.
+		// (say, only its fsync did), and it names the tables: unless it
+		// certainly did not, they stay for the next Open, which removes
+		// them if nothing names them.
 		log.file.Close()
+		db.removeFile(base.FileTypeLog, newLog)
 		return walFile{}, err
 	}
 	return log, nil
@@ -240,16 +341,22 @@ func (db *DB) commitRecovery(metas []*manifest.FileMetadata, maxSeq base.SeqNum)
 
 // resumeWrites makes the recovered DB ready for writes: log becomes the
 // current WAL, and sequence numbers continue after maxSeq in a fresh
-// memtable.
-func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum) {
+// memtable. imm are replayed memtables still to be flushed, oldest first.
+func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum, imm []*memTable) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	// No syncer runs yet, and the WAL has no file to sync or close.
 	db.wal.cur = log
 	db.mu.nextSeq = maxSeq + 1
 	db.visibleSeq.Store(uint64(maxSeq + 1))
+	for _, m := range imm {
+		db.mu.nextMemID++
+		m.id = db.mu.nextMemID
+	}
+	db.mu.imm = imm
 	db.mu.mem = db.newMemTable(log.num, 0)
 	db.updateReadStateLocked()
+	db.maybeScheduleFlushLocked()
 }
 
 // walStop is where the replay of a WAL ended before the end of the file.
@@ -299,7 +406,7 @@ func (db *DB) removeObsoleteFiles() {
 		}
 		switch {
 		case t == base.FileTypeTable && !live[num],
-			t == base.FileTypeLog && num != curLog,
+			t == base.FileTypeLog && num < db.vs.LogNum() && num != curLog,
 			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
 			t == base.FileTypeTemp:
 			db.removeFile(t, num)
