@@ -18,6 +18,8 @@ const maxGroupBytes = 1 << 20
 type commitWriter struct {
 	repr []byte
 	sync bool
+	// blobBytes is how many value bytes the batch wrote to blob files.
+	blobBytes int64
 	// rotate asks the leader to make the memtable immutable instead of
 	// writing (Flush); rotatedID reports which memtable it rotated.
 	rotate    bool
@@ -63,8 +65,16 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	if b.Count() == 0 {
 		return nil
 	}
+	repr := b.repr
+	if len(b.blobs) > 0 {
+		var err error
+		if repr, err = db.writeBlobs(b); err != nil {
+			return err
+		}
+	}
 	w := commitWriterPool.Get().(*commitWriter)
-	w.repr, w.sync = b.repr, db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)
+	w.repr, w.sync = repr, db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)
+	w.blobBytes = int64(b.blobBytes)
 	db.mu.Lock()
 	db.enqueueLocked(w)
 	db.mu.Unlock()
@@ -72,6 +82,28 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	*w = commitWriter{}
 	commitWriterPool.Put(w)
 	return err
+}
+
+// writeBlobs writes the batch's separated values to the active blob file,
+// before the batch joins the commit queue (so a large value holds up no
+// small write), and returns the encoding to commit, with the pointers. A
+// failed write makes the DB read-only, as a failed WAL write does: how
+// much reached the file is unknown.
+func (db *DB) writeBlobs(b *Batch) ([]byte, error) {
+	db.mu.Lock()
+	err := db.mu.bgErr
+	db.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	repr, err := db.blobs.separate(b)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		db.mu.Lock()
+		db.setBackgroundErrorLocked(err)
+		err = db.mu.bgErr
+		db.mu.Unlock()
+	}
+	return repr, err
 }
 
 // finishCommit runs stages 2 and 3 for a writer the leader is done with.
@@ -225,6 +257,7 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 		w.seq, w.count, w.mem = seq, batchrepr.Count(w.repr), mem
 		seq += base.SeqNum(w.count)
 		mem.reserved += memSizeEstimate(w.repr)
+		mem.blobBytes += w.blobBytes
 		mem.inflight.Add(1)
 		db.pub.queue = append(db.pub.queue, w)
 	}

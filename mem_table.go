@@ -18,6 +18,10 @@ type memTable struct {
 	// number registered; both guarded by db.mu.
 	reserved int
 	maxSeq   base.SeqNum
+	// blobBytes counts the value bytes the registered batches wrote to
+	// blob files (guarded by db.mu): recovery reads them all to verify
+	// the WAL's pointers, so rotation bounds it (maxMemBlobBytes).
+	blobBytes int64
 	// inflight counts registered batches not yet inserted; a flush waits
 	// for it to reach zero before reading the memtable.
 	inflight sync.WaitGroup

@@ -21,6 +21,10 @@ type dbMetrics struct {
 	stalls, stallNanos, slowdowns atomic.Int64
 	backgroundErrors              atomic.Int64
 	openIters                     atomic.Int64
+
+	blobFilesCreated, blobSyncs         atomic.Int64
+	blobBytesWritten, blobValuesWritten atomic.Int64
+	blobReads                           atomic.Int64
 }
 
 // LevelMetrics describes one level of the LSM tree.
@@ -77,6 +81,15 @@ type Metrics struct {
 		// Negatives are table reads the filter avoided.
 		Negatives, Positives int64
 	}
+	// Blob describes value separation (Options.ValueThreshold) since Open.
+	Blob struct {
+		// FilesCreated counts the blob files started; ValuesWritten and
+		// BytesWritten the values appended to them and the bytes that
+		// took, record headers and keys included.
+		FilesCreated, ValuesWritten, BytesWritten int64
+		// Syncs counts blob file fsyncs; Reads the values read back.
+		Syncs, Reads int64
+	}
 	Snapshots        int
 	Iterators        int64
 	BackgroundErrors int64
@@ -86,13 +99,16 @@ type Metrics struct {
 	VisibleSeq uint64
 }
 
-// WriteAmplification is bytes written by flushes and compactions per byte
-// of WAL: how many times each byte the user wrote was rewritten on disk.
+// WriteAmplification is the bytes written to disk per byte the user
+// wrote, counting as the latter what reached the WAL and the blob files
+// (each user byte goes to exactly one of them once): how many times each
+// byte the user wrote was written on disk.
 func (m *Metrics) WriteAmplification() float64 {
-	if m.WAL.Bytes == 0 {
+	user := m.WAL.Bytes + m.Blob.BytesWritten
+	if user == 0 {
 		return 0
 	}
-	return float64(m.WAL.Bytes+m.Flush.BytesWritten+m.Compaction.BytesWritten) / float64(m.WAL.Bytes)
+	return float64(user+m.Flush.BytesWritten+m.Compaction.BytesWritten) / float64(user)
 }
 
 // Metrics returns the DB's current metrics.
@@ -128,6 +144,8 @@ func (db *DB) Metrics() *Metrics {
 	m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns = db.m.stalls.Load(), time.Duration(db.m.stallNanos.Load()), db.m.slowdowns.Load()
 	m.Cache.Hits, m.Cache.Misses, m.Cache.Bytes, m.Cache.Blocks = db.blockCache.Metrics()
 	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
+	m.Blob.FilesCreated, m.Blob.ValuesWritten = db.m.blobFilesCreated.Load(), db.m.blobValuesWritten.Load()
+	m.Blob.BytesWritten, m.Blob.Syncs, m.Blob.Reads = db.m.blobBytesWritten.Load(), db.m.blobSyncs.Load(), db.m.blobReads.Load()
 	m.Iterators = db.m.openIters.Load()
 	m.BackgroundErrors = db.m.backgroundErrors.Load()
 	m.VisibleSeq = db.visibleSeq.Load()
@@ -155,6 +173,8 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "stalls: %d (%s), slowdowns: %d\n", m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns)
 	fmt.Fprintf(&b, "cache: %d hits, %d misses, %s in %d blocks; bloom: %d negatives, %d positives\n",
 		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)
+	fmt.Fprintf(&b, "blobs: %d files created, %d values (%s) written, %d syncs, %d reads\n",
+		m.Blob.FilesCreated, m.Blob.ValuesWritten, humanBytes(m.Blob.BytesWritten), m.Blob.Syncs, m.Blob.Reads)
 	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
 		m.Snapshots, m.Iterators, m.BackgroundErrors, m.ReadOnly)
 	return b.String()

@@ -168,6 +168,15 @@ type Options struct {
 	// fail (and investigate with lsmgo check) than lose them. A torn tail
 	// (damage that nothing intact follows) is recovered either way.
 	StrictWALRecovery bool
+	// ValueThreshold turns on value separation (doc/blob.md): a value of
+	// at least this many bytes is written once, to a blob file, and the
+	// tree (WAL, memtables, tables) holds a pointer to it, so flushes and
+	// compactions do not copy it. Such a value may be up to MaxValueSize
+	// bytes. Default 0: every value is stored in the tree, and key plus
+	// value are limited to MaxEntrySize. A DB once written with
+	// separation holds blob files and must be opened by a version that
+	// reads them.
+	ValueThreshold int
 }
 
 // WriteOptions adjusts a single write.
