@@ -1,0 +1,235 @@
+package lsmgo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/blob"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+// blobTestOptions separate values of 32 bytes or more.
+func blobTestOptions(fs vfs.FS) *Options {
+	return &Options{FS: fs, Sync: SyncNone, ValueThreshold: 32, Logger: slog.New(slog.DiscardHandler)}
+}
+
+// blobWrite is one Set of the blob fixture; separated ones know where
+// their value lies in the (only) blob file.
+type blobWrite struct {
+	key, value []byte
+	separated  bool
+	off        int64
+}
+
+// writeBlobFixture writes values around the threshold with one Set each,
+// in order, and returns them with the offsets the blob file format gives
+// their values: the file header, then per separated value its record
+// header, key and value.
+func writeBlobFixture(t *testing.T, db *DB) []blobWrite {
+	t.Helper()
+	var ws []blobWrite
+	off := int64(blob.HeaderLen)
+	for i, n := range []int{0, 31, 32, 5, 33, 100, 31, 300, 64} {
+		w := blobWrite{key: fmt.Appendf(nil, "k%02d", i), value: bytes.Repeat([]byte{byte('a' + i)}, n), separated: n >= 32}
+		if w.separated {
+			w.off = off + blob.RecordHeaderLen + int64(len(w.key))
+			off = w.off + int64(n)
+		}
+		if err := db.Set(w.key, w.value, nil); err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// onlyBlobFile returns the name and contents of the directory's one blob
+// file.
+func onlyBlobFile(t *testing.T, fs vfs.FS) (string, []byte) {
+	t.Helper()
+	names, err := fs.List("/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, name := range names {
+		if typ, _, ok := base.ParseFilename(name); ok && typ == base.FileTypeBlob {
+			found = append(found, name)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("blob files %v; want one", found)
+	}
+	return found[0], readAllFile(t, fs, fs.PathJoin("/db", found[0]))
+}
+
+// withByteFlipped returns a copy of fs whose file name has byte pos XORed.
+func withByteFlipped(t *testing.T, fs *vfs.MemFS, name string, data []byte, pos int) *vfs.MemFS {
+	t.Helper()
+	img := fs.CrashClone()
+	damaged := bytes.Clone(data)
+	damaged[pos] ^= 0x5a
+	writeFile(t, img, img.PathJoin("/db", name), damaged)
+	return img
+}
+
+// skipBlobPosition samples every fourth byte past the file header under
+// -short: each position costs an Open and a Check.
+func skipBlobPosition(pos int) bool {
+	return testing.Short() && pos >= blob.HeaderLen && pos%4 != 0
+}
+
+// TestBlobCorruptionInTables damages every byte of a small blob file whose
+// values tables point to: a Get, an iterator and Check each see either
+// the right value or ErrCorruption naming the blob file and the damaged
+// value's offset (offset 0 for the file header), never a wrong value.
+func TestBlobCorruptionInTables(t *testing.T) {
+	fs := vfs.NewMem()
+	db := openTestDB(t, "/db", blobTestOptions(fs))
+	ws := writeBlobFixture(t, db)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name, data := onlyBlobFile(t, fs)
+	path := fs.PathJoin("/db", name)
+	var corrupt, intact int
+	for pos := range data {
+		if skipBlobPosition(pos) {
+			continue
+		}
+		img := withByteFlipped(t, fs, name, data, pos)
+		opts := blobTestOptions(img)
+		// damagedOff is the offset a read of w must report, or -1 when
+		// the damage does not touch what w's read verifies.
+		damagedOff := func(w blobWrite) int64 {
+			switch {
+			case !w.separated:
+				return -1
+			case pos < blob.HeaderLen:
+				return 0
+			case int64(pos) >= w.off && int64(pos) < w.off+int64(len(w.value)):
+				return w.off
+			}
+			return -1
+		}
+		checkRead := func(what string, w blobWrite, got []byte, err error) {
+			t.Helper()
+			want := damagedOff(w)
+			if want < 0 {
+				if err != nil || !bytes.Equal(got, w.value) {
+					t.Fatalf("byte %d flipped: %s %q = %q, %v; want its value", pos, what, w.key, got, err)
+				}
+				intact++
+				return
+			}
+			var ce *CorruptionError
+			if !errors.As(err, &ce) || ce.File != path || ce.Offset != want {
+				t.Fatalf("byte %d flipped: %s %q = %q, %v; want a corruption error at %s offset %d", pos, what, w.key, got, err, path, want)
+			}
+			corrupt++
+		}
+		d, err := Open("/db", opts)
+		if err != nil {
+			t.Fatalf("byte %d flipped: Open: %v", pos, err)
+		}
+		for _, w := range ws {
+			got, err := d.Get(w.key)
+			checkRead("Get", w, got, err)
+		}
+		it, err := d.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			// Skip the keys before the first damaged one; Value ends
+			// the iteration at the damaged one.
+			w := ws[i]
+			if !bytes.Equal(it.Key(), w.key) {
+				t.Fatalf("byte %d flipped: iterator at %q, want %q", pos, it.Key(), w.key)
+			}
+			v := it.Value()
+			i++
+			if v == nil && it.Error() != nil {
+				checkRead("Iterator.Value", w, nil, it.Error())
+				break
+			}
+			checkRead("Iterator.Value", w, v, nil)
+		}
+		it.Close()
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		report, err := Check("/db", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := false
+		for _, w := range ws {
+			hit = hit || damagedOff(w) >= 0
+		}
+		if report.OK() == hit {
+			t.Fatalf("byte %d flipped: Check says %v, %v; want a problem: %t", pos, report, report.Err(), hit)
+		}
+	}
+	t.Logf("%d-byte blob file: %d reads reported corruption, %d read the right value", len(data), corrupt, intact)
+}
+
+// TestBlobCorruptionInWAL damages every byte of a small blob file whose
+// values only WAL records point to: Open recovers the writes before the
+// first record whose value is damaged, as for a damaged WAL record, and
+// none after it.
+func TestBlobCorruptionInWAL(t *testing.T) {
+	fs := vfs.NewMem()
+	db := openTestDB(t, "/db", blobTestOptions(fs))
+	ws := writeBlobFixture(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name, data := onlyBlobFile(t, fs)
+	dropped := 0
+	for pos := range data {
+		if skipBlobPosition(pos) {
+			continue
+		}
+		img := withByteFlipped(t, fs, name, data, pos)
+		keep := len(ws)
+		for i, w := range ws {
+			if w.separated && (pos < blob.HeaderLen || int64(pos) >= w.off && int64(pos) < w.off+int64(len(w.value))) {
+				keep = i
+				break
+			}
+		}
+		d, err := Open("/db", blobTestOptions(img))
+		if err != nil {
+			t.Fatalf("byte %d flipped: Open: %v", pos, err)
+		}
+		for i, w := range ws {
+			got, err := d.Get(w.key)
+			if i < keep && (err != nil || !bytes.Equal(got, w.value)) || i >= keep && !errors.Is(err, ErrNotFound) {
+				t.Fatalf("byte %d flipped: Get(%q) = %q, %v; want the writes before #%d only", pos, w.key, got, err, keep)
+			}
+		}
+		if keep < len(ws) {
+			dropped++
+			if n := d.Metrics().WAL.RecoveryDroppedBytes; n == 0 {
+				t.Fatalf("byte %d flipped: recovery dropped writes but counts no dropped bytes", pos)
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// What recovery kept is in tables now, and all of it resolves.
+		if report, err := Check("/db", blobTestOptions(img)); err != nil || !report.OK() {
+			t.Fatalf("byte %d flipped: Check after recovery: %v, %v", pos, report, err)
+		}
+	}
+	t.Logf("%d-byte blob file: %d recoveries ended at a damaged value", len(data), dropped)
+}
