@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/blob"
 	"github.com/lsmgo-dev/lsmgo/vfs"
+	"github.com/lsmgo-dev/lsmgo/vfs/errorfs"
 )
 
 // blobTestOptions separate values of 32 bytes or more.
@@ -232,4 +236,95 @@ func TestBlobCorruptionInWAL(t *testing.T) {
 		}
 	}
 	t.Logf("%d-byte blob file: %d recoveries ended at a damaged value", len(data), dropped)
+}
+
+// TestBlobFaults fails a blob file's creation, a write to it or its fsync
+// with ENOSPC or EIO in the middle of a SyncAlways workload that mixes
+// separated and inline values. The failing write returns the error and the
+// DB turns read-only, reads keep working, and after a power loss every
+// acknowledged write is there, the failed one whole or not at all.
+func TestBlobFaults(t *testing.T) {
+	faults := map[string]func() error{"ENOSPC": errorfs.ENOSPC, "EIO": errorfs.EIO}
+	for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync} {
+		for fname, fault := range faults {
+			// The workload creates one blob file, at its first
+			// separated value.
+			nths := []int64{1, 3}
+			if op == errorfs.OpCreate {
+				nths = nths[:1]
+			}
+			for _, nth := range nths {
+				t.Run(fmt.Sprintf("%s-%s-%d", op, fname, nth), func(t *testing.T) { testBlobFault(t, op, fault, nth) })
+			}
+		}
+	}
+}
+
+func testBlobFault(t *testing.T, op errorfs.Op, fault func() error, nth int64) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	var seen atomic.Int64
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(o errorfs.Op, path string) error {
+		if armed.Load() && o == op && strings.HasSuffix(path, ".blob") && seen.Add(1) == nth {
+			return fault()
+		}
+		return nil
+	}))
+	opts := blobTestOptions(fs)
+	opts.Sync = SyncAlways
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 10+i*7%80) }
+	acked := map[string][]byte{}
+	var failed string
+	for i := 0; i < 200 && failed == ""; i++ {
+		if i == 20 || op == errorfs.OpCreate {
+			armed.Store(true)
+		}
+		k := fmt.Sprintf("k%03d", i)
+		if err := db.Set([]byte(k), value(i), nil); err != nil {
+			if !errors.Is(err, errorfs.ErrInjected) {
+				t.Fatalf("Set(%s) = %v; want the injected error", k, err)
+			}
+			failed = k
+			break
+		}
+		acked[k] = value(i)
+		if i%50 == 49 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if failed == "" {
+		t.Fatal("the fault was never injected")
+	}
+	if err := db.Set([]byte("after"), value(40), nil); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Set after the failure = %v; want ErrReadOnly", err)
+	}
+	for k, v := range acked {
+		if got, err := db.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("Get(%s) on the read-only DB = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	db.Close()
+	img := mem.CrashClone()
+	db = openTestDB(t, "/db", blobTestOptions(img))
+	for k, v := range acked {
+		if got, err := db.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("after a crash, Get(%s) = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	i, _ := strconv.Atoi(failed[1:])
+	if got, err := db.Get([]byte(failed)); err == nil && !bytes.Equal(got, value(i)) || err != nil && !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after a crash, the failed write %s = %q, %v; want it whole or absent", failed, got, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if report, err := Check("/db", blobTestOptions(img)); err != nil || !report.OK() {
+		t.Fatalf("Check after the crash: %v, %v", report, err)
+	}
 }
