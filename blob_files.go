@@ -12,10 +12,19 @@ import (
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
-// blobTargetFileSize is the size past which the active blob file is
-// retired and the next separated value starts a new one. A single larger
-// value makes a file of its own.
-const blobTargetFileSize = 256 << 20
+// maxBlobFileSize is the size past which the active blob file is retired
+// and the next separated value starts a new one, unless a small memtable
+// asks for smaller files (blobTargetFileSize). A single larger value
+// makes a file of its own.
+const maxBlobFileSize = 256 << 20
+
+// blobTargetFileSize scales blob files with the memtable, as tables
+// scale with it: 8 memtables, from 64 KiB to maxBlobFileSize (reached at
+// the default 32 MiB memtable). A file is reclaimed whole, so a DB
+// configured small gets files its garbage collection can reclaim.
+func blobTargetFileSize(memTableSize int) int64 {
+	return min(maxBlobFileSize, max(64<<10, 8*int64(memTableSize)))
+}
 
 // blobFiles is the DB's set of blob files (doc/blob.md): the active file
 // that separated values are appended to, and the open readers that
@@ -27,14 +36,40 @@ const blobTargetFileSize = 256 << 20
 // fsynced or retired, so the WAL's syncs (which call sync first) never
 // touch a closed file. Rotation holds both.
 type blobFiles struct {
-	fs      vfs.FS
-	dir     string
-	m       *dbMetrics
-	newFile func() base.FileNum
+	fs         vfs.FS
+	dir        string
+	m          *dbMetrics
+	newFile    func() base.FileNum
+	targetSize int64
 
 	appendMu sync.Mutex
 	active   *activeBlob // guarded by appendMu and syncMu together
 	closed   bool        // guarded by appendMu
+	// activeNum is active's file number (0: none), for removeObsolete,
+	// which must not wait behind an append.
+	activeNum atomic.Uint64
+
+	// life tracks which blob files exist and who needs them besides the
+	// tables of live versions (see removeObsolete).
+	life struct {
+		mu sync.Mutex
+		// files are the blob files on disk, with their sizes once
+		// retired (0 while being written).
+		files map[base.FileNum]int64
+		// pins counts the holders of each file other than tables: a
+		// batch between writing its values and its memtable insert, a
+		// memtable holding pointers into it, a compaction writing it.
+		pins map[base.FileNum]int
+		// ready is set once Open has recovered: before that, the tables
+		// of the replayed WALs are in no version yet.
+		ready bool
+	}
+	// liveInTables returns the blob files the tables of live versions
+	// point into (VersionSet.LiveBlobFiles).
+	liveInTables func() map[base.FileNum]bool
+	logger       interface {
+		Warn(msg string, args ...any)
+	}
 
 	syncMu sync.Mutex
 	// written and synced count the bytes handed to and made durable in
@@ -68,6 +103,8 @@ type blobReader struct {
 func (b *blobFiles) init(fs vfs.FS, dir string, m *dbMetrics, newFile func() base.FileNum) {
 	b.fs, b.dir, b.m, b.newFile = fs, dir, m, newFile
 	b.readers.files = make(map[base.FileNum]*blobReader)
+	b.life.files = make(map[base.FileNum]int64)
+	b.life.pins = make(map[base.FileNum]int)
 }
 
 func (b *blobFiles) path(num base.FileNum) string {
@@ -75,28 +112,38 @@ func (b *blobFiles) path(num base.FileNum) string {
 }
 
 // separate writes a batch's separated values to the active blob file and
-// returns the batch's encoding with a pointer in place of each. The values
-// reach the OS (write(2)) before it returns, so a WAL record holding the
-// pointers can never be in the OS without them.
-func (b *blobFiles) separate(batch *Batch) ([]byte, error) {
+// returns the batch's encoding with a pointer in place of each, and the
+// files written to, pinned: the caller unpins them once the memtable that
+// takes the batch has pinned them itself. The values reach the OS
+// (write(2)) before it returns, so a WAL record holding the pointers can
+// never be in the OS without them.
+func (b *blobFiles) separate(batch *Batch) (repr []byte, pinned []base.FileNum, err error) {
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
 	if b.closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
-	repr, err := batch.withPointers(b.add)
+	repr, err = batch.withPointers(func(key, value []byte) (blob.Pointer, error) {
+		p, err := b.add(key, value)
+		if err == nil && (len(pinned) == 0 || pinned[len(pinned)-1] != p.FileNum) {
+			b.pin(p.FileNum)
+			pinned = append(pinned, p.FileNum)
+		}
+		return p, err
+	})
+	if err == nil {
+		err = b.active.w.Flush()
+	}
 	if err != nil {
-		return nil, err
+		b.unpin(pinned)
+		return nil, nil, err
 	}
-	if err := b.active.w.Flush(); err != nil {
-		return nil, err
-	}
-	return repr, nil
+	return repr, pinned, nil
 }
 
 // add appends one value; appendMu is held.
 func (b *blobFiles) add(key, value []byte) (blob.Pointer, error) {
-	if b.active == nil || b.active.w.Size() >= blobTargetFileSize {
+	if b.active == nil || b.active.w.Size() >= b.targetSize {
 		if err := b.rotate(); err != nil {
 			return blob.Pointer{}, err
 		}
@@ -124,23 +171,161 @@ func (b *blobFiles) rotate() error {
 			return err
 		}
 		b.active = nil
+		b.activeNum.Store(0)
+		size := old.w.Size()
 		if err := old.w.Close(); err != nil {
 			return b.fail(fmt.Errorf("lsmgo: close blob file: %w", err))
 		}
+		b.setSize(old.num, size)
 	}
+	num, f, err := b.create()
+	if err != nil {
+		return err
+	}
+	b.active = &activeBlob{num: num, file: f, w: blob.NewWriter(f, num, b.path(num))}
+	b.activeNum.Store(uint64(num))
+	return nil
+}
+
+// create creates a new blob file, known (so Open or removeObsolete can
+// delete it) and durable in the directory before any pointer to it is
+// written.
+func (b *blobFiles) create() (base.FileNum, vfs.File, error) {
 	num := b.newFile()
+	b.life.mu.Lock()
+	b.life.files[num] = 0
+	b.life.mu.Unlock()
 	f, err := b.fs.Create(b.path(num))
 	if err != nil {
-		return fmt.Errorf("lsmgo: create blob file: %w", err)
+		return 0, nil, fmt.Errorf("lsmgo: create blob file: %w", err)
 	}
 	if err := syncDir(b.fs, b.dir); err != nil {
 		f.Close()
-		return err
+		return 0, nil, err
 	}
-	name := b.path(num)
-	b.active = &activeBlob{num: num, file: f, w: blob.NewWriter(f, num, name)}
 	b.m.blobFilesCreated.Add(1)
-	return nil
+	return num, f, nil
+}
+
+// retiredSizes returns the sizes of the blob files no longer written.
+func (b *blobFiles) retiredSizes() map[base.FileNum]int64 {
+	b.life.mu.Lock()
+	defer b.life.mu.Unlock()
+	out := make(map[base.FileNum]int64, len(b.life.files))
+	for num, size := range b.life.files {
+		if size > 0 {
+			out[num] = size
+		}
+	}
+	return out
+}
+
+// setSize records the final size of a blob file no longer written.
+func (b *blobFiles) setSize(num base.FileNum, size int64) {
+	b.life.mu.Lock()
+	if _, ok := b.life.files[num]; ok {
+		b.life.files[num] = size
+	}
+	b.life.mu.Unlock()
+}
+
+// pin keeps blob file num from removeObsolete until unpinned.
+func (b *blobFiles) pin(nums ...base.FileNum) {
+	b.life.mu.Lock()
+	for _, num := range nums {
+		b.life.pins[num]++
+	}
+	b.life.mu.Unlock()
+}
+
+// unpin drops pins; a file that loses its last one may be obsolete.
+func (b *blobFiles) unpin(nums []base.FileNum) {
+	if len(nums) == 0 {
+		return
+	}
+	released := false
+	b.life.mu.Lock()
+	for _, num := range nums {
+		if b.life.pins[num]--; b.life.pins[num] <= 0 {
+			delete(b.life.pins, num)
+			released = true
+		}
+	}
+	b.life.mu.Unlock()
+	if released {
+		b.removeObsolete()
+	}
+}
+
+// startRemoving lets removeObsolete delete files, and runs it.
+func (b *blobFiles) startRemoving() {
+	b.life.mu.Lock()
+	b.life.ready = true
+	b.life.mu.Unlock()
+	b.removeObsolete()
+}
+
+// stopRemoving keeps removeObsolete from deleting anything: the DB is
+// closing, and its unflushed memtables' pointers live on in their WALs.
+func (b *blobFiles) stopRemoving() {
+	b.life.mu.Lock()
+	b.life.ready = false
+	b.life.mu.Unlock()
+}
+
+// addExisting records the blob files a directory listing holds, at Open.
+func (b *blobFiles) addExisting(names []string) {
+	b.life.mu.Lock()
+	defer b.life.mu.Unlock()
+	for _, name := range names {
+		if t, num, ok := base.ParseFilename(name); ok && t == base.FileTypeBlob {
+			size := int64(0)
+			if st, err := b.fs.Stat(b.path(num)); err == nil {
+				size = st.Size()
+			}
+			b.life.files[num] = size
+		}
+	}
+}
+
+// removeObsolete deletes every blob file that nothing needs: it is not
+// active, not pinned, and no table of a live version (which every read
+// state and iterator pins) points into it. Once unneeded a file is never
+// needed again: new pointers go only to the active file or to a file a
+// compaction has pinned. It runs after Open's recovery, whenever a table
+// becomes obsolete and whenever a pin is released.
+func (b *blobFiles) removeObsolete() {
+	b.life.mu.Lock()
+	if !b.life.ready {
+		b.life.mu.Unlock()
+		return
+	}
+	// The versions are read with life.mu held: whoever trades a pin for a
+	// table reference (a flushed memtable, a compaction's output) installs
+	// the version before it unpins, so a file is either pinned or live
+	// in what this sees.
+	live := b.liveInTables()
+	active := base.FileNum(b.activeNum.Load())
+	var remove []base.FileNum
+	for num := range b.life.files {
+		if num != active && b.life.pins[num] == 0 && !live[num] {
+			remove = append(remove, num)
+			delete(b.life.files, num)
+		}
+	}
+	b.life.mu.Unlock()
+	for _, num := range remove {
+		b.readers.mu.Lock()
+		if br := b.readers.files[num]; br != nil {
+			br.file.Close()
+			delete(b.readers.files, num)
+		}
+		b.readers.mu.Unlock()
+		if err := b.fs.Remove(b.path(num)); err != nil && b.logger != nil {
+			b.logger.Warn("lsmgo: cannot remove obsolete blob file", "file", b.path(num), "err", err)
+		}
+		b.m.blobFilesDeleted.Add(1)
+	}
 }
 
 // sync makes every blob byte written so far durable. The WAL calls it

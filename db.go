@@ -164,10 +164,18 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
+	db.blobs.liveInTables = db.vs.LiveBlobFiles
+	db.blobs.targetSize = blobTargetFileSize(db.opts.MemTableSize)
+	db.blobs.logger = db.opts.Logger
+	db.blobs.addExisting(names)
 	if err := db.recover(names); err != nil {
 		return err
 	}
 	db.removeObsoleteFiles()
+	// Now every pointer is in a table of the current version: blob files
+	// none points into are the active file of an earlier run whose
+	// records were lost, or outputs of an interrupted compaction.
+	db.blobs.startRemoving()
 	if db.opts.Sync.kind == syncInterval {
 		db.syncerC = make(chan struct{})
 		db.bgWG.Add(1)
@@ -465,6 +473,9 @@ func (db *DB) closeResources() error {
 	// db.mu keeps a concurrent Metrics away while the read state and the
 	// memtables go. The memtable list's references go too: a memtable an
 	// open iterator still reads is freed when that iterator closes.
+	// Memtables not flushed release their pins below, but their WALs
+	// still point into the blob files: nothing is deleted from here on.
+	db.blobs.stopRemoving()
 	db.mu.Lock()
 	if rs := db.rs.Swap(nil); rs != nil {
 		rs.unref()

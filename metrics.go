@@ -24,7 +24,9 @@ type dbMetrics struct {
 
 	blobFilesCreated, blobSyncs         atomic.Int64
 	blobBytesWritten, blobValuesWritten atomic.Int64
-	blobReads                           atomic.Int64
+	blobReads, blobFilesDeleted         atomic.Int64
+	blobGCRuns, blobGCValues            atomic.Int64
+	blobGCBytes                         atomic.Int64
 }
 
 // LevelMetrics describes one level of the LSM tree.
@@ -87,8 +89,14 @@ type Metrics struct {
 		// BytesWritten the values appended to them and the bytes that
 		// took, record headers and keys included.
 		FilesCreated, ValuesWritten, BytesWritten int64
-		// Syncs counts blob file fsyncs; Reads the values read back.
-		Syncs, Reads int64
+		// Syncs counts blob file fsyncs; Reads the values read back;
+		// FilesDeleted the blob files removed once nothing pointed
+		// into them.
+		Syncs, Reads, FilesDeleted int64
+		// GCRuns counts the compactions that copied values out of blob
+		// files below Options.BlobGCThreshold; GCValues and GCBytes the
+		// values they copied.
+		GCRuns, GCValues, GCBytes int64
 	}
 	Snapshots        int
 	Iterators        int64
@@ -146,6 +154,8 @@ func (db *DB) Metrics() *Metrics {
 	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
 	m.Blob.FilesCreated, m.Blob.ValuesWritten = db.m.blobFilesCreated.Load(), db.m.blobValuesWritten.Load()
 	m.Blob.BytesWritten, m.Blob.Syncs, m.Blob.Reads = db.m.blobBytesWritten.Load(), db.m.blobSyncs.Load(), db.m.blobReads.Load()
+	m.Blob.FilesDeleted = db.m.blobFilesDeleted.Load()
+	m.Blob.GCRuns, m.Blob.GCValues, m.Blob.GCBytes = db.m.blobGCRuns.Load(), db.m.blobGCValues.Load(), db.m.blobGCBytes.Load()
 	m.Iterators = db.m.openIters.Load()
 	m.BackgroundErrors = db.m.backgroundErrors.Load()
 	m.VisibleSeq = db.visibleSeq.Load()
@@ -173,8 +183,9 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "stalls: %d (%s), slowdowns: %d\n", m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns)
 	fmt.Fprintf(&b, "cache: %d hits, %d misses, %s in %d blocks; bloom: %d negatives, %d positives\n",
 		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)
-	fmt.Fprintf(&b, "blobs: %d files created, %d values (%s) written, %d syncs, %d reads\n",
-		m.Blob.FilesCreated, m.Blob.ValuesWritten, humanBytes(m.Blob.BytesWritten), m.Blob.Syncs, m.Blob.Reads)
+	fmt.Fprintf(&b, "blobs: %d files created, %d deleted, %d values (%s) written, %d syncs, %d reads; gc: %d runs copied %d values (%s)\n",
+		m.Blob.FilesCreated, m.Blob.FilesDeleted, m.Blob.ValuesWritten, humanBytes(m.Blob.BytesWritten), m.Blob.Syncs, m.Blob.Reads,
+		m.Blob.GCRuns, m.Blob.GCValues, humanBytes(m.Blob.GCBytes))
 	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
 		m.Snapshots, m.Iterators, m.BackgroundErrors, m.ReadOnly)
 	return b.String()

@@ -191,6 +191,8 @@ type modelRun struct {
 	// Totals of the DB's metrics over every open.
 	flushes, compactions, moves, stalls int64
 	blobValues, blobReads               int64
+	blobFiles, blobFilesDeleted         int64
+	blobGCValues                        int64
 	history                             []string // the most recent operations, for failure messages
 }
 
@@ -293,7 +295,8 @@ func (r *modelRun) run(n int) {
 	r.t.Logf("over all opens: %d flushes, %d compactions, %d moves, %d stalls",
 		r.flushes, r.compactions, r.moves, r.stalls)
 	if r.cfg.opts.ValueThreshold > 0 {
-		r.t.Logf("over all opens: %d values written to blob files, %d read back", r.blobValues, r.blobReads)
+		r.t.Logf("over all opens: %d values written to %d blob files, %d read back; %d blob files deleted, %d values copied by GC",
+			r.blobValues, r.blobFiles, r.blobReads, r.blobFilesDeleted, r.blobGCValues)
 		if r.ops >= 500 && (r.blobValues == 0 || r.blobReads == 0) {
 			r.fatalf("the configuration separates values, but %d were written to blob files and %d read back", r.blobValues, r.blobReads)
 		}
@@ -661,6 +664,9 @@ func (r *modelRun) closeDB() {
 	r.stalls += m.Stall.Count
 	r.blobValues += m.Blob.ValuesWritten
 	r.blobReads += m.Blob.Reads
+	r.blobFiles += m.Blob.FilesCreated
+	r.blobFilesDeleted += m.Blob.FilesDeleted
+	r.blobGCValues += m.Blob.GCValues
 	if err := r.db.Close(); err != nil {
 		r.fatalf("Close: %v", err)
 	}

@@ -250,7 +250,7 @@ func (r *walReplay) flush() error {
 	if r.mt.Empty() {
 		return nil
 	}
-	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil)
+	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil, nil)
 	if err != nil {
 		return err
 	}

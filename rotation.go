@@ -118,7 +118,7 @@ func (db *DB) rotateMemtableLocked(need int) error {
 
 func (db *DB) newMemTable(logNum base.FileNum, need int) *memTable {
 	db.mu.nextMemID++
-	m := &memTable{logNum: logNum, id: db.mu.nextMemID}
+	m := &memTable{logNum: logNum, id: db.mu.nextMemID, blobs: &db.blobs}
 	if 2*need <= db.opts.MemTableSize {
 		m.pool = &db.memPool
 		m.mt = m.pool.get()
