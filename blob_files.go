@@ -45,9 +45,6 @@ type blobFiles struct {
 	appendMu sync.Mutex
 	active   *activeBlob // guarded by appendMu and syncMu together
 	closed   bool        // guarded by appendMu
-	// activeNum is active's file number (0: none), for removeObsolete,
-	// which must not wait behind an append.
-	activeNum atomic.Uint64
 
 	// life tracks which blob files exist and who needs them besides the
 	// tables of live versions (see removeObsolete).
@@ -56,9 +53,10 @@ type blobFiles struct {
 		// files are the blob files on disk, with their sizes once
 		// retired (0 while being written).
 		files map[base.FileNum]int64
-		// pins counts the holders of each file other than tables: a
-		// batch between writing its values and its memtable insert, a
-		// memtable holding pointers into it, a compaction writing it.
+		// pins counts the holders of each file other than tables: its
+		// writer (the active file's, a compaction's) from its creation
+		// on, a batch between writing its values and its memtable
+		// insert, a memtable holding pointers into it.
 		pins map[base.FileNum]int
 		// ready is set once Open has recovered: before that, the tables
 		// of the replayed WALs are in no version yet.
@@ -171,37 +169,41 @@ func (b *blobFiles) rotate() error {
 			return err
 		}
 		b.active = nil
-		b.activeNum.Store(0)
 		size := old.w.Size()
 		if err := old.w.Close(); err != nil {
 			return b.fail(fmt.Errorf("lsmgo: close blob file: %w", err))
 		}
 		b.setSize(old.num, size)
+		// The batches that wrote into it hold pins of their own.
+		b.unpin([]base.FileNum{old.num})
 	}
 	num, f, err := b.create()
 	if err != nil {
 		return err
 	}
 	b.active = &activeBlob{num: num, file: f, w: blob.NewWriter(f, num, b.path(num))}
-	b.activeNum.Store(uint64(num))
 	return nil
 }
 
 // create creates a new blob file, known (so Open or removeObsolete can
 // delete it) and durable in the directory before any pointer to it is
-// written.
+// written. The file comes pinned, for its writer, which unpins it once
+// done.
 func (b *blobFiles) create() (base.FileNum, vfs.File, error) {
 	num := b.newFile()
 	b.life.mu.Lock()
 	b.life.files[num] = 0
+	b.life.pins[num]++
 	b.life.mu.Unlock()
 	f, err := b.fs.Create(b.path(num))
-	if err != nil {
-		return 0, nil, fmt.Errorf("lsmgo: create blob file: %w", err)
+	if err == nil {
+		if err = syncDir(b.fs, b.dir); err != nil {
+			f.Close()
+		}
 	}
-	if err := syncDir(b.fs, b.dir); err != nil {
-		f.Close()
-		return 0, nil, err
+	if err != nil {
+		b.unpin([]base.FileNum{num})
+		return 0, nil, fmt.Errorf("lsmgo: create blob file: %w", err)
 	}
 	b.m.blobFilesCreated.Add(1)
 	return num, f, nil
@@ -289,7 +291,7 @@ func (b *blobFiles) addExisting(names []string) {
 }
 
 // removeObsolete deletes every blob file that nothing needs: it is not
-// active, not pinned, and no table of a live version (which every read
+// pinned (the active file is), and no table of a live version (which every read
 // state and iterator pins) points into it. Once unneeded a file is never
 // needed again: new pointers go only to the active file or to a file a
 // compaction has pinned. It runs after Open's recovery, whenever a table
@@ -305,10 +307,9 @@ func (b *blobFiles) removeObsolete() {
 	// the version before it unpins, so a file is either pinned or live
 	// in what this sees.
 	live := b.liveInTables()
-	active := base.FileNum(b.activeNum.Load())
 	var remove []base.FileNum
 	for num := range b.life.files {
-		if num != active && b.life.pins[num] == 0 && !live[num] {
+		if b.life.pins[num] == 0 && !live[num] {
 			remove = append(remove, num)
 			delete(b.life.files, num)
 		}

@@ -81,7 +81,6 @@ func (g *blobGC) relocate(key base.InternalKey, value []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		g.db.blobs.pin(num)
 		g.num, g.w = num, blob.NewWriter(f, num, g.db.blobs.path(num))
 	}
 	np, err := g.w.Add(key.UserKey, g.buf)

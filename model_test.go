@@ -503,8 +503,8 @@ func (r *modelRun) compareIter(mi *modelIter, name string, got, want bool) {
 	}
 	e := mi.model.Entry()
 	if !bytes.Equal(mi.it.Key(), e.Key) || !bytes.Equal(mi.it.Value(), e.Value) {
-		r.fatalf("%s: %s at %q = %s, want %q = %s", mi.desc, name,
-			mi.it.Key(), testutil.Describe(mi.it.Value()), e.Key, testutil.Describe(e.Value))
+		r.fatalf("%s: %s at %q = %s (error %v), want %q = %s", mi.desc, name,
+			mi.it.Key(), testutil.Describe(mi.it.Value()), mi.it.Error(), e.Key, testutil.Describe(e.Value))
 	}
 }
 
