@@ -5,6 +5,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/blob"
+	"github.com/lsmgo-dev/lsmgo/internal/compaction"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 )
 
@@ -34,6 +35,15 @@ type blobGC struct {
 // by a compaction count too), so a file becomes a candidate late, never
 // early.
 func (db *DB) newBlobGC(v *manifest.Version) *blobGC {
+	if from := db.blobGCCandidates(v); from != nil {
+		return &blobGC{db: db, from: from}
+	}
+	return nil
+}
+
+// blobGCCandidates returns the blob files to collect (see newBlobGC), or
+// nil.
+func (db *DB) blobGCCandidates(v *manifest.Version) map[base.FileNum]bool {
 	threshold := db.opts.BlobGCThreshold
 	if threshold <= 0 {
 		return nil
@@ -46,6 +56,9 @@ func (db *DB) newBlobGC(v *manifest.Version) *blobGC {
 			}
 		}
 	}
+	if len(referenced) == 0 {
+		return nil
+	}
 	var from map[base.FileNum]bool
 	for num, size := range db.blobs.retiredSizes() {
 		if n, ok := referenced[num]; ok && float64(n) < threshold*float64(size) {
@@ -55,10 +68,61 @@ func (db *DB) newBlobGC(v *manifest.Version) *blobGC {
 			from[num] = true
 		}
 	}
+	return from
+}
+
+// pickBlobRewrite returns a compaction that rewrites, in its level, the
+// table of L1 or deeper that points to the most bytes in blob files being
+// collected, or nil. It is the work the picker schedules when nothing
+// else is due (doc/blob.md, "Forcing"): without it a file whose pointers
+// sit in tables no compaction touches, such as the bottom level of a DB
+// that stopped growing, would never be reclaimed. L0 tables are left to
+// the L0 compactions that come soon anyway.
+func (db *DB) pickBlobRewrite(v *manifest.Version) *compaction.Compaction {
+	from := db.blobGCCandidates(v)
 	if from == nil {
 		return nil
 	}
-	return &blobGC{db: db, from: from}
+	var best *manifest.FileMetadata
+	bestLevel, bestBytes := 0, uint64(0)
+	for level := 1; level < manifest.NumLevels; level++ {
+		for _, f := range v.Files[level] {
+			if f.Compacting {
+				continue
+			}
+			var n uint64
+			for _, r := range f.BlobRefs {
+				if from[r.FileNum] {
+					n += r.Bytes
+				}
+			}
+			if n > bestBytes {
+				best, bestLevel, bestBytes = f, level, n
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	c := &compaction.Compaction{
+		StartLevel:  bestLevel,
+		OutputLevel: bestLevel,
+		Inputs:      [2][]*manifest.FileMetadata{{best}, nil},
+		Manual:      true, // never a trivial move
+		Smallest:    best.Smallest.UserKey,
+		Largest:     best.Largest.UserKey,
+		Bottommost:  true,
+	}
+	for deeper := bestLevel + 1; deeper < manifest.NumLevels; deeper++ {
+		if len(v.Overlaps(deeper, c.Smallest, c.Largest)) > 0 {
+			c.Bottommost = false
+			break
+		}
+	}
+	if bestLevel+1 < manifest.NumLevels {
+		c.Grandparents = v.Overlaps(bestLevel+1, c.Smallest, c.Largest)
+	}
+	return c
 }
 
 // relocate returns the value to write for an entry of a blob kind: value

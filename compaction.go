@@ -90,9 +90,13 @@ func (db *DB) maybeScheduleCompaction() {
 		return
 	}
 	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
-		c := db.picker.Pick(db.rs.Load().version)
+		v := db.rs.Load().version
+		c := db.picker.Pick(v)
 		if c == nil {
-			return
+			// Blob garbage collection waits for the tree's own work.
+			if c = db.pickBlobRewrite(v); c == nil {
+				return
+			}
 		}
 		db.startCompactionLocked(c)
 		go func() {
