@@ -121,6 +121,9 @@ type durGen struct {
 	rng *rand.Rand
 	g   int
 	n   int
+	// large makes about one value in fifty 16 KiB to 1 MiB long, for
+	// value separation (the kill test's blob cycles).
+	large bool
 }
 
 func newDurGen(seed uint64, g int) *durGen {
@@ -165,6 +168,14 @@ func (gen *durGen) write(key string, i int) durWrite {
 		// bytes to fill several levels.
 		for n := gen.rng.IntN(160); n > 0; n-- {
 			v = append(v, byte('a'+gen.rng.IntN(26)))
+		}
+		if gen.large && gen.rng.IntN(50) == 0 {
+			// A pattern of random letters, cheap to make at 1 MiB, and
+			// whose prefix still names the write.
+			chunk := fmt.Appendf(nil, "%016x", gen.rng.Uint64())
+			for n := 16<<10 + gen.rng.IntN(1<<20-16<<10); len(v) < n; {
+				v = append(v, chunk...)
+			}
 		}
 		w.value = v
 	}
