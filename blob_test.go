@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/blob"
@@ -326,5 +327,124 @@ func testBlobFault(t *testing.T, op errorfs.Op, fault func() error, nth int64) {
 	}
 	if report, err := Check("/db", blobTestOptions(img)); err != nil || !report.OK() {
 		t.Fatalf("Check after the crash: %v, %v", report, err)
+	}
+}
+
+// TestBlobValueSizes writes values from 0 bytes to 16 MiB (4 MiB under
+// -short), around a 4 KiB threshold, singly, in batches that mix sizes and
+// with expiry, and reads them back through Get and iterators: before and
+// after a flush, a compaction and a reopen, and through Check.
+func TestBlobValueSizes(t *testing.T) {
+	const threshold = 4 << 10
+	largest := 16 << 20
+	if testing.Short() || raceEnabled {
+		largest = 4 << 20
+	}
+	sizes := []int{0, 1, threshold - 1, threshold, threshold + 1, 64 << 10, 1 << 20, largest}
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, ValueThreshold: threshold, MemTableSize: 256 << 10, Logger: slog.New(slog.DiscardHandler)}
+	db := openTestDB(t, "/db", opts)
+	want := map[string][]byte{}
+	value := func(key string, n int) []byte {
+		v := make([]byte, n)
+		for i := range v {
+			v[i] = key[len(key)-1] + byte(i*7)
+		}
+		return v
+	}
+	farFuture := time.Now().Add(1000 * time.Hour)
+	b := db.NewBatch()
+	for i, n := range sizes {
+		k := fmt.Sprintf("single-%d", i)
+		want[k] = value(k, n)
+		if err := db.Set([]byte(k), want[k], nil); err != nil {
+			t.Fatalf("Set(%s, %d bytes): %v", k, n, err)
+		}
+		k = fmt.Sprintf("expiring-%d", i)
+		want[k] = value(k, n)
+		if err := db.SetWithExpiry([]byte(k), want[k], farFuture, nil); err != nil {
+			t.Fatalf("SetWithExpiry(%s, %d bytes): %v", k, n, err)
+		}
+		k = fmt.Sprintf("batched-%d", i)
+		want[k] = value(k, n)
+		b.Set([]byte(k), want[k])
+	}
+	if err := db.Apply(b, Sync); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for k, v := range want {
+			got, err := db.Get([]byte(k))
+			if err != nil || !bytes.Equal(got, v) {
+				t.Fatalf("%s: Get(%s) = %d bytes, %v; want %d bytes", when, k, len(got), err, len(v))
+			}
+		}
+		it, err := db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			if v, ok := want[string(it.Key())]; !ok || !bytes.Equal(it.Value(), v) {
+				t.Fatalf("%s: iterator at %q: %d bytes, want %d", when, it.Key(), len(it.Value()), len(v))
+			}
+			n++
+		}
+		if err := it.Close(); err != nil || n != len(want) {
+			t.Fatalf("%s: iterator saw %d keys, %v; want %d", when, n, err, len(want))
+		}
+	}
+	check("in the memtable")
+	if m := db.Metrics(); m.Blob.ValuesWritten != int64(3*(len(sizes)-3)) {
+		t.Errorf("%d values separated; want the %d of at least %d bytes", m.Blob.ValuesWritten, 3*(len(sizes)-3), threshold)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("after a flush")
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("after a compaction")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTestDB(t, "/db", opts)
+	check("after a reopen")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	report, err := Check("/db", opts)
+	if err != nil || !report.OK() || report.BlobPointers != 3*(len(sizes)-3) {
+		t.Fatalf("Check: %v, %v; want OK with %d blob pointers", report, err, 3*(len(sizes)-3))
+	}
+}
+
+// TestBlobLimits checks what a DB with value separation refuses: a value
+// over MaxValueSize, and a key too long to stay in a table beside its
+// pointer; values that MaxEntrySize would refuse inline are fine.
+func TestBlobLimits(t *testing.T) {
+	db := openTestDB(t, "/db", blobTestOptions(vfs.NewMem()))
+	// Never touched, so never resident: Set refuses it before copying.
+	if err := db.Set(make([]byte, MaxEntrySize), make([]byte, 100), nil); !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("Set with a key of MaxEntrySize bytes and a separated value = %v; want ErrValueTooLarge", err)
+	}
+	if testing.Short() || raceEnabled || strconv.IntSize < 64 {
+		// The rest moves gigabytes through the in-memory filesystem.
+		return
+	}
+	big := make([]byte, MaxEntrySize+1)
+	big[len(big)-1] = 1
+	if err := db.Set([]byte("k"), big, nil); err != nil {
+		t.Fatalf("Set of a %d-byte value with separation: %v", len(big), err)
+	}
+	if got, err := db.Get([]byte("k")); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("Get = %d bytes, %v; want the %d bytes set", len(got), err, len(big))
+	}
+	// Never touched, so never resident: Set refuses it before copying.
+	huge := make([]byte, MaxValueSize+1)
+	if err := db.Set([]byte("huge"), huge, nil); !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("Set of a %d-byte value = %v; want ErrValueTooLarge", len(huge), err)
 	}
 }
