@@ -133,9 +133,11 @@ type checker struct {
 	dir    string
 	names  []string
 	report *CheckReport
-	// blobs reads the values pointers refer to.
-	blobs   blobFiles
-	blobBuf []byte
+	// blobs reads the values pointers refer to; pointedTo collects the
+	// blob files they point into.
+	blobs     blobFiles
+	blobBuf   []byte
+	pointedTo map[base.FileNum]bool
 }
 
 func (c *checker) path(name string) string { return c.fs.PathJoin(c.dir, name) }
@@ -396,6 +398,10 @@ func (c *checker) checkPointer(name string, off int64, kind base.Kind, key, valu
 	if err != nil {
 		return base.Corruptf(name, off, "key %s: blob pointer: %v", quoteKey(key), err)
 	}
+	if c.pointedTo == nil {
+		c.pointedTo = make(map[base.FileNum]bool)
+	}
+	c.pointedTo[p.FileNum] = true
 	if c.blobBuf, err = c.blobs.readPointer(p, c.blobBuf); err != nil {
 		return fmt.Errorf("key %s in %s: %w", quoteKey(key), name, err)
 	}
@@ -447,6 +453,8 @@ func (c *checker) checkStrayFiles(vs *manifest.VersionSet) {
 			why = "manifest not named by CURRENT"
 		case t == base.FileTypeTemp:
 			why = "temporary file"
+		case t == base.FileTypeBlob && !c.pointedTo[num]:
+			why = "blob file no table or WAL record points into"
 		default:
 			continue
 		}
