@@ -3,6 +3,7 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -220,6 +221,23 @@ func (b *blobFiles) retiredSizes() map[base.FileNum]int64 {
 		}
 	}
 	return out
+}
+
+// diskUsage returns the number of blob files and their total size; files
+// still being written are measured on disk.
+func (b *blobFiles) diskUsage() (files int, bytes int64) {
+	b.life.mu.Lock()
+	sizes := maps.Clone(b.life.files)
+	b.life.mu.Unlock()
+	for num, size := range sizes {
+		if size == 0 {
+			if st, err := b.fs.Stat(b.path(num)); err == nil {
+				size = st.Size()
+			}
+		}
+		bytes += size
+	}
+	return len(sizes), bytes
 }
 
 // setSize records the final size of a blob file no longer written.

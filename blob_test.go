@@ -448,3 +448,56 @@ func TestBlobLimits(t *testing.T) {
 		t.Fatalf("Set of a %d-byte value = %v; want ErrValueTooLarge", len(huge), err)
 	}
 }
+
+// TestBlobGC overwrites every key ten times with separated values and
+// checks that garbage collection brings the blob bytes on disk back near
+// the live ones, in the background, without losing a value.
+func TestBlobGC(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := blobTestOptions(fs)
+	opts.MemTableSize = 32 << 10 // 256 KiB blob files
+	opts.L0CompactionThreshold = 2
+	opts.LBaseMaxBytes = 64 << 10
+	db := openTestDB(t, "/db", opts)
+	const keys, rounds, size = 200, 10, 1 << 10
+	want := map[string][]byte{}
+	for round := range rounds {
+		for k := range keys {
+			key := fmt.Sprintf("k%03d", k)
+			v := bytes.Repeat([]byte{byte(round), byte(k)}, size/2)
+			if err := db.Set([]byte(key), v, nil); err != nil {
+				t.Fatal(err)
+			}
+			want[key] = v
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	live := int64(keys * size)
+	deadline := time.Now().Add(10 * time.Second)
+	m := db.Metrics()
+	for m.Blob.Bytes > 2*live && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		m = db.Metrics()
+	}
+	t.Logf("%d bytes written in %d values; now %d blob files of %d bytes, %d referenced; %d GC runs copied %d values; %d files deleted",
+		m.Blob.BytesWritten, m.Blob.ValuesWritten, m.Blob.Files, m.Blob.Bytes, m.Blob.ReferencedBytes, m.Blob.GCRuns, m.Blob.GCValues, m.Blob.FilesDeleted)
+	if m.Blob.Bytes > 2*live {
+		t.Errorf("%d bytes in blob files for %d live value bytes", m.Blob.Bytes, live)
+	}
+	if m.Blob.ReferencedBytes != live {
+		t.Errorf("tables reference %d blob bytes after a full compaction; want the %d live ones", m.Blob.ReferencedBytes, live)
+	}
+	for k, v := range want {
+		if got, err := db.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("Get(%s) = %d bytes, %v", k, len(got), err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if report, err := Check("/db", opts); err != nil || !report.OK() || len(report.Warnings) > 0 {
+		t.Fatalf("Check: %v, %v, warnings %v", report, err, report.Warnings)
+	}
+}

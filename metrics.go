@@ -85,6 +85,14 @@ type Metrics struct {
 	}
 	// Blob describes value separation (Options.ValueThreshold) since Open.
 	Blob struct {
+		// Files and Bytes are the blob files on disk and their size;
+		// ReferencedBytes the value bytes the current version's tables
+		// point to in them (an upper bound of the live bytes: versions
+		// no compaction has dropped yet count too). Bytes -
+		// ReferencedBytes is what garbage collection may reclaim, less
+		// record headers and keys.
+		Files                  int
+		Bytes, ReferencedBytes int64
 		// FilesCreated counts the blob files started; ValuesWritten and
 		// BytesWritten the values appended to them and the bytes that
 		// took, record headers and keys included.
@@ -137,6 +145,13 @@ func (db *DB) Metrics() *Metrics {
 	m.Snapshots = db.mu.snapshots.count()
 	m.ReadOnly = db.mu.bgErr != nil
 	v := db.rs.Load().version
+	for _, files := range v.Files {
+		for _, f := range files {
+			for _, r := range f.BlobRefs {
+				m.Blob.ReferencedBytes += int64(r.Bytes)
+			}
+		}
+	}
 	scores := compaction.Scores(v, db.compactionConfig())
 	for level := range m.Levels {
 		m.Levels[level] = LevelMetrics{Files: len(v.Files[level]), Bytes: v.LevelSize(level), Score: scores[level]}
@@ -155,6 +170,7 @@ func (db *DB) Metrics() *Metrics {
 	m.Blob.FilesCreated, m.Blob.ValuesWritten = db.m.blobFilesCreated.Load(), db.m.blobValuesWritten.Load()
 	m.Blob.BytesWritten, m.Blob.Syncs, m.Blob.Reads = db.m.blobBytesWritten.Load(), db.m.blobSyncs.Load(), db.m.blobReads.Load()
 	m.Blob.FilesDeleted = db.m.blobFilesDeleted.Load()
+	m.Blob.Files, m.Blob.Bytes = db.blobs.diskUsage()
 	m.Blob.GCRuns, m.Blob.GCValues, m.Blob.GCBytes = db.m.blobGCRuns.Load(), db.m.blobGCValues.Load(), db.m.blobGCBytes.Load()
 	m.Iterators = db.m.openIters.Load()
 	m.BackgroundErrors = db.m.backgroundErrors.Load()
@@ -183,7 +199,8 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "stalls: %d (%s), slowdowns: %d\n", m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns)
 	fmt.Fprintf(&b, "cache: %d hits, %d misses, %s in %d blocks; bloom: %d negatives, %d positives\n",
 		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)
-	fmt.Fprintf(&b, "blobs: %d files created, %d deleted, %d values (%s) written, %d syncs, %d reads; gc: %d runs copied %d values (%s)\n",
+	fmt.Fprintf(&b, "blobs: %d files, %s, %s referenced; ", m.Blob.Files, humanBytes(m.Blob.Bytes), humanBytes(m.Blob.ReferencedBytes))
+	fmt.Fprintf(&b, "%d files created, %d deleted, %d values (%s) written, %d syncs, %d reads; gc: %d runs copied %d values (%s)\n",
 		m.Blob.FilesCreated, m.Blob.FilesDeleted, m.Blob.ValuesWritten, humanBytes(m.Blob.BytesWritten), m.Blob.Syncs, m.Blob.Reads,
 		m.Blob.GCRuns, m.Blob.GCValues, humanBytes(m.Blob.GCBytes))
 	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
