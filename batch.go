@@ -242,7 +242,7 @@ func walRecordError(name string, off int64, err error) error {
 	if errors.Is(err, ErrValueTooLarge) {
 		return fmt.Errorf("lsmgo: WAL %s, record at offset %d: %w; "+
 			"a version that did not check this limit acknowledged it, and this version cannot flush it to a table, "+
-			"so Open stops before changing anything: keep the directory, and open it with a version that stores large values in blob files",
+			"so Open stops before changing anything: keep the directory, and open it with Options.ValueThreshold set, so that recovery stores large values in blob files",
 			name, off, err)
 	}
 	return base.Corruptf(name, off, "WAL record: %v", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/blob"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
 	"github.com/lsmgo-dev/lsmgo/internal/record"
@@ -36,6 +37,7 @@ func (db *DB) recover(names []string) error {
 	}
 	logs := logsToReplay(db.vs, names)
 	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), mt: memtable.New(db.opts.MemTableSize)}
+	defer r.release()
 	if err := r.replay(logs); err != nil {
 		db.removeTables(r.metas)
 		return err
@@ -97,6 +99,10 @@ type walReplay struct {
 	ends []walStop
 	// blobFiles are the blob files the replayed records point into.
 	blobFiles map[base.FileNum]bool
+	// blobW writes the values replay separates (separate), into a file
+	// pinned until recovery is done (release).
+	blobW   *blob.Writer
+	blobNum base.FileNum
 }
 
 // replay replays the WAL files logs in order and flushes what remains in
@@ -181,6 +187,15 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 // a batch and inserts it into the memtable, flushing the memtable first
 // when the batch does not fit.
 func (r *walReplay) apply(name string, off int64, rec []byte) error {
+	if r.db.opts.ValueThreshold > 0 {
+		sep, err := r.separate(rec)
+		if err != nil {
+			return err
+		}
+		if sep != nil {
+			rec = sep
+		}
+	}
 	seq, count, err := checkBatch(rec)
 	if err != nil {
 		return walRecordError(name, off, err)
@@ -203,6 +218,89 @@ func (r *walReplay) apply(name string, off int64, rec []byte) error {
 		r.maxSeq = last
 	}
 	return nil
+}
+
+// separate returns the WAL record rec with every inline value of at least
+// ValueThreshold bytes moved to a blob file, as Apply would have stored
+// it, or nil when it holds none (or does not decode: checkBatch reports
+// that). So a WAL written without separation, or by a version that let an
+// entry too large for a table through, is recovered with separation on.
+func (r *walReplay) separate(rec []byte) ([]byte, error) {
+	threshold := r.db.opts.ValueThreshold
+	br, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return nil, nil
+	}
+	var out []byte
+	var v []byte
+	for i := 0; ; i++ {
+		kind, key, value, ok, err := br.Next()
+		if err != nil {
+			return nil, nil
+		}
+		if !ok {
+			break
+		}
+		prefix := 0
+		if kind.HasExpiry() {
+			prefix = base.ExpiryLen
+		}
+		large := (kind == base.KindSet || kind == base.KindSetExpiry) && len(value)-prefix >= threshold
+		if out == nil {
+			if !large {
+				continue
+			}
+			// Copy the records before this one as they are.
+			out = batchrepr.New()
+			batchrepr.SetSeq(out, batchrepr.Seq(rec))
+			pr, _ := batchrepr.NewReader(rec)
+			for range i {
+				k, key, value, _, _ := pr.Next()
+				out = batchrepr.Append(out, k, key, value)
+			}
+		}
+		if large {
+			if r.blobW == nil {
+				num, f, err := r.db.blobs.create()
+				if err != nil {
+					return nil, err
+				}
+				r.blobNum, r.blobW = num, blob.NewWriter(f, num, r.db.blobs.path(num))
+			}
+			p, err := r.blobW.Add(key, value[prefix:])
+			if err != nil {
+				return nil, err
+			}
+			kind = base.KindSetBlob
+			if prefix > 0 {
+				kind = base.KindSetExpiryBlob
+			}
+			v = p.Append(append(v[:0], value[:prefix]...))
+			value = v
+		}
+		out = batchrepr.Append(out, kind, key, value)
+	}
+	if out != nil {
+		// checkPointers reads the values back from the file.
+		if err := r.blobW.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// release closes the file separate wrote and drops its pin: after the
+// recovery edit, tables point into it; after a failure nothing does.
+func (r *walReplay) release() {
+	if r.blobW == nil {
+		return
+	}
+	size := r.blobW.Size()
+	if err := r.blobW.Close(); err == nil {
+		r.db.blobs.setSize(r.blobNum, size)
+	}
+	r.blobW = nil
+	r.db.blobs.unpin([]base.FileNum{r.blobNum})
 }
 
 // badPointerError is a WAL record whose blob value is missing or damaged.
