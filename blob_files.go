@@ -89,6 +89,8 @@ type activeBlob struct {
 	num  base.FileNum
 	file vfs.File
 	w    *blob.Writer
+	// handed is how much of the file flushActive has counted in written.
+	handed int64
 }
 
 // blobReader is an open blob file and a reader over the bytes it held when
@@ -131,13 +133,29 @@ func (b *blobFiles) separate(batch *Batch) (repr []byte, pinned []base.FileNum, 
 		return p, err
 	})
 	if err == nil {
-		err = b.active.w.Flush()
+		err = b.flushActive()
 	}
 	if err != nil {
 		b.unpin(pinned)
 		return nil, nil, err
 	}
 	return repr, pinned, nil
+}
+
+// flushActive hands what the active file's writer buffers to the OS and
+// only then counts it in written: a sync reads written as what an fsync
+// of the active file covers, so bytes still in the buffer must not count
+// (they would be taken for synced and never be). appendMu is held.
+func (b *blobFiles) flushActive() error {
+	a := b.active
+	if err := a.w.Flush(); err != nil {
+		return err
+	}
+	n := a.w.Size() - a.handed
+	a.handed = a.w.Size()
+	b.written.Add(n)
+	b.m.blobBytesWritten.Add(n)
+	return nil
 }
 
 // add appends one value; appendMu is held.
@@ -147,14 +165,10 @@ func (b *blobFiles) add(key, value []byte) (blob.Pointer, error) {
 			return blob.Pointer{}, err
 		}
 	}
-	before := b.active.w.Size()
 	p, err := b.active.w.Add(key, value)
 	if err != nil {
 		return blob.Pointer{}, err
 	}
-	n := b.active.w.Size() - before
-	b.written.Add(n)
-	b.m.blobBytesWritten.Add(n)
 	b.m.blobValuesWritten.Add(1)
 	return p, nil
 }
@@ -166,6 +180,10 @@ func (b *blobFiles) rotate() error {
 	b.syncMu.Lock()
 	defer b.syncMu.Unlock()
 	if old := b.active; old != nil {
+		// The batch being written may have values in the buffer.
+		if err := b.flushActive(); err != nil {
+			return err
+		}
 		if err := b.syncLocked(); err != nil {
 			return err
 		}

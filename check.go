@@ -356,7 +356,14 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			}
 			nextSeq = seq + base.SeqNum(count)
 			if err := c.checkRecordPointers(name, r.Offset(), rec); err != nil {
-				c.problem(err)
+				var ce *CorruptionError
+				if end == nil && errors.As(err, &ce) && ce.File != name {
+					// The value is missing or damaged in its blob file:
+					// Open ends the replay at this record, as at damage.
+					end = &logEnd{err: &CorruptionError{File: name, Offset: r.Offset(), Reason: err.Error()}, recoverFrom: r.Offset()}
+				} else {
+					c.problem(err)
+				}
 				break
 			}
 		}
