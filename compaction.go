@@ -1,8 +1,10 @@
 package lsmgo
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
@@ -46,7 +48,7 @@ func (db *DB) flushLoop() {
 		snapshots := db.mu.snapshots.seqs()
 		db.mu.Unlock()
 
-		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil)
+		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil, nil)
 		if err == nil {
 			edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: m.maxSeq}
 			for _, f := range metas {
@@ -98,9 +100,13 @@ func (db *DB) maybeScheduleCompaction() {
 		return
 	}
 	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
-		c := db.picker.Pick(db.rs.Load().version)
+		v := db.rs.Load().version
+		c := db.picker.Pick(v)
 		if c == nil {
-			return
+			// Blob garbage collection waits for the tree's own work.
+			if c = db.pickBlobRewrite(v); c == nil {
+				return
+			}
 		}
 		if !db.compactionFitsLocked(c) {
 			db.postponeCompactionsLocked(fmt.Errorf("%s: its output would not fit in the free space", c))
@@ -196,8 +202,16 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		return err
 	}
 	splitter := compaction.NewOutputSplitter(c, db.opts.TargetFileSize)
-	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter)
+	gc := db.newBlobGC(db.rs.Load().version)
+	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter, gc)
+	if err == nil {
+		err = gc.finish()
+		if err != nil {
+			db.removeTables(metas)
+		}
+	}
 	if err != nil {
+		gc.release(false)
 		return err
 	}
 	for _, f := range metas {
@@ -208,7 +222,13 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		db.m.compactRead.Add(int64(f.Size))
 	}
 	db.m.compactions.Add(1)
-	return db.installCompaction(edit, metas)
+	// On failure the pin on the blob file stays, since the edit may name
+	// it (installCompaction says what happens to the output tables).
+	if err := db.installCompaction(edit, metas); err != nil {
+		return err
+	}
+	gc.release(true)
+	return nil
 }
 
 // installCompaction logs edit, whose new tables not already in the
@@ -264,7 +284,9 @@ func (db *DB) newLevelIter(files []*manifest.FileMetadata, lower, upper []byte) 
 // writeTables writes what the compaction filter keeps of input into new
 // tables, cut where splitter says (one table when splitter is nil), and
 // makes their directory entries durable. On error it removes what it wrote.
-func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter) (metas []*manifest.FileMetadata, err error) {
+//
+// A non-nil gc relocates the values of blob files being collected.
+func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter, gc *blobGC) (metas []*manifest.FileMetadata, err error) {
 	it := compaction.NewIter(input, snapshots, bottommost, db.opts.Now().UnixMilli())
 	var w *sstable.Writer
 	var num base.FileNum
@@ -283,6 +305,9 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			db.removeTables(written)
 		}
 	}()
+	// refs tallies the value bytes the table being written points to in
+	// each blob file.
+	refs := make(map[base.FileNum]uint64)
 	finish := func() error {
 		wm, err := w.Close()
 		w = nil
@@ -294,7 +319,9 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			FileNum: num, Size: wm.Size,
 			Smallest: wm.Smallest, Largest: wm.Largest,
 			SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
+			BlobRefs: blobRefs(refs),
 		})
+		clear(refs)
 		return nil
 	}
 	n := 0
@@ -331,7 +358,20 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 				splitter.Reset()
 			}
 		}
-		if err := w.Add(key, it.Value()); err != nil {
+		value := it.Value()
+		if key.Kind().IsBlob() {
+			if gc != nil {
+				if value, err = gc.relocate(key, value); err != nil {
+					return nil, err
+				}
+			}
+			p, err := entryPointer(key.Kind(), value)
+			if err != nil {
+				return nil, base.Corruptf("", -1, "key %s: blob pointer: %v", key, err)
+			}
+			refs[p.FileNum] += p.Length
+		}
+		if err := w.Add(key, value); err != nil {
 			return nil, err
 		}
 	}
@@ -349,6 +389,20 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 		}
 	}
 	return written, nil
+}
+
+// blobRefs lists a table's tally of blob bytes in file number order, or
+// nil when it points into no blob file.
+func blobRefs(refs map[base.FileNum]uint64) []manifest.BlobRef {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]manifest.BlobRef, 0, len(refs))
+	for num, n := range refs {
+		out = append(out, manifest.BlobRef{FileNum: num, Bytes: n})
+	}
+	slices.SortFunc(out, func(a, b manifest.BlobRef) int { return cmp.Compare(a.FileNum, b.FileNum) })
+	return out
 }
 
 // removeTables deletes tables that never made it into a version.
@@ -372,6 +426,8 @@ func (db *DB) removeFile(t base.FileType, num base.FileNum) {
 func (db *DB) deleteObsoleteTable(num base.FileNum) {
 	db.tables.evict(num)
 	db.removeFile(base.FileTypeTable, num)
+	// The table may have been the last to point into a blob file.
+	db.blobs.removeObsolete()
 }
 
 // logAndApply logs edit in the manifest. When that fails and the edit is

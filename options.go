@@ -25,6 +25,7 @@ const (
 	DefaultBloomBitsPerKey             = 10
 	DefaultCacheSize                   = 64 << 20
 	DefaultSyncInterval                = time.Second
+	DefaultBlobGCThreshold             = 0.5
 )
 
 // Compression selects how table blocks are compressed.
@@ -179,6 +180,22 @@ type Options struct {
 	// Negative disables it. It needs an FS that reports its free space
 	// (vfs.DiskUsager; the OS filesystem on Linux, macOS and FreeBSD does).
 	DiskReserve int64
+	// ValueThreshold turns on value separation (doc/blob.md): a value of
+	// at least this many bytes is written once, to a blob file, and the
+	// tree (WAL, memtables, tables) holds a pointer to it, so flushes and
+	// compactions do not copy it. Such a value may be up to MaxValueSize
+	// bytes. Default 0: every value is stored in the tree, and key plus
+	// value are limited to MaxEntrySize. A DB once written with
+	// separation holds blob files and must be opened by a version that
+	// reads them.
+	ValueThreshold int
+	// BlobGCThreshold is the fraction of a blob file's bytes that tables
+	// must still point to for the file to be left alone: below it,
+	// compactions copy the values they keep out of the file, which is
+	// deleted once nothing points into it. Default 0.5: at most about
+	// half of the blob bytes on disk are garbage, and each live value is
+	// copied at most once per halving. Negative turns collection off.
+	BlobGCThreshold float64
 }
 
 // WriteOptions adjusts a single write.
@@ -245,6 +262,9 @@ func (o *Options) withDefaults() Options {
 		r.BloomBitsPerKey = DefaultBloomBitsPerKey
 	} else if r.BloomBitsPerKey < 0 {
 		r.BloomBitsPerKey = 0
+	}
+	if r.BlobGCThreshold == 0 {
+		r.BlobGCThreshold = DefaultBlobGCThreshold
 	}
 	if r.CacheSize == 0 {
 		r.CacheSize = DefaultCacheSize

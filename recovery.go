@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/blob"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
 	"github.com/lsmgo-dev/lsmgo/internal/record"
@@ -36,9 +37,17 @@ func (db *DB) recover(names []string) error {
 	}
 	logs := logsToReplay(db.vs, names)
 	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), mt: memtable.New(db.opts.MemTableSize)}
+	defer r.release()
 	err := r.replay(logs)
 	if err != nil {
 		db.removeTables(r.metas)
+	}
+	// The replayed pointers go into tables, and the WALs that proved them
+	// away: the values they point to must be durable first.
+	if err == nil {
+		if err = db.blobs.syncFiles(r.blobFiles); err != nil {
+			db.removeTables(r.metas)
+		}
 	}
 	var log walFile
 	if err == nil {
@@ -148,6 +157,12 @@ type walReplay struct {
 	// mems, and never writes a table (recoverInMemory).
 	inMemory bool
 	mems     []*memTable
+	// blobFiles are the blob files the replayed records point into.
+	blobFiles map[base.FileNum]bool
+	// blobW writes the values replay separates (separate), into a file
+	// pinned until recovery is done (release).
+	blobW   *blob.Writer
+	blobNum base.FileNum
 }
 
 // replay replays the WAL files logs in order and flushes what remains in
@@ -200,7 +215,21 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 			return err
 		}
 		if err := r.apply(name, lr.Offset(), rec); err != nil {
-			return err
+			var bad *badPointerError
+			if !errors.As(err, &bad) {
+				return err
+			}
+			// The record's blob bytes never reached the disk: what a
+			// crash leaves of a write that was never acknowledged as
+			// durable (doc/blob.md). It ends replay like damage.
+			off := lr.Offset()
+			if db.opts.StrictWALRecovery {
+				if _, nerr := lr.Next(); nerr == nil {
+					return bad.err
+				}
+			}
+			end = &walStop{file: name, off: off, err: bad.err, damaged: true}
+			break
 		}
 	}
 	if off, ok := lr.TornTail(); ok {
@@ -225,9 +254,21 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 // a batch and inserts it into the memtable, flushing the memtable first
 // when the batch does not fit.
 func (r *walReplay) apply(name string, off int64, rec []byte) error {
+	if r.db.opts.ValueThreshold > 0 {
+		sep, err := r.separate(rec)
+		if err != nil {
+			return err
+		}
+		if sep != nil {
+			rec = sep
+		}
+	}
 	seq, count, err := checkBatch(rec)
 	if err != nil {
 		return walRecordError(name, off, err)
+	}
+	if err := r.checkPointers(name, off, rec); err != nil {
+		return err
 	}
 	if need := memSizeEstimate(rec); r.mt.Size()+need > r.mt.Capacity() {
 		if r.inMemory {
@@ -252,13 +293,135 @@ func (r *walReplay) apply(name string, off int64, rec []byte) error {
 	return nil
 }
 
+// separate returns the WAL record rec with every inline value of at least
+// ValueThreshold bytes moved to a blob file, as Apply would have stored
+// it, or nil when it holds none (or does not decode: checkBatch reports
+// that). So a WAL written without separation, or by a version that let an
+// entry too large for a table through, is recovered with separation on.
+func (r *walReplay) separate(rec []byte) ([]byte, error) {
+	threshold := r.db.opts.ValueThreshold
+	br, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return nil, nil
+	}
+	var out []byte
+	var v []byte
+	for i := 0; ; i++ {
+		kind, key, value, ok, err := br.Next()
+		if err != nil {
+			return nil, nil
+		}
+		if !ok {
+			break
+		}
+		prefix := 0
+		if kind.HasExpiry() {
+			prefix = base.ExpiryLen
+		}
+		large := (kind == base.KindSet || kind == base.KindSetExpiry) && len(value)-prefix >= threshold
+		if out == nil {
+			if !large {
+				continue
+			}
+			// Copy the records before this one as they are.
+			out = batchrepr.New()
+			batchrepr.SetSeq(out, batchrepr.Seq(rec))
+			pr, _ := batchrepr.NewReader(rec)
+			for range i {
+				k, key, value, _, _ := pr.Next()
+				out = batchrepr.Append(out, k, key, value)
+			}
+		}
+		if large {
+			if r.blobW == nil {
+				num, f, err := r.db.blobs.create()
+				if err != nil {
+					return nil, err
+				}
+				r.blobNum, r.blobW = num, blob.NewWriter(f, num, r.db.blobs.path(num))
+			}
+			p, err := r.blobW.Add(key, value[prefix:])
+			if err != nil {
+				return nil, err
+			}
+			kind = base.KindSetBlob
+			if prefix > 0 {
+				kind = base.KindSetExpiryBlob
+			}
+			v = p.Append(append(v[:0], value[:prefix]...))
+			value = v
+		}
+		out = batchrepr.Append(out, kind, key, value)
+	}
+	if out != nil {
+		// checkPointers reads the values back from the file.
+		if err := r.blobW.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// release closes the file separate wrote and drops its pin: after the
+// recovery edit, tables point into it; after a failure nothing does.
+func (r *walReplay) release() {
+	if r.blobW == nil {
+		return
+	}
+	size := r.blobW.Size()
+	if err := r.blobW.Close(); err == nil {
+		r.db.blobs.setSize(r.blobNum, size)
+	}
+	r.blobW = nil
+	r.db.blobs.unpin([]base.FileNum{r.blobNum})
+}
+
+// badPointerError is a WAL record whose blob value is missing or damaged.
+type badPointerError struct{ err error }
+
+func (e *badPointerError) Error() string { return e.err.Error() }
+
+// checkPointers reads and verifies every value a WAL record (rec, checked
+// by checkBatch, at offset off of WAL name) points to in blob files, and
+// notes the files.
+func (r *walReplay) checkPointers(name string, off int64, rec []byte) error {
+	br, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for {
+		kind, key, value, ok, err := br.Next()
+		if err != nil || !ok {
+			return err
+		}
+		if !kind.IsBlob() {
+			continue
+		}
+		p, err := entryPointer(kind, value)
+		if err != nil {
+			return base.Corruptf(name, off, "WAL record: key %s: blob pointer: %v", quoteKey(key), err)
+		}
+		if buf, err = r.db.blobs.readPointer(p, buf); err != nil {
+			if !errors.Is(err, ErrCorruption) {
+				return err
+			}
+			return &badPointerError{err: fmt.Errorf("lsmgo: WAL %s, record at offset %d: key %s: %w", name, off, quoteKey(key), err)}
+		}
+		if r.blobFiles == nil {
+			r.blobFiles = make(map[base.FileNum]bool)
+		}
+		r.blobFiles[p.FileNum] = true
+	}
+}
+
 // flush writes the memtable, if it holds anything, to L0 tables and starts
 // an empty one.
 func (r *walReplay) flush() error {
 	if r.mt.Empty() {
 		return nil
 	}
-	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil)
+	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (db *DB) makeRoomForWriteLocked(need int) error {
 			db.mu.Lock()
 			continue
 		}
-		if m := db.mu.mem; m.reserved+need <= m.mt.Capacity() && db.mu.walFailed == nil {
+		if m := db.mu.mem; m.reserved+need <= m.mt.Capacity() && db.mu.walFailed == nil && m.blobBytes < db.maxMemBlobBytes() {
 			return nil
 		}
 		if len(db.mu.imm)+1 >= db.opts.MemTableStopWritesThreshold || l0 >= db.opts.L0StopWritesThreshold {
@@ -71,6 +71,14 @@ func (db *DB) rotateFailedLocked(err error) error {
 	}
 	db.setBackgroundErrorLocked(err)
 	return db.mu.bgErr
+}
+
+// maxMemBlobBytes bounds the blob bytes one memtable's WAL points to,
+// hence what the next Open reads to verify them (doc/blob.md, Recovery):
+// 1 GiB, or 16 memtables if larger. Without it a 32 MiB memtable of
+// pointers to 100 KiB values would point to about 20 GB.
+func (db *DB) maxMemBlobBytes() int64 {
+	return max(1<<30, 16*int64(db.opts.MemTableSize))
 }
 
 // rotateForFlushLocked makes the mutable memtable immutable for Flush,
@@ -186,7 +194,7 @@ func (db *DB) rotateMemtableLocked(need int) error {
 
 func (db *DB) newMemTable(logNum base.FileNum, need int) *memTable {
 	db.mu.nextMemID++
-	m := &memTable{logNum: logNum, id: db.mu.nextMemID}
+	m := &memTable{logNum: logNum, id: db.mu.nextMemID, blobs: &db.blobs}
 	if 2*need <= db.opts.MemTableSize {
 		m.pool = &db.memPool
 		m.mt = m.pool.get()

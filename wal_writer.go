@@ -36,6 +36,9 @@ type walWriter struct {
 	zeroChunk int64
 
 	cur walFile
+	// beforeSync makes durable what the WAL's records refer to (the blob
+	// files), so it runs before every fsync of the WAL. It may be nil.
+	beforeSync func() error
 
 	// syncMu is held while the file is fsynced or closed, so the interval
 	// syncer and a rotation never touch a closed file.
@@ -259,6 +262,14 @@ func (l *walWriter) syncLocked() error {
 	f := &l.cur
 	if f.file == nil || l.synced.Load() >= target {
 		return nil
+	}
+	if l.beforeSync != nil {
+		// Every record below target was written after the blob bytes its
+		// pointers refer to, so this covers them all.
+		if err := l.beforeSync(); err != nil {
+			l.syncErr = err
+			return err
+		}
 	}
 	if err := f.file.Sync(); err != nil {
 		l.syncErr = &unknownStateError{fmt.Errorf("lsmgo: WAL sync %s: %w", f.name(), err)}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -439,6 +440,24 @@ func (vs *VersionSet) ManifestFileNum() base.FileNum {
 	return base.FileNum(vs.manifestNum.Load())
 }
 
+// LiveBlobFiles returns the blob files that the tables of any live Version
+// point into.
+func (vs *VersionSet) LiveBlobFiles() map[base.FileNum]bool {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	live := make(map[base.FileNum]bool)
+	for v := vs.live.next; v != &vs.live; v = v.next {
+		for _, files := range v.Files {
+			for _, f := range files {
+				for _, r := range f.BlobRefs {
+					live[r.FileNum] = true
+				}
+			}
+		}
+	}
+	return live
+}
+
 // LiveFiles returns the table files referenced by any live Version.
 func (vs *VersionSet) LiveFiles() map[base.FileNum]bool {
 	vs.mu.Lock()
@@ -572,7 +591,8 @@ func (b *builder) apply(e *VersionEdit) error {
 
 func sameFile(a, b *FileMetadata) bool {
 	return a.Size == b.Size && a.SmallestSeq == b.SmallestSeq && a.LargestSeq == b.LargestSeq &&
-		base.CompareInternal(a.Smallest, b.Smallest) == 0 && base.CompareInternal(a.Largest, b.Largest) == 0
+		base.CompareInternal(a.Smallest, b.Smallest) == 0 && base.CompareInternal(a.Largest, b.Largest) == 0 &&
+		slices.Equal(a.BlobRefs, b.BlobRefs)
 }
 
 // levels returns the accumulated files in Version order.
