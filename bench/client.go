@@ -96,7 +96,7 @@ func ParseClientFlags(args []string, stderr io.Writer) (ClientConfig, error) {
 	}
 	c.Levels = []int{*concurrency}
 	if *gradient != "" {
-		levels, err := parseLevels(*gradient)
+		levels, err := parseLevels("gradient", *gradient)
 		if err != nil {
 			return c, err
 		}
@@ -112,18 +112,19 @@ func ParseClientFlags(args []string, stderr io.Writer) (ClientConfig, error) {
 	return c, c.validate()
 }
 
-// parseLevels reads a comma-separated list of connection counts.
-func parseLevels(s string) ([]int, error) {
+// parseLevels reads a comma-separated list of connection counts given
+// with the flag named flagName.
+func parseLevels(flagName, s string) ([]int, error) {
 	var levels []int
 	for _, f := range splitList(s) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--gradient %q: want positive connection counts such as 10,100,500,1000", s)
+			return nil, fmt.Errorf("--%s %q: want positive connection counts such as 10,100,500,1000", flagName, s)
 		}
 		levels = append(levels, n)
 	}
 	if len(levels) == 0 {
-		return nil, fmt.Errorf("--gradient %q names no connection count", s)
+		return nil, fmt.Errorf("--%s %q names no connection count", flagName, s)
 	}
 	return levels, nil
 }

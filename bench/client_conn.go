@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
@@ -162,19 +161,6 @@ func newLoad(cfg *ClientConfig) *load {
 	return l
 }
 
-// histShards spreads latency recording over this many locked histogram
-// pairs: one histogram per connection would cost 200 KiB each, and one
-// shared lock would serialize a thousand connections.
-const histShards = 8
-
-type histShard struct {
-	mu sync.Mutex
-	// total covers the level; interval the time since the last progress
-	// line.
-	total, interval *hdrhistogram.Histogram
-	_               [64]byte // keep neighbouring shards' locks off one cache line
-}
-
 // level is the state the connections of one level share while it runs:
 // when to stop, the request budget, the latencies and the failures.
 type level struct {
@@ -184,7 +170,7 @@ type level struct {
 	// budget is the number of commands not yet claimed when Requests
 	// bounds the level.
 	budget atomic.Int64
-	shards [histShards]histShard
+	latencies
 
 	mu        sync.Mutex
 	failed    int
@@ -212,20 +198,6 @@ func (lv *level) claim() int {
 	return 0
 }
 
-// record adds connection id's latencies of one batch to its shard.
-func (lv *level) record(id int, lat []int64) {
-	s := &lv.shards[id%histShards]
-	s.mu.Lock()
-	for _, d := range lat {
-		// Clamp as the engine mode does: a 100-second reply is news
-		// either way.
-		d = min(max(d, histMin), histMax)
-		_ = s.total.RecordValue(d)
-		_ = s.interval.RecordValue(d)
-	}
-	s.mu.Unlock()
-}
-
 // fail counts a connection that ended with err.
 func (lv *level) fail(err error) {
 	lv.mu.Lock()
@@ -244,10 +216,7 @@ func (l *load) runLevel(step, conns int, t *Target, p *printer) Result {
 	r := Result{Step: step, Engine: t.Name, Workload: cfg.workloadName(), Threads: conns}
 	lv := &level{l: l, start: make(chan struct{})}
 	lv.budget.Store(cfg.Requests)
-	for i := range lv.shards {
-		lv.shards[i].total = newHistogram()
-		lv.shards[i].interval = newHistogram()
-	}
+	lv.latencies.init()
 	clients, err := l.connect(conns)
 	if err != nil {
 		r.Error = err.Error()
@@ -291,10 +260,7 @@ func (l *load) runLevel(step, conns int, t *Target, p *printer) Result {
 		r.PeakRSS = procPeakRSS(t.PID)
 	}
 
-	total := newHistogram()
-	for i := range lv.shards {
-		total.Merge(lv.shards[i].total)
-	}
+	total := lv.total()
 	var gets, errReplies, moved int64
 	var firstErrReply string
 	for _, c := range clients {
@@ -390,41 +356,6 @@ func (l *load) connect(conns int) ([]*clientConn, error) {
 		}
 	}
 	return nil, fmt.Errorf("%d of %d connections failed to open, first: %w", failed, conns, first)
-}
-
-// reportProgress prints a line a second until finished closes: the rate
-// and p99 of the last second and the rate since the start.
-func (lv *level) reportProgress(began time.Time, name string, conns int, p *printer, finished <-chan struct{}) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	last := began
-	interval := newHistogram()
-	for {
-		select {
-		case <-finished:
-			return
-		case now := <-tick.C:
-			interval.Reset()
-			var total int64
-			for i := range lv.shards {
-				s := &lv.shards[i]
-				s.mu.Lock()
-				interval.Merge(s.interval)
-				s.interval.Reset()
-				total += s.total.TotalCount()
-				s.mu.Unlock()
-			}
-			n := interval.TotalCount()
-			line := fmt.Sprintf("  [%s c=%d] %4.0fs: %s ops/s now, %s ops/s average",
-				name, conns, now.Sub(began).Seconds(), fmtCount(float64(n)/now.Sub(last).Seconds()),
-				fmtCount(float64(total)/now.Sub(began).Seconds()))
-			if n > 0 {
-				line += fmt.Sprintf(", p99 %s now", fmtNanos(interval.ValueAtQuantile(99)))
-			}
-			p.progressLine(line)
-			last = now
-		}
-	}
 }
 
 // Commands the load generator sends.

@@ -17,6 +17,13 @@
 // like the engine mode's, one per connection count, printed in the same
 // table and written to the same four files, so one script reads both.
 //
+// The http mode (http*.go) is the same kind of closed loop for the image
+// host of lsmgo serve (package imgbed): uploads of one image file, GETs of
+// the originals and of thumbnails, one connection per goroutine, one row
+// per workload and connection count, in the same table and files. Its
+// ReferenceHandler (--mode=http-reference) is the practical bound the
+// upload rate is compared with: hash the body, write it to a file, fsync.
+//
 // Invariants of the engine mode:
 //   - Each engine runs in a child process of its own (this same binary,
 //     re-executed with the job in its environment; see
@@ -42,4 +49,12 @@
 //   - A level that loses a connection or gets an error reply has Error
 //     set, and lsmgo-bench then exits 1, so a rate measured while the
 //     server refused work never passes for a clean result.
+//
+// Invariants of the http mode:
+//   - It loads only loopback targets.
+//   - Unless --dedup, every upload of every run sends different bytes (a
+//     JPEG comment segment carrying a random run id and a counter), so
+//     the image host's dedup never answers in place of a store.
+//   - With --requests, a row sends exactly that many requests; any answer
+//     other than 2xx, or a lost connection, sets the row's Error.
 package bench

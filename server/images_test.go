@@ -116,3 +116,24 @@ func TestImageHost(t *testing.T) {
 		t.Errorf("slow log after a GET: %+v %v", entries, err)
 	}
 }
+
+// TestImageUploadRate checks images-upload-rate: the default limit
+// refuses a burst past imgbed's, and 0 lifts the limit, as a load test
+// needs.
+func TestImageUploadRate(t *testing.T) {
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 8, 8)))
+	const n = 30 // more than imgbed.DefaultUploadBurst
+	for _, rate := range []int{0, 5} {
+		s := startServer(t, func(c *Config) { c.ImagesUploadRate = rate })
+		refused := 0
+		for range n {
+			if status, _ := upload(t, "http://"+s.HTTPAddr(), "", buf.Bytes()); status == http.StatusTooManyRequests {
+				refused++
+			}
+		}
+		if rate == 0 && refused != 0 || rate != 0 && refused == 0 {
+			t.Errorf("images-upload-rate %d: %d of %d quick uploads refused", rate, refused, n)
+		}
+	}
+}

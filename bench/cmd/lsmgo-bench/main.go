@@ -2,7 +2,8 @@
 // (go build -o lsmgo-bench ./bench/cmd/lsmgo-bench). It has modes, chosen with --mode: engine (the default) runs db_bench-style
 // workloads against lsmgo and its peers; server runs the lsmgo server in
 // this process for a client run to load; client drives any RESP server
-// from many connections. Each mode lives in its own file and registers
+// from many connections; http drives the image host of lsmgo serve, and
+// http-reference serves the upload reference it is compared with. Each mode lives in its own file and registers
 // itself in modes, so a new mode is a new file.
 package main
 
