@@ -162,4 +162,3 @@ func (t *thumbnailer) make(rec *record, f format, width int, k []byte) error {
 	t.h.metrics.thumbSeconds.Observe(time.Since(start).Seconds())
 	return nil
 }
-
