@@ -3,14 +3,13 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/internal/sstable"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -19,11 +18,12 @@ type CheckReport struct {
 	// Problems lists damage and broken invariants, in the order found.
 	// Damage is a *CorruptionError (matching ErrCorruption) that names the
 	// file and, where known, the offset; an I/O error that kept a file
-	// from being read is reported as it came. Open, or a read, would fail
-	// on each of these, with one exception: damage followed by intact
-	// records in the last WAL that has records, which Open recovers from
-	// by dropping the log from the damaged record on (unless
-	// Options.StrictWALRecovery); its message says so.
+	// from being read is reported as it came; a WAL write too large to
+	// flush (accepted by an older version) matches ErrValueTooLarge.
+	// Open, or a read, would fail on each of these, with one exception:
+	// damage followed by intact records in the last WAL that has records,
+	// which Open recovers from by dropping the log from the damaged record
+	// on (unless Options.StrictWALRecovery); its message says so.
 	Problems []error
 	// Warnings lists what Open repairs by itself and so is not a problem:
 	// a torn tail at the end of the newest WAL or of the manifest (an
@@ -98,8 +98,10 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 		switch {
 		case errors.Is(err, os.ErrPermission):
 			c.warn(fmt.Errorf("lsmgo: check %s: reading without the DB's lock: %w", dir, err))
+		case errors.Is(err, vfs.ErrLocked):
+			return nil, fmt.Errorf("lsmgo: check %s: the DB is open (its LOCK is held): %w", dir, err)
 		case err != nil:
-			return nil, fmt.Errorf("lsmgo: check %s: the DB is open: %w", dir, err)
+			return nil, fmt.Errorf("lsmgo: check %s: cannot take the DB's LOCK file: %w", dir, err)
 		default:
 			defer lock.Close()
 		}
@@ -168,13 +170,11 @@ func (c *checker) checkManifestTail(name string) {
 		return
 	}
 	defer f.Close()
-	r := wal.NewReader(f, name)
-	for {
-		if _, err := r.Next(); err != nil {
-			if err != io.EOF {
-				// Load succeeded, so this is a read error, not damage.
-				c.problem(err)
-			}
+	r := record.NewReader(f, name)
+	for _, err := range r.All() {
+		if err != nil {
+			// Load succeeded, so this is a read error, not damage.
+			c.problem(err)
 			break
 		}
 		c.report.ManifestEdits++
@@ -310,12 +310,9 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			c.problem(fmt.Errorf("lsmgo: check: %w", err))
 			continue
 		}
-		r := wal.NewReader(f, name)
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			} else if err != nil {
+		r := record.NewReader(f, name)
+		for rec, err := range r.All() {
+			if err != nil {
 				var ce *CorruptionError
 				off, damaged := r.Damage()
 				if damaged && end == nil && errors.As(err, &ce) {
@@ -330,7 +327,7 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 			c.report.LogRecords++
 			seq, count, err := checkBatch(rec)
 			if err != nil {
-				c.problem(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
+				c.problem(walRecordError(name, r.Offset(), err))
 				break
 			}
 			if seq < nextSeq {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -16,7 +17,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 	"github.com/lsmgo-dev/lsmgo/vfs/errorfs"
 )
@@ -60,12 +61,10 @@ func TestCheckHealthyDB(t *testing.T) {
 	}
 	var report *CheckReport
 	for round := range 3 {
-		db, err := Open(corruptDir, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openTestDB(t, corruptDir, opts)
 		for i := range 3000 {
 			k := fmt.Appendf(nil, "k%05d", rng.IntN(5000))
+			var err error
 			switch rng.IntN(10) {
 			case 0:
 				err = db.Delete(k, nil)
@@ -102,14 +101,11 @@ func TestCheckHealthyDB(t *testing.T) {
 
 func TestCheckRefusesOpenDB(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := Open(corruptDir, corruptOptions(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, corruptDir, corruptOptions(fs))
 	if err := db.Set([]byte("a"), []byte("b"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Check(corruptDir, &Options{FS: fs}); err == nil || !strings.Contains(err.Error(), "open") {
+	if _, err := Check(corruptDir, &Options{FS: fs}); !errors.Is(err, vfs.ErrLocked) || !strings.Contains(err.Error(), "the DB is open") {
 		t.Fatalf("Check of an open DB: %v, want a refusal", err)
 	}
 	if err := db.Close(); err != nil {
@@ -117,11 +113,37 @@ func TestCheckRefusesOpenDB(t *testing.T) {
 	}
 	requireCheckOK(t, fs, corruptDir)
 	// Check released the lock.
-	db, err = Open(corruptDir, corruptOptions(fs))
-	if err != nil {
-		t.Fatalf("Open after Check: %v", err)
-	}
+	db = openTestDB(t, corruptDir, corruptOptions(fs))
 	db.Close()
+}
+
+// TestCheckLockNotAFile: a LOCK that cannot be opened (here a directory)
+// is reported as what it is, with the file named, not as an open DB; Open
+// says the same.
+func TestCheckLockNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{Sync: SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "LOCK")
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Check(dir, nil)
+	if err == nil || errors.Is(err, vfs.ErrLocked) || strings.Contains(err.Error(), "is open") ||
+		!strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("Check with LOCK a directory: %v", err)
+	}
+	if _, err := Open(dir, nil); err == nil || !strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("Open with LOCK a directory: %v", err)
+	}
 }
 
 func TestCheckNotADB(t *testing.T) {
@@ -339,7 +361,7 @@ func TestCheckWALOrder(t *testing.T) {
 		b := batchrepr.Append(batchrepr.New(), base.KindSet, []byte("x"), []byte("y"))
 		batchrepr.SetSeq(b, seq)
 		var buf bytes.Buffer
-		w := wal.NewWriter(&buf)
+		w := record.NewWriter(&buf)
 		if err := w.WriteRecord(b); err != nil {
 			t.Fatal(err)
 		}
@@ -396,10 +418,7 @@ func TestCheckNoStrayTablesAfterFailedCompaction(t *testing.T) {
 		return nil
 	}))
 	opts := corruptOptions(fs)
-	db, err := Open(corruptDir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, corruptDir, opts)
 	for i := range 400 {
 		if err := db.Set(fmt.Appendf(nil, "key%04d", i), bytes.Repeat([]byte("v"), 40), nil); err != nil {
 			t.Fatal(err)

@@ -22,11 +22,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 		}
 		return nil
 	})
-	db, err := Open("/db", &Options{FS: errorfs.Wrap(vfs.NewMem(), slowSync), Sync: SyncAlways})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTestDB(t, "/db", &Options{FS: errorfs.Wrap(vfs.NewMem(), slowSync), Sync: SyncAlways})
 	const writers, each = 16, 40
 	before := db.Metrics().WAL.Syncs
 	var wg sync.WaitGroup

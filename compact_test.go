@@ -12,11 +12,7 @@ import (
 // sits in L0 moves it to the last level in one rewrite, not one per level,
 // and that every key reads back afterwards.
 func TestCompactAllWritesOnce(t *testing.T) {
-	db, err := Open("/db", &Options{FS: vfs.NewMem(), Sync: SyncNone, L0CompactionThreshold: 100, L0StopWritesThreshold: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTestDB(t, "/db", &Options{FS: vfs.NewMem(), Sync: SyncNone, L0CompactionThreshold: 100, L0StopWritesThreshold: 200})
 	const keys = 20000
 	key := func(i int) []byte { return []byte(fmt.Sprintf("key%06d", i)) }
 	for i := range keys {

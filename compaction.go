@@ -3,6 +3,7 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/compaction"
@@ -51,20 +52,29 @@ func (db *DB) flushLoop() {
 			for _, f := range metas {
 				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
 			}
-			// A failed LogAndApply may have written the edit and failed
-			// only to sync it; the next Open may then read it, so the
-			// tables stay. That Open removes them if nothing names them.
-			err = db.vs.LogAndApply(edit)
+			err = db.logAndApply(edit, metas)
 		}
 		db.mu.Lock()
 		if errors.Is(err, errClosing) {
 			// The memtable's writes stay in its WAL for the next Open.
 			break
 		}
+		if err != nil && retryable(err) {
+			// The memtable stays queued, readable and backed by its WAL;
+			// writes stall once too many queue up behind it.
+			db.mu.flushNoSpace = err
+			d := db.noSpaceLocked("flush", err, &db.mu.flushBackoff)
+			if !db.sleepLocked(d) {
+				break
+			}
+			continue
+		}
 		if err != nil {
 			db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: flush: %w", err))
 			break
 		}
+		db.mu.flushNoSpace = nil
+		db.mu.flushBackoff = 0
 		db.mu.imm = db.mu.imm[1:]
 		db.mu.flushedID = m.id
 		db.m.flushes.Add(1)
@@ -84,12 +94,16 @@ func (db *DB) flushLoop() {
 // maybeScheduleCompaction starts compactions, most urgent first, while
 // the worker pool has room. db.mu must be held.
 func (db *DB) maybeScheduleCompaction() {
-	if db.mu.closing || db.mu.bgErr != nil {
+	if db.mu.closing || db.mu.bgErr != nil || time.Now().Before(db.mu.compactRetryAt) {
 		return
 	}
 	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
 		c := db.picker.Pick(db.rs.Load().version)
 		if c == nil {
+			return
+		}
+		if !db.compactionFitsLocked(c) {
+			db.postponeCompactionsLocked(fmt.Errorf("%s: its output would not fit in the free space", c))
 			return
 		}
 		db.startCompactionLocked(c)
@@ -100,6 +114,21 @@ func (db *DB) maybeScheduleCompaction() {
 			db.mu.Unlock()
 		}()
 	}
+}
+
+// postponeCompactionsLocked starts no compaction until a backoff has
+// passed, after one failed or would not fit for lack of space (err says
+// which); a timer then schedules again. Writes meanwhile stall on L0 and
+// are refused with ErrNoSpace once it reaches the stop threshold.
+// db.mu is held.
+func (db *DB) postponeCompactionsLocked(err error) {
+	d := db.noSpaceLocked("compaction", err, &db.mu.compactBackoff)
+	db.mu.compactRetryAt = time.Now().Add(d)
+	time.AfterFunc(d, func() {
+		db.mu.Lock()
+		db.maybeScheduleCompaction()
+		db.mu.Unlock()
+	})
 }
 
 // SetMaxConcurrentCompactions changes the bound of the compaction worker
@@ -126,7 +155,13 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 		f.Compacting = false
 	}
 	db.mu.compacting--
-	if err != nil && !errors.Is(err, errClosing) {
+	switch {
+	case err == nil:
+		db.mu.compactBackoff = 0
+	case errors.Is(err, errClosing):
+	case retryable(err):
+		db.postponeCompactionsLocked(err)
+	default:
 		db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: compaction %s: %w", c, err))
 	}
 	db.mu.cond.Broadcast()
@@ -150,7 +185,7 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 	if c.TrivialMove() {
 		edit.NewFiles = []manifest.NewFile{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
 		db.m.moves.Add(1)
-		return db.installCompaction(edit)
+		return db.installCompaction(edit, nil)
 	}
 
 	db.mu.Lock()
@@ -173,13 +208,13 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		db.m.compactRead.Add(int64(f.Size))
 	}
 	db.m.compactions.Add(1)
-	// On failure the outputs stay, for the reason flushLoop keeps its
-	// tables.
-	return db.installCompaction(edit)
+	return db.installCompaction(edit, metas)
 }
 
-func (db *DB) installCompaction(edit *manifest.VersionEdit) error {
-	if err := db.vs.LogAndApply(edit); err != nil {
+// installCompaction logs edit, whose new tables not already in the
+// version are outputs, and installs the new version.
+func (db *DB) installCompaction(edit *manifest.VersionEdit, outputs []*manifest.FileMetadata) error {
+	if err := db.logAndApply(edit, outputs); err != nil {
 		return err
 	}
 	db.mu.Lock()
@@ -290,7 +325,7 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			w = sstable.NewWriter(f, sstable.WriterOptions{
 				BlockSize:       db.opts.BlockSize,
 				BloomBitsPerKey: db.opts.BloomBitsPerKey,
-				Compression:     db.opts.Compression.internal(),
+				Compression:     db.opts.Compression.sstableCompression(),
 			})
 			if splitter != nil {
 				splitter.Reset()
@@ -309,7 +344,7 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 		}
 	}
 	if len(written) > 0 {
-		if err := db.syncDir(); err != nil {
+		if err := syncDir(db.fs, db.dirname); err != nil {
 			return nil, err
 		}
 	}
@@ -337,4 +372,84 @@ func (db *DB) removeFile(t base.FileType, num base.FileNum) {
 func (db *DB) deleteObsoleteTable(num base.FileNum) {
 	db.tables.evict(num)
 	db.removeFile(base.FileTypeTable, num)
+}
+
+// logAndApply logs edit in the manifest. When that fails and the edit is
+// certainly in no manifest (manifest.ErrNotLogged), the new tables outputs
+// are removed, which frees the space a full disk needs. Any other failure
+// may have left the edit in the manifest, unsynced: the next Open may read
+// it, so the tables stay (that Open removes them if nothing names them),
+// and the error is marked as one that no retry can heal.
+func (db *DB) logAndApply(edit *manifest.VersionEdit, outputs []*manifest.FileMetadata) error {
+	err := db.vs.LogAndApply(edit)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, manifest.ErrNotLogged):
+		db.removeTables(outputs)
+		return err
+	}
+	return &unknownStateError{err}
+}
+
+// unknownStateError marks a failure after which what is on disk is
+// unknown, such as a failed fsync: the kernel may have dropped the dirty
+// pages, so a retry that succeeds would prove nothing. It is never
+// retried; only Resume, which rewrites what memory holds, clears it.
+type unknownStateError struct{ err error }
+
+func (e *unknownStateError) Error() string { return e.err.Error() }
+func (e *unknownStateError) Unwrap() error { return e.err }
+
+// retryable says whether a flush or compaction that failed with err may
+// simply run again later: the disk was full (ENOSPC, EDQUOT) and the
+// failed attempt left nothing behind (its output files are removed).
+func retryable(err error) bool {
+	var u *unknownStateError
+	return base.IsNoSpace(err) && !errors.As(err, &u)
+}
+
+// Backoff bounds for work retried after the disk filled up: short enough
+// that writes resume soon after space is freed, long enough that a disk
+// that stays full is not probed hundreds of times a second.
+const (
+	minNoSpaceBackoff = 100 * time.Millisecond
+	maxNoSpaceBackoff = 10 * time.Second
+)
+
+// noSpaceLocked records that background work (what) failed for lack of
+// space and returns how long to wait before retrying it, doubling
+// *backoff up to its cap. It logs the first failure of a streak only, so a
+// full disk does not flood the log. db.mu is held.
+func (db *DB) noSpaceLocked(what string, err error, backoff *time.Duration) time.Duration {
+	db.m.noSpaceRetries.Add(1)
+	db.mu.lastNoSpace = time.Now()
+	// Waiters (a stalled write, Flush) decide again now.
+	db.mu.cond.Broadcast()
+	if *backoff == 0 {
+		db.opts.Logger.Warn("lsmgo: disk full; retrying with backoff while reads go on (doc/operations.md)",
+			"dir", db.dirname, "work", what, "err", err)
+		*backoff = minNoSpaceBackoff
+	} else {
+		*backoff = min(2**backoff, maxNoSpaceBackoff)
+	}
+	return *backoff
+}
+
+// sleepLocked waits d with db.mu released, or less if the DB starts
+// closing; it reports whether the DB is still open. db.mu is held.
+func (db *DB) sleepLocked(d time.Duration) bool {
+	woke := false
+	t := time.AfterFunc(d, func() {
+		db.mu.Lock()
+		woke = true
+		db.mu.cond.Broadcast()
+		db.mu.Unlock()
+	})
+	for !woke && !db.mu.closing && !db.mu.retryNow {
+		db.mu.cond.Wait()
+	}
+	db.mu.retryNow = false
+	t.Stop()
+	return !db.mu.closing
 }

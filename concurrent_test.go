@@ -43,10 +43,7 @@ func TestConcurrentBank(t *testing.T) {
 	opts := modelTinyOptions()
 	opts.FS = vfs.NewMem()
 	opts.Logger = slog.New(slog.DiscardHandler)
-	db, err := Open("/db", &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", &opts)
 	acct := func(i int) []byte { return fmt.Appendf(nil, "acct/%03d", i) }
 	bounds := &IterOptions{LowerBound: []byte("acct/"), UpperBound: []byte("acct0")}
 	b := db.NewBatch()
@@ -315,10 +312,7 @@ func TestConcurrentBank(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open("/db", &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = openTestDB(t, "/db", &opts)
 	check(db, "after reopen")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -421,10 +415,7 @@ func TestReadRacingFlushAndCompaction(t *testing.T) {
 		return time.Unix(1000, 0)
 	}
 	var err error
-	if db, err = Open("/db", &opts); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = openTestDB(t, "/db", &opts)
 	if err := db.Set([]byte("k"), []byte("old"), nil); err != nil {
 		t.Fatal(err)
 	}

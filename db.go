@@ -42,23 +42,8 @@ type DB struct {
 	// file creation.
 	rs atomic.Pointer[readState]
 
-	// walSyncMu is held while the WAL file is fsynced or closed, so the
-	// interval syncer and a rotation never touch a closed file.
-	walSyncMu sync.Mutex
-	// walWritten and walSynced are logical WAL positions (see walState):
-	// the end of what has been written, and of what an fsync has covered.
-	walWritten atomic.Uint64
-	walSynced  atomic.Uint64
-	walSyncErr error // guarded by walSyncMu
-	// syncWait lets the writers that need an fsync share one: at most one
-	// of them syncs at a time (syncing), and when it is done it wakes all
-	// the others at once, so they leave together instead of taking
-	// walSyncMu one after the other while new writes pile up behind them.
-	syncWait struct {
-		mu      sync.Mutex
-		cond    sync.Cond
-		syncing bool
-	}
+	// wal is the write-ahead log the commit pipeline writes.
+	wal walWriter
 
 	// pub orders the publication of committed batches: queue holds the
 	// registered batches in sequence order, and visibleSeq moves past a
@@ -81,10 +66,29 @@ type DB struct {
 
 		mem *memTable
 		imm []*memTable // oldest first
-		log walState
 
-		bgErr      error
-		closing    bool
+		bgErr   error
+		closing bool
+		// flushNoSpace is the error of the last flush when it failed
+		// for lack of space and waits to retry; nil once one succeeds.
+		flushNoSpace error
+		// flushBackoff and compactBackoff are the current retry delays
+		// after a full disk (0: no failure streak); no compaction
+		// starts before compactRetryAt.
+		flushBackoff, compactBackoff time.Duration
+		compactRetryAt               time.Time
+		// retryNow cuts a no-space backoff short: set when the disk
+		// seems to have room again.
+		retryNow bool
+		// lastNoSpace is when background work last failed for lack of
+		// space.
+		lastNoSpace time.Time
+		// disk caches the filesystem's space for the reserve check.
+		disk diskSpace
+		// walFailed is set when a WAL write failed for lack of space:
+		// the current WAL may end in a partial record, and the next
+		// write must first cut it off and continue in a new file.
+		walFailed  error
 		flushing   bool
 		compacting int
 		snapshots  snapshotList
@@ -98,9 +102,6 @@ type DB struct {
 
 	// memPool recycles the arenas of flushed memtables.
 	memPool memtablePool
-	// walZeroChunk is how far ahead of its records a WAL is extended with
-	// zeros (preallocateWAL); 0 when the DB does not sync every write.
-	walZeroChunk int64
 
 	m dbMetrics
 }
@@ -111,20 +112,21 @@ func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	db := &DB{dirname: dir, opts: o, fs: o.FS}
 	db.memPool.size = o.MemTableSize
+	var zeroChunk int64
 	if o.Sync.kind == syncAlways {
 		// A small memtable means a small WAL: a chunk of an eighth of
 		// it keeps the zeros in proportion.
-		db.walZeroChunk = int64(min(max(o.MemTableSize/8, 4<<10), maxWALZeroChunk))
+		zeroChunk = int64(min(max(o.MemTableSize/8, 4<<10), maxWALZeroChunk))
 	}
+	db.wal.init(db.fs, dir, &db.m, zeroChunk)
 	db.mu.cond.L = &db.mu.Mutex
 	db.pub.cond.L = &db.pub.mu
-	db.syncWait.cond.L = &db.syncWait.mu
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lsmgo: create %s: %w", dir, err)
 	}
 	// The directory's own entry lives in its parent: sync that too, or a
 	// crash right after creating a DB could lose all of it.
-	if err := syncDirOf(db.fs, filepath.Dir(dir)); err != nil {
+	if err := syncDir(db.fs, filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
 	lock, err := db.fs.Lock(db.path(base.MakeFilename(base.FileTypeLock, 0)))
@@ -140,6 +142,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 }
 
 func (db *DB) path(name string) string { return db.fs.PathJoin(db.dirname, name) }
+
+// syncDir makes dir's entries durable.
+func syncDir(fs vfs.FS, dir string) error {
+	if err := vfs.SyncDir(fs, dir); err != nil {
+		return fmt.Errorf("lsmgo: sync dir: %w", err)
+	}
+	return nil
+}
 
 func (db *DB) open() error {
 	db.blockCache = cache.New(db.opts.CacheSize)
@@ -175,7 +185,14 @@ func (db *DB) open() error {
 	if db.opts.Sync.kind == syncInterval {
 		db.syncerC = make(chan struct{})
 		db.bgWG.Add(1)
-		go db.intervalSyncer()
+		go func() {
+			defer db.bgWG.Done()
+			db.wal.syncEvery(db.opts.Sync.interval, db.syncerC, func(err error) {
+				db.mu.Lock()
+				db.setBackgroundErrorLocked(err)
+				db.mu.Unlock()
+			})
+		}()
 	}
 	db.mu.Lock()
 	db.maybeScheduleCompaction()
@@ -279,7 +296,9 @@ func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte
 	return value, expireAt, nil
 }
 
-// Set writes key=value.
+// Set writes key=value. A key and value over MaxEntrySize together are
+// refused with an error matching ErrValueTooLarge, and nothing is written;
+// the same holds for SetWithExpiry and Delete.
 func (db *DB) Set(key, value []byte, wo *WriteOptions) error {
 	b := getBatch()
 	b.Set(key, value)
@@ -336,7 +355,12 @@ func (db *DB) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
+	// A flush that failed for lack of space goes on retrying in the
+	// background, but Flush returns rather than wait for an operator.
 	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && !db.mu.closing {
+		if db.mu.flushNoSpace != nil && !db.spaceBackLocked() {
+			break
+		}
 		db.maybeScheduleFlushLocked()
 		db.mu.cond.Wait()
 	}
@@ -345,6 +369,8 @@ func (db *DB) Flush() error {
 		return nil
 	case db.mu.bgErr != nil:
 		return db.mu.bgErr
+	case db.mu.flushNoSpace != nil:
+		return &noSpaceError{fmt.Errorf("flush will be retried: %w", db.mu.flushNoSpace)}
 	}
 	return ErrClosed
 }
@@ -382,6 +408,9 @@ func (db *DB) Compact(start, end []byte) error {
 			err := db.runCompaction(c)
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
+			if retryable(err) {
+				return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
+			}
 			if err != nil {
 				return err
 			}
@@ -428,7 +457,10 @@ func (db *DB) Close() error {
 	if n := db.m.openIters.Load(); n > 0 {
 		db.opts.Logger.Warn("lsmgo: Close with open iterators", "count", n)
 	}
-	if cerr := db.closeWAL(); cerr != nil && err == nil {
+	db.mu.Lock()
+	cerr := db.wal.close(db.mu.bgErr != nil)
+	db.mu.Unlock()
+	if cerr != nil && err == nil {
 		err = cerr
 	}
 	if cerr := db.closeResources(); cerr != nil && err == nil {

@@ -10,23 +10,9 @@ import (
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
-func openMem(t *testing.T, fs vfs.FS, o *Options) *DB {
-	t.Helper()
-	opts := Options{}
-	if o != nil {
-		opts = *o
-	}
-	opts.FS = fs
-	db, err := Open("/db", &opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	return db
-}
-
 func TestBasicSetGetDeleteReopen(t *testing.T) {
 	fs := vfs.NewMem()
-	db := openMem(t, fs, &Options{MemTableSize: 64 << 10})
+	db := openTestDB(t, "/db", &Options{FS: fs, MemTableSize: 64 << 10})
 	for i := range 5000 {
 		k := fmt.Appendf(nil, "key%05d", i)
 		if err := db.Set(k, bytes.Repeat(k, 3), nil); err != nil {
@@ -84,7 +70,7 @@ func TestBasicSetGetDeleteReopen(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db = openMem(t, fs, nil)
+	db = openTestDB(t, "/db", &Options{FS: fs})
 	check(db)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -93,8 +79,7 @@ func TestBasicSetGetDeleteReopen(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	now := time.Unix(1000, 0)
-	db := openMem(t, vfs.NewMem(), &Options{Now: func() time.Time { return now }})
-	defer db.Close()
+	db := openTestDB(t, "/db", &Options{FS: vfs.NewMem(), Now: func() time.Time { return now }})
 	if err := db.SetWithExpiry([]byte("a"), []byte("1"), now.Add(time.Second), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +95,7 @@ func TestExpiry(t *testing.T) {
 
 func TestSecondOpenFails(t *testing.T) {
 	fs := vfs.NewMem()
-	db := openMem(t, fs, nil)
-	defer db.Close()
+	openTestDB(t, "/db", &Options{FS: fs})
 	if _, err := Open("/db", &Options{FS: fs}); err == nil {
 		t.Fatal("second Open succeeded")
 	}

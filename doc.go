@@ -11,6 +11,33 @@
 // Apply (atomic batches) read and write; NewIter and NewSnapshot give
 // ordered and point-in-time views; Flush, Compact and Metrics manage it.
 //
+// # Reading
+//
+// Every read goes through the Reader interface (Get, GetWithExpiry,
+// NewIter), and three types implement it, which differ only in what state
+// they read and what holding them costs:
+//
+//   - *DB reads the newest state: each call pins the current memtables and
+//     tables for its own duration.
+//   - *Snapshot reads the state at NewSnapshot for as long as it is open.
+//     It registers its sequence number with compaction, which then keeps
+//     every version the snapshot can see and nothing more, so a snapshot
+//     may be held for minutes; taking and closing one takes the DB's lock,
+//     and each read still pins the current state for its duration.
+//   - *View reads the state at NewView too, but pins that state's
+//     memtables and tables for its whole life: taking one is an atomic
+//     reference, and its reads pin nothing more. While it is open, those
+//     memtables stay in memory and those tables on disk even after
+//     flushes and compactions replaced them, so close a View within the
+//     request that took it. The server answers each run of pipelined GETs
+//     from one View.
+//
+// Close every Snapshot and View, and every Iterator, before the DB; Close
+// reports leaked snapshots and iterators. Reader has no Close of its own:
+// the code that took a Snapshot or View closes it, not the code it lends
+// it to. Batch is not a Reader: it is an encoded list of writes with no
+// index, and Apply is its only consumer.
+//
 // Byte slices: Get returns a copy the caller owns. Iterator.Key and
 // Iterator.Value are valid only until the iterator moves. Keys and values
 // passed to writes may be reused as soon as the call returns.

@@ -46,16 +46,21 @@ func (db *DB) newIter(o *IterOptions, readSeq base.SeqNum) (*Iterator, error) {
 	if db.closed.Load() {
 		return nil, ErrClosed
 	}
-	it := &Iterator{db: db, readSeq: readSeq, nowMs: db.opts.Now().UnixMilli()}
-	if o != nil {
-		it.lower = bytes.Clone(o.LowerBound)
-		it.upper = bytes.Clone(o.UpperBound)
-	}
 	rs, readSeq, err := db.loadReadStateAt(readSeq)
 	if err != nil {
 		return nil, err
 	}
-	it.rs, it.readSeq = rs, readSeq
+	return db.newIterIn(o, rs, readSeq)
+}
+
+// newIterIn returns an iterator over the pinned read state rs at readSeq;
+// it takes over the caller's reference to rs.
+func (db *DB) newIterIn(o *IterOptions, rs *readState, readSeq base.SeqNum) (*Iterator, error) {
+	it := &Iterator{db: db, rs: rs, readSeq: readSeq, nowMs: db.opts.Now().UnixMilli()}
+	if o != nil {
+		it.lower = bytes.Clone(o.LowerBound)
+		it.upper = bytes.Clone(o.UpperBound)
+	}
 	children := []base.InternalIterator{rs.mem.mt.NewIter()}
 	for _, m := range rs.imm {
 		children = append(children, m.mt.NewIter())

@@ -141,7 +141,9 @@ func TestKill(t *testing.T) {
 		cseed := rng.Uint64()
 		// Every fourth cycle kills the child within a few milliseconds of
 		// the start of its Open, to crash recovery itself; the others at
-		// a random moment of its first 300 ms.
+		// a random moment of the first 300 ms after Open returned, counted
+		// from the child's report so that a slow start (a loaded machine,
+		// the race detector) cannot move every kill into Open.
 		fromOpen := cycle%4 == 1
 		delay := 3*time.Millisecond + time.Duration(rng.Int64N(int64(300*time.Millisecond)))
 		if fromOpen {
@@ -179,11 +181,14 @@ func TestKill(t *testing.T) {
 	}
 	t.Logf("%d kill -9 cycles (%d killed before Open returned), %d acknowledged writes checked, %d keys at the end, in %v",
 		cycles, beforeOpen, acked, len(state), time.Since(start).Round(time.Millisecond))
+	if acked == 0 {
+		t.Errorf("no kill came after an acknowledged write, so no cycle checked that one survives")
+	}
 }
 
-// runKillChild starts a child writing to dir, kills it with SIGKILL after
-// delay (counted from its report that Open starts, when fromOpen) and
-// returns every line it reported.
+// runKillChild starts a child writing to dir, kills it with SIGKILL delay
+// after its report that Open starts (fromOpen) or returned, and returns
+// every line it reported.
 func runKillChild(t *testing.T, dir string, seed uint64, sync string, delay time.Duration, fromOpen bool) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
@@ -202,22 +207,27 @@ func runKillChild(t *testing.T, dir string, seed uint64, sync string, delay time
 	}
 	var lines []string
 	read := make(chan struct{})
-	opening := make(chan struct{})
+	opening, opened := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(read)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if sc.Text() == "R" {
+			switch sc.Text() {
+			case "R":
 				close(opening)
+			case "O":
+				close(opened)
 			}
 			lines = append(lines, sc.Text())
 		}
 	}()
+	from := opened
 	if fromOpen {
-		select {
-		case <-opening:
-		case <-read:
-		}
+		from = opening
+	}
+	select {
+	case <-from:
+	case <-read:
 	}
 	time.Sleep(delay)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

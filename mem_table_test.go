@@ -15,11 +15,7 @@ import (
 // any number of flushes and still reads its own values, and once it closes
 // later rotations reuse released arenas.
 func TestMemtableRecycling(t *testing.T) {
-	db, err := Open("/db", &Options{FS: vfs.NewMem(), MemTableSize: 32 << 10, Sync: SyncNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTestDB(t, "/db", &Options{FS: vfs.NewMem(), MemTableSize: 32 << 10, Sync: SyncNone})
 	value := func(round, i int) []byte {
 		return []byte(fmt.Sprintf("round %d value %d %s", round, i, bytes.Repeat([]byte{'v'}, 40)))
 	}
@@ -90,10 +86,7 @@ func TestMemtableRecycling(t *testing.T) {
 // the memtable it reads (whose arena lives outside the Go heap) must stay
 // mapped until the iterator closes, then be freed.
 func TestIteratorOutlivesClose(t *testing.T) {
-	db, err := Open("/db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20, Sync: SyncNone, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20, Sync: SyncNone, Logger: slog.New(slog.DiscardHandler)})
 	for i := range 1000 {
 		if err := db.Set([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%04d", i)), nil); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/compaction"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // dbMetrics are the DB's own counters; each DB has its own, never global.
@@ -20,6 +21,7 @@ type dbMetrics struct {
 	compactRead, compactWritten   atomic.Int64
 	stalls, stallNanos, slowdowns atomic.Int64
 	backgroundErrors              atomic.Int64
+	noSpaceRetries, noSpaceWrites atomic.Int64
 	openIters                     atomic.Int64
 }
 
@@ -77,6 +79,18 @@ type Metrics struct {
 		// Negatives are table reads the filter avoided.
 		Negatives, Positives int64
 	}
+	Disk struct {
+		// Free and Total are the bytes of the filesystem that holds the
+		// DB; both 0 when the FS cannot tell (see vfs.DiskUsager).
+		Free, Total uint64
+		// NoSpaceRetries counts flushes and compactions that failed for
+		// lack of space and were retried; NoSpaceWrites the writes
+		// refused with ErrNoSpace.
+		NoSpaceRetries, NoSpaceWrites int64
+		// WritesRefused says why writes fail now, or may fail at the
+		// next write; empty when nothing stands in their way.
+		WritesRefused string
+	}
 	Snapshots        int
 	Iterators        int64
 	BackgroundErrors int64
@@ -112,6 +126,14 @@ func (db *DB) Metrics() *Metrics {
 	m.Compaction.Running = db.mu.compacting
 	m.Snapshots = db.mu.snapshots.count()
 	m.ReadOnly = db.mu.bgErr != nil
+	switch {
+	case db.mu.bgErr != nil:
+		m.Disk.WritesRefused = db.mu.bgErr.Error() + " (call Resume)"
+	case db.mu.walFailed != nil:
+		m.Disk.WritesRefused = "disk full: the last WAL write failed; the next write retries"
+	case db.mu.flushNoSpace != nil:
+		m.Disk.WritesRefused = "disk full: flushes fail and are retried; writes are refused once memtables pile up"
+	}
 	v := db.rs.Load().version
 	scores := compaction.Scores(v, db.compactionConfig())
 	for level := range m.Levels {
@@ -130,6 +152,8 @@ func (db *DB) Metrics() *Metrics {
 	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
 	m.Iterators = db.m.openIters.Load()
 	m.BackgroundErrors = db.m.backgroundErrors.Load()
+	m.Disk.Free, m.Disk.Total, _ = vfs.DiskUsage(db.fs, db.dirname)
+	m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites = db.m.noSpaceRetries.Load(), db.m.noSpaceWrites.Load()
 	m.VisibleSeq = db.visibleSeq.Load()
 	return m
 }
@@ -157,6 +181,12 @@ func (m *Metrics) String() string {
 		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)
 	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
 		m.Snapshots, m.Iterators, m.BackgroundErrors, m.ReadOnly)
+	fmt.Fprintf(&b, "disk: %s free of %s; no-space retries: %d, writes refused: %d",
+		humanBytes(int64(m.Disk.Free)), humanBytes(int64(m.Disk.Total)), m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites)
+	if m.Disk.WritesRefused != "" {
+		fmt.Fprintf(&b, " (now: %s)", m.Disk.WritesRefused)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

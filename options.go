@@ -41,9 +41,14 @@ const (
 )
 
 // String names the algorithm.
-func (c Compression) String() string { return c.internal().String() }
+func (c Compression) String() string { return c.sstableCompression().String() }
 
-func (c Compression) internal() sstable.Compression {
+// sstableCompression is the one mapping from the public enum to the type
+// byte tables store (internal/sstable, doc/format.md). The numberings
+// differ on purpose: the public one starts at Snappy so that the zero
+// Options means the default, the stored one is fixed by the file format.
+// A value outside the declared ones means the default, as zero does.
+func (c Compression) sstableCompression() sstable.Compression {
 	switch c {
 	case NoCompression:
 		return sstable.NoCompression
@@ -163,6 +168,17 @@ type Options struct {
 	// fail (and investigate with lsmgo check) than lose them. A torn tail
 	// (damage that nothing intact follows) is recovered either way.
 	StrictWALRecovery bool
+	// DiskReserve is the free space, in bytes, below which writes are
+	// refused with ErrNoSpace (they succeed again once space is freed).
+	// It keeps the WAL from filling the disk to the last byte, so that the
+	// work that turns memtables into tables and frees the WALs (a flush,
+	// a manifest, the new WAL of the next Open) still finds room; flushes
+	// and compactions may use it. The default is two memtables, capped at
+	// a sixteenth of the filesystem so a small one stays usable: 64 MiB
+	// with the default memtable size on any filesystem of 1 GiB or more.
+	// Negative disables it. It needs an FS that reports its free space
+	// (vfs.DiskUsager; the OS filesystem on Linux, macOS and FreeBSD does).
+	DiskReserve int64
 }
 
 // WriteOptions adjusts a single write.

@@ -1,6 +1,7 @@
 package lsmgo
 
 import (
+	"sort"
 	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
@@ -134,17 +135,11 @@ func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte,
 // findFile returns the file of a sorted, non-overlapping level whose range
 // holds key, or nil.
 func findFile(files []*manifest.FileMetadata, key []byte) *manifest.FileMetadata {
-	lo, hi := 0, len(files)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if base.CompareUser(files[mid].Largest.UserKey, key) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if lo < len(files) && base.CompareUser(files[lo].Smallest.UserKey, key) <= 0 {
-		return files[lo]
+	i := sort.Search(len(files), func(i int) bool {
+		return base.CompareUser(files[i].Largest.UserKey, key) >= 0
+	})
+	if i < len(files) && base.CompareUser(files[i].Smallest.UserKey, key) <= 0 {
+		return files[i]
 	}
 	return nil
 }

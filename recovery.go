@@ -10,7 +10,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -34,137 +34,271 @@ func (db *DB) recover(names []string) error {
 	if errs := missingManifestFiles(db.fs, db.dirname, db.vs, names); len(errs) > 0 {
 		return errs[0]
 	}
+	logs := logsToReplay(db.vs, names)
+	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), mt: memtable.New(db.opts.MemTableSize)}
+	err := r.replay(logs)
+	if err != nil {
+		db.removeTables(r.metas)
+	}
+	var log walFile
+	if err == nil {
+		log, err = db.commitRecovery(r.metas, r.maxSeq)
+	}
+	if retryable(err) {
+		return db.recoverInMemory(logs, err)
+	}
+	if err != nil {
+		return err
+	}
+	for _, num := range logs {
+		db.removeFile(base.FileTypeLog, num)
+	}
+	r.reportDropped()
+	db.resumeWrites(log, r.maxSeq, nil)
+	return nil
+}
+
+// recoverInMemory is recovery on a disk too full to flush the replayed
+// WALs (flushErr says why): it replays each WAL into a memtable of its
+// own and serves with them queued for flush, as if they had been rotated
+// just before a crash. The WALs stay until their memtables are flushed,
+// which the flush loop retries until space is back; the manifest is not
+// touched. Each WAL has its own memtable so that the flush of one retires
+// exactly its WAL, as in normal operation.
+//
+// A WAL whose replay ended early is cut where the replay stopped: writes
+// after Open go to a newer WAL, and a damaged tail followed by records in
+// a newer WAL is what the next Open must refuse.
+func (db *DB) recoverInMemory(logs []base.FileNum, flushErr error) error {
+	db.opts.Logger.Warn("lsmgo: disk full at Open; serving the WALs' writes from memory until they can be flushed",
+		"dir", db.dirname, "err", flushErr)
+	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), inMemory: true}
+	if err := r.replay(logs); err != nil {
+		return err
+	}
+	if r.stop != nil {
+		if err := cutWAL(db.fs, r.stop.file, r.stop.off); err != nil {
+			return fmt.Errorf("lsmgo: disk full (%v), and the damaged end of WAL %s cannot be cut: %w", flushErr, r.stop.file, err)
+		}
+	}
+	newLog := db.vs.NewFileNum()
+	log, err := db.wal.create(newLog)
+	if err != nil {
+		return err
+	}
+	r.reportDropped()
+	db.resumeWrites(log, r.maxSeq, r.mems)
+	return nil
+}
+
+// cutWAL truncates WAL file name to size and syncs it.
+func cutWAL(fs vfs.FS, name string, size int64) error {
+	if err := vfs.Truncate(fs, name, size); err != nil {
+		return err
+	}
+	f, err := fs.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// logsToReplay marks every file number in the directory listing names as
+// used, so no new file takes one, and returns the WALs at or after the
+// manifest's log number, oldest first: those hold the writes no table does.
+func logsToReplay(vs *manifest.VersionSet, names []string) []base.FileNum {
 	var logs []base.FileNum
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
 		if !ok {
 			continue
 		}
-		db.vs.MarkFileNumUsed(num)
-		if t == base.FileTypeLog && num >= db.vs.LogNum() {
+		vs.MarkFileNumUsed(num)
+		if t == base.FileTypeLog && num >= vs.LogNum() {
 			logs = append(logs, num)
 		}
 	}
 	slices.Sort(logs)
+	return logs
+}
 
-	maxSeq := db.vs.LastSeq()
-	mt := memtable.New(db.opts.MemTableSize)
-	var metas []*manifest.FileMetadata
-	flush := func() error {
-		if mt.Empty() {
-			return nil
+// walReplay is one recovery's replay of WAL files into memtables, each
+// flushed to an L0 table as it fills.
+type walReplay struct {
+	db *DB
+	mt *memtable.Memtable
+	// metas are the tables written so far; recovery removes them if it
+	// fails before an edit names them.
+	metas []*manifest.FileMetadata
+	// maxSeq is the largest sequence number replayed (or the manifest's).
+	maxSeq base.SeqNum
+	// stop is where replay ended early: a torn tail or, unless
+	// StrictWALRecovery, the first damaged record. Older WALs were synced
+	// before a newer one was created (walWriter.rotate), so only the last
+	// WAL that holds records may end early; WALs after it can only be
+	// ones an interrupted Open created, which hold nothing.
+	stop *walStop
+	// ends lists every WAL whose replay ended early, for the warnings.
+	ends []walStop
+	// inMemory replays each WAL into a memtable of its own, collected in
+	// mems, and never writes a table (recoverInMemory).
+	inMemory bool
+	mems     []*memTable
+}
+
+// replay replays the WAL files logs in order and flushes what remains in
+// the memtable.
+func (r *walReplay) replay(logs []base.FileNum) error {
+	for _, num := range logs {
+		if err := r.replayFile(num); err != nil {
+			return err
 		}
-		out, err := db.writeTables(mt.NewIter(), nil, false, nil)
+	}
+	if r.inMemory {
+		return nil
+	}
+	return r.flush()
+}
+
+// replayFile applies the records of WAL file num, up to a torn tail or
+// (unless StrictWALRecovery) a damaged record, which it records in r.ends.
+func (r *walReplay) replayFile(num base.FileNum) error {
+	db := r.db
+	if r.inMemory {
+		r.mt = memtable.New(db.opts.MemTableSize)
+		defer r.keepMemtable(num)
+	}
+	name := db.path(base.MakeFilename(base.FileTypeLog, num))
+	f, err := db.fs.Open(name)
+	if err != nil {
+		return fmt.Errorf("lsmgo: open WAL: %w", err)
+	}
+	defer f.Close()
+	lr := record.NewReader(f, name)
+	var end *walStop
+	for {
+		rec, err := lr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil && r.stop == nil && !db.opts.StrictWALRecovery {
+			if off, ok := lr.Damage(); ok {
+				end = &walStop{file: name, off: off, err: err, damaged: true}
+				break
+			}
+		}
+		if r.stop != nil && (err == nil || errors.Is(err, ErrCorruption)) {
+			// Records (or damage, which proves records) follow where an
+			// earlier WAL ended early.
+			return r.stop.err
+		}
 		if err != nil {
 			return err
 		}
-		metas = append(metas, out...)
-		mt = memtable.New(db.opts.MemTableSize)
+		if err := r.apply(name, lr.Offset(), rec); err != nil {
+			return err
+		}
+	}
+	if off, ok := lr.TornTail(); ok {
+		end = &walStop{file: name, off: off, err: base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")}
+	}
+	if end == nil {
 		return nil
 	}
-	fail := func(err error) error {
-		db.removeTables(metas)
-		return err
-	}
-	// stop is where replay ended early: a torn tail or, unless
-	// StrictWALRecovery, the first damaged record. Older WALs were synced
-	// before a newer one was created (rotateMemtableLocked), so only the
-	// last WAL that holds records may end early; WALs after it can only be
-	// ones an interrupted Open created, which hold nothing.
-	var stop *walStop
-	var ends []walStop
-	for _, num := range logs {
-		name := db.path(base.MakeFilename(base.FileTypeLog, num))
-		f, err := db.fs.Open(name)
-		if err != nil {
-			return fail(fmt.Errorf("lsmgo: open WAL: %w", err))
-		}
-		r := wal.NewReader(f, name)
-		var end *walStop
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil && stop == nil && !db.opts.StrictWALRecovery {
-				if off, ok := r.Damage(); ok {
-					end = &walStop{file: name, off: off, err: err, damaged: true}
-					break
-				}
-			}
-			if stop != nil && (err == nil || errors.Is(err, ErrCorruption)) {
-				// Records (or damage, which proves records) follow
-				// where an earlier WAL ended early.
-				f.Close()
-				return fail(stop.err)
-			}
-			if err != nil {
-				f.Close()
-				return fail(err)
-			}
-			seq, count, err := checkBatch(rec)
-			if err != nil {
-				f.Close()
-				return fail(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
-			}
-			if need := memSizeEstimate(rec); mt.Size()+need > mt.Capacity() {
-				if err := flush(); err != nil {
-					f.Close()
-					return fail(err)
-				}
-				if need > mt.Capacity() {
-					mt = memtable.New(2 * need)
-				}
-			}
-			if err := applyBatch(mt, rec); err != nil {
-				f.Close()
-				return fail(base.Corruptf(name, r.Offset(), "WAL record: %v", err))
-			}
-			if last := seq + base.SeqNum(count) - 1; count > 0 && last > maxSeq {
-				maxSeq = last
-			}
-		}
-		if off, ok := r.TornTail(); ok {
-			end = &walStop{file: name, off: off, err: base.Corruptf(name, off, "damaged records in a WAL followed by a newer WAL")}
-		}
-		if end != nil {
-			dataEnd, err := nonZeroEnd(f)
-			if err != nil {
-				f.Close()
-				return fail(fmt.Errorf("lsmgo: read WAL %s: %w", name, err))
-			}
-			end.dropped = max(dataEnd-end.off, 0)
-			ends = append(ends, *end)
-			if stop == nil {
-				stop = end
-			}
-		}
-		f.Close()
-	}
-	if err := flush(); err != nil {
-		return fail(err)
-	}
-
-	newLog := db.vs.NewFileNum()
-	log, err := db.createWAL(newLog)
+	dataEnd, err := nonZeroEnd(f)
 	if err != nil {
-		return fail(err)
+		return fmt.Errorf("lsmgo: read WAL %s: %w", name, err)
 	}
-	edit := &manifest.VersionEdit{LogNum: newLog, LastSeq: maxSeq}
-	for _, f := range metas {
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
+	end.dropped = max(dataEnd-end.off, 0)
+	r.ends = append(r.ends, *end)
+	if r.stop == nil {
+		r.stop = end
 	}
-	if err := db.vs.LogAndApply(edit); err != nil {
-		// The edit may have reached the manifest even though this failed
-		// (say, only its fsync did), and it names the tables: they stay
-		// for the next Open, which removes them if nothing names them.
-		log.file.Close()
+	return nil
+}
+
+// apply checks the WAL record rec, read at offset off of WAL file name, as
+// a batch and inserts it into the memtable, flushing the memtable first
+// when the batch does not fit.
+func (r *walReplay) apply(name string, off int64, rec []byte) error {
+	seq, count, err := checkBatch(rec)
+	if err != nil {
+		return walRecordError(name, off, err)
+	}
+	if need := memSizeEstimate(rec); r.mt.Size()+need > r.mt.Capacity() {
+		if r.inMemory {
+			if err := r.grow(need); err != nil {
+				return err
+			}
+		} else {
+			if err := r.flush(); err != nil {
+				return err
+			}
+			if need > r.mt.Capacity() {
+				r.mt = memtable.New(2 * need)
+			}
+		}
+	}
+	if err := applyBatch(r.mt, rec); err != nil {
+		return base.Corruptf(name, off, "WAL record: %v", err)
+	}
+	if last := seq + base.SeqNum(count) - 1; count > 0 && last > r.maxSeq {
+		r.maxSeq = last
+	}
+	return nil
+}
+
+// flush writes the memtable, if it holds anything, to L0 tables and starts
+// an empty one.
+func (r *walReplay) flush() error {
+	if r.mt.Empty() {
+		return nil
+	}
+	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil)
+	if err != nil {
 		return err
 	}
-	for _, num := range logs {
-		db.removeFile(base.FileTypeLog, num)
+	r.metas = append(r.metas, out...)
+	r.mt = memtable.New(r.db.opts.MemTableSize)
+	return nil
+}
+
+// grow replaces the memtable with one twice as large plus need, holding
+// the same entries: in memory, one WAL must stay one memtable.
+func (r *walReplay) grow(need int) error {
+	mt := memtable.New(2*r.mt.Capacity() + need)
+	it := r.mt.NewIter()
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := mt.Add(it.Key(), it.Value()); err != nil {
+			return err
+		}
 	}
-	for _, e := range ends {
+	r.mt = mt
+	return nil
+}
+
+// keepMemtable queues the memtable WAL num was replayed into, unless the
+// WAL held nothing.
+func (r *walReplay) keepMemtable(num base.FileNum) {
+	if r.mt.Empty() {
+		return
+	}
+	m := &memTable{mt: r.mt, logNum: num, maxSeq: r.maxSeq}
+	m.reserved = m.mt.Capacity()
+	m.refs.Store(1)
+	r.mems = append(r.mems, m)
+}
+
+// reportDropped counts the bytes each WAL's early end dropped and warns
+// about each, once recovery has committed.
+func (r *walReplay) reportDropped() {
+	db := r.db
+	for _, e := range r.ends {
 		db.m.walRecoveryDropped.Add(e.dropped)
 		if e.damaged {
 			db.opts.Logger.Warn("lsmgo: WAL damaged; recovered the records before the damage and dropped the rest "+
@@ -176,15 +310,53 @@ func (db *DB) recover(names []string) error {
 				"file", e.file, "offset", e.off, "dropped_bytes", e.dropped)
 		}
 	}
+}
 
+// commitRecovery creates the WAL that writes after Open go to and logs the
+// version edit that adds the replayed tables metas at L0, names that WAL
+// (so the replayed ones are no longer needed) and records maxSeq. When it
+// fails before the edit is logged it removes metas.
+func (db *DB) commitRecovery(metas []*manifest.FileMetadata, maxSeq base.SeqNum) (walFile, error) {
+	newLog := db.vs.NewFileNum()
+	log, err := db.wal.create(newLog)
+	if err != nil {
+		db.removeTables(metas)
+		return walFile{}, err
+	}
+	edit := &manifest.VersionEdit{LogNum: newLog, LastSeq: maxSeq}
+	for _, f := range metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
+	}
+	if err := db.logAndApply(edit, metas); err != nil {
+		// The edit may have reached the manifest even though this failed
+		// (say, only its fsync did), and it names the tables: unless it
+		// certainly did not, they stay for the next Open, which removes
+		// them if nothing names them.
+		log.file.Close()
+		db.removeFile(base.FileTypeLog, newLog)
+		return walFile{}, err
+	}
+	return log, nil
+}
+
+// resumeWrites makes the recovered DB ready for writes: log becomes the
+// current WAL, and sequence numbers continue after maxSeq in a fresh
+// memtable. imm are replayed memtables still to be flushed, oldest first.
+func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum, imm []*memTable) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	db.mu.log = log
+	// No syncer runs yet, and the WAL has no file to sync or close.
+	db.wal.cur = log
 	db.mu.nextSeq = maxSeq + 1
 	db.visibleSeq.Store(uint64(maxSeq + 1))
-	db.mu.mem = db.newMemTable(newLog, 0)
+	for _, m := range imm {
+		db.mu.nextMemID++
+		m.id = db.mu.nextMemID
+	}
+	db.mu.imm = imm
+	db.mu.mem = db.newMemTable(log.num, 0)
 	db.updateReadStateLocked()
-	return nil
+	db.maybeScheduleFlushLocked()
 }
 
 // walStop is where the replay of a WAL ended before the end of the file.
@@ -204,18 +376,8 @@ type walStop struct {
 // checkBatch validates a WAL record as a batch before any of it is applied,
 // so a damaged record never half-applies.
 func checkBatch(rec []byte) (seq base.SeqNum, count uint32, err error) {
-	r, err := batchrepr.NewReader(rec)
-	if err != nil {
+	if err := checkWALBatch(rec); err != nil {
 		return 0, 0, err
-	}
-	for {
-		_, _, _, ok, err := r.Next()
-		if err != nil {
-			return 0, 0, err
-		}
-		if !ok {
-			break
-		}
 	}
 	seq, count = batchrepr.Seq(rec), batchrepr.Count(rec)
 	if seq == 0 || seq+base.SeqNum(count) > base.SeqNumMax {
@@ -235,7 +397,7 @@ func (db *DB) removeObsoleteFiles() {
 	}
 	live := db.vs.LiveFiles()
 	db.mu.Lock()
-	curLog := db.mu.log.num
+	curLog := db.wal.cur.num
 	db.mu.Unlock()
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
@@ -244,7 +406,7 @@ func (db *DB) removeObsoleteFiles() {
 		}
 		switch {
 		case t == base.FileTypeTable && !live[num],
-			t == base.FileTypeLog && num != curLog,
+			t == base.FileTypeLog && num < db.vs.LogNum() && num != curLog,
 			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
 			t == base.FileTypeTemp:
 			db.removeFile(t, num)

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 	"github.com/lsmgo-dev/lsmgo/vfs/errorfs"
 )
@@ -239,7 +239,7 @@ func runPIT(t *testing.T, seed uint64, mode SyncMode, tally *pitTally) bool {
 				n := 8 + rng.IntN(200)
 				switch r := rng.IntN(100); {
 				case r < 2:
-					n = wal.BlockSize + rng.IntN(wal.BlockSize)
+					n = record.BlockSize + rng.IntN(record.BlockSize)
 				case r < 15:
 					n = 2000 + rng.IntN(6000)
 				}
@@ -501,10 +501,7 @@ func newDamagedWAL(t *testing.T) *damagedWAL {
 	opts := durOptions(mem, SyncAlways)
 	// Big enough that every batch stays in the WAL.
 	opts.MemTableSize = 1 << 20
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", opts)
 	for i := range pitFixtureBatches {
 		b := db.NewBatch()
 		b.Set([]byte(pitFixtureKey(i)), pitFixtureValue(i))
@@ -529,7 +526,7 @@ func newDamagedWAL(t *testing.T) *damagedWAL {
 	data := readAllFile(t, mem, d.wal)
 	// The size of the records: zeros written ahead of them follow.
 	d.size = int64(len(bytes.TrimRight(data, "\x00")))
-	r := wal.NewReader(bytes.NewReader(data), d.wal)
+	r := record.NewReader(bytes.NewReader(data), d.wal)
 	for {
 		if _, err := r.Next(); err == io.EOF {
 			break
@@ -569,10 +566,7 @@ func writeFile(t testing.TB, fs vfs.FS, name string, data []byte) {
 // n batches plus extra.
 func checkFixtureState(t *testing.T, fs vfs.FS, n int, extra map[string][]byte) {
 	t.Helper()
-	db, err := Open("/db", durOptions(fs, SyncAlways))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", durOptions(fs, SyncAlways))
 	got, err := readPIT(db)
 	if cerr := db.Close(); err == nil {
 		err = cerr
@@ -634,10 +628,7 @@ func TestRecoveryDamagedWAL(t *testing.T) {
 	logs := &logCapture{}
 	opts := durOptions(d.damaged, SyncAlways)
 	opts.Logger = slog.New(logs)
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", opts)
 	wantDropped := d.size - d.starts[d.hit]
 	if got := db.Metrics().WAL.RecoveryDroppedBytes; got != wantDropped {
 		t.Errorf("Metrics().WAL.RecoveryDroppedBytes = %d, want %d", got, wantDropped)

@@ -8,8 +8,10 @@ import (
 )
 
 // Snapshot is a consistent, read-only view of the DB at the moment it was
-// taken. Compaction keeps every version a live snapshot can see, so close
-// snapshots when done with them.
+// taken, and a Reader. Compaction keeps every version a live snapshot can
+// see, so close snapshots when done with them. A snapshot is cheap to
+// hold; for a burst of reads closed at once, a View is cheaper to take
+// and read through (the package documentation compares them).
 type Snapshot struct {
 	db     *DB
 	seq    base.SeqNum

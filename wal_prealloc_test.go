@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -20,10 +20,7 @@ import (
 func TestWALZeroedTail(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := &Options{FS: mem, MemTableSize: 64 << 10, Logger: slog.New(slog.DiscardHandler)}
-	db, err := Open("/db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, "/db", opts)
 	const keys = 50
 	for i := range keys {
 		if err := db.Set([]byte(fmt.Sprintf("k%02d", i)), []byte(fmt.Sprintf("v%02d", i)), nil); err != nil {
@@ -77,7 +74,7 @@ func TestWALZeroedTail(t *testing.T) {
 // recordsEnd returns where the last intact record of a WAL ends.
 func recordsEnd(t *testing.T, data []byte) int64 {
 	t.Helper()
-	r := wal.NewReader(bytes.NewReader(data), "wal")
+	r := record.NewReader(bytes.NewReader(data), "wal")
 	var end int64
 	for {
 		rec, err := r.Next()
@@ -87,7 +84,7 @@ func recordsEnd(t *testing.T, data []byte) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		end = r.Offset() + wal.HeaderSize + int64(len(rec))
+		end = r.Offset() + record.HeaderSize + int64(len(rec))
 	}
 }
 

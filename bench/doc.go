@@ -1,4 +1,4 @@
-// Package bench owns the measuring modes of lsmgo-bench (cmd/bench).
+// Package bench owns the measuring modes of lsmgo-bench (bench/cmd/lsmgo-bench).
 //
 // The engine mode runs db_bench-style workloads against lsmgo and its
 // peers (Pebble, Badger, bbolt, goleveldb, and RocksDB through its

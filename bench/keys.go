@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-
-	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
 
 // minKeySize is the smallest key that holds the 8-byte key number.
@@ -155,7 +153,7 @@ func (z *zipf) rank(rng *rand.Rand) uint64 {
 }
 
 // newRand returns a generator whose stream is fixed by seed.
-func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, base.Mix64(seed))) }
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, scramble(seed))) }
 
 // keyChooser picks key indexes in [0, n) for one thread.
 type keyChooser struct {
@@ -170,7 +168,7 @@ func (c *keyChooser) next() uint64 {
 	case Zipfian:
 		// Scatter ranks so the hot keys are not neighbours (which would
 		// make them share blocks and flatter every engine's cache).
-		return base.Mix64(c.z.rank(c.rng)) % c.n
+		return scramble(c.z.rank(c.rng)) % c.n
 	case Latest:
 		return c.n - 1 - c.z.rank(c.rng)
 	}
@@ -190,4 +188,18 @@ func permutation(n uint64, seed uint64) []uint32 {
 		p[i], p[j] = p[j], p[i]
 	}
 	return p
+}
+
+// scramble is the splitmix64 finalizer: a bijection that spreads
+// neighbouring ranks over the whole range. The engine has the same function
+// (internal/base.Mix64, part of its bloom filter format), but this module
+// may use only the engine's public API, and a hash is not something the
+// engine's API should offer; so the bench keeps its own copy.
+func scramble(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/lsmgo-dev/lsmgo"
 )
 
 func init() {
@@ -24,25 +22,25 @@ func init() {
 		spec{name: "type", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Determines the type of value stored at a key.", run: cmdType},
 		spec{name: "rename", arity: 3, flags: w, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
-			summary: "Renames a key and overwrites the destination.", run: cmdRename},
+			summary: "Renames a key and overwrites the destination.", run: rename(false)},
 		spec{name: "renamenx", arity: 3, flags: wf, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
-			summary: "Renames a key only when the target key name doesn't exist.", run: cmdRename},
+			summary: "Renames a key only when the target key name doesn't exist.", run: rename(true)},
 		spec{name: "expire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Sets the expiration time of a key in seconds.", run: cmdExpire},
+			summary: "Sets the expiration time of a key in seconds.", run: expire(inSeconds)},
 		spec{name: "pexpire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Sets the expiration time of a key in milliseconds.", run: cmdExpire},
+			summary: "Sets the expiration time of a key in milliseconds.", run: expire(inMillis)},
 		spec{name: "expireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.2.0",
-			summary: "Sets the expiration time of a key to a Unix timestamp.", run: cmdExpire},
+			summary: "Sets the expiration time of a key to a Unix timestamp.", run: expire(atSeconds)},
 		spec{name: "pexpireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.", run: cmdExpire},
+			summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.", run: expire(atMillis)},
 		spec{name: "ttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Returns the expiration time in seconds of a key.", run: cmdTTL},
+			summary: "Returns the expiration time in seconds of a key.", run: ttl(inSeconds)},
 		spec{name: "pttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Returns the expiration time in milliseconds of a key.", run: cmdTTL},
+			summary: "Returns the expiration time in milliseconds of a key.", run: ttl(inMillis)},
 		spec{name: "expiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix timestamp.", run: cmdTTL},
+			summary: "Returns the expiration time of a key as a Unix timestamp.", run: ttl(atSeconds)},
 		spec{name: "pexpiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", run: cmdTTL},
+			summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", run: ttl(atMillis)},
 		spec{name: "persist", arity: 2, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.2.0",
 			summary: "Removes the expiration time of a key.", run: cmdPersist},
 		spec{name: "keys", arity: 2, flags: flagReadonly, group: g, since: "1.0.0",
@@ -79,7 +77,7 @@ func distinct(keys [][]byte, fn func(key []byte)) {
 
 // cmdDel implements DEL and UNLINK, which are the same here: deleting is
 // one tombstone per key whatever the value's size.
-func cmdDel(c *conn, args [][]byte) {
+func cmdDel(c *conn, _ *command, args [][]byte) {
 	held := c.lock(args[1:], 1)
 	defer c.unlock(held)
 	var n int64
@@ -87,10 +85,10 @@ func cmdDel(c *conn, args [][]byte) {
 	distinct(args[1:], func(key []byte) {
 		var exists bool
 		if err == nil {
-			exists, err = c.s.ks.exists(&c.scratch, key)
+			exists, err = c.s.ks.exists(c.reader(), &c.scratch, key)
 		}
 		if exists {
-			deleteKey(c.batch, &c.scratch, key)
+			c.s.ks.deleteKey(c.batch, &c.scratch, key)
 			n++
 		}
 	})
@@ -105,10 +103,10 @@ func cmdDel(c *conn, args [][]byte) {
 	c.wr.Int(n)
 }
 
-func cmdExists(c *conn, args [][]byte) {
+func cmdExists(c *conn, _ *command, args [][]byte) {
 	var n int64
 	for _, key := range args[1:] {
-		exists, err := c.s.ks.exists(&c.scratch, key)
+		exists, err := c.s.ks.exists(c.reader(), &c.scratch, key)
 		if err != nil {
 			c.replyErr(err)
 			return
@@ -120,170 +118,172 @@ func cmdExists(c *conn, args [][]byte) {
 	c.wr.Int(n)
 }
 
-func cmdType(c *conn, args [][]byte) {
-	_, exists, ok := c.get(args[1])
-	switch {
-	case !ok:
-	case exists:
-		c.wr.SimpleString("string")
-	default:
-		c.wr.SimpleString("none")
+func cmdType(c *conn, _ *command, args [][]byte) {
+	name, err := c.s.ks.typeOf(c.reader(), &c.scratch, args[1])
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
+	c.wr.SimpleString(name)
 }
 
-// cmdRename implements RENAME and RENAMENX; the value keeps its expiry.
-func cmdRename(c *conn, args [][]byte) {
-	nx := is(args[0], "RENAMENX")
-	src, dst := args[1], args[2]
-	held := c.lock(args[1:3], 1)
-	defer c.unlock(held)
-	v, exists, ok := c.get(src)
-	if !ok {
-		return
-	}
-	if !exists {
-		c.fail(msgNoSuchKey)
-		return
-	}
-	if bytes.Equal(src, dst) {
+// rename returns the handler of RENAME, or of RENAMENX when nx; the value
+// keeps its expiry.
+func rename(nx bool) handler {
+	return func(c *conn, _ *command, args [][]byte) {
+		src, dst := args[1], args[2]
+		held := c.lock(args[1:3], 1)
+		defer c.unlock(held)
+		v, exists, ok := c.get(src)
+		if !ok {
+			return
+		}
+		if !exists {
+			c.fail(msgNoSuchKey)
+			return
+		}
+		if bytes.Equal(src, dst) {
+			if nx {
+				c.wr.Int(0)
+			} else {
+				c.ok()
+			}
+			return
+		}
 		if nx {
-			c.wr.Int(0)
+			taken, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
+			if err != nil {
+				c.replyErr(err)
+				return
+			}
+			if taken {
+				c.wr.Int(0)
+				return
+			}
+		}
+		c.s.ks.deleteKey(c.batch, &c.scratch, src)
+		if !c.put(dst, v) {
+			return
+		}
+		if nx {
+			c.wr.Int(1)
 		} else {
 			c.ok()
 		}
-		return
 	}
-	if nx {
-		taken, err := c.s.ks.exists(&c.scratch, dst)
-		if err != nil {
-			c.replyErr(err)
+}
+
+// expire returns the handler of EXPIRE (u inSeconds), PEXPIRE (inMillis),
+// EXPIREAT (atSeconds) or PEXPIREAT (atMillis), with the NX/XX/GT/LT
+// conditions of Redis 7. A time not in the future deletes the key. The
+// value is rewritten with the new expiry under the key's lock, so no
+// concurrent write is lost.
+func expire(u timeArg) handler {
+	return func(c *conn, cmd *command, args [][]byte) {
+		var nx, xx, gt, lt bool
+		for _, a := range args[3:] {
+			switch {
+			case is(a, "NX"):
+				nx = true
+			case is(a, "XX"):
+				xx = true
+			case is(a, "GT"):
+				gt = true
+			case is(a, "LT"):
+				lt = true
+			default:
+				c.fail("ERR Unsupported option " + string(a))
+				return
+			}
+		}
+		if nx && (xx || gt || lt) {
+			c.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
 			return
 		}
-		if taken {
+		if gt && lt {
+			c.fail("ERR GT and LT options at the same time are not compatible")
+			return
+		}
+		when, ok := parseInt(args[2])
+		if !ok {
+			c.fail(msgNotInteger)
+			return
+		}
+		if u.seconds {
+			if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+				c.fail(invalidExpire(cmd))
+				return
+			}
+			when *= 1000
+		}
+		now := time.Now().UnixMilli()
+		if u.relative {
+			if when > math.MaxInt64-now {
+				c.fail(invalidExpire(cmd))
+				return
+			}
+			when += now
+		}
+		held := c.lock(args[1:2], 1)
+		defer c.unlock(held)
+		v, exists, ok := c.get(args[1])
+		if !ok {
+			return
+		}
+		volatile := !v.expireAt.IsZero()
+		cur := v.expireAt.UnixMilli()
+		if !exists || nx && volatile || xx && !volatile ||
+			gt && (!volatile || when <= cur) || lt && volatile && when >= cur {
 			c.wr.Int(0)
 			return
 		}
-	}
-	deleteKey(c.batch, &c.scratch, src)
-	if !c.put(dst, v) {
-		return
-	}
-	if nx {
+		if when <= now {
+			c.s.ks.deleteKey(c.batch, &c.scratch, args[1])
+			if !c.apply() {
+				return
+			}
+		} else {
+			v.expireAt = time.UnixMilli(when)
+			if !c.put(args[1], v) {
+				return
+			}
+		}
 		c.wr.Int(1)
-	} else {
-		c.ok()
 	}
 }
 
-// cmdExpire implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with the
-// NX/XX/GT/LT conditions of Redis 7. A time not in the future deletes
-// the key. The value is rewritten with the new expiry under the key's
-// lock, so no concurrent write is lost.
-func cmdExpire(c *conn, args [][]byte) {
-	cmd := lookup(commands, &c.nameBuf, args[0])
-	seconds := cmd.name == "expire" || cmd.name == "expireat"
-	relative := cmd.name == "expire" || cmd.name == "pexpire"
-	var nx, xx, gt, lt bool
-	for _, a := range args[3:] {
+// ttl returns the handler of TTL (u inSeconds), PTTL (inMillis),
+// EXPIRETIME (atSeconds) or PEXPIRETIME (atMillis): -2 for a missing key,
+// -1 for a key without expiry.
+func ttl(u timeArg) handler {
+	return func(c *conn, _ *command, args [][]byte) {
+		v, exists, ok := c.get(args[1])
 		switch {
-		case is(a, "NX"):
-			nx = true
-		case is(a, "XX"):
-			xx = true
-		case is(a, "GT"):
-			gt = true
-		case is(a, "LT"):
-			lt = true
+		case !ok:
+			return
+		case !exists:
+			c.wr.Int(-2)
+			return
+		case v.expireAt.IsZero():
+			c.wr.Int(-1)
+			return
+		}
+		at := v.expireAt.UnixMilli()
+		left := max(at-time.Now().UnixMilli(), 0)
+		switch u {
+		case inSeconds:
+			c.wr.Int((left + 500) / 1000)
+		case inMillis:
+			c.wr.Int(left)
+		case atSeconds:
+			c.wr.Int(at / 1000)
 		default:
-			c.fail("ERR Unsupported option " + string(a))
-			return
+			c.wr.Int(at)
 		}
-	}
-	if nx && (xx || gt || lt) {
-		c.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
-		return
-	}
-	if gt && lt {
-		c.fail("ERR GT and LT options at the same time are not compatible")
-		return
-	}
-	when, ok := parseInt(args[2])
-	if !ok {
-		c.fail(msgNotInteger)
-		return
-	}
-	if seconds {
-		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
-			c.fail(invalidExpire(cmd))
-			return
-		}
-		when *= 1000
-	}
-	now := time.Now().UnixMilli()
-	if relative {
-		if when > math.MaxInt64-now {
-			c.fail(invalidExpire(cmd))
-			return
-		}
-		when += now
-	}
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
-	}
-	volatile := !v.expireAt.IsZero()
-	cur := v.expireAt.UnixMilli()
-	if !exists || nx && volatile || xx && !volatile ||
-		gt && (!volatile || when <= cur) || lt && volatile && when >= cur {
-		c.wr.Int(0)
-		return
-	}
-	if when <= now {
-		deleteKey(c.batch, &c.scratch, args[1])
-		if !c.apply() {
-			return
-		}
-	} else {
-		v.expireAt = time.UnixMilli(when)
-		if !c.put(args[1], v) {
-			return
-		}
-	}
-	c.wr.Int(1)
-}
-
-// cmdTTL implements TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a
-// missing key, -1 for a key without expiry.
-func cmdTTL(c *conn, args [][]byte) {
-	name := lookup(commands, &c.nameBuf, args[0]).name
-	v, exists, ok := c.get(args[1])
-	switch {
-	case !ok:
-		return
-	case !exists:
-		c.wr.Int(-2)
-		return
-	case v.expireAt.IsZero():
-		c.wr.Int(-1)
-		return
-	}
-	at := v.expireAt.UnixMilli()
-	left := max(at-time.Now().UnixMilli(), 0)
-	switch name {
-	case "ttl":
-		c.wr.Int((left + 500) / 1000)
-	case "pttl":
-		c.wr.Int(left)
-	case "expiretime":
-		c.wr.Int(at / 1000)
-	default:
-		c.wr.Int(at)
 	}
 }
 
-func cmdPersist(c *conn, args [][]byte) {
+func cmdPersist(c *conn, _ *command, args [][]byte) {
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
 	v, exists, ok := c.get(args[1])
@@ -312,7 +312,7 @@ func matchRange(pattern, from []byte) (lower, upper []byte) {
 	return lower, prefixEnd(prefix)
 }
 
-func cmdKeys(c *conn, args [][]byte) {
+func cmdKeys(c *conn, _ *command, args [][]byte) {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
@@ -336,7 +336,7 @@ func cmdKeys(c *conn, args [][]byte) {
 // The cursor names a server-side record of the next key (see
 // cursorTable), so it is exact: every key present for the whole scan is
 // returned exactly once, whatever is written meanwhile.
-func cmdScan(c *conn, args [][]byte) {
+func cmdScan(c *conn, _ *command, args [][]byte) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
 		c.fail("ERR invalid cursor")
@@ -415,58 +415,17 @@ func cmdScan(c *conn, args [][]byte) {
 	}
 }
 
-// cmdRandomKey picks a random position between the first and last keys
-// and returns the key at or after it. Keys that follow large gaps in the
-// key order are picked more often; Redis' own pick is not uniform either.
-func cmdRandomKey(c *conn, _ [][]byte) {
-	it, err := c.s.db.NewIter(&lsmgo.IterOptions{LowerBound: []byte{dataPrefix}, UpperBound: []byte{dataEnd}})
-	if err != nil {
+// cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
+func cmdRandomKey(c *conn, _ *command, _ [][]byte) {
+	key, ok, err := c.s.ks.randomKey()
+	switch {
+	case err != nil:
 		c.replyErr(err)
-		return
-	}
-	defer it.Close()
-	if !it.First() {
-		if err := it.Error(); err != nil {
-			c.replyErr(err)
-			return
-		}
+	case !ok:
 		c.wr.Null()
-		return
+	default:
+		c.wr.Bulk(key)
 	}
-	first := bytes.Clone(it.Key())
-	it.Last()
-	probe := randomBetween(first, it.Key())
-	if !it.SeekGE(probe) {
-		it.First()
-	}
-	if err := it.Error(); err != nil {
-		c.replyErr(err)
-		return
-	}
-	c.wr.Bulk(it.Key()[1:])
-}
-
-// randomBetween returns a random key k with first <= k <= last (given
-// first <= last): their common prefix, then a random byte between theirs,
-// then random bytes.
-func randomBetween(first, last []byte) []byte {
-	n := 0
-	for n < len(first) && n < len(last) && first[n] == last[n] {
-		n++
-	}
-	probe := bytes.Clone(first[:n])
-	if n == len(last) {
-		return probe
-	}
-	lo := 0
-	if n < len(first) {
-		lo = int(first[n])
-	}
-	probe = append(probe, byte(lo+rand.IntN(int(last[n])-lo+1)))
-	for range 8 {
-		probe = append(probe, byte(rand.Uint32()))
-	}
-	return probe
 }
 
 // maxCursors bounds the SCAN positions the server remembers. A client that

@@ -35,28 +35,28 @@ func init() {
 				{name: "list", arity: -2, since: "2.4.0", summary: "Lists open connections.", run: cmdClientList},
 				{name: "info", arity: 2, since: "6.2.0", summary: "Returns information about the connection.", run: cmdClientInfo},
 				{name: "setinfo", arity: 4, since: "7.2.0", summary: "Sets information specific to the client or connection.", run: cmdClientSetInfo},
-				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: helpOnly("client")},
+				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "command", arity: -1, group: srv, since: "2.8.13", summary: "Returns detailed information about all commands.",
 			run: cmdCommandInfo, subs: []spec{
 				{name: "count", arity: 2, since: "2.8.13", summary: "Returns a count of commands.", run: cmdCommandCount},
 				{name: "info", arity: -2, since: "2.8.13", summary: "Returns information about one, multiple or all commands.", run: cmdCommandInfo},
 				{name: "docs", arity: -2, since: "7.0.0", summary: "Returns documentary information about one, multiple or all commands.", run: cmdCommandDocs},
-				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: helpOnly("command")},
+				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "config", arity: -2, group: srv, since: "2.0.0", summary: "A container for server configuration commands.",
 			subs: []spec{
 				{name: "get", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Returns the effective values of configuration parameters.", run: cmdConfigGet},
 				{name: "set", arity: -4, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Sets configuration parameters in-flight.", run: cmdConfigSet},
 				{name: "resetstat", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Resets the server's statistics.", run: cmdConfigResetStat},
-				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: helpOnly("config")},
+				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "slowlog", arity: -2, group: srv, since: "2.2.12", summary: "A container for slow log commands.",
 			subs: []spec{
 				{name: "get", arity: -2, flags: flagAdmin | flagLoading | flagStale, since: "2.2.12", summary: "Returns the slow log's entries.", run: cmdSlowlogGet},
 				{name: "len", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.2.12", summary: "Returns the number of entries in the slow log.", run: cmdSlowlogLen},
 				{name: "reset", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.2.12", summary: "Clears all entries from the slow log.", run: cmdSlowlogReset},
-				{name: "help", arity: 2, since: "6.2.0", summary: "Show helpful text about the different subcommands.", run: helpOnly("slowlog")},
+				{name: "help", arity: 2, since: "6.2.0", summary: "Show helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "info", arity: -1, flags: flagLoading | flagStale, group: srv, since: "1.0.0",
 			summary: "Returns information and statistics about the server.", run: cmdInfo},
@@ -66,44 +66,40 @@ func init() {
 			summary: "Removes all keys from the current database.", run: cmdFlush},
 		spec{name: "flushall", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
 			summary: "Removes all keys from all databases.", run: cmdFlush},
+		spec{name: "lsmgo.resume", arity: 1, flags: flagAdmin | flagLoading | flagStale, group: srv, since: "1.0.0",
+			summary: "Makes a read-only engine accept writes again after a failed fsync (lsmgo's DB.Resume).", run: cmdResume},
 		spec{name: "time", arity: 1, flags: flagLoading | flagStale | fast, group: srv, since: "2.6.0",
 			summary: "Returns the server time.", run: cmdTime},
 	)
 }
 
-// helpOnly answers a container's HELP with its subcommands and their
-// summaries; the container itself takes HELP and nothing else.
-func helpOnly(container string) func(c *conn, args [][]byte) {
-	return func(c *conn, args [][]byte) {
-		cmd := commands[container]
-		names := make([]string, 0, len(cmd.subs))
-		for name := range cmd.subs {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		up := strings.ToUpper(container)
-		c.wr.ArrayHeader(1 + len(names))
-		c.wr.SimpleString(up + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-		for _, name := range names {
-			c.wr.SimpleString(strings.ToUpper(name) + ": " + cmd.subs[name].summary)
-		}
+// cmdHelp answers a container's HELP subcommand with the container's
+// subcommands and their summaries.
+func cmdHelp(c *conn, cmd *command, _ [][]byte) {
+	container := cmd.parent
+	subs := container.sortedSubs()
+	up := strings.ToUpper(container.name)
+	c.wr.ArrayHeader(1 + len(subs))
+	c.wr.SimpleString(up + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, sub := range subs {
+		c.wr.SimpleString(strings.ToUpper(sub.name[len(container.name)+1:]) + ": " + sub.summary)
 	}
 }
 
-func cmdPing(c *conn, args [][]byte) {
+func cmdPing(c *conn, cmd *command, args [][]byte) {
 	switch len(args) {
 	case 1:
 		c.wr.SimpleString("PONG")
 	case 2:
 		c.wr.Bulk(args[1])
 	default:
-		c.fail(wrongArity(commands["ping"]))
+		c.fail(wrongArity(cmd))
 	}
 }
 
-func cmdEcho(c *conn, args [][]byte) { c.wr.Bulk(args[1]) }
+func cmdEcho(c *conn, _ *command, args [][]byte) { c.wr.Bulk(args[1]) }
 
-func cmdSelect(c *conn, args [][]byte) {
+func cmdSelect(c *conn, _ *command, args [][]byte) {
 	n, ok := parseInt(args[1])
 	switch {
 	case !ok:
@@ -115,12 +111,12 @@ func cmdSelect(c *conn, args [][]byte) {
 	}
 }
 
-func cmdQuit(c *conn, _ [][]byte) {
+func cmdQuit(c *conn, _ *command, _ [][]byte) {
 	c.ok()
 	c.quit = true
 }
 
-func cmdReset(c *conn, _ [][]byte) {
+func cmdReset(c *conn, _ *command, _ [][]byte) {
 	c.setProtocol(2)
 	c.setAuthed(c.s.config().RequirePass == "")
 	c.info.Lock()
@@ -155,7 +151,7 @@ func (c *conn) checkPassword(user, password []byte, userGiven bool) bool {
 	return false
 }
 
-func cmdAuth(c *conn, args [][]byte) {
+func cmdAuth(c *conn, _ *command, args [][]byte) {
 	switch len(args) {
 	case 2:
 		if c.checkPassword([]byte("default"), args[1], false) {
@@ -170,7 +166,7 @@ func cmdAuth(c *conn, args [][]byte) {
 	}
 }
 
-func cmdHello(c *conn, args [][]byte) {
+func cmdHello(c *conn, _ *command, args [][]byte) {
 	proto := int64(0)
 	next := 1
 	if len(args) >= 2 {
@@ -253,15 +249,15 @@ func (c *conn) setName(name []byte) bool {
 	return true
 }
 
-func cmdClientID(c *conn, _ [][]byte) { c.wr.Int(int64(c.id)) }
+func cmdClientID(c *conn, _ *command, _ [][]byte) { c.wr.Int(int64(c.id)) }
 
-func cmdClientSetName(c *conn, args [][]byte) {
+func cmdClientSetName(c *conn, _ *command, args [][]byte) {
 	if c.setName(args[2]) {
 		c.ok()
 	}
 }
 
-func cmdClientGetName(c *conn, _ [][]byte) {
+func cmdClientGetName(c *conn, _ *command, _ [][]byte) {
 	if name := c.clientName(); name != "" {
 		c.wr.BulkString(name)
 	} else {
@@ -269,7 +265,7 @@ func cmdClientGetName(c *conn, _ [][]byte) {
 	}
 }
 
-func cmdClientSetInfo(c *conn, args [][]byte) {
+func cmdClientSetInfo(c *conn, _ *command, args [][]byte) {
 	attr, value := args[2], args[3]
 	var field *string
 	switch {
@@ -293,7 +289,7 @@ func cmdClientSetInfo(c *conn, args [][]byte) {
 
 // cmdClientList implements CLIENT LIST [TYPE normal] [ID id ...]. Every
 // client is "normal": there are no replicas or subscribers.
-func cmdClientList(c *conn, args [][]byte) {
+func cmdClientList(c *conn, _ *command, args [][]byte) {
 	clients := c.s.clientList()
 	switch {
 	case len(args) == 2:
@@ -328,7 +324,7 @@ func cmdClientList(c *conn, args [][]byte) {
 	c.wr.Verbatim("txt", b.String())
 }
 
-func cmdClientInfo(c *conn, _ [][]byte) {
+func cmdClientInfo(c *conn, _ *command, _ [][]byte) {
 	var b strings.Builder
 	c.describe(&b, c)
 	c.wr.Verbatim("txt", b.String())
@@ -354,7 +350,7 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 		cmd, c.proto.Load(), libName, libVer)
 }
 
-func cmdCommandCount(c *conn, _ [][]byte) { c.wr.Int(int64(len(commands))) }
+func cmdCommandCount(c *conn, _ *command, _ [][]byte) { c.wr.Int(int64(len(commands))) }
 
 // sortedCommands returns the top-level commands by name.
 func sortedCommands() []*command {
@@ -368,7 +364,7 @@ func sortedCommands() []*command {
 
 // cmdCommandInfo implements COMMAND and COMMAND INFO [name ...]: Redis 7's
 // ten-element description of each command, nil for unknown names.
-func cmdCommandInfo(c *conn, args [][]byte) {
+func cmdCommandInfo(c *conn, _ *command, args [][]byte) {
 	if len(args) <= 2 {
 		list := sortedCommands()
 		c.wr.ArrayHeader(len(list))
@@ -453,7 +449,7 @@ func (cmd *command) aclCategories() []string {
 // cmdCommandDocs implements COMMAND DOCS [name ...]: a map from command
 // name to its summary, version and group (and subcommands), which is what
 // redis-cli reads for its help.
-func cmdCommandDocs(c *conn, args [][]byte) {
+func cmdCommandDocs(c *conn, _ *command, args [][]byte) {
 	var list []*command
 	if len(args) == 2 {
 		list = sortedCommands()
@@ -494,7 +490,7 @@ func (c *conn) writeCommandDocs(cmd *command) {
 	}
 }
 
-func cmdConfigGet(c *conn, args [][]byte) {
+func cmdConfigGet(c *conn, _ *command, args [][]byte) {
 	cfg := c.s.config()
 	var names []string
 	for _, st := range settings {
@@ -514,9 +510,9 @@ func cmdConfigGet(c *conn, args [][]byte) {
 
 // cmdConfigSet implements CONFIG SET name value [name value ...]: all the
 // settings change, or none.
-func cmdConfigSet(c *conn, args [][]byte) {
+func cmdConfigSet(c *conn, cmd *command, args [][]byte) {
 	if len(args)%2 != 0 {
-		c.fail(wrongArity(commands["config"].subs["set"]))
+		c.fail(wrongArity(cmd))
 		return
 	}
 	values := map[string]string{}
@@ -542,16 +538,16 @@ func cmdConfigSet(c *conn, args [][]byte) {
 	c.ok()
 }
 
-func cmdConfigResetStat(c *conn, _ [][]byte) {
+func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) {
 	c.publish() // so that the commands before it are reset too
 	st := &c.s.stats
-	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
+	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &c.s.clientMem.evicted, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
 		v.Store(0)
 	}
 	c.ok()
 }
 
-func cmdDBSize(c *conn, _ [][]byte) {
+func cmdDBSize(c *conn, _ *command, _ [][]byte) {
 	var n int64
 	err := c.s.ks.scanKeys(nil, nil, func([]byte, bool) bool {
 		n++
@@ -570,14 +566,14 @@ const flushBatchKeys = 1000
 
 // cmdFlush implements FLUSHDB and FLUSHALL [ASYNC|SYNC]: a tombstone per
 // key, in batches. Writes racing with it may survive it.
-func cmdFlush(c *conn, args [][]byte) {
+func cmdFlush(c *conn, _ *command, args [][]byte) {
 	if len(args) > 2 || len(args) == 2 && !is(args[1], "ASYNC") && !is(args[1], "SYNC") {
 		c.fail(msgSyntax)
 		return
 	}
 	applied := true
 	err := c.s.ks.scanKeys(nil, nil, func(key []byte, _ bool) bool {
-		deleteKey(c.batch, &c.scratch, key)
+		c.s.ks.deleteKey(c.batch, &c.scratch, key)
 		if c.batch.Count() >= flushBatchKeys {
 			applied = c.apply()
 		}
@@ -593,9 +589,20 @@ func cmdFlush(c *conn, args [][]byte) {
 	}
 }
 
-func cmdTime(c *conn, _ [][]byte) {
+func cmdTime(c *conn, _ *command, _ [][]byte) {
 	now := time.Now()
 	c.wr.ArrayHeader(2)
 	c.wr.BulkString(strconv.FormatInt(now.Unix(), 10))
 	c.wr.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+// cmdResume runs DB.Resume: after a background error (a failed fsync
+// above all) the engine stays read-only until an operator, having dealt
+// with the cause, says so; a full disk needs no such call.
+func cmdResume(c *conn, _ *command, _ [][]byte) {
+	if err := c.s.db.Resume(); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.ok()
 }

@@ -9,16 +9,16 @@ import (
 func init() {
 	const g, rw, ro = "string", flagWrite | flagDenyOOM, flagReadonly
 	register(
-		spec{name: "get", arity: 2, flags: ro | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+		spec{name: "get", arity: 2, flags: ro | flagFast, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Returns the string value of a key.", run: cmdGet},
 		spec{name: "set", arity: -3, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet},
+			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet, batch: stageSet},
 		spec{name: "setnx", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Set the string value of a key only when the key doesn't exist.", run: cmdSetNX},
 		spec{name: "setex", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
-			summary: "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", run: cmdSetEX},
+			summary: "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", run: setEX(inSeconds)},
 		spec{name: "psetex", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", run: cmdSetEX},
+			summary: "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", run: setEX(inMillis)},
 		spec{name: "getset", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Returns the previous string value of a key after setting it to a new value.", run: cmdGetSet},
 		spec{name: "getdel", arity: 2, flags: flagWrite | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "6.2.0",
@@ -28,17 +28,17 @@ func init() {
 		spec{name: "mget", arity: -2, flags: ro | flagFast, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
 			summary: "Atomically returns the string values of one or more keys.", run: cmdMGet},
 		spec{name: "mset", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 2, group: g, since: "1.0.1",
-			summary: "Atomically creates or modifies the string values of one or more keys.", run: cmdMSet},
+			summary: "Atomically creates or modifies the string values of one or more keys.", run: mset(false)},
 		spec{name: "msetnx", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 2, group: g, since: "1.0.1",
-			summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.", run: cmdMSet},
+			summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.", run: mset(true)},
 		spec{name: "incr", arity: 2, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+			summary: "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: incrBy(1)},
 		spec{name: "decr", arity: 2, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+			summary: "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: incrBy(-1)},
 		spec{name: "incrby", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+			summary: "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", run: incrBy(1)},
 		spec{name: "decrby", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr},
+			summary: "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", run: incrBy(-1)},
 		spec{name: "incrbyfloat", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
 			summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", run: cmdIncrByFloat},
 		spec{name: "append", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
@@ -52,8 +52,6 @@ func init() {
 		spec{name: "setrange", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.2.0",
 			summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", run: cmdSetRange},
 	)
-	setCommand = commands["set"]
-	getCommand = commands["get"]
 }
 
 // lock takes the stripes of every step-th key in keys and returns what to
@@ -76,7 +74,7 @@ func (c *conn) unlock(set lockSet) {
 
 // get reads a string, replying with the error itself when it fails.
 func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
-	v, exists, err := c.s.ks.getString(&c.scratch, key)
+	v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
 	if err != nil {
 		c.replyErr(err)
 		return v, false, false
@@ -87,14 +85,24 @@ func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
 // put writes one string through the connection's batch. Like get, it
 // replies with the error itself and returns false when the write failed.
 func (c *conn) put(key []byte, v stringValue) bool {
-	putString(c.batch, &c.scratch, key, v)
+	if int64(len(v.val)) > c.maxStringLen(key) {
+		c.fail(msgStringTooBig)
+		return false
+	}
+	c.s.ks.putString(c.batch, &c.scratch, key, v)
 	return c.apply()
+}
+
+// maxStringLen is the longest string a command may leave at key: Redis'
+// proto-max-bulk-len, or less where the engine's entry limit is lower.
+func (c *conn) maxStringLen(key []byte) int64 {
+	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(key))
 }
 
 // apply commits and empties the connection's batch; on failure it replies
 // with the error and returns false.
 func (c *conn) apply() bool {
-	err := c.s.db.Apply(c.batch, nil)
+	err := c.s.ks.apply(c.batch)
 	c.batch.Reset()
 	if err != nil {
 		c.replyErr(err)
@@ -112,26 +120,26 @@ func (c *conn) bulkOrNull(v stringValue, exists bool) {
 	}
 }
 
-// cmdGet implements GET. Inside a pipeline (more commands already
-// received) consecutive GETs share one engine view, which spares each the
-// pinning of the engine's state: they were all received before the view
-// was made, so it shows every write acknowledged before any of them.
-func cmdGet(c *conn, args [][]byte) {
-	if c.view == nil && c.rd.Buffered() > 0 {
-		// Without a view (the DB closing) the read goes to the DB.
-		c.view, _ = c.s.db.NewView()
-	}
-	var r reader = c.s.db
-	if c.view != nil {
-		r = c.view
-	}
-	v, exists, err := c.s.ks.getStringFrom(r, &c.scratch, args[1])
-	if err != nil {
-		c.replyErr(err)
+// cmdGet implements GET. It is a pipeView command: inside a pipeline,
+// consecutive GETs read through one engine view (see conn.reader).
+func cmdGet(c *conn, _ *command, args [][]byte) {
+	v, exists, ok := c.get(args[1])
+	if !ok {
 		return
 	}
 	c.countLookup(exists)
 	c.bulkOrNull(v, exists)
+}
+
+// stageSet is SET's batch function: a plain "SET key value" joins the
+// connection's pending batch.
+func stageSet(c *conn, args [][]byte) bool {
+	if len(args) != 3 || int64(len(args[2])) > c.s.ks.maxString(args[1]) {
+		return false // cmdSet refuses it alone, without failing the batch
+	}
+	c.s.ks.putString(c.batch, &c.scratch, args[1], stringValue{val: args[2]})
+	c.lockAtCommit(args[1])
+	return true
 }
 
 // expiryOpts are the parsed options of SET and GETEX.
@@ -170,7 +178,8 @@ func (c *conn) parseExpiryOpts(cmd *command, opts [][]byte, getex bool) (o expir
 		}
 	}
 	if unit != "" {
-		o.expireAt, ok = c.parseExpireTime(cmd, value, unit == "EX" || unit == "EXAT", unit == "EX" || unit == "PX")
+		u := timeArg{seconds: unit == "EX" || unit == "EXAT", relative: unit == "EX" || unit == "PX"}
+		o.expireAt, ok = c.parseExpireTime(cmd, value, u)
 		return o, ok
 	}
 	return o, true
@@ -187,10 +196,24 @@ func toUpper(b []byte) []byte {
 	return out
 }
 
+// timeArg says how a command's time argument, or its reply, counts:
+// seconds or milliseconds, from now or from the Unix epoch.
+type timeArg struct{ seconds, relative bool }
+
+// The four ways Redis commands count time: EX/EXPIRE/TTL, PX/PEXPIRE/PTTL,
+// EXAT/EXPIREAT/EXPIRETIME and PXAT/PEXPIREAT/PEXPIRETIME.
+var (
+	inSeconds = timeArg{seconds: true, relative: true}
+	inMillis  = timeArg{relative: true}
+	atSeconds = timeArg{seconds: true}
+	atMillis  = timeArg{}
+)
+
 // parseExpireTime turns an EX/PX/EXAT/PXAT value into an absolute time
 // with Redis' checks: an integer, positive, and no overflow on the way to
 // absolute milliseconds.
-func (c *conn) parseExpireTime(cmd *command, arg []byte, seconds, relative bool) (time.Time, bool) {
+func (c *conn) parseExpireTime(cmd *command, arg []byte, u timeArg) (time.Time, bool) {
+	seconds, relative := u.seconds, u.relative
 	n, ok := parseInt(arg)
 	if !ok {
 		c.fail(msgNotInteger)
@@ -214,8 +237,8 @@ func (c *conn) parseExpireTime(cmd *command, arg []byte, seconds, relative bool)
 	return time.UnixMilli(n), true
 }
 
-func cmdSet(c *conn, args [][]byte) {
-	o, ok := c.parseExpiryOpts(setCommand, args[3:], false)
+func cmdSet(c *conn, cmd *command, args [][]byte) {
+	o, ok := c.parseExpiryOpts(cmd, args[3:], false)
 	if !ok {
 		return
 	}
@@ -251,7 +274,7 @@ func cmdSet(c *conn, args [][]byte) {
 	}
 }
 
-func cmdSetNX(c *conn, args [][]byte) {
+func cmdSetNX(c *conn, _ *command, args [][]byte) {
 	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
 		if exists {
 			c.wr.Int(0)
@@ -265,25 +288,24 @@ func cmdSetNX(c *conn, args [][]byte) {
 	c.wr.Int(1)
 }
 
-// cmdSetEX implements SETEX key seconds value and PSETEX key ms value.
-func cmdSetEX(c *conn, args [][]byte) {
-	cmd := commands["setex"]
-	if is(args[0], "PSETEX") {
-		cmd = commands["psetex"]
+// setEX returns the handler of SETEX key seconds value (u inSeconds) or
+// PSETEX key ms value (u inMillis).
+func setEX(u timeArg) handler {
+	return func(c *conn, cmd *command, args [][]byte) {
+		expireAt, ok := c.parseExpireTime(cmd, args[2], u)
+		if !ok {
+			return
+		}
+		held := c.lock(args[1:2], 1)
+		defer c.unlock(held)
+		if !c.put(args[1], stringValue{val: args[3], expireAt: expireAt}) {
+			return
+		}
+		c.ok()
 	}
-	expireAt, ok := c.parseExpireTime(cmd, args[2], cmd.name == "setex", true)
-	if !ok {
-		return
-	}
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
-	if !c.put(args[1], stringValue{val: args[3], expireAt: expireAt}) {
-		return
-	}
-	c.ok()
 }
 
-func cmdGetSet(c *conn, args [][]byte) {
+func cmdGetSet(c *conn, _ *command, args [][]byte) {
 	var old stringValue
 	var existed bool
 	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
@@ -296,7 +318,7 @@ func cmdGetSet(c *conn, args [][]byte) {
 	c.bulkOrNull(old, existed)
 }
 
-func cmdGetDel(c *conn, args [][]byte) {
+func cmdGetDel(c *conn, _ *command, args [][]byte) {
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
 	old, exists, ok := c.get(args[1])
@@ -304,7 +326,7 @@ func cmdGetDel(c *conn, args [][]byte) {
 		return
 	}
 	if exists {
-		deleteKey(c.batch, &c.scratch, args[1])
+		c.s.ks.deleteKey(c.batch, &c.scratch, args[1])
 		if !c.apply() {
 			return
 		}
@@ -312,8 +334,8 @@ func cmdGetDel(c *conn, args [][]byte) {
 	c.bulkOrNull(old, exists)
 }
 
-func cmdGetEX(c *conn, args [][]byte) {
-	o, ok := c.parseExpiryOpts(commands["getex"], args[2:], true)
+func cmdGetEX(c *conn, cmd *command, args [][]byte) {
+	o, ok := c.parseExpiryOpts(cmd, args[2:], true)
 	if !ok {
 		return
 	}
@@ -334,10 +356,10 @@ func cmdGetEX(c *conn, args [][]byte) {
 	c.bulkOrNull(v, exists)
 }
 
-func cmdMGet(c *conn, args [][]byte) {
+func cmdMGet(c *conn, _ *command, args [][]byte) {
 	c.wr.ArrayHeader(len(args) - 1)
 	for _, key := range args[1:] {
-		v, exists, err := c.s.ks.getString(&c.scratch, key)
+		v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
 		c.countLookup(exists)
 		if err != nil {
 			// Redis answers nil for a key of another type; an engine
@@ -349,39 +371,45 @@ func cmdMGet(c *conn, args [][]byte) {
 	}
 }
 
-// cmdMSet implements MSET and MSETNX: every pair is written in one batch,
-// atomically.
-func cmdMSet(c *conn, args [][]byte) {
-	nx := is(args[0], "MSETNX")
-	if len(args)%2 == 0 {
-		c.fail(wrongArity(lookup(commands, &c.nameBuf, args[0])))
-		return
-	}
-	held := c.lock(args[1:], 2)
-	defer c.unlock(held)
-	if nx {
-		for i := 1; i < len(args); i += 2 {
-			exists, err := c.s.ks.exists(&c.scratch, args[i])
-			if err != nil {
-				c.replyErr(err)
-				return
-			}
-			if exists {
-				c.wr.Int(0)
-				return
+// mset returns the handler of MSET, or of MSETNX when nx: every pair is
+// written in one batch, atomically.
+func mset(nx bool) handler {
+	return func(c *conn, cmd *command, args [][]byte) {
+		if len(args)%2 == 0 {
+			c.fail(wrongArity(cmd))
+			return
+		}
+		held := c.lock(args[1:], 2)
+		defer c.unlock(held)
+		if nx {
+			for i := 1; i < len(args); i += 2 {
+				exists, err := c.s.ks.exists(c.reader(), &c.scratch, args[i])
+				if err != nil {
+					c.replyErr(err)
+					return
+				}
+				if exists {
+					c.wr.Int(0)
+					return
+				}
 			}
 		}
-	}
-	for i := 1; i < len(args); i += 2 {
-		putString(c.batch, &c.scratch, args[i], stringValue{val: args[i+1]})
-	}
-	if !c.apply() {
-		return
-	}
-	if nx {
-		c.wr.Int(1)
-	} else {
-		c.ok()
+		for i := 1; i < len(args); i += 2 {
+			if int64(len(args[i+1])) > c.maxStringLen(args[i]) {
+				c.batch.Reset()
+				c.fail(msgStringTooBig)
+				return
+			}
+			c.s.ks.putString(c.batch, &c.scratch, args[i], stringValue{val: args[i+1]})
+		}
+		if !c.apply() {
+			return
+		}
+		if nx {
+			c.wr.Int(1)
+		} else {
+			c.ok()
+		}
 	}
 }
 
@@ -400,47 +428,50 @@ func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) bool
 	return c.put(keyArg[0], v)
 }
 
-// cmdIncr implements INCR, DECR, INCRBY and DECRBY. The key keeps its
-// expiry, as in Redis.
-func cmdIncr(c *conn, args [][]byte) {
-	delta := int64(1)
-	if len(args) == 3 {
-		var ok bool
-		if delta, ok = parseInt(args[2]); !ok {
-			c.fail(msgNotInteger)
-			return
-		}
-	}
-	if is(args[0], "DECR") || is(args[0], "DECRBY") {
-		if delta == math.MinInt64 {
-			c.fail("ERR decrement would overflow")
-			return
-		}
-		delta = -delta
-	}
-	var n int64
-	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
-		if exists {
+// incrBy returns the handler of INCR and INCRBY (sign 1) or DECR and
+// DECRBY (sign -1); the BY forms take the amount as an argument. The key
+// keeps its expiry, as in Redis.
+func incrBy(sign int64) handler {
+	return func(c *conn, _ *command, args [][]byte) {
+		delta := int64(1)
+		if len(args) == 3 {
 			var ok bool
-			if n, ok = parseInt(v.val); !ok {
+			if delta, ok = parseInt(args[2]); !ok {
 				c.fail(msgNotInteger)
-				return false
+				return
 			}
 		}
-		if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
-			c.fail(msgOverflow)
-			return false
+		if sign < 0 {
+			if delta == math.MinInt64 {
+				c.fail("ERR decrement would overflow")
+				return
+			}
+			delta = -delta
 		}
-		n += delta
-		v.val = strconv.AppendInt(v.val[:0], n, 10)
-		return true
-	}) {
-		return
+		var n int64
+		if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
+			if exists {
+				var ok bool
+				if n, ok = parseInt(v.val); !ok {
+					c.fail(msgNotInteger)
+					return false
+				}
+			}
+			if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
+				c.fail(msgOverflow)
+				return false
+			}
+			n += delta
+			v.val = strconv.AppendInt(v.val[:0], n, 10)
+			return true
+		}) {
+			return
+		}
+		c.wr.Int(n)
 	}
-	c.wr.Int(n)
 }
 
-func cmdIncrByFloat(c *conn, args [][]byte) {
+func cmdIncrByFloat(c *conn, _ *command, args [][]byte) {
 	delta, ok := parseFloat(args[2])
 	if !ok {
 		c.fail(msgNotFloat)
@@ -470,10 +501,10 @@ func cmdIncrByFloat(c *conn, args [][]byte) {
 	c.wr.Bulk(result)
 }
 
-func cmdAppend(c *conn, args [][]byte) {
+func cmdAppend(c *conn, _ *command, args [][]byte) {
 	var n int
 	if !c.modify(args[1:2], func(v *stringValue, _ bool) bool {
-		if int64(len(v.val))+int64(len(args[2])) > c.s.config().ProtoMaxBulkLen {
+		if int64(len(v.val))+int64(len(args[2])) > c.maxStringLen(args[1]) {
 			c.fail(msgStringTooBig)
 			return false
 		}
@@ -486,7 +517,7 @@ func cmdAppend(c *conn, args [][]byte) {
 	c.wr.Int(int64(n))
 }
 
-func cmdStrlen(c *conn, args [][]byte) {
+func cmdStrlen(c *conn, _ *command, args [][]byte) {
 	v, _, ok := c.get(args[1])
 	if ok {
 		c.wr.Int(int64(len(v.val)))
@@ -496,7 +527,7 @@ func cmdStrlen(c *conn, args [][]byte) {
 // cmdGetRange implements GETRANGE (and its old name SUBSTR) with Redis'
 // index rules: negative indexes count from the end, the range is clamped,
 // and an inverted range is empty.
-func cmdGetRange(c *conn, args [][]byte) {
+func cmdGetRange(c *conn, _ *command, args [][]byte) {
 	start, ok1 := parseInt(args[2])
 	end, ok2 := parseInt(args[3])
 	if !ok1 || !ok2 {
@@ -529,7 +560,7 @@ func cmdGetRange(c *conn, args [][]byte) {
 	c.wr.Bulk(v.val[start : end+1])
 }
 
-func cmdSetRange(c *conn, args [][]byte) {
+func cmdSetRange(c *conn, _ *command, args [][]byte) {
 	offset, ok := parseInt(args[2])
 	if !ok {
 		c.fail(msgNotInteger)
@@ -548,7 +579,7 @@ func cmdSetRange(c *conn, args [][]byte) {
 			c.wr.Int(int64(len(v.val)))
 			return false
 		}
-		if offset+int64(len(patch)) > c.s.config().ProtoMaxBulkLen {
+		if offset+int64(len(patch)) > c.maxStringLen(args[1]) {
 			c.fail(msgStringTooBig)
 			return false
 		}

@@ -31,6 +31,27 @@ func (f cmdFlags) names() []string {
 	return out
 }
 
+// pipeFlags tell the connection loop how a command may share work with
+// the commands pipelined around it. They are the loop's only knowledge of
+// individual commands: a command gets the pipelined fast paths by its table
+// entry, never by its name.
+type pipeFlags uint8
+
+const (
+	// pipeView marks a read-only command that may read through the view
+	// the connection holds for a run of pipelined reads (conn.reader):
+	// every command it serves was received before the view was made, so
+	// the view shows every write acknowledged before any of them. Running
+	// any command without the flag closes the view first. A command that
+	// writes must never have it: its reads must see the latest state.
+	pipeView pipeFlags = 1 << iota
+)
+
+// handler runs a command: cmd is the table entry it runs as (a handler
+// may serve several commands and tells them apart by the entry, never by
+// args[0]), args the command's arguments, name first.
+type handler func(c *conn, cmd *command, args [][]byte)
+
 // command is one entry of the command table.
 type command struct {
 	// name is the lower-case name Redis uses in errors and COMMAND
@@ -40,16 +61,27 @@ type command struct {
 	// command name, -n means at least n.
 	arity int
 	flags cmdFlags
+	pipe  pipeFlags
 	// firstKey, lastKey and step locate the keys among the arguments
 	// (lastKey -1: up to the last argument), as COMMAND INFO reports them.
 	firstKey, lastKey, step int
 	group                   string
 	since                   string
 	summary                 string
-	run                     func(c *conn, args [][]byte)
+	run                     handler
+	// batch, when set, makes the command a batchable write: inside a
+	// pipeline the connection calls it instead of run, to stage the
+	// command's write in the connection's pending batch (conn.stage). It
+	// returns false, having staged nothing, when these arguments need the
+	// full run. A staged command's reply is +OK, sent once the batch
+	// commits, which happens before any other command runs and before the
+	// connection reads again.
+	batch func(c *conn, args [][]byte) bool
 	// subs holds the subcommands of a container command (CONFIG,
-	// CLIENT …), keyed by lower-case name.
-	subs map[string]*command
+	// CLIENT …), keyed by lower-case name; parent is the container of a
+	// subcommand.
+	subs   map[string]*command
+	parent *command
 	// id indexes the server's per-command statistics.
 	id int
 }
@@ -66,10 +98,6 @@ func (cmd *command) arityOK(n int) bool {
 var (
 	commands    = map[string]*command{}
 	allCommands []*command
-	// setCommand is SET, which the connection loop may queue into a
-	// pipelined batch instead of running it alone; getCommand is GET, the
-	// one command that may read through the connection's view.
-	setCommand, getCommand *command
 )
 
 // spec describes a command for register.
@@ -77,28 +105,31 @@ type spec struct {
 	name                    string
 	arity                   int
 	flags                   cmdFlags
+	pipe                    pipeFlags
 	firstKey, lastKey, step int
 	group, since, summary   string
-	run                     func(c *conn, args [][]byte)
+	run                     handler
+	batch                   func(c *conn, args [][]byte) bool
 	subs                    []spec
 }
 
 func register(specs ...spec) {
 	for _, s := range specs {
-		cmd := newCommand(s, "")
+		cmd := newCommand(s, nil)
 		commands[cmd.name] = cmd
 	}
 }
 
-func newCommand(s spec, parent string) *command {
+func newCommand(s spec, parent *command) *command {
 	name := s.name
-	if parent != "" {
-		name = parent + "|" + s.name
+	if parent != nil {
+		name = parent.name + "|" + s.name
 	}
 	cmd := &command{
-		name: name, arity: s.arity, flags: s.flags,
+		name: name, arity: s.arity, flags: s.flags, pipe: s.pipe,
 		firstKey: s.firstKey, lastKey: s.lastKey, step: s.step,
-		group: s.group, since: s.since, summary: s.summary, run: s.run,
+		group: s.group, since: s.since, summary: s.summary,
+		run: s.run, batch: s.batch, parent: parent,
 		id: len(allCommands),
 	}
 	allCommands = append(allCommands, cmd)
@@ -108,7 +139,7 @@ func newCommand(s spec, parent string) *command {
 			if sub.group == "" {
 				sub.group = s.group
 			}
-			cmd.subs[sub.name] = newCommand(sub, s.name)
+			cmd.subs[sub.name] = newCommand(sub, cmd)
 		}
 	}
 	return cmd

@@ -653,6 +653,7 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 				model[k2] = val
 			}
 		case 7:
+			//lint:ignore SA1019 GETSET, deprecated in Redis, is the command under test.
 			got, want = c.GetSet(ctx, k, v).Val(), model[k]
 			model[k] = v
 		case 8:

@@ -110,6 +110,15 @@ type Config struct {
 	// CacheSize is the engine block cache budget in bytes ("cache-size");
 	// 0 means the engine default.
 	CacheSize int64
+	// MaxMemoryClients bounds the bytes all clients' query buffers may
+	// hold together ("maxmemory-clients", live); past it the biggest
+	// clients are closed first. 0 disables the bound. Default 1 GiB.
+	MaxMemoryClients int64
+	// ShutdownTimeout bounds a graceful shutdown ("shutdown-timeout",
+	// seconds or a duration such as 500ms, live): clients still busy when
+	// it passes are cut off, pending pipelines are dropped, and the engine
+	// closes. Default 30s.
+	ShutdownTimeout time.Duration
 
 	// ConfigFile names a TOML file of settings; the server reloads the
 	// live settings when it changes. Empty means none.
@@ -141,6 +150,8 @@ func DefaultConfig() Config {
 		SlowlogSlowerThan: 10 * time.Millisecond,
 		SlowlogMaxLen:     128,
 		LogLevel:          "notice",
+		ShutdownTimeout:   30 * time.Second,
+		MaxMemoryClients:  1 << 30,
 		Images:            true,
 		ImagesAnonymous:   "auto",
 		ImagesMaxBytes:    imgbed.DefaultMaxBytes,
@@ -179,11 +190,13 @@ var settings = []*setting{
 		func(c *Config) *int { return &c.MaxClients }),
 	durationSetting("timeout", "close clients idle for this many seconds (0: never)", true, time.Second, 0,
 		func(c *Config) *time.Duration { return &c.Timeout }),
-	sizeSetting("proto-max-bulk-len", "longest argument or string value in bytes", true, 1,
+	sizeSetting("proto-max-bulk-len", "longest argument or string value in bytes", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ProtoMaxBulkLen }),
-	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1,
+	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
-	sizeSetting("client-query-buffer-limit", "largest unfinished command a client may send, in bytes", true, 1024,
+	sizeSetting("maxmemory-clients", "bytes all clients' query buffers may hold together; the biggest clients are closed first (0: no bound)", true, 0, math.MaxInt64,
+		func(c *Config) *int64 { return &c.MaxMemoryClients }),
+	sizeSetting("client-query-buffer-limit", "largest unfinished command a client may send, in bytes", true, 1024, math.MaxInt64,
 		func(c *Config) *int64 { return &c.QueryBufferLimit }),
 	durationSetting("slowlog-log-slower-than", "slow log threshold in microseconds (negative: off)", true, time.Microsecond, math.MinInt64,
 		func(c *Config) *time.Duration { return &c.SlowlogSlowerThan }),
@@ -193,10 +206,12 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.LogLevel }, oneOf("debug", "verbose", "notice", "warning", "nothing")),
 	intSetting("max-concurrent-compactions", "engine compaction workers (0: engine default)", true, 0, 1024,
 		func(c *Config) *int { return &c.MaxConcurrentCompactions }),
-	intSetting("memtable-size", "engine memtable size in bytes (0: engine default)", false, 0, math.MaxInt32,
+	sizeSetting("memtable-size", "engine memtable size in bytes (0: engine default)", false, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.MemTableSize }),
-	sizeSetting("cache-size", "engine block cache bytes (0: engine default)", false, 0,
+	sizeSetting("cache-size", "engine block cache bytes (0: engine default)", false, 0, math.MaxInt64,
 		func(c *Config) *int64 { return &c.CacheSize }),
+	durationSetting("shutdown-timeout", "how long shutdown waits for busy clients before cutting them off, in seconds", true, time.Second, 0,
+		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
 	boolSetting("images", "serve the image host on the HTTP address", false,
 		func(c *Config) *bool { return &c.Images }),
 	stringSetting("image-tokens", "image upload tokens, name:secret[:admin] separated by commas", true,
@@ -205,7 +220,7 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.ImagesAnonymous }, oneOf("auto", "yes", "no")),
 	stringSetting("images-base-url", "public prefix of image links (empty: the request's Host)", false,
 		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
-	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1,
+	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
 	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
@@ -265,28 +280,37 @@ func intSetting(name, usage string, live bool, lo, hi int64, field func(*Config)
 		}}
 }
 
-// sizeSetting is an int64 that also accepts Redis' memory units (1k =
-// 1000, 1kb = 1024, and so on up to gb).
-func sizeSetting(name, usage string, live bool, lo int64, field func(*Config) *int64) *setting {
+// sizeSetting is a byte count (or any count) that accepts Redis' memory
+// units: 1k = 1000, 1kb = 1024, and so on up to gb. Flags, the config
+// file and CONFIG SET all reach it, so every size takes the same spellings.
+func sizeSetting[T int | int64](name, usage string, live bool, lo, hi int64, field func(*Config) *T) *setting {
 	return &setting{name: name, usage: usage, live: live,
-		get: func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
+		get: func(c *Config) string { return strconv.FormatInt(int64(*field(c)), 10) },
 		set: func(c *Config, v string) error {
-			n, err := parseBound(v, lo, math.MaxInt64, true)
+			n, err := parseBound(v, lo, hi, true)
 			if err == nil {
-				*field(c) = n
+				*field(c) = T(n)
 			}
 			return err
 		}}
 }
 
-// durationSetting is an integer count of unit, as Redis spells timeouts.
+// durationSetting is a duration. A plain integer counts unit, as Redis
+// spells its timeouts; a Go duration ("1m30s", "250ms") is accepted too.
+// Reads give the integer count of unit, which is what Redis tools expect,
+// unless the value is not a whole number of units.
 func durationSetting(name, usage string, live bool, unit time.Duration, lo int64, field func(*Config) *time.Duration) *setting {
 	return &setting{name: name, usage: usage, live: live,
-		get: func(c *Config) string { return strconv.FormatInt(int64(*field(c)/unit), 10) },
+		get: func(c *Config) string {
+			if d := *field(c); d%unit != 0 {
+				return d.String()
+			}
+			return strconv.FormatInt(int64(*field(c)/unit), 10)
+		},
 		set: func(c *Config, v string) error {
-			n, err := parseBound(v, lo, math.MaxInt64/int64(unit), false)
+			d, err := parseDuration(v, unit, lo)
 			if err == nil {
-				*field(c) = time.Duration(n) * unit
+				*field(c) = d
 			}
 			return err
 		}}
@@ -351,6 +375,24 @@ func parseBound(v string, lo, hi int64, withUnits bool) (int64, error) {
 		return 0, fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
 	}
 	return n, nil
+}
+
+// parseDuration parses an integer count of unit, at least lo, or a Go
+// duration string of at least lo units.
+func parseDuration(v string, unit time.Duration, lo int64) (time.Duration, error) {
+	if n, err := parseBound(v, lo, math.MaxInt64/int64(unit), false); err == nil {
+		return time.Duration(n) * unit, nil
+	} else if _, numErr := strconv.ParseInt(v, 10, 64); numErr == nil {
+		return 0, err // a number out of range: say so, not "not a duration"
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("argument must be an integer count of %v or a duration such as 1m30s", unit)
+	}
+	if int64(d/unit) < lo {
+		return 0, fmt.Errorf("argument must be at least %d (in units of %v)", lo, unit)
+	}
+	return d, nil
 }
 
 // RegisterFlags defines one flag per setting on fs, plus --config. Parsed

@@ -3,14 +3,17 @@ package server
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lsmgo-dev/lsmgo/internal/testutil"
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // writeFile replaces path by renaming a new file over it, as editors do,
@@ -173,4 +176,93 @@ func TestStartFailures(t *testing.T) {
 		t.Fatalf("Start after failure: %v", err)
 	}
 	s2.Shutdown(context.Background())
+}
+
+// TestSettingUnits checks that every size and duration setting takes the
+// same spellings through each of the three ways in: a flag, the TOML file
+// (as a string and, for plain numbers, as an integer) and, for live
+// settings, CONFIG SET on a running server. Every setting must appear in
+// the kinds table, so a new one cannot skip the check.
+func TestSettingUnits(t *testing.T) {
+	type spelling struct {
+		in   string
+		want string // CONFIG GET's answer afterwards
+	}
+	sizes := []spelling{{"2097152", "2097152"}, {"2mb", "2097152"}, {"2MB", "2097152"}, {"2m", "2000000"}, {"3kb", "3072"}, {"3k", "3000"}, {"5000b", "5000"}}
+	kinds := map[string][]spelling{
+		"proto-max-bulk-len":        sizes,
+		"max-multibulk-len":         sizes,
+		"client-query-buffer-limit": sizes,
+		"maxmemory-clients":         sizes,
+		"images-max-bytes":          sizes,
+		"memtable-size":             sizes,
+		"cache-size":                sizes,
+		"timeout":                   {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},
+		"shutdown-timeout":          {{"2", "2"}, {"2s", "2"}, {"1m", "60"}, {"250ms", "250ms"}},
+		"slowlog-log-slower-than":   {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
+	}
+	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "requirepass", "admin-token",
+		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
+		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate"}
+	for _, st := range settings {
+		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
+			t.Errorf("setting %q is in neither the unit table nor the list of settings without units", st.name)
+		}
+	}
+
+	s := startServer(t, nil)
+	client := newClient(t, s, 2, nil)
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, spellings := range kinds {
+		st := lookupSetting(name)
+		for _, sp := range spellings {
+			// A flag.
+			cfg := DefaultConfig()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			cfg.RegisterFlags(fs)
+			if err := fs.Parse([]string{"--" + name, sp.in}); err != nil {
+				t.Errorf("--%s %s: %v", name, sp.in, err)
+			} else if r, err := cfg.resolve(); err != nil {
+				t.Errorf("--%s %s: %v", name, sp.in, err)
+			} else {
+				eq(t, "flag --"+name+" "+sp.in, st.get(&r), sp.want)
+			}
+			// The config file, quoted, and bare where TOML allows.
+			toml := []string{fmt.Sprintf("%s = %q\n", name, sp.in)}
+			if _, err := strconv.ParseInt(sp.in, 10, 64); err == nil {
+				toml = append(toml, fmt.Sprintf("%s = %s\n", name, sp.in))
+			}
+			for _, line := range toml {
+				file := filepath.Join(dir, "c.toml")
+				writeFile(t, file, line)
+				cfg := DefaultConfig()
+				cfg.ConfigFile = file
+				if r, err := cfg.resolve(); err != nil {
+					t.Errorf("config file %q: %v", line, err)
+				} else {
+					eq(t, "config file "+line, st.get(&r), sp.want)
+				}
+			}
+			// CONFIG SET, for the settings that change live.
+			if st.live {
+				if err := client.ConfigSet(ctx, name, sp.in).Err(); err != nil {
+					t.Errorf("CONFIG SET %s %s: %v", name, sp.in, err)
+				} else {
+					eq(t, "CONFIG SET "+name+" "+sp.in, client.ConfigGet(ctx, name).Val()[name], sp.want)
+				}
+			}
+		}
+		// Junk is refused the same way everywhere.
+		cfg := DefaultConfig()
+		if err := st.set(&cfg, "12parsecs"); err == nil {
+			t.Errorf("%s accepted 12parsecs", name)
+		}
+		if st.live {
+			if err := client.ConfigSet(ctx, name, "12parsecs").Err(); err == nil {
+				t.Errorf("CONFIG SET %s 12parsecs accepted", name)
+			}
+		}
+	}
 }

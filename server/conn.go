@@ -13,11 +13,12 @@ import (
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
-// Pipelined SETs are queued into one engine batch up to these bounds; past
-// them the batch commits so replies keep flowing and memory stays bounded.
+// Pipelined batchable writes are staged into one engine batch up to these
+// bounds; past them the batch commits so replies keep flowing and memory
+// stays bounded.
 const (
-	maxQueuedSets      = 1024
-	maxQueuedBatchSize = 1 << 20
+	maxStaged          = 1024
+	maxStagedBatchSize = 1 << 20
 )
 
 var (
@@ -63,28 +64,35 @@ type conn struct {
 	// command.
 	mark time.Time
 
-	// batch is empty except while pipelined SETs are queued in it; every
-	// other command commits the queue first, so replies stay in order.
-	// The queued SETs all count their latency from queuedAt, when the
-	// first of them started.
+	// batch is empty except while pipelined batchable writes are staged
+	// in it (staged lists their commands); every other command commits
+	// it first, so replies stay in order. The staged commands all count
+	// their latency from stagedAt, when the first of them started.
 	batch    *lsmgo.Batch
-	queued   int
-	queuedAt time.Time
+	staged   []*command
+	stagedAt time.Time
 	stripes  lockSet
 
-	// view serves a run of pipelined GETs from one pinned engine state
-	// (see cmdGet). Every other command, and every network read, closes
-	// it first: a command must see this connection's own writes, and a
-	// command received later must see writes acknowledged meanwhile.
+	// view serves a run of pipelined pipeView reads from one pinned
+	// engine state (see reader). Every other command, and every network
+	// read, closes it first: a command must see this connection's own
+	// writes, and a command received later must see writes acknowledged
+	// meanwhile.
 	view *lsmgo.View
 
 	scratch []byte // engine keys and values under construction
 	nameBuf []byte // lower-cased command names
+
+	// mem is the size of this client's query buffer, as accounted to the
+	// server's maxmemory-clients bound; evicting is set when the bound
+	// chose this client to close.
+	mem      atomic.Int64
+	evicting atomic.Bool
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	cfg := s.config()
-	c := &conn{s: s, nc: nc, id: id, created: time.Now(), batch: s.db.NewBatch()}
+	c := &conn{s: s, nc: nc, id: id, created: time.Now(), batch: s.ks.newBatch()}
 	c.rd = resp.NewReader(connReader{c}, resp.Limits{MaxBulkLen: cfg.ProtoMaxBulkLen, MaxMultibulkLen: cfg.MaxMultibulkLen})
 	c.wr = resp.NewWriter(countingWriter{c})
 	c.authed = cfg.RequirePass == ""
@@ -96,7 +104,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 
 // connReader is the io.Reader under the RESP reader. The RESP reader calls
 // it only when it has no complete command left, so this is the moment
-// everything received so far has been executed: queued writes commit and
+// everything received so far has been executed: staged writes commit and
 // replies go out before the goroutine may block on the network. That is
 // how pipelining gets one write(2) per batch of commands without ever
 // holding a reply back.
@@ -105,7 +113,7 @@ type connReader struct{ c *conn }
 func (r connReader) Read(p []byte) (int, error) {
 	c := r.c
 	c.closeView()
-	c.commitQueued()
+	c.commitStaged()
 	if err := c.wr.Flush(); err != nil {
 		return 0, err
 	}
@@ -141,7 +149,10 @@ func (w countingWriter) Write(p []byte) (int, error) {
 
 func (c *conn) serve() {
 	defer c.close()
-	for !c.quit {
+	// Here rather than in newConn: the budget may evict other clients,
+	// which takes clientsMu, held while a connection is admitted.
+	c.rd.SetBudget(connBudget{c})
+	for !c.quit && !c.s.cutoff.Load() {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			c.readFailed(err)
@@ -149,14 +160,14 @@ func (c *conn) serve() {
 		}
 		c.execute(args)
 	}
-	c.commitQueued()
+	c.commitStaged()
 	c.wr.Flush()
 }
 
 // readFailed ends the connection after a read error: a protocol error gets
 // Redis' reply first; timeouts, limits and disconnects just close.
 func (c *conn) readFailed(err error) {
-	c.commitQueued()
+	c.commitStaged()
 	var pe *resp.ProtocolError
 	switch {
 	case errors.As(err, &pe):
@@ -164,6 +175,11 @@ func (c *conn) readFailed(err error) {
 		c.wr.Error("ERR " + pe.Msg)
 		c.wr.Flush()
 		lingerClose(c.nc)
+	case errors.Is(err, errClientMemory):
+		c.s.clientMem.evicted.Add(1)
+		c.s.log.Warn("closing client whose buffer would pass maxmemory-clients", "client", c.id,
+			"addr", c.nc.RemoteAddr().String(), "buffer_bytes", c.mem.Load())
+		c.nc.Close()
 	case errors.Is(err, errQueryBufferLimit):
 		c.s.log.Warn("closing client that reached max query buffer length", "client", c.id, "addr", c.nc.RemoteAddr().String())
 		c.wr.Flush()
@@ -199,23 +215,26 @@ func (c *conn) close() {
 	c.closeView()
 	c.publish()
 	c.nc.Close()
+	c.rd.Close()
 	c.s.removeClient(c)
 }
 
-// execute runs one command and writes its reply.
+// execute runs one command and writes its reply. It knows commands only
+// by their table entries: the pipelined fast paths are chosen by an
+// entry's batch function and pipe flags.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(commands, &c.nameBuf, args[0])
-	if cmd != getCommand {
+	if cmd == nil || cmd.pipe&pipeView == 0 {
 		c.closeView()
 	}
-	// A SET joins the queue when more input is already buffered, or when
-	// a queue exists (the last SET of a pipeline rides with the others:
-	// the queue commits before the next read anyway).
-	if cmd == setCommand && len(args) == 3 && c.authed && (c.rd.Buffered() > 0 || c.queued > 0) {
-		c.queueSet(args)
+	// A batchable write is staged when more input is already buffered, or
+	// when writes are staged already (the last write of a pipeline rides
+	// with the others: the batch commits before the next read anyway).
+	if cmd != nil && cmd.batch != nil && c.authed && cmd.arityOK(len(args)) &&
+		(c.rd.Buffered() > 0 || len(c.staged) > 0) && c.stage(cmd, args) {
 		return
 	}
-	c.commitQueued()
+	c.commitStaged()
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(unknownCommand(args))
@@ -236,17 +255,34 @@ func (c *conn) execute(args [][]byte) {
 			return
 		}
 		cmd = sub
+		if cmd.pipe&pipeView == 0 {
+			c.closeView()
+		}
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
 		c.reject(msgNoAuth)
 		return
 	}
+	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
+		// Without a view (the DB closing) reads go to the DB.
+		c.view, _ = c.s.ks.newView()
+	}
 	start := c.clock()
 	c.failed = false
-	cmd.run(c, args)
+	cmd.run(c, cmd, args)
 	now := time.Now()
 	c.mark = now
 	c.finished(cmd, args, now.Sub(start), c.failed)
+}
+
+// reader is what the running command reads through: the pipeline's view
+// when the command is a pipeView read inside a pipeline, else the DB's
+// newest state.
+func (c *conn) reader() lsmgo.Reader {
+	if c.view != nil {
+		return c.view
+	}
+	return c.s.ks.latest()
 }
 
 // closeView releases the connection's pipelined-read view, if any.
@@ -274,7 +310,7 @@ func (c *conn) reject(msg string) {
 }
 
 // finished accounts for a command that took d: its tally and the slow
-// log. Queued pipelined SETs pass nil args and skip the slow log, whose
+// log. Staged pipelined writes pass nil args and skip the slow log, whose
 // arguments would no longer be available.
 func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed bool) {
 	c.lastRun = cmd
@@ -308,45 +344,56 @@ func (c *conn) countLookup(hit bool) {
 	}
 }
 
-// queueSet adds a plain "SET key value" to the pending batch. Its reply is
-// written when the batch commits, which happens before any other command
-// runs or any read may block, so the client sees replies in order and
-// each only after its write is in the WAL.
-func (c *conn) queueSet(args [][]byte) {
-	putString(c.batch, &c.scratch, args[1], stringValue{val: args[2]})
-	c.stripes = c.stripes.add(c.s.ks.locks, args[1])
-	if c.queued == 0 {
-		c.queuedAt = c.clock()
+// stage lets cmd's batch function add the command's write to the pending
+// batch, and reports whether it did. A staged command's reply is written
+// when the batch commits, which happens before any other command runs or
+// any read may block, so the client sees replies in order and each only
+// after its write is in the WAL.
+func (c *conn) stage(cmd *command, args [][]byte) bool {
+	if !cmd.batch(c, args) {
+		return false
 	}
-	c.queued++
-	if c.queued >= maxQueuedSets || c.batch.Len() >= maxQueuedBatchSize {
-		c.commitQueued()
+	if len(c.staged) == 0 {
+		c.stagedAt = c.clock()
 	}
+	c.staged = append(c.staged, cmd)
+	if len(c.staged) >= maxStaged || c.batch.Len() >= maxStagedBatchSize {
+		c.commitStaged()
+	}
+	return true
 }
 
-// commitQueued commits the queued SETs, if any, and writes their replies.
-func (c *conn) commitQueued() {
-	if c.queued == 0 {
+// lockAtCommit records that a staged write touches key: commitStaged holds
+// the key's stripe while the batch applies.
+func (c *conn) lockAtCommit(key []byte) {
+	c.stripes = c.stripes.add(c.s.ks.locks, key)
+}
+
+// commitStaged commits the staged writes, if any, and writes their
+// replies.
+func (c *conn) commitStaged() {
+	if len(c.staged) == 0 {
 		return
 	}
 	locks := c.s.ks.locks
 	held := c.stripes.lock(locks)
-	err := c.s.db.Apply(c.batch, nil)
+	err := c.s.ks.apply(c.batch)
 	held.unlock(locks)
 	now := time.Now()
 	c.mark = now
-	for range c.queued {
+	for _, cmd := range c.staged {
 		if err != nil {
 			c.wr.Error(engineError(err))
 		} else {
 			c.wr.SimpleString("OK")
 		}
-		c.finished(setCommand, nil, now.Sub(c.queuedAt), err != nil)
+		c.finished(cmd, nil, now.Sub(c.stagedAt), err != nil)
 	}
 	c.batch.Reset()
-	c.queued = 0
+	clear(c.staged)
+	c.staged = c.staged[:0]
 	c.stripes = c.stripes[:0]
-	if cap(c.stripes) > maxQueuedSets {
+	if cap(c.stripes) > maxStaged {
 		c.stripes = nil
 	}
 }
@@ -369,7 +416,11 @@ func (c *conn) replyErr(err error) { c.fail(engineError(err)) }
 func engineError(err error) string {
 	switch {
 	case errors.Is(err, lsmgo.ErrReadOnly):
-		return "MISCONF Errors writing to disk; writes are refused until the server is restarted: " + err.Error()
+		return "MISCONF Errors writing to disk; writes are refused until an operator runs LSMGO.RESUME (or restarts the server): " + err.Error()
+	case errors.Is(err, lsmgo.ErrNoSpace):
+		// Redis, too, answers MISCONF while it cannot persist; unlike
+		// the read-only case this one heals once space is freed.
+		return "MISCONF Disk full; writes resume by themselves once space is freed: " + err.Error()
 	case errors.Is(err, lsmgo.ErrClosed):
 		return "ERR server is shutting down"
 	}

@@ -14,9 +14,14 @@
 //   - A connection flushes its replies exactly when it is about to read
 //     from the network and has nothing left to execute; pipelined commands
 //     therefore share write(2) calls, and no reply waits for later input.
-//   - Pipelined plain SETs become one engine batch; it commits before any
+//   - Pipelined batchable writes (plain SETs: a command table entry with a
+//     batch function) become one engine batch; it commits before any
 //     other command of the connection runs and before any read, so the
 //     batching is invisible to clients except in speed.
+//   - The connection loop knows no command by name: a command's table
+//     entry (its handler, batch function and pipe flags) decides how it
+//     runs, and every engine read and write goes through the keyspace
+//     (keyspace.go), so a new Redis type adds an encoding and handlers.
 //   - Every command that writes holds the key-stripe locks of all its keys
 //     from its first read to the end of its Apply (keyLocks), so
 //     read-modify-write commands are atomic against all other writes.
@@ -27,5 +32,5 @@
 //
 // Each connection is served by one goroutine; the resp.Reader's argument
 // slices are valid only until the next read, so anything that outlives a
-// command (the queued batch, SCAN cursors, the slow log) is copied.
+// command (the staged batch, SCAN cursors, the slow log) is copied.
 package server

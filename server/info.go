@@ -27,7 +27,7 @@ var infoSections = []struct {
 // cmdInfo implements INFO [section ...]. Unknown sections are ignored, as
 // in Redis. The keyspace section counts keys by iterating them, so it
 // costs O(keys).
-func cmdInfo(c *conn, args [][]byte) {
+func cmdInfo(c *conn, _ *command, args [][]byte) {
 	c.publish() // the commands before INFO in a pipeline count
 	want := map[string]bool{}
 	for _, a := range args[1:] {
@@ -67,6 +67,8 @@ func (s *Server) infoServer(b *strings.Builder) error {
 	exe, _ := os.Executable()
 	b.WriteString("# Server\r\n")
 	field(b, "redis_version", Version)
+	field(b, "lsmgo_version", s.build.Version)
+	field(b, "lsmgo_commit", s.build.Commit)
 	field(b, "redis_mode", "standalone")
 	field(b, "lsmgo_engine", "lsmgo")
 	field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
@@ -110,6 +112,8 @@ func (s *Server) infoMemory(b *strings.Builder) error {
 	field(b, "maxmemory", 0)
 	field(b, "maxmemory_policy", "noeviction")
 	field(b, "mem_allocator", "go")
+	field(b, "mem_clients_normal", s.clientMem.total.Load())
+	field(b, "maxmemory_clients", s.config().MaxMemoryClients)
 	field(b, "lsmgo_memtable_bytes", m.MemTables.Bytes)
 	field(b, "lsmgo_block_cache_bytes", m.Cache.Bytes)
 	return nil
@@ -155,6 +159,7 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "total_net_input_bytes", st.netIn.Load())
 	field(b, "total_net_output_bytes", st.netOut.Load())
 	field(b, "rejected_connections", st.rejected.Load())
+	field(b, "evicted_clients", s.clientMem.evicted.Load())
 	field(b, "keyspace_hits", st.hits.Load())
 	field(b, "keyspace_misses", st.misses.Load())
 	return nil
@@ -222,6 +227,11 @@ func (s *Server) infoEngine(b *strings.Builder) error {
 	field(b, "iterators", m.Iterators)
 	field(b, "background_errors", m.BackgroundErrors)
 	field(b, "read_only", boolInt(m.ReadOnly))
+	field(b, "disk_free_bytes", m.Disk.Free)
+	field(b, "disk_total_bytes", m.Disk.Total)
+	field(b, "disk_nospace_retries", m.Disk.NoSpaceRetries)
+	field(b, "disk_nospace_writes", m.Disk.NoSpaceWrites)
+	field(b, "writes_refused", m.Disk.WritesRefused)
 	field(b, "visible_seq", m.VisibleSeq)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +37,10 @@ const (
 	formatVersion = "1"
 )
 
+// typeNames are the names TYPE replies with, by header type; decodeHeader
+// refuses a header whose type is not here.
+var typeNames = [128]string{typeString: "string"}
+
 // dataKey appends the engine key of userKey to dst.
 func dataKey(dst, userKey []byte) []byte {
 	dst = append(dst[:0], dataPrefix)
@@ -55,32 +60,52 @@ func decodeHeader(userKey, raw []byte) (byte, []byte, error) {
 		return 0, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "value has no type header"}
 	}
 	t := raw[0] &^ flagExpires
-	if t != typeString {
+	if typeNames[t] == "" {
 		return 0, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: fmt.Sprintf("unknown type header %#x", raw[0])}
 	}
 	return t, raw[1:], nil
 }
 
 // keyspace wraps the engine with the server's encoding and the locks that
-// make read-modify-write commands atomic.
+// make read-modify-write commands atomic. Every engine read and write of a
+// command goes through it, so that a new Redis type is a new encoding
+// here and new handlers, and the connection loop does not change.
 type keyspace struct {
 	db    *lsmgo.DB
 	locks *keyLocks
 }
 
-// reader is what point reads go through: the DB, or a View of it.
-type reader interface {
-	GetWithExpiry(key []byte) ([]byte, time.Time, error)
+// latest is the reader of the DB's newest state.
+func (ks *keyspace) latest() lsmgo.Reader { return ks.db }
+
+// newView pins the DB's current state for a run of pipelined reads; the
+// caller closes it.
+func (ks *keyspace) newView() (*lsmgo.View, error) { return ks.db.NewView() }
+
+// newBatch returns an empty batch for putString and deleteKey.
+func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
+
+// apply commits b atomically.
+func (ks *keyspace) apply(b *lsmgo.Batch) error { return ks.db.Apply(b, nil) }
+
+// checkFormat stamps a new directory with the keyspace format version and
+// refuses one written with another; dir names the directory in the error.
+func (ks *keyspace) checkFormat(dir string) error {
+	v, err := ks.db.Get([]byte(formatKey))
+	switch {
+	case errors.Is(err, lsmgo.ErrNotFound):
+		return ks.db.Set([]byte(formatKey), []byte(formatVersion), lsmgo.Sync)
+	case err != nil:
+		return err
+	case string(v) != formatVersion:
+		return fmt.Errorf("lsmgo server: %s holds keyspace format %q; this server reads format %q", dir, v, formatVersion)
+	}
+	return nil
 }
 
-// getString reads the string at userKey; ok is false when it is absent.
-// scratch is reused for the engine key.
-func (ks *keyspace) getString(scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
-	return ks.getStringFrom(ks.db, scratch, userKey)
-}
-
-// getStringFrom is getString through r.
-func (ks *keyspace) getStringFrom(r reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+// getString reads the string at userKey through r; ok is false when it is
+// absent. scratch is reused for the engine key.
+func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
 	*scratch = dataKey(*scratch, userKey)
 	raw, expireAt, err := r.GetWithExpiry(*scratch)
 	if errors.Is(err, lsmgo.ErrNotFound) {
@@ -96,15 +121,43 @@ func (ks *keyspace) getStringFrom(r reader, scratch *[]byte, userKey []byte) (v 
 	return v, true, nil
 }
 
-// exists reports whether userKey holds a live value.
-func (ks *keyspace) exists(scratch *[]byte, userKey []byte) (bool, error) {
-	_, ok, err := ks.getString(scratch, userKey)
+// typeOf returns the Redis type name of the value at userKey, read through
+// r: "none" when it is absent.
+func (ks *keyspace) typeOf(r lsmgo.Reader, scratch *[]byte, userKey []byte) (string, error) {
+	*scratch = dataKey(*scratch, userKey)
+	raw, _, err := r.GetWithExpiry(*scratch)
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		return "none", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	t, _, err := decodeHeader(userKey, raw)
+	if err != nil {
+		return "", err
+	}
+	return typeNames[t], nil
+}
+
+// exists reports whether userKey holds a live value, read through r.
+func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (bool, error) {
+	_, ok, err := ks.getString(r, scratch, userKey)
 	return ok, err
 }
 
+// maxString is the longest string the engine stores at userKey: its limit
+// on one entry, less the engine key's prefix byte and the value's header.
+// Every string write checks it before the write reaches a batch, so that
+// no command the server accepted fails in the engine (and one oversized
+// SET cannot fail a batch of pipelined ones).
+func (ks *keyspace) maxString(userKey []byte) int64 {
+	return lsmgo.MaxEntrySize - int64(len(userKey)) - 2
+}
+
 // putString adds a write of the string v at userKey to b. scratch is
-// reused to build the key and the encoded value; Batch copies both.
-func putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
+// reused to build the key and the encoded value; Batch copies both. The
+// caller has checked v against maxString.
+func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
 	buf := dataKey(*scratch, userKey)
 	k := len(buf)
 	header := byte(typeString)
@@ -122,7 +175,7 @@ func putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
 }
 
 // deleteKey adds a deletion of userKey to b.
-func deleteKey(b *lsmgo.Batch, scratch *[]byte, userKey []byte) {
+func (ks *keyspace) deleteKey(b *lsmgo.Batch, scratch *[]byte, userKey []byte) {
 	*scratch = dataKey(*scratch, userKey)
 	b.Delete(*scratch)
 }
@@ -160,6 +213,54 @@ func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, expires bo
 		}
 	}
 	return it.Close()
+}
+
+// randomKey picks a random position between the first and last keys and
+// returns the user key at or after it; ok is false when the keyspace is
+// empty. Keys that follow large gaps in the key order are picked more
+// often; Redis' own pick is not uniform either.
+func (ks *keyspace) randomKey() (key []byte, ok bool, err error) {
+	it, err := ks.db.NewIter(&lsmgo.IterOptions{LowerBound: []byte{dataPrefix}, UpperBound: []byte{dataEnd}})
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return nil, false, it.Error()
+	}
+	first := bytes.Clone(it.Key())
+	it.Last()
+	probe := randomBetween(first, it.Key())
+	if !it.SeekGE(probe) {
+		it.First()
+	}
+	if err := it.Error(); err != nil {
+		return nil, false, err
+	}
+	return bytes.Clone(it.Key()[1:]), true, nil
+}
+
+// randomBetween returns a random key k with first <= k <= last (given
+// first <= last): their common prefix, then a random byte between theirs,
+// then random bytes.
+func randomBetween(first, last []byte) []byte {
+	n := 0
+	for n < len(first) && n < len(last) && first[n] == last[n] {
+		n++
+	}
+	probe := bytes.Clone(first[:n])
+	if n == len(last) {
+		return probe
+	}
+	lo := 0
+	if n < len(first) {
+		lo = int(first[n])
+	}
+	probe = append(probe, byte(lo+rand.IntN(int(last[n])-lo+1)))
+	for range 8 {
+		probe = append(probe, byte(rand.Uint32()))
+	}
+	return probe
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix,

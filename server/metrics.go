@@ -92,6 +92,8 @@ var (
 	connectedDesc   = prometheus.NewDesc("lsmgo_connected_clients", "Connected clients.", nil, nil)
 	connectionsDesc = prometheus.NewDesc("lsmgo_connections_total", "Connections accepted.", nil, nil)
 	rejectedDesc    = prometheus.NewDesc("lsmgo_rejected_connections_total", "Connections refused (maxclients or shutdown).", nil, nil)
+	evictedDesc     = prometheus.NewDesc("lsmgo_evicted_clients_total", "Clients closed because their buffers would pass maxmemory-clients.", nil, nil)
+	clientMemDesc   = prometheus.NewDesc("lsmgo_client_buffer_bytes", "Bytes held by all clients' query buffers (bounded by maxmemory-clients).", nil, nil)
 	netInDesc       = prometheus.NewDesc("lsmgo_net_input_bytes_total", "Bytes read from clients.", nil, nil)
 	netOutDesc      = prometheus.NewDesc("lsmgo_net_output_bytes_total", "Bytes written to clients.", nil, nil)
 
@@ -107,7 +109,7 @@ func (sc serverCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- em.desc
 	}
 	for _, d := range []*prometheus.Desc{levelFilesDesc, levelBytesDesc, levelScoreDesc,
-		connectedDesc, connectionsDesc, rejectedDesc, netInDesc, netOutDesc,
+		connectedDesc, connectionsDesc, rejectedDesc, evictedDesc, clientMemDesc, netInDesc, netOutDesc,
 		callsDesc, failuresDesc, latencyDesc} {
 		ch <- d
 	}
@@ -128,6 +130,8 @@ func (sc serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connectedDesc, prometheus.GaugeValue, float64(s.clientCount()))
 	ch <- prometheus.MustNewConstMetric(connectionsDesc, prometheus.CounterValue, float64(s.stats.connections.Load()))
 	ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(s.stats.rejected.Load()))
+	ch <- prometheus.MustNewConstMetric(evictedDesc, prometheus.CounterValue, float64(s.clientMem.evicted.Load()))
+	ch <- prometheus.MustNewConstMetric(clientMemDesc, prometheus.GaugeValue, float64(s.clientMem.total.Load()))
 	ch <- prometheus.MustNewConstMetric(netInDesc, prometheus.CounterValue, float64(s.stats.netIn.Load()))
 	ch <- prometheus.MustNewConstMetric(netOutDesc, prometheus.CounterValue, float64(s.stats.netOut.Load()))
 	for _, cmd := range allCommands {

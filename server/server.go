@@ -18,6 +18,7 @@ import (
 
 // Version is the Redis version the server reports in HELLO and INFO;
 // clients use it to pick features, and the command set is Redis 7's.
+// lsmgo's own version is BuildInfo's, which INFO reports next to it.
 const Version = "7.2.0"
 
 // Server is a running lsmgo server: the engine, the RESP listener and the
@@ -33,6 +34,7 @@ type Server struct {
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
+	build     Build
 
 	// cfg is the running configuration, replaced whole on every change so
 	// connections read it without locking.
@@ -53,11 +55,16 @@ type Server struct {
 	// closing is set (under clientsMu) when Shutdown begins; connections
 	// check it before every blocking read.
 	closing atomic.Bool
-	connWG  sync.WaitGroup
-	bgWG    sync.WaitGroup
-	done    chan struct{}
-	nextID  atomic.Uint64
-	stats   serverStats
+	// cutoff is set when shutdown's deadline passes: connections stop
+	// executing buffered commands.
+	cutoff atomic.Bool
+	connWG sync.WaitGroup
+	bgWG   sync.WaitGroup
+	done   chan struct{}
+	nextID atomic.Uint64
+	stats  serverStats
+	// clientMem enforces maxmemory-clients.
+	clientMem clientMemory
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -80,7 +87,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		base: cfg, fileCfg: r, startTime: time.Now(),
+		base: cfg, fileCfg: r, startTime: time.Now(), build: BuildInfo(),
 		clients: map[uint64]*conn{}, done: make(chan struct{}),
 	}
 	s.cfg.Store(&r)
@@ -109,7 +116,8 @@ func Start(cfg Config) (*Server, error) {
 		s.db.Close()
 		return nil, err
 	}
-	s.log.Info("lsmgo server ready", "addr", s.Addr().String(), "http", s.HTTPAddr(), "dir", r.Dir, "appendfsync", r.AppendFsync)
+	s.log.Info("lsmgo server ready", "version", s.build.Version, "commit", s.build.Commit,
+		"addr", s.Addr().String(), "http", s.HTTPAddr(), "dir", r.Dir, "appendfsync", r.AppendFsync)
 	return s, nil
 }
 
@@ -126,7 +134,7 @@ func syncMode(appendfsync string) lsmgo.SyncMode {
 }
 
 func (s *Server) start(r *Config) error {
-	if err := s.checkFormat(); err != nil {
+	if err := s.ks.checkFormat(r.Dir); err != nil {
 		return err
 	}
 	s.cmdStats = newCmdStats()
@@ -151,8 +159,9 @@ func (s *Server) start(r *Config) error {
 			return err
 		}
 	}
-	s.bgWG.Add(1)
+	s.bgWG.Add(2)
 	go s.acceptLoop()
+	go s.returnMemoryLoop()
 	if s.httpSrv != nil {
 		s.bgWG.Add(1)
 		go func() {
@@ -161,21 +170,6 @@ func (s *Server) start(r *Config) error {
 				s.log.Error("http server stopped", "err", err)
 			}
 		}()
-	}
-	return nil
-}
-
-// checkFormat stamps a new directory with the keyspace format version and
-// refuses one written with another.
-func (s *Server) checkFormat() error {
-	v, err := s.db.Get([]byte(formatKey))
-	switch {
-	case errors.Is(err, lsmgo.ErrNotFound):
-		return s.db.Set([]byte(formatKey), []byte(formatVersion), lsmgo.Sync)
-	case err != nil:
-		return err
-	case string(v) != formatVersion:
-		return fmt.Errorf("lsmgo server: %s holds keyspace format %q; this server reads format %q", s.cfg.Load().Dir, v, formatVersion)
 	}
 	return nil
 }
@@ -274,7 +268,9 @@ func (s *Server) clientCount() int {
 // Shutdown stops the server gracefully: it stops accepting, lets every
 // connection finish the commands it has already received (replying to
 // them), then flushes the memtable and closes the engine. Connections
-// still busy when ctx ends are closed forcibly. Calling Shutdown again
+// still busy when ctx ends or the shutdown-timeout setting passes,
+// whichever comes first, are cut off: their sockets close and the
+// commands they still had buffered are not executed. Calling Shutdown again
 // returns the first call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
@@ -302,13 +298,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.connWG.Wait()
 		close(finished)
 	}()
+	deadline := time.NewTimer(s.config().ShutdownTimeout)
+	defer deadline.Stop()
 	select {
 	case <-finished:
 	case <-ctx.Done():
-		s.log.Warn("shutdown deadline passed; closing busy connections")
-		for _, c := range s.clientList() {
-			c.nc.Close()
-		}
+		s.cutOff()
+		<-finished
+	case <-deadline.C:
+		s.cutOff()
 		<-finished
 	}
 	var err error
@@ -326,6 +324,20 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	s.log.Info("lsmgo server stopped", "err", err)
 	return err
+}
+
+// cutOff ends a graceful shutdown that ran out of time: connections stop
+// executing what they have buffered (a pipeline of thousands of commands
+// would otherwise run to the end against a closed socket), and sockets
+// close, which wakes connections blocked writing to clients that do not
+// read.
+func (s *Server) cutOff() {
+	s.cutoff.Store(true)
+	busy := s.clientList()
+	s.log.Warn("shutdown deadline passed; cutting off busy clients", "clients", len(busy))
+	for _, c := range busy {
+		c.nc.Close()
+	}
 }
 
 // closeListeners releases what start bound when it fails midway.

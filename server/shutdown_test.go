@@ -69,3 +69,42 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownDeadlineSlowReaders holds 50 clients that pipeline GETs of a
+// large value and never read their replies, so every connection is stuck
+// in a write with more commands buffered behind it. Shutdown must still
+// return soon after the configured shutdown-timeout: the stuck clients are
+// cut off and their pending pipelines dropped, not executed.
+func TestShutdownDeadlineSlowReaders(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	s := startServer(t, func(c *Config) { c.ShutdownTimeout = timeout })
+	c := newClient(t, s, 2, nil)
+	big := strings.Repeat("v", 256<<10)
+	if err := c.Set(context.Background(), "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var pipeline strings.Builder
+	for range 2000 {
+		pipeline.WriteString("GET big\r\n")
+	}
+	for range 50 {
+		r := dialRaw(t, s)
+		go io.WriteString(r.nc, pipeline.String()) // fails once the server cuts the client off
+	}
+	// Wait until the clients are stuck: replies fill the socket buffers.
+	waitFor(t, "slow readers stuck", func() bool { return s.clientCount() >= 51 })
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	// The caller's context allows far more than shutdown-timeout: the
+	// setting is the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	// Generous slack for a loaded CI machine: without the deadline this
+	// takes tens of seconds (every buffered GET is still executed).
+	if took := time.Since(start); took > timeout+10*time.Second {
+		t.Fatalf("Shutdown took %v with shutdown-timeout %v", took, timeout)
+	}
+}

@@ -97,7 +97,7 @@ func (l *slowlog) reset() {
 }
 
 // cmdSlowlogGet implements SLOWLOG GET [count].
-func cmdSlowlogGet(c *conn, args [][]byte) {
+func cmdSlowlogGet(c *conn, _ *command, args [][]byte) {
 	n := 10
 	if len(args) == 3 {
 		v, ok := parseInt(args[2])
@@ -123,9 +123,9 @@ func cmdSlowlogGet(c *conn, args [][]byte) {
 	}
 }
 
-func cmdSlowlogLen(c *conn, _ [][]byte) { c.wr.Int(int64(c.s.slowlog.len())) }
+func cmdSlowlogLen(c *conn, _ *command, _ [][]byte) { c.wr.Int(int64(c.s.slowlog.len())) }
 
-func cmdSlowlogReset(c *conn, _ [][]byte) {
+func cmdSlowlogReset(c *conn, _ *command, _ [][]byte) {
 	c.s.slowlog.reset()
 	c.ok()
 }

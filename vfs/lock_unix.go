@@ -19,7 +19,7 @@ func lockFile(name string) (io.Closer, error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lsmgo: lock %s: held by another process or DB instance: %w", name, err)
+		return nil, fmt.Errorf("lsmgo: lock %s: %w by another process or DB instance (%w)", name, ErrLocked, err)
 	}
 	return f, nil
 }

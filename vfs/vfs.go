@@ -9,6 +9,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -47,11 +48,17 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// Lock takes an exclusive lock on the named file, creating it if needed.
 	// It fails at once, without waiting, when another holder has it,
-	// in this process or another. Closing the returned Closer releases it.
+	// in this process or another, with an error matching ErrLocked; any
+	// other error (the file cannot be created or opened) says why.
+	// Closing the returned Closer releases it.
 	Lock(name string) (io.Closer, error)
 	// PathJoin joins path elements.
 	PathJoin(elem ...string) string
 }
+
+// ErrLocked is matched (errors.Is) by Lock's error when another holder has
+// the lock, as opposed to a lock file that cannot be opened at all.
+var ErrLocked = errors.New("held by another holder")
 
 // Default is the operating system's filesystem.
 var Default FS = osFS{}
@@ -86,3 +93,18 @@ func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 func (osFS) Lock(name string) (io.Closer, error) { return lockFile(name) }
 
 func (osFS) PathJoin(elem ...string) string { return filepath.Join(elem...) }
+
+// SyncDir makes the entries of directory dir durable: the files created,
+// renamed or removed in it. Every writer of a DB directory calls it after
+// such a change, since a file's own Sync does not cover its name.
+func SyncDir(fs FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

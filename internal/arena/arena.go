@@ -24,8 +24,11 @@ type Arena struct {
 	mapped bool // buf was mapped by NewMapped and must be unmapped
 }
 
+// MaxCapacity is the largest arena: offsets are 32-bit.
+const MaxCapacity = math.MaxUint32
+
 // New returns an arena of capacity bytes on the Go heap. capacity must be
-// between 1 and math.MaxUint32, since offsets are 32-bit.
+// between 1 and MaxCapacity.
 func New(capacity int) *Arena {
 	checkCapacity(capacity)
 	// Backing the bytes with uint64s guarantees 8-byte alignment of the
@@ -52,8 +55,8 @@ func NewMapped(capacity int) *Arena {
 }
 
 func checkCapacity(capacity int) {
-	if capacity < 1 || uint64(capacity) > math.MaxUint32 {
-		panic(fmt.Sprintf("arena: capacity %d out of range [1, %d]", capacity, uint32(math.MaxUint32)))
+	if capacity < 1 || uint64(capacity) > MaxCapacity {
+		panic(fmt.Sprintf("arena: capacity %d out of range [1, %d]", capacity, uint32(MaxCapacity)))
 	}
 }
 

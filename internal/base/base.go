@@ -234,11 +234,13 @@ const (
 	FileTypeLock
 	FileTypeOptions
 	FileTypeTemp
+	// FileTypeBlob holds large values outside the tree (internal/blob).
+	FileTypeBlob
 )
 
 // MakeFilename returns the file name (without directory) for a type and
 // number: 000123.log, 000124.sst, MANIFEST-000005, CURRENT, LOCK, OPTIONS,
-// 000007.tmp.
+// 000007.tmp, 000008.blob.
 func MakeFilename(t FileType, n FileNum) string {
 	switch t {
 	case FileTypeLog:
@@ -255,6 +257,8 @@ func MakeFilename(t FileType, n FileNum) string {
 		return "OPTIONS"
 	case FileTypeTemp:
 		return fmt.Sprintf("%06d.tmp", n)
+	case FileTypeBlob:
+		return fmt.Sprintf("%06d.blob", n)
 	}
 	panic("lsmgo: unknown file type")
 }
@@ -299,6 +303,8 @@ func ParseFilename(name string) (t FileType, n FileNum, ok bool) {
 		return FileTypeTable, FileNum(num), true
 	case "tmp":
 		return FileTypeTemp, FileNum(num), true
+	case "blob":
+		return FileTypeBlob, FileNum(num), true
 	}
 	return 0, 0, false
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestFilenameRoundTrip(t *testing.T) {
-	for _, ft := range []FileType{FileTypeLog, FileTypeTable, FileTypeManifest, FileTypeTemp} {
+	for _, ft := range []FileType{FileTypeLog, FileTypeTable, FileTypeManifest, FileTypeTemp, FileTypeBlob} {
 		for _, n := range []FileNum{0, 1, 999999, 1000000, 1 << 40} {
 			name := MakeFilename(ft, n)
 			gt, gn, ok := ParseFilename(name)

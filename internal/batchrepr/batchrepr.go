@@ -45,6 +45,25 @@ func Append(repr []byte, kind base.Kind, key, value []byte) []byte {
 	return repr
 }
 
+// RecordLen is the number of bytes Append adds for a record of kind with a
+// key and value of the given lengths, so a caller can refuse a record
+// before copying it.
+func RecordLen(kind base.Kind, keyLen, valueLen int) int {
+	n := 1 + uvarintLen(uint64(keyLen)) + keyLen
+	if kind != base.KindDelete {
+		n += uvarintLen(uint64(valueLen)) + valueLen
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
 // Seq returns the sequence number of the first record. repr must be at
 // least HeaderLen bytes long.
 func Seq(repr []byte) base.SeqNum { return base.SeqNum(binary.LittleEndian.Uint64(repr)) }

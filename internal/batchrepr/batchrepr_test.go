@@ -82,7 +82,13 @@ func TestRoundTrip(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	for iter := 0; iter < 200; iter++ {
+	// Each iteration decodes every prefix of its batch, so the cost grows
+	// with the square of the batch; -short (CI) runs a quarter of them.
+	iters := 200
+	if testing.Short() {
+		iters = 50
+	}
+	for iter := 0; iter < iters; iter++ {
 		recs := randomRecords(rng, rng.IntN(20))
 		seq := base.SeqNum(rng.Uint64N(uint64(base.SeqNumMax)))
 		repr := encode(seq, recs)
@@ -199,4 +205,17 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("count %d but %d records decoded", Count(repr), len(recs))
 		}
 	})
+}
+
+func TestRecordLen(t *testing.T) {
+	for _, kind := range []base.Kind{base.KindSet, base.KindSetExpiry, base.KindDelete} {
+		for _, n := range []int{0, 1, 127, 128, 16383, 16384, 1 << 21} {
+			key, value := make([]byte, n%300), make([]byte, n)
+			repr := New()
+			got := len(Append(repr, kind, key, value)) - len(repr)
+			if want := RecordLen(kind, len(key), len(value)); got != want {
+				t.Errorf("%s key %d value %d: Append added %d bytes, RecordLen says %d", kind, len(key), len(value), got, want)
+			}
+		}
+	}
 }

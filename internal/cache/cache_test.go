@@ -134,7 +134,12 @@ func TestHotSurvivesScan(t *testing.T) {
 	for off := uint64(0); off < 8; off++ {
 		set(c, 1, off, make([]byte, 1000))
 	}
-	for off := uint64(0); off < 100000; off++ {
+	// Even -short's cold inserts (CI) cycle the cache twenty times over.
+	cold := uint64(100000)
+	if testing.Short() {
+		cold = 20000
+	}
+	for off := uint64(0); off < cold; off++ {
 		set(c, 2, off, make([]byte, 1000))
 		if off%16 == 0 {
 			for hot := uint64(0); hot < 8; hot++ {
@@ -181,7 +186,11 @@ func TestBudget(t *testing.T) {
 	const capacity = 1 << 20
 	c := New(capacity)
 	live := map[key]int{}
-	for i := 0; i < 20000; i++ {
+	ops := 20000
+	if testing.Short() {
+		ops = 5000 // still about twenty times the capacity inserted
+	}
+	for i := 0; i < ops; i++ {
 		f, off := base.FileNum(rng.IntN(20)), uint64(rng.IntN(500))*4096
 		switch r := rng.IntN(100); {
 		case r < 60:
@@ -218,13 +227,17 @@ func TestBudget(t *testing.T) {
 // -race. Every hit must return the block stored under that key.
 func TestConcurrent(t *testing.T) {
 	c := New(256 << 10)
+	perG := 5000
+	if testing.Short() {
+		perG = 1500
+	}
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 0))
-			for i := 0; i < 5000; i++ {
+			for i := 0; i < perG; i++ {
 				f, off := base.FileNum(rng.IntN(8)), uint64(rng.IntN(64))
 				switch rng.IntN(10) {
 				case 0, 1, 2:

@@ -31,26 +31,14 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 )
 
-// Defaults used for any Config field that is zero or negative.
-const (
-	// DefaultL0CompactionThreshold is the L0 file count that triggers an
-	// L0 -> L1 compaction.
-	DefaultL0CompactionThreshold = 4
-	// DefaultLBaseMaxBytes is the target size of L1.
-	DefaultLBaseMaxBytes = 64 << 20
-	// DefaultLevelMultiplier is the size ratio between adjacent levels.
-	DefaultLevelMultiplier = 10
-	// DefaultTargetFileSize is the size at which output tables are cut.
-	DefaultTargetFileSize = 2 << 20
-)
-
 // maxGrandparentOverlapFactor bounds, in multiples of the target file size,
 // how many bytes of the next level one output table may overlap: a table
 // overlapping more would make its own later compaction rewrite that much.
 const maxGrandparentOverlapFactor = 10
 
-// Config holds the leveled policy's knobs. The zero value means the
-// defaults.
+// Config holds the leveled policy's knobs. It has no defaults of its own:
+// the caller passes every field set and positive (the root package fills
+// them from Options, which owns the defaults).
 type Config struct {
 	// L0CompactionThreshold is the L0 file count that triggers L0 -> L1.
 	L0CompactionThreshold int
@@ -60,34 +48,6 @@ type Config struct {
 	LevelMultiplier int
 	// TargetFileSize is the size at which output tables are cut.
 	TargetFileSize int64
-}
-
-func (c Config) l0Threshold() int {
-	if c.L0CompactionThreshold <= 0 {
-		return DefaultL0CompactionThreshold
-	}
-	return c.L0CompactionThreshold
-}
-
-func (c Config) lbaseMaxBytes() int64 {
-	if c.LBaseMaxBytes <= 0 {
-		return DefaultLBaseMaxBytes
-	}
-	return c.LBaseMaxBytes
-}
-
-func (c Config) levelMultiplier() int {
-	if c.LevelMultiplier <= 0 {
-		return DefaultLevelMultiplier
-	}
-	return c.LevelMultiplier
-}
-
-func (c Config) targetFileSize() int64 {
-	if c.TargetFileSize <= 0 {
-		return DefaultTargetFileSize
-	}
-	return c.TargetFileSize
 }
 
 // Compaction is one unit of work: merge Inputs[0] (files of StartLevel) with

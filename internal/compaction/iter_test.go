@@ -170,7 +170,11 @@ func TestIterModel(t *testing.T) {
 	seed := uint64(4242)
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
-	for i := range 5000 {
+	cases := 5000
+	if testing.Short() {
+		cases = 1000
+	}
+	for i := range cases {
 		entries, snapshots, nowMs := randIterCase(r)
 		bottommost := r.IntN(2) == 0
 		msg, err := checkIter(entries, snapshots, bottommost, nowMs)

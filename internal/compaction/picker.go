@@ -20,11 +20,11 @@ const lastLevel = manifest.NumLevels - 1
 // level always scores 0.
 func Scores(v *manifest.Version, cfg Config) [manifest.NumLevels]float64 {
 	var s [manifest.NumLevels]float64
-	s[0] = float64(len(v.Files[0])) / float64(cfg.l0Threshold())
-	target := float64(cfg.lbaseMaxBytes())
+	s[0] = float64(len(v.Files[0])) / float64(cfg.L0CompactionThreshold)
+	target := float64(cfg.LBaseMaxBytes)
 	for level := 1; level < lastLevel; level++ {
 		s[level] = float64(v.LevelSize(level)) / target
-		target *= float64(cfg.levelMultiplier())
+		target *= float64(cfg.LevelMultiplier)
 	}
 	return s
 }
@@ -187,7 +187,7 @@ func (p *Picker) newCompaction(v *manifest.Version, level, output int, inputs []
 		Bottommost:            true,
 		Smallest:              smallest,
 		Largest:               largest,
-		maxGrandparentOverlap: maxGrandparentOverlapFactor * uint64(p.cfg.targetFileSize()),
+		maxGrandparentOverlap: maxGrandparentOverlapFactor * uint64(p.cfg.TargetFileSize),
 	}
 	if output+1 < manifest.NumLevels {
 		c.Grandparents = slices.Clone(v.Overlaps(output+1, smallest, largest))

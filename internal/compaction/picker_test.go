@@ -10,11 +10,12 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/internal/testutil/datadriven"
 )
 
 // parseFile reads a file description "num:smallest-largest[:size][!]"; a
 // trailing "!" marks the file Compacting and the size defaults to 100.
-func parseFile(t *testing.T, s string, seq base.SeqNum) *manifest.FileMetadata {
+func parseFile(t testing.TB, s string, seq base.SeqNum) *manifest.FileMetadata {
 	t.Helper()
 	f := &manifest.FileMetadata{Size: 100, SmallestSeq: seq, LargestSeq: seq}
 	if rest, ok := strings.CutSuffix(s, "!"); ok {
@@ -46,7 +47,7 @@ func parseFile(t *testing.T, s string, seq base.SeqNum) *manifest.FileMetadata {
 
 // parseVersion reads lines "Ln: file file ...". L0 files are listed newest
 // first and get descending sequence numbers to match.
-func parseVersion(t *testing.T, input string) *manifest.Version {
+func parseVersion(t testing.TB, input string) *manifest.Version {
 	t.Helper()
 	v := &manifest.Version{}
 	seq := base.SeqNum(1000)
@@ -64,21 +65,8 @@ func parseVersion(t *testing.T, input string) *manifest.Version {
 	return v
 }
 
-func intArg(t *testing.T, c *ddCase, name string) int {
-	t.Helper()
-	s, ok := c.args[name]
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatalf("line %d: bad %s=%q", c.line, name, s)
-	}
-	return n
-}
-
-func bytesArg(c *ddCase, name string) []byte {
-	if s, ok := c.args[name]; ok {
+func bytesArg(c *datadriven.Case, name string) []byte {
+	if s, ok := c.Arg(name); ok {
 		return []byte(s)
 	}
 	return nil
@@ -122,28 +110,34 @@ func TestPickerDataDriven(t *testing.T) {
 		}
 		return all
 	}
-	runDataDriven(t, "testdata/picker", func(t *testing.T, c *ddCase) string {
+	datadriven.RunFile(t, "testdata/picker", func(t testing.TB, c *datadriven.Case) string {
 		var picked *Compaction
-		switch c.cmd {
+		switch c.Cmd {
 		case "define":
-			cfg = Config{
-				L0CompactionThreshold: intArg(t, c, "threshold"),
-				LBaseMaxBytes:         int64(intArg(t, c, "lbase")),
-				LevelMultiplier:       intArg(t, c, "mult"),
-				TargetFileSize:        int64(intArg(t, c, "target")),
+			for _, name := range []string{"threshold", "lbase", "mult", "target"} {
+				if !c.HasArg(name) {
+					// Config has no defaults: a script states every knob.
+					c.Fatalf(t, "define needs %s=", name)
+				}
 			}
-			v = parseVersion(t, c.input)
+			cfg = Config{
+				L0CompactionThreshold: c.IntArg(t, "threshold", 0),
+				LBaseMaxBytes:         int64(c.IntArg(t, "lbase", 0)),
+				LevelMultiplier:       c.IntArg(t, "mult", 0),
+				TargetFileSize:        int64(c.IntArg(t, "target", 0)),
+			}
+			v = parseVersion(t, c.Input)
 			p = NewPicker(cfg)
 			return formatScores(Scores(v, cfg))
 		case "pick":
 			picked = p.Pick(v)
 		case "manual":
-			picked = p.PickManual(v, intArg(t, c, "level"), bytesArg(c, "start"), bytesArg(c, "end"))
+			picked = p.PickManual(v, c.IntArg(t, "level", 0), bytesArg(c, "start"), bytesArg(c, "end"))
 		case "compacting":
-			for _, a := range c.fields {
+			for _, a := range c.Fields {
 				n, err := strconv.ParseUint(a, 10, 64)
 				if err != nil {
-					t.Fatalf("line %d: bad file number %q", c.line, a)
+					c.Fatalf(t, "bad file number %q", a)
 				}
 				for _, f := range files() {
 					if f.FileNum == base.FileNum(n) {
@@ -158,9 +152,9 @@ func TestPickerDataDriven(t *testing.T) {
 			}
 			return ""
 		default:
-			t.Fatalf("line %d: unknown command %q", c.line, c.cmd)
+			c.Fatalf(t, "unknown command")
 		}
-		if _, ok := c.args["mark"]; ok && picked != nil {
+		if c.HasArg("mark") && picked != nil {
 			for _, f := range picked.AllInputs() {
 				f.Compacting = true
 			}
@@ -387,7 +381,7 @@ func TestPickerRoundRobin(t *testing.T) {
 			continue
 		}
 		// Size the level exactly at its target so it is the only one due.
-		cfg := Config{LBaseMaxBytes: int64(v.LevelSize(level)), LevelMultiplier: 1}
+		cfg := Config{L0CompactionThreshold: 4, LBaseMaxBytes: int64(v.LevelSize(level)), LevelMultiplier: 1, TargetFileSize: 2 << 20}
 		p := NewPicker(cfg)
 		for i := range 3 * n {
 			c := p.Pick(v)

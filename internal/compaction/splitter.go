@@ -29,11 +29,8 @@ type OutputSplitter struct {
 }
 
 // NewOutputSplitter returns a splitter for c's outputs, cutting at
-// targetFileSize (DefaultTargetFileSize when <= 0).
+// targetFileSize, which must be positive.
 func NewOutputSplitter(c *Compaction, targetFileSize int64) *OutputSplitter {
-	if targetFileSize <= 0 {
-		targetFileSize = DefaultTargetFileSize
-	}
 	return &OutputSplitter{
 		grandparents: c.Grandparents,
 		targetSize:   uint64(targetFileSize),

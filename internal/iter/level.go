@@ -1,6 +1,10 @@
 package iter
 
-import "github.com/lsmgo-dev/lsmgo/internal/base"
+import (
+	"sort"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+)
 
 // levelIter concatenates the tables of one level. At most one table
 // iterator is open at a time: cur, for files[idx]. It stays open after the
@@ -32,31 +36,19 @@ func NewLevelIter[F any](files []F, bounds func(F) (smallest, largest []byte), o
 // searchLargestGE returns the index of the first file whose largest user
 // key is >= key, or len(files) when there is none.
 func (l *levelIter[F]) searchLargestGE(key []byte) int {
-	lo, hi := 0, len(l.files)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if _, largest := l.bounds(l.files[mid]); base.CompareUser(largest, key) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	return sort.Search(len(l.files), func(i int) bool {
+		_, largest := l.bounds(l.files[i])
+		return base.CompareUser(largest, key) >= 0
+	})
 }
 
 // searchSmallestGE returns the index of the first file whose smallest user
 // key is >= key, or len(files) when there is none.
 func (l *levelIter[F]) searchSmallestGE(key []byte) int {
-	lo, hi := 0, len(l.files)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if smallest, _ := l.bounds(l.files[mid]); base.CompareUser(smallest, key) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	return sort.Search(len(l.files), func(i int) bool {
+		smallest, _ := l.bounds(l.files[i])
+		return base.CompareUser(smallest, key) >= 0
+	})
 }
 
 // load makes files[i] the current table, reusing its iterator when it is

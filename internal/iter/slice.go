@@ -1,6 +1,10 @@
 package iter
 
-import "github.com/lsmgo-dev/lsmgo/internal/base"
+import (
+	"sort"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+)
 
 // Entry is one internal key and its value, the element of a slice iterator.
 type Entry struct {
@@ -25,16 +29,9 @@ func NewSliceIter(entries []Entry) base.InternalIterator {
 
 // searchGE returns the index of the first entry whose user key is >= key.
 func (s *sliceIter) searchGE(key []byte) int {
-	lo, hi := 0, len(s.entries)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if base.CompareUser(s.entries[mid].Key.UserKey, key) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	return sort.Search(len(s.entries), func(i int) bool {
+		return base.CompareUser(s.entries[i].Key.UserKey, key) >= 0
+	})
 }
 
 func (s *sliceIter) setPos(pos int) bool {

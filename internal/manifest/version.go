@@ -114,6 +114,7 @@ func (v *Version) CheckOrdering() error {
 	for level, files := range v.Files {
 		for i, f := range files {
 			if err := f.validate(); err != nil {
+				//lint:ignore ST1005 L%d is a level's name.
 				return fmt.Errorf("L%d: %w", level, err)
 			}
 			if i == 0 {
@@ -128,6 +129,7 @@ func (v *Version) CheckOrdering() error {
 				continue
 			}
 			if bytes.Compare(prev.Largest.UserKey, f.Smallest.UserKey) >= 0 {
+				//lint:ignore ST1005 L%d is a level's name.
 				return fmt.Errorf("L%d: file %d [%s-%s] overlaps or precedes file %d [%s-%s]",
 					level, f.FileNum, f.Smallest, f.Largest, prev.FileNum, prev.Smallest, prev.Largest)
 			}

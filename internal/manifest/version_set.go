@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -60,7 +60,7 @@ type VersionSet struct {
 	// manifest is nil after Load until the first LogAndApply, which then
 	// starts a new manifest: appending to the loaded one could put intact
 	// records after a torn tail, which a later Load would call corruption.
-	manifest *wal.Writer
+	manifest *record.Writer
 	// rotateAt is the manifest size that triggers a rewrite.
 	rotateAt int64
 	// writeErr is sticky: after a failed manifest write the file's tail
@@ -139,7 +139,7 @@ func Load(opts Options) (*VersionSet, error) {
 	next := base.FileNum(0)
 	var logNum base.FileNum
 	var lastSeq base.SeqNum
-	r := wal.NewReader(f, name)
+	r := record.NewReader(f, name)
 	edits := 0
 	for ; ; edits++ {
 		rec, err := r.Next()
@@ -222,9 +222,10 @@ func (vs *VersionSet) Current() *Version {
 // keeps the *FileMetadata already installed, so its reference count is not
 // split between two pointers.
 //
-// When writing or syncing fails the new Version is not installed, the
-// error is returned, and every later call returns it too: the manifest
-// may end in a partial record.
+// When writing or syncing fails the new Version is not installed and the
+// error is returned. Unless the error matches ErrNotLogged, every later
+// call returns it too: the manifest may end in a partial record, or in an
+// edit whose fsync failed (ResetWriteError clears it).
 func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 	vs.writeMu.Lock()
 	switch {
@@ -263,7 +264,17 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 		err = vs.appendEdit(edit)
 	}
 	if err != nil {
-		vs.writeErr = err
+		var nl *notLoggedError
+		if errors.As(err, &nl) {
+			// Nothing any Load could read changed; after a failed append
+			// the file's tail is torn, so the next edit starts a new
+			// manifest instead of writing after it.
+			if nl.torn {
+				vs.manifest = nil
+			}
+		} else {
+			vs.writeErr = err
+		}
 		vs.writeMu.Unlock()
 		return err
 	}
@@ -282,10 +293,12 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 
 func (vs *VersionSet) appendEdit(edit *VersionEdit) error {
 	if err := vs.manifest.WriteRecord(edit.Encode()); err != nil {
-		return fmt.Errorf("manifest: writing edit: %w", err)
+		return &notLoggedError{err: fmt.Errorf("manifest: writing edit: %w", err), torn: true}
 	}
 	if err := vs.manifest.Flush(); err != nil {
-		return fmt.Errorf("manifest: writing edit: %w", err)
+		// A failed write leaves at most a prefix of the record, which
+		// Load takes for a torn tail: the edit is not logged.
+		return &notLoggedError{err: fmt.Errorf("manifest: writing edit: %w", err), torn: true}
 	}
 	if err := vs.manifestFile.Sync(); err != nil {
 		return fmt.Errorf("manifest: syncing: %w", err)
@@ -308,9 +321,9 @@ func (vs *VersionSet) writeSnapshot(files [NumLevels][]*FileMetadata, logNum bas
 	name := vs.path(base.MakeFilename(base.FileTypeManifest, num))
 	f, err := vs.fs.Create(name)
 	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
+		return &notLoggedError{err: fmt.Errorf("manifest: %w", err)}
 	}
-	w := wal.NewWriter(f)
+	w := record.NewWriter(f)
 	renamed, err := vs.initManifest(f, w, snap.Encode(), num)
 	if err != nil {
 		f.Close()
@@ -318,6 +331,7 @@ func (vs *VersionSet) writeSnapshot(files [NumLevels][]*FileMetadata, logNum bas
 			// CURRENT still names the old manifest, so the new one is
 			// garbage; once renamed it may be the live one.
 			vs.fs.Remove(name)
+			return &notLoggedError{err: err}
 		}
 		return err
 	}
@@ -340,7 +354,7 @@ func (vs *VersionSet) writeSnapshot(files [NumLevels][]*FileMetadata, logNum bas
 
 // initManifest writes and syncs a new manifest's first record and makes
 // CURRENT name it. renamed reports whether CURRENT may have been replaced.
-func (vs *VersionSet) initManifest(f vfs.File, w *wal.Writer, rec []byte, num base.FileNum) (renamed bool, err error) {
+func (vs *VersionSet) initManifest(f vfs.File, w *record.Writer, rec []byte, num base.FileNum) (renamed bool, err error) {
 	if err := w.WriteRecord(rec); err != nil {
 		return false, fmt.Errorf("manifest: writing snapshot: %w", err)
 	}
@@ -382,15 +396,7 @@ func (vs *VersionSet) setCurrent(num base.FileNum) (renamed bool, err error) {
 }
 
 func (vs *VersionSet) syncDir() error {
-	d, err := vs.fs.OpenDir(vs.dir)
-	if err != nil {
-		return fmt.Errorf("manifest: opening directory: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := vfs.SyncDir(vs.fs, vs.dir); err != nil {
 		return fmt.Errorf("manifest: syncing directory: %w", err)
 	}
 	return nil
@@ -586,4 +592,36 @@ func (b *builder) levels() [NumLevels][]*FileMetadata {
 		})
 	}
 	return out
+}
+
+// ErrNotLogged is matched by a LogAndApply error after which the edit is
+// certainly in no manifest a later Load reads: the write failed before
+// anything it wrote could be taken for the edit (a torn record, or a new
+// manifest that CURRENT never named). The caller may then delete the
+// files the edit would have added, and retry. Such a failure is not
+// sticky; any other is, because after it the manifest's state is unknown
+// (see ResetWriteError).
+var ErrNotLogged = errors.New("manifest: edit not logged")
+
+// notLoggedError wraps a failure that matches ErrNotLogged; torn says the
+// current manifest's tail may hold a prefix of the record.
+type notLoggedError struct {
+	err  error
+	torn bool
+}
+
+func (e *notLoggedError) Error() string   { return e.err.Error() }
+func (e *notLoggedError) Unwrap() []error { return []error{ErrNotLogged, e.err} }
+
+// ResetWriteError clears a sticky write error and makes the next
+// LogAndApply write the whole current version into a new manifest and
+// point CURRENT at it, so nothing depends on the old manifest's unknown
+// tail. It is for DB.Resume, after the operator has dealt with the cause.
+func (vs *VersionSet) ResetWriteError() {
+	vs.writeMu.Lock()
+	defer vs.writeMu.Unlock()
+	if vs.writeErr != nil {
+		vs.writeErr = nil
+		vs.manifest = nil
+	}
 }

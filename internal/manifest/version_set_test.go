@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
-	"github.com/lsmgo-dev/lsmgo/internal/wal"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 	"github.com/lsmgo-dev/lsmgo/vfs/errorfs"
 )
@@ -747,7 +747,7 @@ func TestLoadErrors(t *testing.T) {
 	t.Run("damaged early record", func(t *testing.T) {
 		fs, name := setup(t)
 		data := readFile(fs, name)
-		data[wal.HeaderSize+1] ^= 0x10 // inside the snapshot record
+		data[record.HeaderSize+1] ^= 0x10 // inside the snapshot record
 		write(t, fs, name, data)
 		_, err := Load(Options{FS: fs, Dir: "/db"})
 		isCorrupt(t, err, name)
@@ -780,7 +780,7 @@ func TestLoadErrors(t *testing.T) {
 	t.Run("undecodable edit", func(t *testing.T) {
 		fs, name := setup(t)
 		f, _ := fs.Create(name)
-		w := wal.NewWriter(f)
+		w := record.NewWriter(f)
 		w.WriteRecord((&VersionEdit{NextFileNum: 5}).Encode())
 		w.WriteRecord([]byte{editVersion, 77})
 		w.Flush()
@@ -794,7 +794,7 @@ func TestLoadErrors(t *testing.T) {
 	t.Run("edit deletes a missing file", func(t *testing.T) {
 		fs, name := setup(t)
 		f, _ := fs.Create(name)
-		w := wal.NewWriter(f)
+		w := record.NewWriter(f)
 		w.WriteRecord((&VersionEdit{NextFileNum: 5}).Encode())
 		w.WriteRecord((&VersionEdit{DeletedFiles: []DeletedFile{{1, 3}}}).Encode())
 		w.Flush()

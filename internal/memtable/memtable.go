@@ -37,6 +37,9 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/bloom"
 )
 
+// MaxCapacity is the largest capacity New and NewMapped accept.
+const MaxCapacity = arena.MaxCapacity
+
 // ErrFull is returned by Add when the entry does not fit in the remaining
 // arena space; the memtable is unchanged.
 var ErrFull = errors.New("memtable: full")

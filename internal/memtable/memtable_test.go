@@ -303,7 +303,11 @@ func TestConcurrentFull(t *testing.T) {
 // TestConcurrent runs 8 writers over a shared key space with 2 readers
 // scanning and probing at the same time; run it under -race.
 func TestConcurrent(t *testing.T) {
-	const writers, perWriter, userKeys = 8, 1500, 400
+	const writers, userKeys = 8, 400
+	perWriter := 1500
+	if testing.Short() {
+		perWriter = 500
+	}
 	m := New(8 << 20)
 	var seq atomic.Uint64
 	done := make(chan struct{})

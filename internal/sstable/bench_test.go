@@ -19,7 +19,7 @@ func benchTable(b *testing.B, n int, c Compression) (*Reader, [][]byte) {
 		keys[i] = fmt.Appendf(nil, "key%08d", i)
 		entries[i] = entry{base.MakeInternalKey(keys[i], base.SeqNum(i+1), base.KindSet), value}
 	}
-	data, _ := buildTable(b, entries, WriterOptions{BloomBitsPerKey: 10, Compression: c})
+	data, _ := buildTable(b, entries, WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: c})
 	r, err := openTable(data, ReaderOptions{Cache: cache.New(64 << 20), FileNum: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -97,7 +97,7 @@ func BenchmarkWriter(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		w := NewWriter(&memFile{}, WriterOptions{BloomBitsPerKey: 10, Compression: SnappyCompression})
+		w := NewWriter(&memFile{}, WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10, Compression: SnappyCompression})
 		for i, k := range keys {
 			w.Add(base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), value)
 		}

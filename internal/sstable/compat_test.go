@@ -69,7 +69,7 @@ func TestReadLegacyFilterTable(t *testing.T) {
 // TestNewTablesUseBlockedFilter checks the writer's meta-index names the
 // blocked filter only.
 func TestNewTablesUseBlockedFilter(t *testing.T) {
-	data, _ := buildTable(t, compatEntries(), WriterOptions{BloomBitsPerKey: 10})
+	data, _ := buildTable(t, compatEntries(), WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10})
 	r, err := openTable(data, ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package sstable
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
@@ -53,21 +52,14 @@ const (
 	metaPropertiesName    = "lsmgo.properties"
 )
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
-// maskCRC stores a CRC rotated and offset so that a CRC computed over data
-// that itself embeds CRCs does not degenerate; the constant is arbitrary
-// but fixed by the format.
-func maskCRC(c uint32) uint32 { return (c>>15 | c<<17) + 0xa282ead8 }
-
 // blockChecksum is the masked CRC32C of a stored block's bytes followed by
 // its compression type byte.
 func blockChecksum(payload []byte, typ byte) uint32 {
-	c := crc32.Update(0, crcTable, payload)
+	c := base.CRC32C(payload)
 	// A slice of a fixed array: a one-byte slice literal would escape
 	// through crc32.Update and cost an allocation per block.
-	c = crc32.Update(c, crcTable, byteValues[int(typ):int(typ)+1])
-	return maskCRC(c)
+	c = base.UpdateCRC32C(c, byteValues[int(typ):int(typ)+1])
+	return base.MaskCRC(c)
 }
 
 // byteValues holds every byte value at its own index.
@@ -118,7 +110,7 @@ func (f footer) encode() []byte {
 	binary.LittleEndian.PutUint64(b[16:], f.index.offset)
 	binary.LittleEndian.PutUint64(b[24:], f.index.length)
 	binary.LittleEndian.PutUint32(b[footerVersionOff:], FormatVersion)
-	binary.LittleEndian.PutUint32(b[footerChecksumOff:], maskCRC(crc32.Checksum(b[:footerChecksumOff], crcTable)))
+	binary.LittleEndian.PutUint32(b[footerChecksumOff:], base.MaskCRC(base.CRC32C(b[:footerChecksumOff])))
 	copy(b[footerMagicOff:], tableMagic)
 	return b
 }
@@ -129,7 +121,7 @@ func decodeFooter(b []byte, file string, off int64) (footer, error) {
 	if string(b[footerMagicOff:]) != tableMagic {
 		return footer{}, base.Corruptf(file, off, "bad magic number: not an lsmgo table")
 	}
-	if got, want := binary.LittleEndian.Uint32(b[footerChecksumOff:]), maskCRC(crc32.Checksum(b[:footerChecksumOff], crcTable)); got != want {
+	if got, want := binary.LittleEndian.Uint32(b[footerChecksumOff:]), base.MaskCRC(base.CRC32C(b[:footerChecksumOff])); got != want {
 		return footer{}, base.Corruptf(file, off, "footer checksum mismatch")
 	}
 	if v := binary.LittleEndian.Uint32(b[footerVersionOff:]); v != FormatVersion {

@@ -16,6 +16,18 @@ import (
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
+// shortened divides a randomized check's iteration count by three under
+// -short, which CI runs under -race. The slowest case, the table that is one
+// block too large for the cache, rereads that block on every seek, so its
+// cost grows with both its entries and its seeks: TestRandomTables took
+// 409 s under -race -short on a loaded 2-core machine, 370 s of it there.
+func shortened(n int) int {
+	if testing.Short() {
+		return n / 3
+	}
+	return n
+}
+
 func testSeed(t *testing.T) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -27,7 +39,7 @@ func testSeed(t *testing.T) uint64 {
 func TestRandomTables(t *testing.T) {
 	seed := testSeed(t)
 	configs := []WriterOptions{
-		{},
+		{BlockSize: 4096},
 		{BlockSize: 64, BlockRestartInterval: 1, BloomBitsPerKey: 10, Compression: SnappyCompression},
 		{BlockSize: 512, BlockRestartInterval: 4, Compression: ZstdCompression},
 		{BlockSize: 4096, BloomBitsPerKey: 10, Compression: ZstdCompression},
@@ -37,7 +49,7 @@ func TestRandomTables(t *testing.T) {
 	for ci, opts := range configs {
 		t.Run(fmt.Sprintf("%d-%s-bs%d-ri%d-bloom%d", ci, opts.Compression, opts.BlockSize, opts.BlockRestartInterval, opts.BloomBitsPerKey), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(ci)))
-			entries := randomEntries(rng, 3000)
+			entries := randomEntries(rng, shortened(3000))
 			data, md := buildTable(t, entries, opts)
 			c := cache.New(1 << 20)
 			r, err := openTable(data, ReaderOptions{Cache: c, FileNum: 7, FileName: "t.sst"})
@@ -108,7 +120,7 @@ func probeKey(rng *rand.Rand, m model) []byte {
 func checkGets(t *testing.T, rng *rand.Rand, r *Reader, m model) {
 	t.Helper()
 	maxSeq := r.Properties().LargestSeq
-	for n := 0; n < 3000; n++ {
+	for n := 0; n < shortened(3000); n++ {
 		k := probeKey(rng, m)
 		readSeq := base.SeqNum(rng.IntN(int(maxSeq) + 3))
 		switch rng.IntN(10) {
@@ -196,7 +208,7 @@ func checkIterator(t *testing.T, rng *rand.Rand, r *Reader, m model, lower, uppe
 	}
 
 	// Random seeks followed by random walks that switch direction.
-	for n := 0; n < 300; n++ {
+	for n := 0; n < shortened(300); n++ {
 		k := probeKey(rng, m)
 		var op string
 		switch rng.IntN(4) {
@@ -236,7 +248,7 @@ func checkIterator(t *testing.T, rng *rand.Rand, r *Reader, m model, lower, uppe
 func TestGetBloomStats(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 1))
 	entries := randomEntries(rng, 2000)
-	data, _ := buildTable(t, entries, WriterOptions{BloomBitsPerKey: 10})
+	data, _ := buildTable(t, entries, WriterOptions{BlockSize: 4096, BloomBitsPerKey: 10})
 	var stats Stats
 	r, err := openTable(data, ReaderOptions{Stats: &stats, FileName: "t.sst"})
 	if err != nil {
@@ -267,7 +279,7 @@ func TestGetBloomStats(t *testing.T) {
 func TestCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 2))
 	entries := randomEntries(rng, 2000)
-	data, _ := buildTable(t, entries, WriterOptions{Compression: SnappyCompression})
+	data, _ := buildTable(t, entries, WriterOptions{BlockSize: 4096, Compression: SnappyCompression})
 	c := cache.New(64 << 20)
 	var stats Stats
 	r, err := openTable(data, ReaderOptions{Cache: c, FileNum: 3, Stats: &stats})
@@ -310,7 +322,7 @@ func TestCache(t *testing.T) {
 }
 
 func TestEmptyTable(t *testing.T) {
-	for _, opts := range []WriterOptions{{}, {BloomBitsPerKey: 10, Compression: ZstdCompression}} {
+	for _, opts := range []WriterOptions{{BlockSize: 4096}, {BlockSize: 4096, BloomBitsPerKey: 10, Compression: ZstdCompression}} {
 		data, md := buildTable(t, nil, opts)
 		if md.NumEntries != 0 || md.Size != uint64(len(data)) {
 			t.Fatalf("metadata %+v", md)
@@ -351,7 +363,7 @@ func TestWriterErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		f := &memFile{}
-		w := NewWriter(f, WriterOptions{})
+		w := NewWriter(f, WriterOptions{BlockSize: 4096})
 		var err error
 		for _, key := range tc.keys {
 			if err = w.Add(key, nil); err != nil {
@@ -371,7 +383,7 @@ func TestWriterErrors(t *testing.T) {
 			t.Fatalf("%s: second Close succeeded", tc.name)
 		}
 	}
-	if err := NewWriter(&memFile{}, WriterOptions{Compression: 7}).Add(k("a", 1, base.KindSet), nil); err == nil {
+	if err := NewWriter(&memFile{}, WriterOptions{BlockSize: 4096, Compression: 7}).Add(k("a", 1, base.KindSet), nil); err == nil {
 		t.Fatal("unknown compression accepted")
 	}
 }
@@ -426,7 +438,7 @@ func TestFileSystems(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := NewWriter(f, WriterOptions{Compression: ZstdCompression, BloomBitsPerKey: 10})
+		w := NewWriter(f, WriterOptions{BlockSize: 4096, Compression: ZstdCompression, BloomBitsPerKey: 10})
 		for _, e := range entries {
 			if err := w.Add(e.key, e.value); err != nil {
 				t.Fatal(err)
@@ -546,7 +558,7 @@ func TestCorruptionEveryByte(t *testing.T) {
 func TestReadError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 6))
 	entries := randomEntries(rng, 500)
-	data, _ := buildTable(t, entries, WriterOptions{})
+	data, _ := buildTable(t, entries, WriterOptions{BlockSize: 4096})
 	f := &failingFile{memFile: memFile{data: data}}
 	r, err := NewReader(f, int64(len(data)), ReaderOptions{FileName: "t.sst"})
 	if err != nil {

@@ -12,24 +12,22 @@ import (
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
-// Defaults for zero WriterOptions fields.
-const (
-	DefaultBlockSize            = 4096
-	DefaultBlockRestartInterval = 16
-	DefaultBloomBitsPerKey      = 10
-)
+// DefaultBlockRestartInterval is the restart interval a zero
+// WriterOptions.BlockRestartInterval means. The engine does not expose the
+// knob, so the default lives here.
+const DefaultBlockRestartInterval = 16
 
-// WriterOptions configures a Writer. Zero fields take the defaults above,
-// except BloomBitsPerKey, where 0 means no filter.
+// WriterOptions configures a Writer. The engine's options layer owns the
+// defaults of the knobs it exposes and passes them filled in.
 type WriterOptions struct {
-	// BlockSize is the uncompressed size at which a data block is cut;
-	// 0 means DefaultBlockSize.
+	// BlockSize is the uncompressed size at which a data block is cut. A
+	// block holds at least one entry, so a size <= 0 cuts after every
+	// entry.
 	BlockSize int
 	// BlockRestartInterval is the number of entries between restart
 	// points; 0 means DefaultBlockRestartInterval.
 	BlockRestartInterval int
 	// BloomBitsPerKey sizes the table's bloom filter; 0 writes no filter.
-	// (The engine's options layer supplies DefaultBloomBitsPerKey.)
 	BloomBitsPerKey int
 	// Compression is applied to data and index blocks.
 	Compression Compression
@@ -80,9 +78,6 @@ var errWriterClosed = errors.New("sstable: writer is closed")
 
 // NewWriter returns a writer that writes a table to f, buffering writes.
 func NewWriter(f vfs.File, opts WriterOptions) *Writer {
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
 	opts.BlockSize = min(opts.BlockSize, maxBlockSize)
 	if opts.BlockRestartInterval <= 0 {
 		opts.BlockRestartInterval = DefaultBlockRestartInterval

@@ -58,3 +58,6 @@ func unknownReplyType(c byte) *ProtocolError {
 
 // errBadRead reports an io.Reader that returned an impossible count.
 var errBadRead = errors.New("resp: reader returned invalid count")
+
+// errClosed is returned by every read after Close.
+var errClosed = errors.New("resp: reader closed")

@@ -100,6 +100,63 @@ type Reader struct {
 	spans     []span
 	args      [][]byte
 	stack     []int64 // ReadValue: elements still owed by each open aggregate
+
+	budget MemoryBudget // nil: unaccounted
+}
+
+// A MemoryBudget is told every time a Reader's buffer changes size, so that
+// a server can bound what all its clients' buffers hold together (Redis'
+// maxmemory-clients). The buffer only grows as bytes arrive, so the
+// accounted size is what the client really made the server hold.
+type MemoryBudget interface {
+	// Grow asks for n more bytes. An error refuses them: the read that
+	// needed them fails with that error, and the Reader stays usable only
+	// for Close.
+	Grow(n int) error
+	// Shrink gives n bytes back.
+	Shrink(n int)
+}
+
+// SetBudget accounts the Reader's buffer, now and on every change, to b.
+// Call it once, before the first read. If b refuses even the initial
+// buffer, every read returns b's error.
+func (r *Reader) SetBudget(b MemoryBudget) {
+	if err := b.Grow(len(r.buf)); err != nil {
+		r.fatal = err
+		return
+	}
+	r.budget = b
+}
+
+// Close drops the Reader's buffer and gives its bytes back to the budget.
+// The Reader must not be used afterwards.
+func (r *Reader) Close() {
+	if r.budget != nil {
+		r.budget.Shrink(len(r.buf))
+		r.budget = nil
+	}
+	r.buf, r.r, r.w = nil, 0, 0
+	r.fatal = errClosed
+}
+
+// resize replaces the buffer with one of size bytes holding the unread
+// input, after the budget allowed the difference.
+func (r *Reader) resize(size int) error {
+	live := r.w - r.r
+	if r.budget != nil {
+		if d := size - len(r.buf); d > 0 {
+			if err := r.budget.Grow(d); err != nil {
+				return err
+			}
+		} else {
+			r.budget.Shrink(-d)
+		}
+	}
+	nb := make([]byte, size)
+	copy(nb, r.buf[r.r:r.w])
+	r.buf = nb
+	r.r, r.w = 0, live
+	return nil
 }
 
 // NewReader returns a Reader that reads from rd within limits. Its buffer
@@ -175,10 +232,7 @@ func (r *Reader) release() {
 	live := r.w - r.r
 	switch {
 	case len(r.buf) > maxRetainedBufSize && live <= initialBufSize/2:
-		nb := make([]byte, initialBufSize)
-		copy(nb, r.buf[r.r:r.w])
-		r.buf = nb
-		r.r, r.w = 0, live
+		r.resize(initialBufSize) // shrinking: the budget cannot refuse
 	case live == 0:
 		r.r, r.w = 0, 0
 	}
@@ -379,7 +433,10 @@ func (r *Reader) fill(need int) error {
 		return r.endErr(err)
 	}
 	if r.w == len(r.buf) {
-		r.makeRoom(need)
+		if err := r.makeRoom(need); err != nil {
+			r.fatal = err
+			return err
+		}
 	}
 	for range maxEmptyReads {
 		n, err := r.rd.Read(r.buf[r.w:])
@@ -409,21 +466,18 @@ func (r *Reader) endErr(err error) error {
 	return err
 }
 
-func (r *Reader) makeRoom(need int) {
+func (r *Reader) makeRoom(need int) error {
 	live := r.w - r.r
 	if r.r > 0 && live <= len(r.buf)/2 {
 		copy(r.buf, r.buf[r.r:r.w])
 		r.r, r.w = 0, live
-		return
+		return nil
 	}
 	size := 2 * len(r.buf)
 	if need > live && need < size {
 		size = need
 	}
-	nb := make([]byte, size)
-	copy(nb, r.buf[r.r:r.w])
-	r.buf = nb
-	r.r, r.w = 0, live
+	return r.resize(size)
 }
 
 // parseInt parses a decimal int64 exactly as Redis' string2ll does: no

@@ -1,0 +1,78 @@
+package inspect_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/inspect"
+	"github.com/lsmgo-dev/lsmgo/vfs"
+)
+
+// TestDump dumps each kind of file of a small DB on a MemFS. The lsmgo
+// command's tests check the output line by line on a real directory.
+func TestDump(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := lsmgo.Open("db", &lsmgo.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("flushed"), []byte("to a table"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("logged"), []byte("in the WAL"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := func(target string, opts inspect.DumpOptions) string {
+		t.Helper()
+		var out strings.Builder
+		opts.FS = fs
+		if err := inspect.Dump(&out, target, opts); err != nil {
+			t.Fatalf("Dump(%s): %v", target, err)
+		}
+		return out.String()
+	}
+	want := func(out string, subs ...string) {
+		t.Helper()
+		for _, s := range subs {
+			if !strings.Contains(out, s) {
+				t.Errorf("no %q in:\n%s", s, out)
+			}
+		}
+	}
+	want(dump("db", inspect.DumpOptions{}), "manifest: MANIFEST-", "L0: 1 file(s)")
+	kinds := 0
+	for _, name := range names {
+		path := fs.PathJoin("db", name)
+		switch {
+		case strings.HasSuffix(name, ".sst"):
+			kinds++
+			want(dump(path, inspect.DumpOptions{}), "entries: 1")
+			want(dump(path, inspect.DumpOptions{Entries: true, MaxValue: 4}), `"flushed"`, `= "to a"... (10 bytes)`)
+		case strings.HasSuffix(name, ".log"):
+			if out := dump(path, inspect.DumpOptions{}); strings.Contains(out, "logged") {
+				kinds++
+				want(out, "batch seqnum", `"in the WAL"`)
+			}
+		case strings.HasPrefix(name, "MANIFEST-"):
+			kinds++
+			want(dump(path, inspect.DumpOptions{}), "version edit", "add L0 ")
+		}
+	}
+	if kinds != 3 {
+		t.Errorf("dumped %d of the 3 kinds of file in %v", kinds, names)
+	}
+	if err := inspect.Dump(&strings.Builder{}, "db/CURRENT", inspect.DumpOptions{FS: fs}); err == nil || !strings.Contains(err.Error(), "not a table") {
+		t.Errorf("Dump of CURRENT: %v, want an error saying it is not a table, WAL or MANIFEST", err)
+	}
+}

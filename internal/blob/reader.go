@@ -1,0 +1,86 @@
+package blob
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+)
+
+// ReaderOptions describe the file a Reader reads.
+type ReaderOptions struct {
+	// FileNum is the file's number: pointers into other files are refused.
+	FileNum base.FileNum
+	// FileName names the file in errors.
+	FileName string
+}
+
+// Reader reads values from a blob file by Pointer, and scans its records.
+// It is safe for concurrent use when f's ReadAt is.
+type Reader struct {
+	f    io.ReaderAt
+	size int64
+	opts ReaderOptions
+}
+
+// NewReader verifies the header of the blob file f of size bytes and
+// returns a reader for it. The Reader does not own f.
+func NewReader(f io.ReaderAt, size int64, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, size: size, opts: opts}
+	if size < int64(HeaderLen) {
+		return nil, r.corrupt(0, "file of %d bytes is shorter than the %d-byte header", size, HeaderLen)
+	}
+	var h [HeaderLen]byte
+	if err := r.readAt(h[:], 0); err != nil {
+		return nil, err
+	}
+	if err := checkFileHeader(h[:]); err != nil {
+		return nil, r.corrupt(0, "%v", err)
+	}
+	return r, nil
+}
+
+// ReadValue reads the value p points to, appending it to dst[:0] (dst may
+// be nil), and verifies it against p's checksum with that one read. A
+// pointer past the end of the file, or a value that fails its checksum,
+// is a *base.CorruptionError at the value's offset.
+func (r *Reader) ReadValue(p Pointer, dst []byte) ([]byte, error) {
+	if p.FileNum != r.opts.FileNum {
+		return nil, fmt.Errorf("blob: %s read from %s", p, r.opts.FileName)
+	}
+	end := p.Offset + p.Length
+	if p.Offset < uint64(HeaderLen+RecordHeaderLen) || end < p.Offset || end > uint64(r.size) {
+		return nil, r.corrupt(int64(min(p.Offset, uint64(r.size))), "value of %d bytes at offset %d lies outside the file of %d bytes", p.Length, p.Offset, r.size)
+	}
+	if uint64(cap(dst)) < p.Length {
+		dst = make([]byte, p.Length)
+	}
+	dst = dst[:p.Length]
+	if err := r.readAt(dst, int64(p.Offset)); err != nil {
+		return nil, err
+	}
+	if got := checksum(dst); got != p.Checksum {
+		return nil, r.corrupt(int64(p.Offset), "value of %d bytes: checksum %#08x, the pointer says %#08x", p.Length, got, p.Checksum)
+	}
+	return dst, nil
+}
+
+// Size is the file size the Reader was opened with.
+func (r *Reader) Size() int64 { return r.size }
+
+func (r *Reader) corrupt(off int64, format string, args ...any) error {
+	return base.Corruptf(r.opts.FileName, off, format, args...)
+}
+
+// readAt fills buf from off; a short file is corruption, not I/O failure.
+func (r *Reader) readAt(buf []byte, off int64) error {
+	n, err := r.f.ReadAt(buf, off)
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return r.corrupt(off, "file truncated: read %d of %d bytes", n, len(buf))
+	}
+	return fmt.Errorf("blob: reading %s at offset %d: %w", r.opts.FileName, off, err)
+}

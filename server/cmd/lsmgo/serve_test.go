@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
+)
+
+// TestServeChild is not a test: it is the server process the other tests
+// start (the test binary re-executed), so that they can kill it.
+func TestServeChild(t *testing.T) {
+	args := os.Getenv("LSMGO_SERVE_CHILD_ARGS")
+	if args == "" {
+		t.Skip("runs only as a child of the serve tests")
+	}
+	os.Exit(runMain(append([]string{"serve"}, strings.Split(args, "\n")...), os.Stdout, os.Stderr))
+}
+
+// child is a running `lsmgo serve` subprocess.
+type child struct {
+	cmd    *exec.Cmd
+	addr   string
+	line   string // the startup line on stdout
+	stderr *testutil.SyncBuffer
+	exited chan struct{}
+	err    error
+}
+
+// startChild runs the server in a subprocess and waits for its listening
+// line. Cleanup kills it if it is still running.
+func startChild(t *testing.T, args ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$")
+	cmd.Env = append(os.Environ(), "LSMGO_SERVE_CHILD_ARGS="+strings.Join(args, "\n"))
+	c := &child{cmd: cmd, stderr: &testutil.SyncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // only this child's PID; harmless if it exited
+		<-c.exited
+	})
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- l
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case l := <-line:
+		c.line = l
+		if _, err := fmt.Sscanf(l, "lsmgo serve: listening addr=%s", &c.addr); err != nil {
+			t.Fatalf("child said %q (%v); stderr:\n%s", l, err, c.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("child did not start; stderr:\n%s", c.stderr)
+	}
+	return c
+}
+
+func (c *child) client(t *testing.T) *redis.Client {
+	rc := redis.NewClient(&redis.Options{
+		Addr: c.addr, Protocol: 2, MaxRetries: -1, PoolSize: 4,
+		DialTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+// TestKill9LosesNoAcknowledgedWrite kills the server with SIGKILL while
+// clients write, then restarts it and checks that every acknowledged write
+// survived, under each appendfsync mode. All three write the WAL before
+// replying, so only a power loss, never a process crash, can lose writes.
+func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
+	for _, mode := range []string{"always", "everysec", "no"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
+			srv := startChild(t, args...)
+
+			const writers = 6
+			type acked struct {
+				keys   map[string]string
+				latest int // highest acknowledged SET of the writer's "latest" key
+				count  int64
+			}
+			results := make([]acked, writers)
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			var ackCount atomic.Int64
+			for w := range writers {
+				wg.Add(1)
+				rc := srv.client(t)
+				go func() {
+					defer wg.Done()
+					ctx := context.Background()
+					r := acked{keys: map[string]string{}}
+					defer func() { results[w] = r }()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						// Alternate single commands with pipelines, which the
+						// server commits as one batch.
+						if i%2 == 0 {
+							k, v := fmt.Sprintf("w%d:k%d", w, i), fmt.Sprintf("v%d-%d", w, i)
+							if rc.Set(ctx, k, v, 0).Err() != nil {
+								return
+							}
+							r.keys[k] = v
+							if n, err := rc.Incr(ctx, fmt.Sprintf("w%d:count", w)).Result(); err == nil {
+								r.count = n
+							} else {
+								return
+							}
+						} else {
+							pipe := rc.Pipeline()
+							var cmds []*redis.StatusCmd
+							for j := range 10 {
+								cmds = append(cmds, pipe.Set(ctx, fmt.Sprintf("w%d:k%d:%d", w, i, j), j, 0))
+							}
+							latest := pipe.Set(ctx, fmt.Sprintf("w%d:latest", w), i, 0)
+							pipe.Exec(ctx)
+							for j, c := range cmds {
+								if c.Err() == nil {
+									r.keys[fmt.Sprintf("w%d:k%d:%d", w, i, j)] = fmt.Sprint(j)
+								}
+							}
+							if latest.Err() != nil {
+								return
+							}
+							r.latest = i
+						}
+						ackCount.Add(1)
+					}
+				}()
+			}
+			// Kill mid-stream, once a good number of writes are in.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if ackCount.Load() >= 600 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-srv.exited
+			close(stop)
+			wg.Wait()
+
+			srv2 := startChild(t, args...)
+			rc := srv2.client(t)
+			ctx := context.Background()
+			checked := 0
+			for w, r := range results {
+				for k, v := range r.keys {
+					got, err := rc.Get(ctx, k).Result()
+					if err != nil || got != v {
+						t.Fatalf("acknowledged %s=%s lost after kill -9: got %q, %v", k, v, got, err)
+					}
+					checked++
+				}
+				if n, _ := rc.Get(ctx, fmt.Sprintf("w%d:count", w)).Int64(); n < r.count {
+					t.Fatalf("writer %d: counter %d after restart, %d acknowledged", w, n, r.count)
+				}
+				if r.latest > 0 {
+					if n, _ := rc.Get(ctx, fmt.Sprintf("w%d:latest", w)).Int(); n < r.latest {
+						t.Fatalf("writer %d: latest %d after restart, %d acknowledged", w, n, r.latest)
+					}
+				}
+			}
+			t.Logf("appendfsync %s: %d acknowledged writes all survived kill -9", mode, checked)
+		})
+	}
+}
+
+// TestServeSIGTERM checks the graceful path: SIGTERM stops the server with
+// status 0 and the data is there after a restart.
+func TestServeSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "127.0.0.1:0"}
+	srv := startChild(t, args...)
+	rc := srv.client(t)
+	ctx := context.Background()
+	if err := rc.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not stop on SIGTERM")
+	}
+	if srv.err != nil {
+		t.Fatalf("exit: %v; stderr:\n%s", srv.err, srv.stderr)
+	}
+	if !strings.Contains(srv.stderr.String(), "lsmgo server stopped") {
+		t.Errorf("stderr lacks the stop message:\n%s", srv.stderr)
+	}
+	if !strings.Contains(srv.stderr.String(), "lsmgo serve: received terminated;") {
+		t.Errorf("stderr does not name the signal:\n%s", srv.stderr)
+	}
+	for _, want := range []string{fmt.Sprintf(" dir=%q ", dir), " version=(devel) commit=", " http=127.0.0.1:"} {
+		if !strings.Contains(srv.line, want) {
+			t.Errorf("startup line %q lacks %q", srv.line, want)
+		}
+	}
+	again := startChild(t, args...)
+	if v, err := again.client(t).Get(ctx, "k").Result(); v != "v" {
+		t.Errorf("after restart k = %q, %v", v, err)
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := runMain([]string{"serve", "--nope"}, &out, &errOut); code != 2 {
+		t.Errorf("unknown flag: status %d", code)
+	}
+	errOut.Reset()
+	if code := runMain([]string{"serve", "--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-appendfsync") {
+		t.Errorf("--help: status %d, output %q", code, out.String())
+	}
+	errOut.Reset()
+	if code := runMain([]string{"serve", "--appendfsync", "sometimes"}, &out, &errOut); code != 2 {
+		t.Errorf("bad appendfsync: status %d", code)
+	}
+	errOut.Reset()
+	code := runMain([]string{"serve", "--dir", t.TempDir(), "--addr", "0.0.0.0:0", "--http", ""}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "without requirepass") {
+		t.Errorf("non-loopback without password: status %d, %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := runMain([]string{"serve", "extra"}, &out, &errOut); code != 2 {
+		t.Errorf("extra argument: status %d", code)
+	}
+}
