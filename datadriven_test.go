@@ -180,22 +180,8 @@ func (s *recoveryScript) iter(t testing.TB, c *datadriven.Case) (string, error) 
 	}
 	var b strings.Builder
 	for _, line := range strings.Split(c.Input, "\n") {
-		op, arg, _ := strings.Cut(line, " ")
-		var valid bool
-		switch op {
-		case "first":
-			valid = it.First()
-		case "last":
-			valid = it.Last()
-		case "next":
-			valid = it.Next()
-		case "prev":
-			valid = it.Prev()
-		case "seek-ge":
-			valid = it.SeekGE([]byte(arg))
-		case "seek-lt":
-			valid = it.SeekLT([]byte(arg))
-		default:
+		valid, known := datadriven.Position(it, line)
+		if !known {
 			c.Fatalf(t, "unknown operation %q", line)
 		}
 		if valid {

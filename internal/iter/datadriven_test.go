@@ -107,27 +107,14 @@ func parseLevel(t testing.TB, c *datadriven.Case) *scriptLevel {
 func runOps(t testing.TB, c *datadriven.Case, it base.InternalIterator, l *scriptLevel) string {
 	var b strings.Builder
 	for _, line := range strings.Split(c.Input, "\n") {
-		op, arg, _ := strings.Cut(line, " ")
-		var valid bool
-		switch op {
-		case "first":
-			valid = it.First()
-		case "last":
-			valid = it.Last()
-		case "next":
-			valid = it.Next()
-		case "prev":
-			valid = it.Prev()
-		case "seek-ge":
-			valid = it.SeekGE([]byte(arg))
-		case "seek-lt":
-			valid = it.SeekLT([]byte(arg))
-		case "close":
+		valid, known := datadriven.Position(it, line)
+		switch {
+		case line == "close":
 			fmt.Fprintf(&b, "close: err=%v", it.Close())
-		default:
+		case !known:
 			c.Fatalf(t, "unknown operation %q", line)
 		}
-		if op != "close" {
+		if known {
 			if valid != it.Valid() {
 				c.Fatalf(t, "%s returned %v but Valid() is %v", line, valid, it.Valid())
 			}

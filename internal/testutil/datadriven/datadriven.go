@@ -150,3 +150,37 @@ func RunFile(t testing.TB, path string, run func(t testing.TB, c *Case) string) 
 		}
 	}
 }
+
+// Positioner is what a script moves in an iterator: the engine's public
+// Iterator and its internal iterators both have it.
+type Positioner interface {
+	First() bool
+	Last() bool
+	Next() bool
+	Prev() bool
+	SeekGE(key []byte) bool
+	SeekLT(key []byte) bool
+}
+
+// Position applies one script line naming a positioning call ("first",
+// "last", "next", "prev", "seek-ge KEY", "seek-lt KEY") to it and returns
+// the call's result; known is false, and nothing is called, for any other
+// line.
+func Position(it Positioner, line string) (valid, known bool) {
+	op, arg, _ := strings.Cut(line, " ")
+	switch op {
+	case "first":
+		return it.First(), true
+	case "last":
+		return it.Last(), true
+	case "next":
+		return it.Next(), true
+	case "prev":
+		return it.Prev(), true
+	case "seek-ge":
+		return it.SeekGE([]byte(arg)), true
+	case "seek-lt":
+		return it.SeekLT([]byte(arg)), true
+	}
+	return false, false
+}

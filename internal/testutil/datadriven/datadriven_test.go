@@ -151,3 +151,38 @@ func TestArgs(t *testing.T) {
 		t.Errorf("IntArg on a bad value reported %q", r.errors)
 	}
 }
+
+// recordingPositioner records the calls Position makes.
+type recordingPositioner struct{ calls []string }
+
+func (r *recordingPositioner) call(s string) bool {
+	r.calls = append(r.calls, s)
+	return len(r.calls)%2 == 1
+}
+func (r *recordingPositioner) First() bool { return r.call("First") }
+func (r *recordingPositioner) Last() bool  { return r.call("Last") }
+func (r *recordingPositioner) Next() bool  { return r.call("Next") }
+func (r *recordingPositioner) Prev() bool  { return r.call("Prev") }
+func (r *recordingPositioner) SeekGE(k []byte) bool {
+	return r.call("SeekGE(" + string(k) + ")")
+}
+func (r *recordingPositioner) SeekLT(k []byte) bool {
+	return r.call("SeekLT(" + string(k) + ")")
+}
+
+func TestPosition(t *testing.T) {
+	r := &recordingPositioner{}
+	for i, line := range []string{"first", "last", "next", "prev", "seek-ge b", "seek-lt c d", "close", "bogus"} {
+		valid, known := Position(r, line)
+		if wantKnown := i < 6; known != wantKnown {
+			t.Errorf("%q: known %v", line, known)
+		}
+		if known && valid != (len(r.calls)%2 == 1) {
+			t.Errorf("%q: valid %v is not the call's result", line, valid)
+		}
+	}
+	want := "First Last Next Prev SeekGE(b) SeekLT(c d)"
+	if got := strings.Join(r.calls, " "); got != want {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+}
