@@ -194,7 +194,11 @@ func (db *DB) open() error {
 			})
 		}()
 	}
+	// Background work starts only now: removeObsoleteFiles must not
+	// see the tables it is writing. Memtables are queued when Open
+	// replayed WALs it had no room to flush.
 	db.mu.Lock()
+	db.maybeScheduleFlushLocked()
 	db.maybeScheduleCompaction()
 	db.mu.Unlock()
 	return nil

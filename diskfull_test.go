@@ -126,6 +126,18 @@ func TestDiskFullWALHeals(t *testing.T) {
 	if err := db.Flush(); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("Flush on a full disk: %v, want ErrNoSpace", err)
 	}
+	// A power loss while serving from memory loses nothing: the WALs
+	// are all still there, the torn one cut where its replay stopped.
+	img := mem.CrashClone()
+	img.SetCapacity(0)
+	imgDB, err := Open("/db", diskFullOptions(img))
+	if err != nil {
+		t.Fatalf("Open after a crash while serving from memory: %v", err)
+	}
+	checkKeys(t, imgDB, acked)
+	if err := imgDB.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Space comes back: writes resume by themselves, until the disk is
 	// full again.
@@ -339,6 +351,10 @@ func TestDiskReserve(t *testing.T) {
 	mem.SetCapacity(1 << 20)
 	o := durOptions(mem, SyncAlways)
 	o.DiskReserve = 256 << 10
+	// Everything stays in the WAL, so only writes use the disk and the
+	// reserve check (every quarter reserve of WAL) refuses before it
+	// is full.
+	o.MemTableSize = 2 << 20
 	db, err := Open("/db", o)
 	if err != nil {
 		t.Fatal(err)
@@ -368,4 +384,57 @@ func TestDiskReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkKeys(t, db, acked)
+}
+
+// TestCompactionPostponedForSpace: a compaction whose output would not fit
+// next to room for the memtables is not started (so it cannot fail part
+// way); it runs by itself once space is back.
+func TestCompactionPostponedForSpace(t *testing.T) {
+	mem := vfs.NewMem()
+	o := durOptions(mem, SyncNone)
+	o.MemTableSize = 64 << 10
+	o.L0CompactionThreshold = 2
+	o.DiskReserve = -1
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(9, 10))
+	// One table, then room for little more than a second one.
+	for i := range 40 {
+		if err := db.Set(fmt.Appendf(nil, "a%03d", i), incompressible(rng, 1000), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	used := memUsed(mem)
+	mem.SetCapacity(used + 150<<10)
+	for i := range 40 {
+		if err := db.Set(fmt.Appendf(nil, "b%03d", i), incompressible(rng, 1000), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	m := db.Metrics()
+	if m.Levels[0].Files != 2 || m.Compaction.Count != 0 || m.Disk.NoSpaceRetries == 0 || m.ReadOnly {
+		t.Fatalf("on a nearly full disk: L0 %d files, %d compactions, %d no-space retries, read-only %v",
+			m.Levels[0].Files, m.Compaction.Count, m.Disk.NoSpaceRetries, m.ReadOnly)
+	}
+	mem.SetCapacity(used + 4<<20)
+	waitFor(t, "the postponed compaction", func() bool { return db.Metrics().Compaction.Count > 0 })
+}
+
+// memUsed returns the bytes mem's files hold, whatever its budget.
+func memUsed(mem *vfs.MemFS) int64 {
+	const huge = 1 << 40
+	mem.SetCapacity(huge)
+	free, _, _ := mem.DiskUsage("/")
+	mem.SetCapacity(0)
+	return huge - int64(free)
 }

@@ -356,7 +356,6 @@ func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum, imm []*memTable) {
 	db.mu.imm = imm
 	db.mu.mem = db.newMemTable(log.num, 0)
 	db.updateReadStateLocked()
-	db.maybeScheduleFlushLocked()
 }
 
 // walStop is where the replay of a WAL ended before the end of the file.
