@@ -405,9 +405,9 @@ func (db *DB) removeObsoleteFiles() {
 		return
 	}
 	live := db.vs.LiveFiles()
-	db.mu.Lock()
-	curLog := db.wal.cur.num
-	db.mu.Unlock()
+	// WALs from the MANIFEST's log number on are the current one and,
+	// after an Open on a full disk, those its memtables still need.
+	logNum := db.vs.LogNum()
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
 		if !ok {
@@ -415,7 +415,7 @@ func (db *DB) removeObsoleteFiles() {
 		}
 		switch {
 		case t == base.FileTypeTable && !live[num],
-			t == base.FileTypeLog && num < db.vs.LogNum() && num != curLog,
+			t == base.FileTypeLog && num < logNum,
 			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
 			t == base.FileTypeTemp:
 			db.removeFile(t, num)
