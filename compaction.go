@@ -162,6 +162,7 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 	case retryable(err):
 		db.postponeCompactionsLocked(err)
 	default:
+		db.noteCorruption(err)
 		db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: compaction %s: %w", c, err))
 	}
 	db.mu.cond.Broadcast()

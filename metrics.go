@@ -22,6 +22,7 @@ type dbMetrics struct {
 	stalls, stallNanos, slowdowns atomic.Int64
 	backgroundErrors              atomic.Int64
 	noSpaceRetries, noSpaceWrites atomic.Int64
+	corruptions                   atomic.Int64
 	openIters                     atomic.Int64
 }
 
@@ -94,6 +95,9 @@ type Metrics struct {
 	Snapshots        int
 	Iterators        int64
 	BackgroundErrors int64
+	// Corruptions counts reads and compactions that met damaged data
+	// (each is also logged, once per file).
+	Corruptions int64
 	// ReadOnly is set after a background error.
 	ReadOnly bool
 	// VisibleSeq is the sequence number new reads use.
@@ -152,6 +156,7 @@ func (db *DB) Metrics() *Metrics {
 	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
 	m.Iterators = db.m.openIters.Load()
 	m.BackgroundErrors = db.m.backgroundErrors.Load()
+	m.Corruptions = db.m.corruptions.Load()
 	m.Disk.Free, m.Disk.Total, _ = vfs.DiskUsage(db.fs, db.dirname)
 	m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites = db.m.noSpaceRetries.Load(), db.m.noSpaceWrites.Load()
 	m.VisibleSeq = db.visibleSeq.Load()
@@ -179,8 +184,8 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "stalls: %d (%s), slowdowns: %d\n", m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns)
 	fmt.Fprintf(&b, "cache: %d hits, %d misses, %s in %d blocks; bloom: %d negatives, %d positives\n",
 		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)
-	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
-		m.Snapshots, m.Iterators, m.BackgroundErrors, m.ReadOnly)
+	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, corruptions: %d, read-only: %t\n",
+		m.Snapshots, m.Iterators, m.BackgroundErrors, m.Corruptions, m.ReadOnly)
 	fmt.Fprintf(&b, "disk: %s free of %s; no-space retries: %d, writes refused: %d",
 		humanBytes(int64(m.Disk.Free)), humanBytes(int64(m.Disk.Total)), m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites)
 	if m.Disk.WritesRefused != "" {

@@ -77,6 +77,7 @@ var engineMetrics = []engineMetric{
 	gauge("lsmgo_engine_snapshots", "Open snapshots.", func(m *lsmgo.Metrics) float64 { return float64(m.Snapshots) }),
 	gauge("lsmgo_engine_iterators", "Open iterators.", func(m *lsmgo.Metrics) float64 { return float64(m.Iterators) }),
 	counter("lsmgo_engine_background_errors_total", "Background I/O errors.", func(m *lsmgo.Metrics) float64 { return float64(m.BackgroundErrors) }),
+	counter("lsmgo_engine_corruptions_total", "Reads and compactions that met damaged data.", func(m *lsmgo.Metrics) float64 { return float64(m.Corruptions) }),
 	gauge("lsmgo_engine_read_only", "1 when a background error made the engine read-only.", func(m *lsmgo.Metrics) float64 {
 		if m.ReadOnly {
 			return 1
