@@ -61,7 +61,8 @@ func (db *DB) flushLoop() {
 		}
 		if err != nil && retryable(err) {
 			// The memtable stays queued, readable and backed by its WAL;
-			// writes stall once too many queue up behind it.
+			// once too many queue up behind it, writes are refused with
+			// ErrNoSpace (noSpaceStallLocked).
 			db.mu.flushNoSpace = err
 			d := db.noSpaceLocked("flush", err, &db.mu.flushBackoff)
 			if !db.sleepLocked(d) {
