@@ -63,7 +63,8 @@ func (db *DB) flushLoop() {
 		}
 		if err != nil && retryable(err) {
 			// The memtable stays queued, readable and backed by its WAL;
-			// writes stall once too many queue up behind it.
+			// once too many queue up behind it, writes are refused with
+			// ErrNoSpace (noSpaceStallLocked).
 			db.mu.flushNoSpace = err
 			d := db.noSpaceLocked("flush", err, &db.mu.flushBackoff)
 			if !db.sleepLocked(d) {
@@ -168,6 +169,7 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 	case retryable(err):
 		db.postponeCompactionsLocked(err)
 	default:
+		db.noteCorruption(err)
 		db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: compaction %s: %w", c, err))
 	}
 	db.mu.cond.Broadcast()

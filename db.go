@@ -105,6 +105,10 @@ type DB struct {
 	// memPool recycles the arenas of flushed memtables.
 	memPool memtablePool
 
+	// damaged holds the names of the files noteCorruption has logged,
+	// so each is logged once however often it is read.
+	damaged sync.Map
+
 	m dbMetrics
 }
 
@@ -208,7 +212,11 @@ func (db *DB) open() error {
 			})
 		}()
 	}
+	// Background work starts only now: removeObsoleteFiles must not
+	// see the tables it is writing. Memtables are queued when Open
+	// replayed WALs it had no room to flush.
 	db.mu.Lock()
+	db.maybeScheduleFlushLocked()
 	db.maybeScheduleCompaction()
 	db.mu.Unlock()
 	return nil
@@ -278,6 +286,7 @@ func (db *DB) get(key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
 func (db *DB) getIn(rs *readState, key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
 	value, kind, found, owned, err := rs.get(db, key, readSeq)
 	if err != nil {
+		db.noteCorruption(err)
 		return nil, time.Time{}, err
 	}
 	if !found {
@@ -441,6 +450,22 @@ func (db *DB) Compact(start, end []byte) error {
 		}
 	}
 	return nil
+}
+
+// noteCorruption counts a read or compaction that met damaged data and
+// logs it at ERROR the first time for each file: the caller gets the error
+// for its own key or range only, and the operator must hear of it
+// (doc/operations.md, "A damaged table").
+func (db *DB) noteCorruption(err error) {
+	var ce *CorruptionError
+	if !errors.As(err, &ce) {
+		return
+	}
+	db.m.corruptions.Add(1)
+	if _, seen := db.damaged.LoadOrStore(ce.File, true); !seen {
+		db.opts.Logger.Error("lsmgo: damaged data; reads of it fail, and a compaction that meets it makes the DB read-only: stop the DB and run lsmgo repair (doc/operations.md)",
+			"dir", db.dirname, "file", ce.File, "err", err)
+	}
 }
 
 // setBackgroundError makes the DB read-only; mu must be held.

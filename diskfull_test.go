@@ -15,8 +15,8 @@ import (
 // diskFullOptions are durOptions with a memtable large enough that the WAL
 // fills a small disk before any flush, which is the case that needed a
 // restart before writes healed by themselves.
-func diskFullOptions(fs vfs.FS) *Options {
-	o := durOptions(fs, SyncAlways)
+func diskFullOptions(fs vfs.FS, sync SyncMode) *Options {
+	o := durOptions(fs, sync)
 	o.MemTableSize = 256 << 10
 	// No reserve: these tests are about what happens when the disk
 	// really is full (TestDiskReserve covers the reserve).
@@ -89,10 +89,16 @@ func setEventually(t *testing.T, db *DB, k, v []byte) {
 // free space is smaller than its WAL: Open serves from memory, and the
 // flush happens once space is back.
 func TestDiskFullWALHeals(t *testing.T) {
+	for _, sync := range []SyncMode{SyncAlways, SyncInterval(time.Millisecond), SyncNone} {
+		t.Run(sync.String(), func(t *testing.T) { testDiskFullWALHeals(t, sync) })
+	}
+}
+
+func testDiskFullWALHeals(t *testing.T, sync SyncMode) {
 	mem := vfs.NewMem()
 	mem.SetCapacity(300 << 10)
 	rng := rand.New(rand.NewPCG(1, 2))
-	db, err := Open("/db", diskFullOptions(mem))
+	db, err := Open("/db", diskFullOptions(mem, sync))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +106,11 @@ func TestDiskFullWALHeals(t *testing.T) {
 	if len(acked) < 100 {
 		t.Fatalf("only %d writes fit in 300 KiB", len(acked))
 	}
+	// A write larger than the one that failed still does not fit (a
+	// small one may: the cut gave back the failed write's partial bytes,
+	// and a record at the start of a new WAL needs no block padding).
 	for range 3 {
-		if err := db.Set([]byte("x"), []byte("y"), nil); !errors.Is(err, ErrNoSpace) {
+		if err := db.Set([]byte("x"), incompressible(rng, 1100), nil); !errors.Is(err, ErrNoSpace) {
 			t.Fatalf("write on a still full disk: %v, want ErrNoSpace", err)
 		}
 	}
@@ -118,13 +127,25 @@ func TestDiskFullWALHeals(t *testing.T) {
 	if free > 64<<10 {
 		t.Fatalf("%d bytes free after filling the disk", free)
 	}
-	db, err = Open("/db", diskFullOptions(mem))
+	db, err = Open("/db", diskFullOptions(mem, sync))
 	if err != nil {
 		t.Fatalf("Open on a full disk: %v", err)
 	}
 	checkKeys(t, db, acked)
 	if err := db.Flush(); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("Flush on a full disk: %v, want ErrNoSpace", err)
+	}
+	// A power loss while serving from memory loses nothing: the WALs
+	// are all still there, the torn one cut where its replay stopped.
+	img := mem.CrashClone()
+	img.SetCapacity(0)
+	imgDB, err := Open("/db", diskFullOptions(img, sync))
+	if err != nil {
+		t.Fatalf("Open after a crash while serving from memory: %v", err)
+	}
+	checkKeys(t, imgDB, acked)
+	if err := imgDB.Close(); err != nil {
+		t.Fatal(err)
 	}
 
 	// Space comes back: writes resume by themselves, until the disk is
@@ -146,7 +167,7 @@ func TestDiskFullWALHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fs := range []vfs.FS{mem.CrashClone(), mem} {
-		db, err := Open("/db", diskFullOptions(fs))
+		db, err := Open("/db", diskFullOptions(fs, sync))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +185,7 @@ func TestDiskFullCrashAfterFailedWrite(t *testing.T) {
 	mem := vfs.NewMem()
 	mem.SetCapacity(200 << 10)
 	rng := rand.New(rand.NewPCG(3, 4))
-	db, err := Open("/db", diskFullOptions(mem))
+	db, err := Open("/db", diskFullOptions(mem, SyncAlways))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +199,7 @@ func TestDiskFullCrashAfterFailedWrite(t *testing.T) {
 	images = append(images, mem.CrashClone())
 	for i, img := range images {
 		img.SetCapacity(0)
-		db, err := Open("/db", diskFullOptions(img))
+		db, err := Open("/db", diskFullOptions(img, SyncAlways))
 		if err != nil {
 			t.Fatalf("image %d: %v", i, err)
 		}
@@ -339,6 +360,10 @@ func TestDiskReserve(t *testing.T) {
 	mem.SetCapacity(1 << 20)
 	o := durOptions(mem, SyncAlways)
 	o.DiskReserve = 256 << 10
+	// Everything stays in the WAL, so only writes use the disk and the
+	// reserve check (every quarter reserve of WAL) refuses before it
+	// is full.
+	o.MemTableSize = 2 << 20
 	db, err := Open("/db", o)
 	if err != nil {
 		t.Fatal(err)
@@ -368,4 +393,57 @@ func TestDiskReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkKeys(t, db, acked)
+}
+
+// TestCompactionPostponedForSpace: a compaction whose output would not fit
+// next to room for the memtables is not started (so it cannot fail part
+// way); it runs by itself once space is back.
+func TestCompactionPostponedForSpace(t *testing.T) {
+	mem := vfs.NewMem()
+	o := durOptions(mem, SyncNone)
+	o.MemTableSize = 64 << 10
+	o.L0CompactionThreshold = 2
+	o.DiskReserve = -1
+	db, err := Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(9, 10))
+	// One table, then room for little more than a second one.
+	for i := range 40 {
+		if err := db.Set(fmt.Appendf(nil, "a%03d", i), incompressible(rng, 1000), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	used := memUsed(mem)
+	mem.SetCapacity(used + 150<<10)
+	for i := range 40 {
+		if err := db.Set(fmt.Appendf(nil, "b%03d", i), incompressible(rng, 1000), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	m := db.Metrics()
+	if m.Levels[0].Files != 2 || m.Compaction.Count != 0 || m.Disk.NoSpaceRetries == 0 || m.ReadOnly {
+		t.Fatalf("on a nearly full disk: L0 %d files, %d compactions, %d no-space retries, read-only %v",
+			m.Levels[0].Files, m.Compaction.Count, m.Disk.NoSpaceRetries, m.ReadOnly)
+	}
+	mem.SetCapacity(used + 4<<20)
+	waitFor(t, "the postponed compaction", func() bool { return db.Metrics().Compaction.Count > 0 })
+}
+
+// memUsed returns the bytes mem's files hold, whatever its budget.
+func memUsed(mem *vfs.MemFS) int64 {
+	const huge = 1 << 40
+	mem.SetCapacity(huge)
+	free, _, _ := mem.DiskUsage("/")
+	mem.SetCapacity(0)
+	return huge - int64(free)
 }

@@ -48,7 +48,10 @@
 //
 // Errors: ErrNotFound for absent keys, ErrClosed after Close, and errors
 // matching ErrCorruption (with a *CorruptionError naming file and offset)
-// for damaged files. A background I/O error makes the DB read-only: every
-// later write returns an error matching ErrReadOnly, and reads keep
-// working.
+// for damaged files. A full disk refuses writes with ErrNoSpace and heals
+// by itself once space is freed. Any other background I/O error (a failed
+// fsync above all) makes the DB read-only: every later write returns an
+// error matching ErrReadOnly, reads keep working, and Resume makes it
+// writable again. Repair saves what it can of a DB with damaged tables.
+// doc/operations.md says what to do about each.
 package lsmgo

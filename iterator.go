@@ -285,6 +285,7 @@ func (i *Iterator) live(kind base.Kind, value []byte) ([]byte, bool) {
 func (i *Iterator) noteError() {
 	if i.err == nil {
 		i.err = i.it.Error()
+		i.db.noteCorruption(i.err)
 	}
 }
 

@@ -22,6 +22,7 @@ type dbMetrics struct {
 	stalls, stallNanos, slowdowns atomic.Int64
 	backgroundErrors              atomic.Int64
 	noSpaceRetries, noSpaceWrites atomic.Int64
+	corruptions                   atomic.Int64
 	openIters                     atomic.Int64
 
 	blobFilesCreated, blobSyncs         atomic.Int64
@@ -123,6 +124,9 @@ type Metrics struct {
 	Snapshots        int
 	Iterators        int64
 	BackgroundErrors int64
+	// Corruptions counts reads and compactions that met damaged data
+	// (each is also logged, once per file).
+	Corruptions int64
 	// ReadOnly is set after a background error.
 	ReadOnly bool
 	// VisibleSeq is the sequence number new reads use.
@@ -196,6 +200,7 @@ func (db *DB) Metrics() *Metrics {
 	m.Blob.GCRuns, m.Blob.GCValues, m.Blob.GCBytes = db.m.blobGCRuns.Load(), db.m.blobGCValues.Load(), db.m.blobGCBytes.Load()
 	m.Iterators = db.m.openIters.Load()
 	m.BackgroundErrors = db.m.backgroundErrors.Load()
+	m.Corruptions = db.m.corruptions.Load()
 	m.Disk.Free, m.Disk.Total, _ = vfs.DiskUsage(db.fs, db.dirname)
 	m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites = db.m.noSpaceRetries.Load(), db.m.noSpaceWrites.Load()
 	m.VisibleSeq = db.visibleSeq.Load()
@@ -227,8 +232,8 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "%d files created, %d deleted, %d values (%s) written, %d syncs, %d reads; gc: %d runs copied %d values (%s)\n",
 		m.Blob.FilesCreated, m.Blob.FilesDeleted, m.Blob.ValuesWritten, humanBytes(m.Blob.BytesWritten), m.Blob.Syncs, m.Blob.Reads,
 		m.Blob.GCRuns, m.Blob.GCValues, humanBytes(m.Blob.GCBytes))
-	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
-		m.Snapshots, m.Iterators, m.BackgroundErrors, m.ReadOnly)
+	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, corruptions: %d, read-only: %t\n",
+		m.Snapshots, m.Iterators, m.BackgroundErrors, m.Corruptions, m.ReadOnly)
 	fmt.Fprintf(&b, "disk: %s free of %s; no-space retries: %d, writes refused: %d",
 		humanBytes(int64(m.Disk.Free)), humanBytes(int64(m.Disk.Total)), m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites)
 	if m.Disk.WritesRefused != "" {

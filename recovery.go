@@ -519,7 +519,6 @@ func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum, imm []*memTable) {
 	db.mu.imm = imm
 	db.mu.mem = db.newMemTable(log.num, 0)
 	db.updateReadStateLocked()
-	db.maybeScheduleFlushLocked()
 }
 
 // walStop is where the replay of a WAL ended before the end of the file.
@@ -559,9 +558,9 @@ func (db *DB) removeObsoleteFiles() {
 		return
 	}
 	live := db.vs.LiveFiles()
-	db.mu.Lock()
-	curLog := db.wal.cur.num
-	db.mu.Unlock()
+	// WALs from the MANIFEST's log number on are the current one and,
+	// after an Open on a full disk, those its memtables still need.
+	logNum := db.vs.LogNum()
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
 		if !ok {
@@ -569,7 +568,7 @@ func (db *DB) removeObsoleteFiles() {
 		}
 		switch {
 		case t == base.FileTypeTable && !live[num],
-			t == base.FileTypeLog && num < db.vs.LogNum() && num != curLog,
+			t == base.FileTypeLog && num < logNum,
 			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
 			t == base.FileTypeTemp:
 			db.removeFile(t, num)

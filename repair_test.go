@@ -63,13 +63,16 @@ func TestRepairDamagedTable(t *testing.T) {
 		t.Fatalf("Check of the damaged DB: %v, %v; want a problem", report, err)
 	}
 
+	servesUntilCompaction(t, fs, want)
+
 	report, err := Repair("/db", repairOptions(fs))
 	if err != nil {
 		t.Fatalf("Repair: %v", err)
 	}
 	t.Log(report)
-	if report.Tables != 2 || len(report.Damaged) != 1 {
-		t.Fatalf("report %+v, want 2 tables, 1 damaged", report)
+	// Three tables: the Open above wrote the WAL's "c" keys to one.
+	if report.Tables != 3 || len(report.Damaged) != 1 {
+		t.Fatalf("report %+v, want 3 tables, 1 damaged", report)
 	}
 	d := report.Damaged[0]
 	if d.File != tables[0] || string(d.Smallest) != "a00000" || string(d.Largest) != "a00499" ||
@@ -104,6 +107,39 @@ func TestRepairDamagedTable(t *testing.T) {
 	}
 	if missing != d.Lost() {
 		t.Fatalf("%d keys missing, the report says %d lost", missing, d.Lost())
+	}
+}
+
+// servesUntilCompaction checks the policy for a damaged table before
+// repair: the DB opens, serves every key outside the damaged block, fails
+// reads inside it with ErrCorruption (counted in Metrics), and turns
+// read-only at the first compaction that meets the damage.
+func servesUntilCompaction(t *testing.T, fs vfs.FS, want map[string]string) {
+	t.Helper()
+	db, err := Open("/db", repairOptions(fs))
+	if err != nil {
+		t.Fatalf("Open with a damaged table: %v", err)
+	}
+	defer db.Close()
+	damaged := 0
+	for k, v := range want {
+		got, err := db.Get([]byte(k))
+		switch {
+		case err == nil && string(got) == v:
+		case errors.Is(err, ErrCorruption) && k[0] == 'a':
+			damaged++
+		default:
+			t.Fatalf("Get(%s) with a damaged table = %q, %v", k, got, err)
+		}
+	}
+	if m := db.Metrics(); damaged == 0 || m.Corruptions != int64(damaged) || m.ReadOnly {
+		t.Fatalf("%d reads failed, Metrics: %d corruptions, read-only %v", damaged, m.Corruptions, m.ReadOnly)
+	}
+	if err := db.Compact(nil, nil); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("Compact over a damaged table: %v", err)
+	}
+	if err := db.Set([]byte("z"), []byte("z"), nil); !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrCorruption) {
+		t.Fatalf("write after the compaction met damage: %v", err)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 type diskSpace struct {
 	checked      time.Time
 	walBytes     int64 // db.m.walBytes at the check
-	free, total  uint64
+	free         uint64
 	unsupported  bool
 	reserve      uint64
 	reserveKnown bool
@@ -49,7 +49,7 @@ func (d *diskSpace) refreshLocked(db *DB) {
 		d.checked, d.walBytes = time.Now(), wal
 		return
 	}
-	d.free, d.total, d.checked, d.walBytes = free, total, time.Now(), wal
+	d.free, d.checked, d.walBytes = free, time.Now(), wal
 	if !d.reserveKnown {
 		d.reserve = db.opts.diskReserve(total)
 		d.reserveKnown = true

@@ -47,7 +47,10 @@ func (db *DB) Resume() error {
 // no write is admitted until the flush is done. db.mu is held; it is
 // released while the flush runs.
 func (db *DB) resumeLocked() error {
-	// A flush or compaction that saw the error is on its way out.
+	// A flush or compaction that saw the error is on its way out; one
+	// waiting out a no-space backoff is woken to notice it.
+	db.mu.retryNow = true
+	db.mu.cond.Broadcast()
 	for (db.mu.flushing || db.mu.compacting > 0) && !db.mu.closing {
 		db.mu.cond.Wait()
 	}

@@ -22,8 +22,11 @@ func memSizeEstimate(repr []byte) int {
 }
 
 // makeRoomForWriteLocked makes sure the mutable memtable can take need
-// more bytes: it rotates a full memtable and stalls (waits) while too many
-// memtables or L0 files are queued. db.mu is held; it may be released.
+// more bytes: it rotates a full memtable, or one whose WAL a failed write
+// left with a partial record, and stalls (waits) while too many memtables
+// or L0 files are queued, unless the work that would end the stall is
+// failing for lack of space (noSpaceStallLocked). db.mu is held; it may be
+// released.
 func (db *DB) makeRoomForWriteLocked(need int) error {
 	slowed := false
 	for {

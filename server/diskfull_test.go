@@ -50,8 +50,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if err := os.WriteFile(ballast, make([]byte, 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var s *Server
-	s = startServer(t, func(c *Config) {
+	s := startServer(t, func(c *Config) {
 		c.Dir = filepath.Join(mnt, "data")
 		c.MemTableSize = 1 << 20
 	})

@@ -226,6 +226,7 @@ func (s *Server) infoEngine(b *strings.Builder) error {
 	field(b, "snapshots", m.Snapshots)
 	field(b, "iterators", m.Iterators)
 	field(b, "background_errors", m.BackgroundErrors)
+	field(b, "corruptions", m.Corruptions)
 	field(b, "read_only", boolInt(m.ReadOnly))
 	field(b, "disk_free_bytes", m.Disk.Free)
 	field(b, "disk_total_bytes", m.Disk.Total)

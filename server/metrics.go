@@ -77,8 +77,19 @@ var engineMetrics = []engineMetric{
 	gauge("lsmgo_engine_snapshots", "Open snapshots.", func(m *lsmgo.Metrics) float64 { return float64(m.Snapshots) }),
 	gauge("lsmgo_engine_iterators", "Open iterators.", func(m *lsmgo.Metrics) float64 { return float64(m.Iterators) }),
 	counter("lsmgo_engine_background_errors_total", "Background I/O errors.", func(m *lsmgo.Metrics) float64 { return float64(m.BackgroundErrors) }),
+	counter("lsmgo_engine_corruptions_total", "Reads and compactions that met damaged data.", func(m *lsmgo.Metrics) float64 { return float64(m.Corruptions) }),
 	gauge("lsmgo_engine_read_only", "1 when a background error made the engine read-only.", func(m *lsmgo.Metrics) float64 {
 		if m.ReadOnly {
+			return 1
+		}
+		return 0
+	}),
+	gauge("lsmgo_engine_disk_free_bytes", "Free bytes on the data directory's filesystem (0: unknown).", func(m *lsmgo.Metrics) float64 { return float64(m.Disk.Free) }),
+	gauge("lsmgo_engine_disk_total_bytes", "Size of the data directory's filesystem (0: unknown).", func(m *lsmgo.Metrics) float64 { return float64(m.Disk.Total) }),
+	counter("lsmgo_engine_nospace_retries_total", "Flushes and compactions retried after the disk filled up.", func(m *lsmgo.Metrics) float64 { return float64(m.Disk.NoSpaceRetries) }),
+	counter("lsmgo_engine_nospace_writes_total", "Writes refused for lack of disk space.", func(m *lsmgo.Metrics) float64 { return float64(m.Disk.NoSpaceWrites) }),
+	gauge("lsmgo_engine_writes_refused", "1 while writes fail or may fail (INFO writes_refused says why).", func(m *lsmgo.Metrics) float64 {
+		if m.Disk.WritesRefused != "" {
 			return 1
 		}
 		return 0

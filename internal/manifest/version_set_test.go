@@ -848,3 +848,83 @@ func TestWriteFailureIsSticky(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNotLoggedFailureHeals: an edit whose write failed (a full disk,
+// leaving a torn record) is certainly not logged: the error says so, the
+// set stays usable, and the next edit starts a new manifest, so a Load
+// never sees a record after the torn one.
+func TestNotLoggedFailureHeals(t *testing.T) {
+	mem := vfs.NewMem()
+	toggle := errorfs.NewToggle(errorfs.ENOSPC(), []errorfs.Op{errorfs.OpWrite}, "MANIFEST")
+	toggle.SetTornWrites(true, 1)
+	vs, err := Create(Options{FS: errorfs.Wrap(mem, toggle), Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.Close()
+	before := vs.ManifestFileNum()
+	toggle.Enable()
+	lost := meta(vs.NewFileNum(), "a", "b", 1, 1)
+	err = vs.LogAndApply(&VersionEdit{NewFiles: []NewFile{{0, lost}}})
+	if !errors.Is(err, ErrNotLogged) || !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("failed write: %v; want ErrNotLogged", err)
+	}
+	toggle.Disable()
+	kept := meta(vs.NewFileNum(), "c", "d", 2, 2)
+	if err := vs.LogAndApply(&VersionEdit{NewFiles: []NewFile{{0, kept}}}); err != nil {
+		t.Fatalf("edit after a not-logged failure: %v", err)
+	}
+	if vs.ManifestFileNum() == before {
+		t.Fatal("kept appending to the manifest with a torn tail")
+	}
+	for _, fs := range []vfs.FS{mem, mem.CrashClone()} {
+		got, err := Load(Options{FS: fs, Dir: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := got.Current()
+		if len(v.Files[0]) != 1 || v.Files[0][0].FileNum != kept.FileNum {
+			t.Fatalf("Load: L0 %v, want only file %d", v.Files[0], kept.FileNum)
+		}
+		v.Unref()
+		got.Close()
+	}
+}
+
+// TestResetWriteError: after a failed sync the set refuses edits until
+// ResetWriteError, which makes the next edit rewrite the state into a new
+// manifest.
+func TestResetWriteError(t *testing.T) {
+	mem := vfs.NewMem()
+	toggle := errorfs.NewToggle(errorfs.EIO(), []errorfs.Op{errorfs.OpSync}, "MANIFEST")
+	vs, err := Create(Options{FS: errorfs.Wrap(mem, toggle), Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.Close()
+	toggle.Enable()
+	if err := vs.LogAndApply(&VersionEdit{LastSeq: 5}); err == nil || errors.Is(err, ErrNotLogged) {
+		t.Fatalf("failed sync: %v; want a sticky error", err)
+	}
+	toggle.Disable()
+	if err := vs.LogAndApply(&VersionEdit{LastSeq: 6}); err == nil {
+		t.Fatal("edit accepted after a failed sync")
+	}
+	before := vs.ManifestFileNum()
+	vs.ResetWriteError()
+	f := meta(vs.NewFileNum(), "a", "b", 1, 1)
+	if err := vs.LogAndApply(&VersionEdit{NewFiles: []NewFile{{0, f}}, LastSeq: 7}); err != nil {
+		t.Fatalf("edit after ResetWriteError: %v", err)
+	}
+	if vs.ManifestFileNum() == before {
+		t.Fatal("ResetWriteError did not start a new manifest")
+	}
+	got, err := Load(Options{FS: mem.CrashClone(), Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	if got.LastSeq() != 7 {
+		t.Fatalf("LastSeq after Load: %d, want 7", got.LastSeq())
+	}
+}

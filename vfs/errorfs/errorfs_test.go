@@ -353,3 +353,33 @@ func TestInjectorFunc(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWrapSpaceCapabilities: Truncate goes through the injector as
+// OpTruncate, and DiskUsage reaches the wrapped filesystem untouched.
+func TestWrapSpaceCapabilities(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.SetCapacity(100)
+	tg := NewToggle(EIO(), []Op{OpTruncate}, "")
+	fs := Wrap(mem, tg)
+	f, err := fs.Create("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	if free, total, err := vfs.DiskUsage(fs, "/"); free != 94 || total != 100 || err != nil {
+		t.Fatalf("DiskUsage through the wrapper = %d, %d, %v", free, total, err)
+	}
+	tg.Enable()
+	if err := vfs.Truncate(fs, "f", 2); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("injected Truncate: %v", err)
+	}
+	tg.Disable()
+	if err := vfs.Truncate(fs, "f", 2); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := mem.Stat("f"); st.Size() != 2 {
+		t.Fatalf("size after Truncate: %d", st.Size())
+	}
+}
