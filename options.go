@@ -189,6 +189,11 @@ type Options struct {
 	// half of the blob bytes on disk are garbage, and each live value is
 	// copied at most once per halving. Negative turns collection off.
 	BlobGCThreshold float64
+
+	// blobFileSize, when set (by tests), replaces blobTargetFileSize, so
+	// that a test writing a few hundred KiB sees blob files retired and
+	// collected.
+	blobFileSize int64
 }
 
 // WriteOptions adjusts a single write.
