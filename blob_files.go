@@ -3,6 +3,7 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"sync"
@@ -66,9 +67,7 @@ type blobFiles struct {
 	// liveInTables returns the blob files the tables of live versions
 	// point into (VersionSet.LiveBlobFiles).
 	liveInTables func() map[base.FileNum]bool
-	logger       interface {
-		Warn(msg string, args ...any)
-	}
+	logger       *slog.Logger
 
 	syncMu sync.Mutex
 	// written and synced count the bytes handed to and made durable in

@@ -533,3 +533,88 @@ func TestBlobRecoverySeparates(t *testing.T) {
 		t.Fatalf("Check: %v, %v; want OK with the 6 separated values' pointers", report, err)
 	}
 }
+
+// TestBlobFaultsDuringGC fails the writes (ENOSPC or EIO) of the blob file
+// a garbage-collecting compaction writes: the compaction fails, the DB
+// turns read-only with every value still readable, and after a power loss
+// every write is there, and Check passes.
+func TestBlobFaultsDuringGC(t *testing.T) {
+	for name, fault := range map[string]func() error{"ENOSPC": errorfs.ENOSPC, "EIO": errorfs.EIO} {
+		t.Run(name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			var armed atomic.Bool
+			fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+				if armed.Load() && op == errorfs.OpWrite && strings.HasSuffix(path, ".blob") {
+					return fault()
+				}
+				return nil
+			}))
+			opts := blobTestOptions(fs)
+			opts.Sync = SyncAlways
+			opts.blobFileSize = 8 << 10
+			opts.BlobGCThreshold = -1 // until the data is in place
+			db, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string][]byte{}
+			for round := range 4 {
+				for k := range 40 {
+					if round == 3 && k%2 == 1 {
+						// The odd keys' live values stay in files
+						// whose even keys' values are garbage.
+						continue
+					}
+					key := fmt.Sprintf("k%02d", k)
+					v := bytes.Repeat([]byte{byte('a' + round), byte(k)}, 100)
+					if err := db.Set([]byte(key), v, nil); err != nil {
+						t.Fatal(err)
+					}
+					want[key] = v
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Reopen with collection on and only the GC's writes failing:
+			// user writes stop here.
+			opts.BlobGCThreshold = 0
+			db, err = Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			armed.Store(true)
+			err = db.Compact(nil, nil)
+			m := db.Metrics()
+			if err == nil && !m.ReadOnly {
+				t.Fatalf("Compact with failing GC writes: no error (GC runs %d)", m.Blob.GCRuns)
+			}
+			t.Logf("Compact: %v", err)
+			for k, v := range want {
+				if got, err := db.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
+					t.Fatalf("Get(%s) on the failed DB = %q, %v", k, got, err)
+				}
+			}
+			db.Close()
+			img := mem.CrashClone()
+			db = openTestDB(t, "/db", blobTestOptions(img))
+			for k, v := range want {
+				if got, err := db.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
+					t.Fatalf("after a crash, Get(%s) = %q, %v", k, got, err)
+				}
+			}
+			if err := db.Compact(nil, nil); err != nil {
+				t.Fatalf("Compact after the fault is gone: %v", err)
+			}
+			if m := db.Metrics(); m.Blob.GCRuns == 0 {
+				t.Errorf("no GC run once the fault was gone: %s", m)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if report, err := Check("/db", blobTestOptions(img)); err != nil || !report.OK() {
+				t.Fatalf("Check: %v, %v", report, err)
+			}
+		})
+	}
+}

@@ -636,8 +636,9 @@ type crashTest struct {
 	points       int
 	noSyncPoints int
 	// blobPoints counts the crash points just before an operation on a
-	// blob file.
+	// blob file; blobGCRuns the compactions that relocated blob values.
 	blobPoints int
+	blobGCRuns int64
 	nested     int
 	byPhase    map[string]int
 }
@@ -675,8 +676,8 @@ func TestCrash(t *testing.T) {
 	for round := 0; ct.points < target || ct.noSyncPoints == 0; round++ {
 		mem, state = ct.round(round, mem, state)
 	}
-	t.Logf("%d SyncAlways crash points (%v), %d SyncNone crash points (%d of all of them before an operation on a blob file), %d crash points during recovery of a crash image, in %v",
-		ct.points, ct.byPhase, ct.noSyncPoints, ct.blobPoints, ct.nested, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d SyncAlways crash points (%v), %d SyncNone crash points (%d of all of them before an operation on a blob file; %d blob GC runs), %d crash points during recovery of a crash image, in %v",
+		ct.points, ct.byPhase, ct.noSyncPoints, ct.blobPoints, ct.blobGCRuns, ct.nested, time.Since(start).Round(time.Millisecond))
 	if ct.blobPoints == 0 {
 		t.Errorf("no crash point fell before an operation on a blob file")
 	}
@@ -714,6 +715,11 @@ func (ct *crashTest) round(round int, mem *vfs.MemFS, base durState) (*vfs.MemFS
 		// appends and syncs, and later rounds read what it wrote with
 		// separation off.
 		opts.ValueThreshold = 96
+		// Files of a few dozen values, so garbage collection runs, and
+		// crash points fall inside it too.
+		opts.blobFileSize = 4 << 10
+	} else {
+		opts.ValueThreshold = -1
 	}
 	db, err := Open("/db", opts)
 	if err != nil {
@@ -775,6 +781,7 @@ func (ct *crashTest) round(round int, mem *vfs.MemFS, base durState) (*vfs.MemFS
 	}
 	cr.stopRandom()
 	cr.armIn(1+ct.rng.Int64N(6), "close")
+	ct.blobGCRuns += db.Metrics().Blob.GCRuns
 	if err := db.Close(); err != nil {
 		ct.fail(nil, "round %d: Close: %v", round, err)
 	}

@@ -190,6 +190,9 @@ func (db *DB) open() error {
 	}
 	db.blobs.liveInTables = db.vs.LiveBlobFiles
 	db.blobs.targetSize = blobTargetFileSize(db.opts.MemTableSize)
+	if db.opts.blobFileSize > 0 {
+		db.blobs.targetSize = db.opts.blobFileSize
+	}
 	db.blobs.logger = db.opts.Logger
 	db.blobs.addExisting(names)
 	if err := db.recover(names); err != nil {

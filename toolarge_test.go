@@ -73,10 +73,11 @@ func TestBatchTooLargeLimits(t *testing.T) {
 // engine API: it is refused with ErrValueTooLarge before anything reaches
 // the WAL, a batch holding it writes none of its writes, and the DB goes on
 // working and reopens. The value's pages are never touched (admit refuses
-// it before copying), so the test costs no memory for it.
+// it before copying), so the test costs no memory for it. Value separation
+// is off: with it the limit is MaxValueSize (TestBlobLimits).
 func TestSetTooLarge(t *testing.T) {
 	fs := vfs.NewMem()
-	db := openTestDB(t, "/db", &Options{FS: fs})
+	db := openTestDB(t, "/db", &Options{FS: fs, ValueThreshold: -1})
 	if err := db.Set([]byte("small"), []byte("v1"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestSetTooLarge(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db = openTestDB(t, "/db", &Options{FS: fs})
+	db = openTestDB(t, "/db", &Options{FS: fs, ValueThreshold: -1})
 	verify(db)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
