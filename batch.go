@@ -7,6 +7,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/blob"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
 	"github.com/lsmgo-dev/lsmgo/internal/sstable"
 )
@@ -18,6 +19,12 @@ import (
 // the same one holds for Set and SetWithExpiry, and every write the DB
 // accepts can later be flushed and compacted.
 const MaxEntrySize = sstable.MaxEntrySize - trailerLen - base.ExpiryLen
+
+// MaxValueSize is the largest value a DB with value separation
+// (Options.ValueThreshold) accepts; such a value is stored in a blob file,
+// and MaxEntrySize then bounds only its key. The bound is set by memory: a
+// batch holds one copy of each value it is given, and a read returns one.
+const MaxValueSize = 1<<31 - 1
 
 // trailerLen is the size of the sequence number and kind that follow the
 // user key in an internal key (base.InternalKey.Size).
@@ -40,13 +47,34 @@ const maxBatchMemSize = memtable.MaxCapacity / 2
 type Batch struct {
 	repr []byte
 	err  error
+
+	// threshold is the DB's Options.ValueThreshold: a value at least this
+	// long is separated (0: none is). A separated value is kept in blobs,
+	// in record order, and the repr holds a placeholder record for it of
+	// kind KindSetBlob or KindSetExpiryBlob whose value is only the
+	// expiry, if any; Apply writes the values to a blob file and encodes
+	// the pointers (withPointers). The repr thus stays small, and a value
+	// is not copied again to grow it.
+	threshold int
+	blobs     [][]byte
+	blobBytes int
+	// alias makes separated values refer to the caller's slices instead
+	// of copies: set for the one-write batches of DB.Set, which are
+	// applied before the caller gets its slice back.
+	alias bool
 }
 
 // NewBatch returns an empty batch.
-func (db *DB) NewBatch() *Batch { return &Batch{repr: batchrepr.New()} }
+func (db *DB) NewBatch() *Batch {
+	return &Batch{repr: batchrepr.New(), threshold: db.opts.ValueThreshold}
+}
 
 // Set adds a write of key with value.
 func (b *Batch) Set(key, value []byte) {
+	if b.separates(len(value)) {
+		b.setBlob(base.KindSetBlob, key, nil, value)
+		return
+	}
 	if b.admit(base.KindSet, len(key), len(value)) {
 		b.repr = batchrepr.Append(b.repr, base.KindSet, key, value)
 	}
@@ -55,11 +83,65 @@ func (b *Batch) Set(key, value []byte) {
 // SetWithExpiry adds a write of key with value that reads as absent from
 // expireAt on.
 func (b *Batch) SetWithExpiry(key, value []byte, expireAt time.Time) {
+	if b.separates(len(value)) {
+		var prefix [base.ExpiryLen]byte
+		b.setBlob(base.KindSetExpiryBlob, key, base.EncodeExpiryValue(prefix[:0], expireAt.UnixMilli(), nil), value)
+		return
+	}
 	if !b.admit(base.KindSetExpiry, len(key), len(value)) {
 		return
 	}
 	v := base.EncodeExpiryValue(make([]byte, 0, base.ExpiryLen+len(value)), expireAt.UnixMilli(), value)
 	b.repr = batchrepr.Append(b.repr, base.KindSetExpiry, key, v)
+}
+
+// separates reports whether a value of n bytes goes to a blob file.
+func (b *Batch) separates(n int) bool { return b.threshold > 0 && n >= b.threshold }
+
+// setBlob adds a separated write: a placeholder record of kind holding
+// prefix (the expiry, or nothing), and the value beside it.
+func (b *Batch) setBlob(kind base.Kind, key, prefix, value []byte) {
+	if !b.admit(kind, len(key), len(value)) {
+		return
+	}
+	if !b.alias {
+		value = append(make([]byte, 0, len(value)), value...)
+	}
+	b.repr = batchrepr.Append(b.repr, kind, key, prefix)
+	b.blobs = append(b.blobs, value)
+	b.blobBytes += len(value)
+}
+
+// withPointers returns the batch's encoding with each separated value
+// replaced by the pointer add returns for it, after add has stored the
+// value (with its key, which the blob record keeps for checking and GC).
+// The batch itself is unchanged, so it can be applied again.
+func (b *Batch) withPointers(add func(key, value []byte) (blob.Pointer, error)) ([]byte, error) {
+	out := make([]byte, batchrepr.HeaderLen, len(b.repr)+len(b.blobs)*blob.MaxPointerLen)
+	r, err := batchrepr.NewReader(b.repr)
+	if err != nil {
+		return nil, err
+	}
+	var v []byte
+	for i := 0; ; {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		if kind.IsBlob() {
+			p, err := add(key, b.blobs[i])
+			if err != nil {
+				return nil, err
+			}
+			i++
+			v = p.Append(append(v[:0], value...))
+			value = v
+		}
+		out = batchrepr.Append(out, kind, key, value)
+	}
 }
 
 // Delete adds a deletion of key.
@@ -76,13 +158,22 @@ func (b *Batch) admit(kind base.Kind, keyLen, valueLen int) bool {
 	if b.err != nil {
 		return false
 	}
+	if kind.IsBlob() {
+		if valueLen > MaxValueSize {
+			b.err = fmt.Errorf("%w: value of %d bytes exceeds the limit of %d bytes for a value (MaxValueSize)",
+				ErrValueTooLarge, valueLen, MaxValueSize)
+			return false
+		}
+		// What the tree stores is the pointer.
+		valueLen = blob.MaxPointerLen
+	}
 	if keyLen+valueLen > MaxEntrySize {
 		b.err = fmt.Errorf("%w: key of %d bytes and value of %d bytes exceed the limit of %d bytes for a key and value together (MaxEntrySize)",
 			ErrValueTooLarge, keyLen, valueLen, MaxEntrySize)
 		return false
 	}
 	stored := valueLen
-	if kind == base.KindSetExpiry {
+	if kind.HasExpiry() {
 		stored += base.ExpiryLen
 	}
 	// memSizeEstimate of the batch with the write added.
@@ -101,14 +192,18 @@ func (b *Batch) Err() error { return b.err }
 // Count is the number of writes in the batch.
 func (b *Batch) Count() int { return int(batchrepr.Count(b.repr)) }
 
-// Len is the encoded size of the batch in bytes.
-func (b *Batch) Len() int { return len(b.repr) }
+// Len is the size of the batch in bytes: its encoding and the values it
+// holds for blob files.
+func (b *Batch) Len() int { return len(b.repr) + b.blobBytes }
 
 // Reset empties the batch for reuse, forgetting a refused write.
 func (b *Batch) Reset() {
 	b.repr = b.repr[:batchrepr.HeaderLen]
 	clear(b.repr)
 	b.err = nil
+	clear(b.blobs)
+	b.blobs = b.blobs[:0]
+	b.blobBytes = 0
 }
 
 // checkWALBatch validates a batch read from a WAL: every record must
@@ -147,7 +242,7 @@ func walRecordError(name string, off int64, err error) error {
 	if errors.Is(err, ErrValueTooLarge) {
 		return fmt.Errorf("lsmgo: WAL %s, record at offset %d: %w; "+
 			"a version that did not check this limit acknowledged it, and this version cannot flush it to a table, "+
-			"so Open stops before changing anything: keep the directory, and open it with a version that stores large values in blob files",
+			"so Open stops before changing anything: keep the directory, and open it with Options.ValueThreshold set, so that recovery stores large values in blob files",
 			name, off, err)
 	}
 	return base.Corruptf(name, off, "WAL record: %v", err)

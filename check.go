@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/internal/sstable"
@@ -45,6 +46,9 @@ type CheckReport struct {
 	// the batches in them.
 	Logs       int
 	LogRecords int
+	// BlobPointers counts the pointers to separated values (in tables and
+	// WAL records) whose values Check read and verified.
+	BlobPointers int
 }
 
 // OK reports whether Check found no problem. Warnings do not count.
@@ -59,8 +63,8 @@ func (r *CheckReport) String() string {
 	if !r.OK() {
 		status = fmt.Sprintf("%d problem(s)", len(r.Problems))
 	}
-	return fmt.Sprintf("%s: %d edit(s); %d table(s), %d bytes, %d entries; %d WAL(s), %d record(s); %d warning(s); %s",
-		r.Manifest, r.ManifestEdits, r.Tables, r.TableBytes, r.TableEntries, r.Logs, r.LogRecords, len(r.Warnings), status)
+	return fmt.Sprintf("%s: %d edit(s); %d table(s), %d bytes, %d entries; %d WAL(s), %d record(s); %d blob pointer(s); %d warning(s); %s",
+		r.Manifest, r.ManifestEdits, r.Tables, r.TableBytes, r.TableEntries, r.Logs, r.LogRecords, r.BlobPointers, len(r.Warnings), status)
 }
 
 // Check verifies the DB in dir without opening it and without writing
@@ -89,6 +93,8 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 		return nil, fmt.Errorf("lsmgo: check %s: %w", dir, err)
 	}
 	c := &checker{fs: fs, dir: dir, names: names, report: &CheckReport{}}
+	c.blobs.init(fs, dir, &dbMetrics{}, nil)
+	defer c.blobs.close()
 	d := classifyDir(names)
 	if !d.current && !d.data && !d.manifest {
 		return nil, fmt.Errorf("lsmgo: check %s: no lsmgo database there: %w", dir, os.ErrNotExist)
@@ -126,6 +132,11 @@ type checker struct {
 	dir    string
 	names  []string
 	report *CheckReport
+	// blobs reads the values pointers refer to; pointedTo collects the
+	// blob files they point into.
+	blobs     blobFiles
+	blobBuf   []byte
+	pointedTo map[base.FileNum]bool
 }
 
 func (c *checker) path(name string) string { return c.fs.PathJoin(c.dir, name) }
@@ -251,12 +262,15 @@ func (c *checker) checkEntries(name string, r *sstable.Reader, m *manifest.FileM
 		if s := k.Seq(); s < m.SmallestSeq || s > m.LargestSeq {
 			return base.Corruptf(name, -1, "key %s outside the seqnum range [%d,%d]", k, m.SmallestSeq, m.LargestSeq)
 		}
-		switch k.Kind() {
-		case base.KindDelete:
+		switch {
+		case k.Kind() == base.KindDelete:
 			dels++
-		case base.KindSetExpiry:
-			if len(it.Value()) < base.ExpiryLen {
-				return base.Corruptf(name, -1, "key %s: expiring value of %d bytes is shorter than its expiry", k, len(it.Value()))
+		case k.Kind().HasExpiry() && len(it.Value()) < base.ExpiryLen:
+			return base.Corruptf(name, -1, "key %s: expiring value of %d bytes is shorter than its expiry", k, len(it.Value()))
+		}
+		if k.Kind().IsBlob() {
+			if err := c.checkPointer(name, -1, k.Kind(), k.UserKey, it.Value()); err != nil {
+				return err
 			}
 		}
 		last.UserKey = append(last.UserKey[:0], k.UserKey...)
@@ -335,6 +349,17 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 				break
 			}
 			nextSeq = seq + base.SeqNum(count)
+			if err := c.checkRecordPointers(name, r.Offset(), rec); err != nil {
+				var ce *CorruptionError
+				if end == nil && errors.As(err, &ce) && ce.File != name {
+					// The value is missing or damaged in its blob file:
+					// Open ends the replay at this record, as at damage.
+					end = &logEnd{err: &CorruptionError{File: name, Offset: r.Offset(), Reason: err.Error()}, recoverFrom: r.Offset()}
+				} else {
+					c.problem(err)
+				}
+				break
+			}
 		}
 		f.Close()
 		if off, ok := r.TornTail(); ok {
@@ -343,6 +368,46 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 		}
 	}
 	settle(false)
+}
+
+// checkRecordPointers verifies the pointers of a WAL record (at offset off
+// of WAL name) that checkBatch accepted.
+func (c *checker) checkRecordPointers(name string, off int64, rec []byte) error {
+	r, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return err
+	}
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil || !ok {
+			return err
+		}
+		if kind.IsBlob() {
+			if err := c.checkPointer(name, off, kind, key, value); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// checkPointer reads and verifies the value that an entry of a blob kind,
+// found in file name (at offset off, or -1), points to. Damage in the blob
+// file is reported as the blob reader found it, naming the blob file and
+// the value's offset; the entry's own file is named for a bad pointer.
+func (c *checker) checkPointer(name string, off int64, kind base.Kind, key, value []byte) error {
+	p, err := entryPointer(kind, value)
+	if err != nil {
+		return base.Corruptf(name, off, "key %s: blob pointer: %v", quoteKey(key), err)
+	}
+	if c.pointedTo == nil {
+		c.pointedTo = make(map[base.FileNum]bool)
+	}
+	c.pointedTo[p.FileNum] = true
+	if c.blobBuf, err = c.blobs.readPointer(p, c.blobBuf); err != nil {
+		return fmt.Errorf("key %s in %s: %w", quoteKey(key), name, err)
+	}
+	c.report.BlobPointers++
+	return nil
 }
 
 // logEnd is a WAL that ended before its last byte: in a torn tail, or
@@ -389,6 +454,8 @@ func (c *checker) checkStrayFiles(vs *manifest.VersionSet) {
 			why = "manifest not named by CURRENT"
 		case t == base.FileTypeTemp:
 			why = "temporary file"
+		case t == base.FileTypeBlob && !c.pointedTo[num]:
+			why = "blob file no table or WAL record points into"
 		default:
 			continue
 		}

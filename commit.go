@@ -18,10 +18,16 @@ const maxGroupBytes = 1 << 20
 type commitWriter struct {
 	repr []byte
 	sync bool
+	// blobBytes is how many value bytes the batch wrote to blob files,
+	// and blobFiles which files.
+	blobBytes int64
+	blobFiles []base.FileNum
 	// rotate asks the leader to make the memtable immutable instead of
 	// writing (Flush); rotatedID reports which memtable it rotated.
 	rotate    bool
 	rotatedID uint64
+	// resume asks the leader to run Resume instead of writing.
+	resume bool
 	// written is set when the leader has finished with the writer: its
 	// batch is in the WAL at logical end position walPos, or err says why
 	// not.
@@ -63,15 +69,48 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	if b.Count() == 0 {
 		return nil
 	}
+	repr := b.repr
+	var pinned []base.FileNum
+	if len(b.blobs) > 0 {
+		var err error
+		if repr, pinned, err = db.writeBlobs(b); err != nil {
+			return err
+		}
+	}
 	w := commitWriterPool.Get().(*commitWriter)
-	w.repr, w.sync = b.repr, db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)
+	w.repr, w.sync = repr, db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)
+	w.blobBytes, w.blobFiles = int64(b.blobBytes), pinned
 	db.mu.Lock()
 	db.enqueueLocked(w)
 	db.mu.Unlock()
 	err := db.finishCommit(w)
+	// The memtable holds its own pins now, if the batch got that far.
+	db.blobs.unpin(pinned)
 	*w = commitWriter{}
 	commitWriterPool.Put(w)
 	return err
+}
+
+// writeBlobs writes the batch's separated values to the active blob file,
+// before the batch joins the commit queue (so a large value holds up no
+// small write), and returns the encoding to commit, with the pointers. A
+// failed write makes the DB read-only, as a failed WAL write does: how
+// much reached the file is unknown.
+func (db *DB) writeBlobs(b *Batch) ([]byte, []base.FileNum, error) {
+	db.mu.Lock()
+	err := db.mu.bgErr
+	db.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	repr, pinned, err := db.blobs.separate(b)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		db.mu.Lock()
+		db.setBackgroundErrorLocked(err)
+		err = db.mu.bgErr
+		db.mu.Unlock()
+	}
+	return repr, pinned, err
 }
 
 // finishCommit runs stages 2 and 3 for a writer the leader is done with.
@@ -165,13 +204,20 @@ func (db *DB) enqueueLocked(w *commitWriter) {
 func (db *DB) leadCommitLocked(leader *commitWriter) {
 	group := db.mu.writers[:1]
 	var err error
-	if leader.rotate {
-		err = db.rotateForFlushLocked(leader)
+	if leader.rotate || leader.resume {
+		if leader.rotate {
+			err = db.rotateForFlushLocked(leader)
+		} else {
+			err = db.resumeLocked()
+		}
 		db.finishGroupLocked(leader, group, err)
 		return
 	}
 	need := memSizeEstimate(leader.repr)
-	err = db.makeRoomForWriteLocked(need)
+	err = db.checkReserveLocked()
+	if err == nil {
+		err = db.makeRoomForWriteLocked(need)
+	}
 	if err == nil {
 		room := db.mu.mem.mt.Capacity() - db.mu.mem.reserved
 		size := len(leader.repr)
@@ -225,6 +271,8 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 		w.seq, w.count, w.mem = seq, batchrepr.Count(w.repr), mem
 		seq += base.SeqNum(w.count)
 		mem.reserved += memSizeEstimate(w.repr)
+		mem.blobBytes += w.blobBytes
+		mem.pinBlobs(w.blobFiles)
 		mem.inflight.Add(1)
 		db.pub.queue = append(db.pub.queue, w)
 	}
@@ -235,6 +283,15 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 
 	pos, err := db.wal.write(group)
 	db.mu.Lock()
+	if err != nil && base.IsNoSpace(err) {
+		// Nothing of the group was acknowledged, and the WAL may end in
+		// part of it: the next write cuts that off and continues in a
+		// new WAL (makeRoomForWriteLocked). The group's batches are
+		// published without being inserted, so no reader sees them.
+		db.mu.walFailed = err
+		db.m.noSpaceWrites.Add(int64(len(group)))
+		return &noSpaceError{err}
+	}
 	if err != nil {
 		db.setBackgroundErrorLocked(err)
 		return db.mu.bgErr

@@ -1,8 +1,11 @@
 package lsmgo
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/compaction"
@@ -45,26 +48,35 @@ func (db *DB) flushLoop() {
 		snapshots := db.mu.snapshots.seqs()
 		db.mu.Unlock()
 
-		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil)
+		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil, nil)
 		if err == nil {
 			edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: m.maxSeq}
 			for _, f := range metas {
 				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
 			}
-			// A failed LogAndApply may have written the edit and failed
-			// only to sync it; the next Open may then read it, so the
-			// tables stay. That Open removes them if nothing names them.
-			err = db.vs.LogAndApply(edit)
+			err = db.logAndApply(edit, metas)
 		}
 		db.mu.Lock()
 		if errors.Is(err, errClosing) {
 			// The memtable's writes stay in its WAL for the next Open.
 			break
 		}
+		if err != nil && retryable(err) {
+			// The memtable stays queued, readable and backed by its WAL;
+			// writes stall once too many queue up behind it.
+			db.mu.flushNoSpace = err
+			d := db.noSpaceLocked("flush", err, &db.mu.flushBackoff)
+			if !db.sleepLocked(d) {
+				break
+			}
+			continue
+		}
 		if err != nil {
 			db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: flush: %w", err))
 			break
 		}
+		db.mu.flushNoSpace = nil
+		db.mu.flushBackoff = 0
 		db.mu.imm = db.mu.imm[1:]
 		db.mu.flushedID = m.id
 		db.m.flushes.Add(1)
@@ -84,12 +96,20 @@ func (db *DB) flushLoop() {
 // maybeScheduleCompaction starts compactions, most urgent first, while
 // the worker pool has room. db.mu must be held.
 func (db *DB) maybeScheduleCompaction() {
-	if db.mu.closing || db.mu.bgErr != nil {
+	if db.mu.closing || db.mu.bgErr != nil || time.Now().Before(db.mu.compactRetryAt) {
 		return
 	}
 	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
-		c := db.picker.Pick(db.rs.Load().version)
+		v := db.rs.Load().version
+		c := db.picker.Pick(v)
 		if c == nil {
+			// Blob garbage collection waits for the tree's own work.
+			if c = db.pickBlobRewrite(v); c == nil {
+				return
+			}
+		}
+		if !db.compactionFitsLocked(c) {
+			db.postponeCompactionsLocked(fmt.Errorf("%s: its output would not fit in the free space", c))
 			return
 		}
 		db.startCompactionLocked(c)
@@ -100,6 +120,21 @@ func (db *DB) maybeScheduleCompaction() {
 			db.mu.Unlock()
 		}()
 	}
+}
+
+// postponeCompactionsLocked starts no compaction until a backoff has
+// passed, after one failed or would not fit for lack of space (err says
+// which); a timer then schedules again. Writes meanwhile stall on L0 and
+// are refused with ErrNoSpace once it reaches the stop threshold.
+// db.mu is held.
+func (db *DB) postponeCompactionsLocked(err error) {
+	d := db.noSpaceLocked("compaction", err, &db.mu.compactBackoff)
+	db.mu.compactRetryAt = time.Now().Add(d)
+	time.AfterFunc(d, func() {
+		db.mu.Lock()
+		db.maybeScheduleCompaction()
+		db.mu.Unlock()
+	})
 }
 
 // SetMaxConcurrentCompactions changes the bound of the compaction worker
@@ -126,7 +161,13 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 		f.Compacting = false
 	}
 	db.mu.compacting--
-	if err != nil && !errors.Is(err, errClosing) {
+	switch {
+	case err == nil:
+		db.mu.compactBackoff = 0
+	case errors.Is(err, errClosing):
+	case retryable(err):
+		db.postponeCompactionsLocked(err)
+	default:
 		db.setBackgroundErrorLocked(fmt.Errorf("lsmgo: compaction %s: %w", c, err))
 	}
 	db.mu.cond.Broadcast()
@@ -150,7 +191,7 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 	if c.TrivialMove() {
 		edit.NewFiles = []manifest.NewFile{{Level: c.OutputLevel, Meta: c.Inputs[0][0]}}
 		db.m.moves.Add(1)
-		return db.installCompaction(edit)
+		return db.installCompaction(edit, nil)
 	}
 
 	db.mu.Lock()
@@ -161,8 +202,16 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		return err
 	}
 	splitter := compaction.NewOutputSplitter(c, db.opts.TargetFileSize)
-	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter)
+	gc := db.newBlobGC(db.rs.Load().version)
+	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter, gc)
+	if err == nil {
+		err = gc.finish()
+		if err != nil {
+			db.removeTables(metas)
+		}
+	}
 	if err != nil {
+		gc.release(false)
 		return err
 	}
 	for _, f := range metas {
@@ -173,13 +222,19 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		db.m.compactRead.Add(int64(f.Size))
 	}
 	db.m.compactions.Add(1)
-	// On failure the outputs stay, for the reason flushLoop keeps its
-	// tables.
-	return db.installCompaction(edit)
+	// On failure the pin on the blob file stays, since the edit may name
+	// it (installCompaction says what happens to the output tables).
+	if err := db.installCompaction(edit, metas); err != nil {
+		return err
+	}
+	gc.release(true)
+	return nil
 }
 
-func (db *DB) installCompaction(edit *manifest.VersionEdit) error {
-	if err := db.vs.LogAndApply(edit); err != nil {
+// installCompaction logs edit, whose new tables not already in the
+// version are outputs, and installs the new version.
+func (db *DB) installCompaction(edit *manifest.VersionEdit, outputs []*manifest.FileMetadata) error {
+	if err := db.logAndApply(edit, outputs); err != nil {
 		return err
 	}
 	db.mu.Lock()
@@ -229,7 +284,9 @@ func (db *DB) newLevelIter(files []*manifest.FileMetadata, lower, upper []byte) 
 // writeTables writes what the compaction filter keeps of input into new
 // tables, cut where splitter says (one table when splitter is nil), and
 // makes their directory entries durable. On error it removes what it wrote.
-func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter) (metas []*manifest.FileMetadata, err error) {
+//
+// A non-nil gc relocates the values of blob files being collected.
+func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter, gc *blobGC) (metas []*manifest.FileMetadata, err error) {
 	it := compaction.NewIter(input, snapshots, bottommost, db.opts.Now().UnixMilli())
 	var w *sstable.Writer
 	var num base.FileNum
@@ -248,6 +305,9 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			db.removeTables(written)
 		}
 	}()
+	// refs tallies the value bytes the table being written points to in
+	// each blob file.
+	refs := make(map[base.FileNum]uint64)
 	finish := func() error {
 		wm, err := w.Close()
 		w = nil
@@ -259,7 +319,9 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			FileNum: num, Size: wm.Size,
 			Smallest: wm.Smallest, Largest: wm.Largest,
 			SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
+			BlobRefs: blobRefs(refs),
 		})
+		clear(refs)
 		return nil
 	}
 	n := 0
@@ -296,7 +358,20 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 				splitter.Reset()
 			}
 		}
-		if err := w.Add(key, it.Value()); err != nil {
+		value := it.Value()
+		if key.Kind().IsBlob() {
+			if gc != nil {
+				if value, err = gc.relocate(key, value); err != nil {
+					return nil, err
+				}
+			}
+			p, err := entryPointer(key.Kind(), value)
+			if err != nil {
+				return nil, base.Corruptf("", -1, "key %s: blob pointer: %v", key, err)
+			}
+			refs[p.FileNum] += p.Length
+		}
+		if err := w.Add(key, value); err != nil {
 			return nil, err
 		}
 	}
@@ -314,6 +389,20 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 		}
 	}
 	return written, nil
+}
+
+// blobRefs lists a table's tally of blob bytes in file number order, or
+// nil when it points into no blob file.
+func blobRefs(refs map[base.FileNum]uint64) []manifest.BlobRef {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]manifest.BlobRef, 0, len(refs))
+	for num, n := range refs {
+		out = append(out, manifest.BlobRef{FileNum: num, Bytes: n})
+	}
+	slices.SortFunc(out, func(a, b manifest.BlobRef) int { return cmp.Compare(a.FileNum, b.FileNum) })
+	return out
 }
 
 // removeTables deletes tables that never made it into a version.
@@ -337,4 +426,86 @@ func (db *DB) removeFile(t base.FileType, num base.FileNum) {
 func (db *DB) deleteObsoleteTable(num base.FileNum) {
 	db.tables.evict(num)
 	db.removeFile(base.FileTypeTable, num)
+	// The table may have been the last to point into a blob file.
+	db.blobs.removeObsolete()
+}
+
+// logAndApply logs edit in the manifest. When that fails and the edit is
+// certainly in no manifest (manifest.ErrNotLogged), the new tables outputs
+// are removed, which frees the space a full disk needs. Any other failure
+// may have left the edit in the manifest, unsynced: the next Open may read
+// it, so the tables stay (that Open removes them if nothing names them),
+// and the error is marked as one that no retry can heal.
+func (db *DB) logAndApply(edit *manifest.VersionEdit, outputs []*manifest.FileMetadata) error {
+	err := db.vs.LogAndApply(edit)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, manifest.ErrNotLogged):
+		db.removeTables(outputs)
+		return err
+	}
+	return &unknownStateError{err}
+}
+
+// unknownStateError marks a failure after which what is on disk is
+// unknown, such as a failed fsync: the kernel may have dropped the dirty
+// pages, so a retry that succeeds would prove nothing. It is never
+// retried; only Resume, which rewrites what memory holds, clears it.
+type unknownStateError struct{ err error }
+
+func (e *unknownStateError) Error() string { return e.err.Error() }
+func (e *unknownStateError) Unwrap() error { return e.err }
+
+// retryable says whether a flush or compaction that failed with err may
+// simply run again later: the disk was full (ENOSPC, EDQUOT) and the
+// failed attempt left nothing behind (its output files are removed).
+func retryable(err error) bool {
+	var u *unknownStateError
+	return base.IsNoSpace(err) && !errors.As(err, &u)
+}
+
+// Backoff bounds for work retried after the disk filled up: short enough
+// that writes resume soon after space is freed, long enough that a disk
+// that stays full is not probed hundreds of times a second.
+const (
+	minNoSpaceBackoff = 100 * time.Millisecond
+	maxNoSpaceBackoff = 10 * time.Second
+)
+
+// noSpaceLocked records that background work (what) failed for lack of
+// space and returns how long to wait before retrying it, doubling
+// *backoff up to its cap. It logs the first failure of a streak only, so a
+// full disk does not flood the log. db.mu is held.
+func (db *DB) noSpaceLocked(what string, err error, backoff *time.Duration) time.Duration {
+	db.m.noSpaceRetries.Add(1)
+	db.mu.lastNoSpace = time.Now()
+	// Waiters (a stalled write, Flush) decide again now.
+	db.mu.cond.Broadcast()
+	if *backoff == 0 {
+		db.opts.Logger.Warn("lsmgo: disk full; retrying with backoff while reads go on (doc/operations.md)",
+			"dir", db.dirname, "work", what, "err", err)
+		*backoff = minNoSpaceBackoff
+	} else {
+		*backoff = min(2**backoff, maxNoSpaceBackoff)
+	}
+	return *backoff
+}
+
+// sleepLocked waits d with db.mu released, or less if the DB starts
+// closing; it reports whether the DB is still open. db.mu is held.
+func (db *DB) sleepLocked(d time.Duration) bool {
+	woke := false
+	t := time.AfterFunc(d, func() {
+		db.mu.Lock()
+		woke = true
+		db.mu.cond.Broadcast()
+		db.mu.Unlock()
+	})
+	for !woke && !db.mu.closing && !db.mu.retryNow {
+		db.mu.cond.Wait()
+	}
+	db.mu.retryNow = false
+	t.Stop()
+	return !db.mu.closing
 }

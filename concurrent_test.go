@@ -24,7 +24,19 @@ import (
 // invariant: money moves between accounts only in atomic batches, so every
 // consistent view — a snapshot, an iterator — sees the same total. It is
 // meant for -race, which CI runs.
-func TestConcurrentBank(t *testing.T) {
+func TestConcurrentBank(t *testing.T) { testConcurrentBank(t, modelTinyOptions()) }
+
+// TestConcurrentBankBlobs is the bank with every balance in a blob file
+// (value separation with a 1-byte threshold): concurrent Apply calls write
+// blob files, flushes and compactions pass pointers on, garbage
+// collection relocates them, and readers resolve them, all at once.
+func TestConcurrentBankBlobs(t *testing.T) {
+	opts := modelTinyOptions()
+	opts.ValueThreshold = 1
+	testConcurrentBank(t, opts)
+}
+
+func testConcurrentBank(t *testing.T, opts Options) {
 	const (
 		accounts     = 40
 		initial      = 1000
@@ -40,7 +52,6 @@ func TestConcurrentBank(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 
-	opts := modelTinyOptions()
 	opts.FS = vfs.NewMem()
 	opts.Logger = slog.New(slog.DiscardHandler)
 	db := openTestDB(t, "/db", &opts)

@@ -121,6 +121,9 @@ type durGen struct {
 	rng *rand.Rand
 	g   int
 	n   int
+	// large makes about one value in fifty 16 KiB to 1 MiB long, for
+	// value separation (the kill test's blob cycles).
+	large bool
 }
 
 func newDurGen(seed uint64, g int) *durGen {
@@ -165,6 +168,14 @@ func (gen *durGen) write(key string, i int) durWrite {
 		// bytes to fill several levels.
 		for n := gen.rng.IntN(160); n > 0; n-- {
 			v = append(v, byte('a'+gen.rng.IntN(26)))
+		}
+		if gen.large && gen.rng.IntN(50) == 0 {
+			// A pattern of random letters, cheap to make at 1 MiB, and
+			// whose prefix still names the write.
+			chunk := fmt.Appendf(nil, "%016x", gen.rng.Uint64())
+			for n := 16<<10 + gen.rng.IntN(1<<20-16<<10); len(v) < n; {
+				v = append(v, chunk...)
+			}
 		}
 		w.value = v
 	}
@@ -624,8 +635,11 @@ type crashTest struct {
 	// noSyncPoints the SyncNone ones; nested the crashes during recovery.
 	points       int
 	noSyncPoints int
-	nested       int
-	byPhase      map[string]int
+	// blobPoints counts the crash points just before an operation on a
+	// blob file.
+	blobPoints int
+	nested     int
+	byPhase    map[string]int
 }
 
 const (
@@ -661,8 +675,11 @@ func TestCrash(t *testing.T) {
 	for round := 0; ct.points < target || ct.noSyncPoints == 0; round++ {
 		mem, state = ct.round(round, mem, state)
 	}
-	t.Logf("%d SyncAlways crash points (%v), %d SyncNone crash points, %d crash points during recovery of a crash image, in %v",
-		ct.points, ct.byPhase, ct.noSyncPoints, ct.nested, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d SyncAlways crash points (%v), %d SyncNone crash points (%d of all of them before an operation on a blob file), %d crash points during recovery of a crash image, in %v",
+		ct.points, ct.byPhase, ct.noSyncPoints, ct.blobPoints, ct.nested, time.Since(start).Round(time.Millisecond))
+	if ct.blobPoints == 0 {
+		t.Errorf("no crash point fell before an operation on a blob file")
+	}
 }
 
 // fail stops the test with the seed and the crash image's files.
@@ -690,7 +707,15 @@ func (ct *crashTest) round(round int, mem *vfs.MemFS, base durState) (*vfs.MemFS
 	if round%5 == 4 {
 		mode = SyncNone
 	}
-	db, err := Open("/db", durOptions(fs, mode))
+	opts := durOptions(fs, mode)
+	if round%3 == 2 {
+		// Every third round separates about half the values (they are
+		// 16 to 190 bytes long), so crash points fall inside blob
+		// appends and syncs, and later rounds read what it wrote with
+		// separation off.
+		opts.ValueThreshold = 96
+	}
+	db, err := Open("/db", opts)
 	if err != nil {
 		ct.fail(nil, "round %d: Open: %v", round, err)
 	}
@@ -772,6 +797,9 @@ func (ct *crashTest) round(round int, mem *vfs.MemFS, base durState) (*vfs.MemFS
 		} else {
 			ct.points++
 			ct.byPhase[p.phase]++
+		}
+		if strings.HasSuffix(p.op, ".blob") {
+			ct.blobPoints++
 		}
 		st := ct.verify(p, base, h, !raceEnabled || i%2 == 0)
 		if ct.rng.IntN(len(cr.points)) == 0 {

@@ -44,6 +44,8 @@ type DB struct {
 
 	// wal is the write-ahead log the commit pipeline writes.
 	wal walWriter
+	// blobs holds the values separated from the tree (ValueThreshold).
+	blobs blobFiles
 
 	// pub orders the publication of committed batches: queue holds the
 	// registered batches in sequence order, and visibleSeq moves past a
@@ -67,8 +69,28 @@ type DB struct {
 		mem *memTable
 		imm []*memTable // oldest first
 
-		bgErr      error
-		closing    bool
+		bgErr   error
+		closing bool
+		// flushNoSpace is the error of the last flush when it failed
+		// for lack of space and waits to retry; nil once one succeeds.
+		flushNoSpace error
+		// flushBackoff and compactBackoff are the current retry delays
+		// after a full disk (0: no failure streak); no compaction
+		// starts before compactRetryAt.
+		flushBackoff, compactBackoff time.Duration
+		compactRetryAt               time.Time
+		// retryNow cuts a no-space backoff short: set when the disk
+		// seems to have room again.
+		retryNow bool
+		// lastNoSpace is when background work last failed for lack of
+		// space.
+		lastNoSpace time.Time
+		// disk caches the filesystem's space for the reserve check.
+		disk diskSpace
+		// walFailed is set when a WAL write failed for lack of space:
+		// the current WAL may end in a partial record, and the next
+		// write must first cut it off and continue in a new file.
+		walFailed  error
 		flushing   bool
 		compacting int
 		snapshots  snapshotList
@@ -99,6 +121,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		zeroChunk = int64(min(max(o.MemTableSize/8, 4<<10), maxWALZeroChunk))
 	}
 	db.wal.init(db.fs, dir, &db.m, zeroChunk)
+	// No WAL byte may become durable before the blob bytes its pointers
+	// refer to: every WAL fsync is preceded by one of the blob files.
+	db.wal.beforeSync = db.blobs.sync
 	db.mu.cond.L = &db.mu.Mutex
 	db.pub.cond.L = &db.pub.mu
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
@@ -132,6 +157,7 @@ func syncDir(fs vfs.FS, dir string) error {
 }
 
 func (db *DB) open() error {
+	db.blobs.init(db.fs, db.dirname, &db.m, func() base.FileNum { return db.vs.NewFileNum() })
 	db.blockCache = cache.New(db.opts.CacheSize)
 	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats)
 	db.picker = compaction.NewPicker(db.compactionConfig())
@@ -158,10 +184,18 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
+	db.blobs.liveInTables = db.vs.LiveBlobFiles
+	db.blobs.targetSize = blobTargetFileSize(db.opts.MemTableSize)
+	db.blobs.logger = db.opts.Logger
+	db.blobs.addExisting(names)
 	if err := db.recover(names); err != nil {
 		return err
 	}
 	db.removeObsoleteFiles()
+	// Now every pointer is in a table of the current version: blob files
+	// none points into are the active file of an earlier run whose
+	// records were lost, or outputs of an interrupted compaction.
+	db.blobs.startRemoving()
 	if db.opts.Sync.kind == syncInterval {
 		db.syncerC = make(chan struct{})
 		db.bgWG.Add(1)
@@ -254,13 +288,13 @@ func (db *DB) getIn(rs *readState, key []byte, readSeq base.SeqNum) ([]byte, tim
 
 // resolveValue turns a found entry into what a reader sees: ErrNotFound
 // for tombstones and expired entries, otherwise the user value (copied
-// when copyValue) and its expiry.
+// when copyValue, or read from its blob file) and its expiry.
 func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte, time.Time, error) {
 	var expireAt time.Time
-	switch kind {
-	case base.KindDelete:
+	if kind == base.KindDelete {
 		return nil, time.Time{}, ErrNotFound
-	case base.KindSetExpiry:
+	}
+	if kind.HasExpiry() {
 		ms, v, ok := base.DecodeExpiryValue(value)
 		if !ok {
 			return nil, time.Time{}, base.Corruptf("", -1, "expiring value of %d bytes is shorter than its expiry", len(value))
@@ -269,6 +303,10 @@ func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte
 			return nil, time.Time{}, ErrNotFound
 		}
 		expireAt, value = time.UnixMilli(ms), v
+	}
+	if kind.IsBlob() {
+		v, err := db.blobs.read(value, nil)
+		return v, expireAt, err
 	}
 	if copyValue {
 		value = append(make([]byte, 0, len(value)), value...)
@@ -280,7 +318,7 @@ func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte
 // refused with an error matching ErrValueTooLarge, and nothing is written;
 // the same holds for SetWithExpiry and Delete.
 func (db *DB) Set(key, value []byte, wo *WriteOptions) error {
-	b := getBatch()
+	b := db.getBatch()
 	b.Set(key, value)
 	return db.applyPooled(b, wo)
 }
@@ -288,34 +326,39 @@ func (db *DB) Set(key, value []byte, wo *WriteOptions) error {
 // SetWithExpiry writes key=value that reads as absent from expireAt on;
 // compaction removes it some time after.
 func (db *DB) SetWithExpiry(key, value []byte, expireAt time.Time, wo *WriteOptions) error {
-	b := getBatch()
+	b := db.getBatch()
 	b.SetWithExpiry(key, value, expireAt)
 	return db.applyPooled(b, wo)
 }
 
 // Delete removes key. Deleting an absent key is not an error.
 func (db *DB) Delete(key []byte, wo *WriteOptions) error {
-	b := getBatch()
+	b := db.getBatch()
 	b.Delete(key)
 	return db.applyPooled(b, wo)
 }
 
 // batchPool recycles the one-write batches of Set and Delete: the commit
 // path copies a batch into the WAL buffer and the memtable, so nothing
-// refers to it once Apply returns.
+// refers to it once Apply returns. A value they separate is not even
+// copied (Batch.alias): Apply writes it from the caller's slice.
 var batchPool = sync.Pool{New: func() any { return &Batch{repr: batchrepr.New()} }}
 
 // maxPooledBatch keeps a rare huge value from pinning its buffer forever.
 const maxPooledBatch = 64 << 10
 
-func getBatch() *Batch {
+func (db *DB) getBatch() *Batch {
 	b := batchPool.Get().(*Batch)
 	b.Reset()
+	b.threshold, b.alias = db.opts.ValueThreshold, true
 	return b
 }
 
 func (db *DB) applyPooled(b *Batch, wo *WriteOptions) error {
 	err := db.Apply(b, wo)
+	// Drop the references to the caller's values before anyone else can
+	// get the batch.
+	b.Reset()
 	if cap(b.repr) <= maxPooledBatch {
 		batchPool.Put(b)
 	}
@@ -335,7 +378,12 @@ func (db *DB) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
+	// A flush that failed for lack of space goes on retrying in the
+	// background, but Flush returns rather than wait for an operator.
 	for db.mu.flushedID < w.rotatedID && db.mu.bgErr == nil && !db.mu.closing {
+		if db.mu.flushNoSpace != nil && !db.spaceBackLocked() {
+			break
+		}
 		db.maybeScheduleFlushLocked()
 		db.mu.cond.Wait()
 	}
@@ -344,6 +392,8 @@ func (db *DB) Flush() error {
 		return nil
 	case db.mu.bgErr != nil:
 		return db.mu.bgErr
+	case db.mu.flushNoSpace != nil:
+		return &noSpaceError{fmt.Errorf("flush will be retried: %w", db.mu.flushNoSpace)}
 	}
 	return ErrClosed
 }
@@ -381,6 +431,9 @@ func (db *DB) Compact(start, end []byte) error {
 			err := db.runCompaction(c)
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
+			if retryable(err) {
+				return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
+			}
 			if err != nil {
 				return err
 			}
@@ -450,6 +503,9 @@ func (db *DB) closeResources() error {
 	// db.mu keeps a concurrent Metrics away while the read state and the
 	// memtables go. The memtable list's references go too: a memtable an
 	// open iterator still reads is freed when that iterator closes.
+	// Memtables not flushed release their pins below, but their WALs
+	// still point into the blob files: nothing is deleted from here on.
+	db.blobs.stopRemoving()
 	db.mu.Lock()
 	if rs := db.rs.Swap(nil); rs != nil {
 		rs.unref()
@@ -464,6 +520,8 @@ func (db *DB) closeResources() error {
 	db.mu.imm = nil
 	db.mu.Unlock()
 	db.memPool.close()
+	// After the WAL's last sync, which synced the blob files first.
+	err = errors.Join(err, db.blobs.close())
 	if db.tables != nil {
 		err = errors.Join(err, db.tables.close())
 	}

@@ -22,6 +22,12 @@ var (
 	// that did not check the limits could accept), without changing
 	// anything.
 	ErrValueTooLarge = errors.New("lsmgo: value too large")
+	// ErrNoSpace is matched by the error a write returns when the disk
+	// is full (ENOSPC or EDQUOT from the WAL) or its free space is below
+	// Options.DiskReserve. The write was not applied. Unlike ErrReadOnly
+	// it heals by itself: writes succeed again once space is freed, with
+	// no restart and no call to Resume (doc/operations.md).
+	ErrNoSpace = errors.New("lsmgo: no space left for writes")
 	// ErrCorruption is matched, with errors.Is, by every error that reports
 	// damaged on-disk data; errors.As with *CorruptionError gives the file
 	// and offset.
@@ -38,3 +44,10 @@ type backgroundError struct{ cause error }
 func (e *backgroundError) Error() string { return "lsmgo: read-only: " + e.cause.Error() }
 
 func (e *backgroundError) Unwrap() []error { return []error{ErrReadOnly, e.cause} }
+
+// noSpaceError is a write refused for lack of space: it matches ErrNoSpace
+// and wraps the cause (an ENOSPC from the filesystem, or the reserve).
+type noSpaceError struct{ cause error }
+
+func (e *noSpaceError) Error() string   { return "lsmgo: no space: " + e.cause.Error() }
+func (e *noSpaceError) Unwrap() []error { return []error{ErrNoSpace, e.cause} }

@@ -308,15 +308,31 @@ func (c *faultCase) checkLive(db *DB, h *durHistory, base durState, surfaced []e
 				return fmt.Errorf("a call failed with an error that is neither the injected one nor read-only: %w", err)
 			}
 		}
+		readOnly := db.Metrics().ReadOnly
+		for _, err := range surfaced {
+			readOnly = readOnly || errors.Is(err, ErrReadOnly)
+		}
 		err := db.Set([]byte("probe"), []byte("x"), nil)
-		if !errors.Is(err, ErrReadOnly) || !errors.Is(err, errorfs.ErrInjected) {
+		if readOnly && (!errors.Is(err, ErrReadOnly) || !errors.Is(err, errorfs.ErrInjected)) {
 			return fmt.Errorf("after %v, a write returned %v; want an error matching ErrReadOnly and the injected error", surfaced[0], err)
+		}
+		// A full disk makes no DB read-only: once the fault is gone,
+		// writes succeed again, at the latest when the background work
+		// that failed has retried (its first backoffs are short).
+		for deadline := time.Now().Add(20 * time.Second); !readOnly && err != nil; {
+			if !errors.Is(err, ErrNoSpace) || time.Now().After(deadline) {
+				return fmt.Errorf("after %v and the fault gone, a write returned %v; want success", surfaced[0], err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			err = db.Set([]byte("probe"), []byte("x"), nil)
 		}
 	}
 	st, err := readDurState(db, h.keys(), true)
 	if err != nil {
 		return fmt.Errorf("reading the faulty session's DB: %w", err)
 	}
+	// The probe write succeeds when the fault healed by itself.
+	delete(st, "probe")
 	now := c.clock.Add(1)
 	if err := h.check(base, st, now, now); err != nil {
 		return fmt.Errorf("the faulty session's DB: %w", err)

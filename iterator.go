@@ -30,8 +30,13 @@ type Iterator struct {
 	// iterator has already moved past it (reverse iteration).
 	keyBuf   []byte
 	valueBuf []byte
-	err      error
-	closed   bool
+	// pointer is set when value is an encoded blob pointer that Value
+	// has not resolved yet: an iterator that reads only keys never
+	// touches a blob file. blobBuf holds resolved values, reused.
+	pointer bool
+	blobBuf []byte
+	err     error
+	closed  bool
 }
 
 // NewIter returns an iterator over the DB's current state.
@@ -258,13 +263,15 @@ func (i *Iterator) findPrev() bool {
 	return false
 }
 
-// live resolves an entry to the user value a reader sees; ok is false for
-// tombstones and expired entries.
+// live resolves an entry to the user value a reader sees, or to the
+// encoded pointer to it (setting i.pointer); ok is false for tombstones
+// and expired entries.
 func (i *Iterator) live(kind base.Kind, value []byte) ([]byte, bool) {
-	switch kind {
-	case base.KindSet:
-		return value, true
-	case base.KindSetExpiry:
+	if kind == base.KindDelete {
+		return nil, false
+	}
+	i.pointer = kind.IsBlob()
+	if kind.HasExpiry() {
 		ms, v, ok := base.DecodeExpiryValue(value)
 		if !ok {
 			i.err = base.Corruptf("", -1, "expiring value of %d bytes is shorter than its expiry", len(value))
@@ -272,7 +279,7 @@ func (i *Iterator) live(kind base.Kind, value []byte) ([]byte, bool) {
 		}
 		return v, ms > i.nowMs
 	}
-	return nil, false
+	return value, true
 }
 
 func (i *Iterator) noteError() {
@@ -289,8 +296,20 @@ func (i *Iterator) Valid() bool { return i.valid }
 func (i *Iterator) Key() []byte { return i.key }
 
 // Value returns the current value, valid until the iterator moves or
-// closes.
-func (i *Iterator) Value() []byte { return i.value }
+// closes. A value stored in a blob file is read here, not when the
+// iterator moves; if that read fails, Value returns nil, the iterator
+// becomes invalid and Error says why.
+func (i *Iterator) Value() []byte {
+	if i.valid && i.pointer {
+		v, err := i.db.blobs.read(i.value, i.blobBuf)
+		if err != nil {
+			i.err, i.valid, i.value = err, false, nil
+			return nil
+		}
+		i.blobBuf, i.value, i.pointer = v, v, false
+	}
+	return i.value
+}
 
 // Error returns the first I/O or corruption error the iterator met; an
 // iterator that hits one becomes invalid.

@@ -39,7 +39,14 @@ const (
 	killChildDirEnv   = "LSMGO_KILL_CHILD_DIR"
 	killChildSeedEnv  = "LSMGO_KILL_CHILD_SEED"
 	killChildSyncEnv  = "LSMGO_KILL_CHILD_SYNC"
+	killChildBlobEnv  = "LSMGO_KILL_CHILD_BLOB"
 )
+
+// killCycleBlob says whether a cycle's child separates values: every
+// other cycle, with some values of up to 1 MiB (durGen.large), so kills
+// land inside blob appends and syncs, and the next cycle's child, which
+// does not separate, reads and compacts what it left.
+func killCycleBlob(cycle int) bool { return cycle%2 == 1 }
 
 // killSyncMode maps the sync mode a cycle uses to its name and back: most
 // cycles use SyncAlways, every fifth SyncInterval and every fifth SyncNone,
@@ -85,7 +92,12 @@ func TestKillChild(t *testing.T) {
 		}
 	}
 	report("R")
-	db, err := Open(dir, durOptions(vfs.Default, killSyncMode(os.Getenv(killChildSyncEnv))))
+	opts := durOptions(vfs.Default, killSyncMode(os.Getenv(killChildSyncEnv)))
+	blobs := os.Getenv(killChildBlobEnv) != ""
+	if blobs {
+		opts.ValueThreshold = 96
+	}
+	db, err := Open(dir, opts)
 	if err != nil {
 		report("F open: %v", err)
 		os.Exit(3)
@@ -94,6 +106,7 @@ func TestKillChild(t *testing.T) {
 	for g := range killWriters {
 		go func() {
 			gen := newDurGen(seed, g)
+			gen.large = blobs
 			for i := 0; ; i++ {
 				op := gen.next()
 				report("S %d %d", g, i)
@@ -149,8 +162,8 @@ func TestKill(t *testing.T) {
 		if fromOpen {
 			delay = time.Duration(rng.Int64N(int64(4 * time.Millisecond)))
 		}
-		lines := runKillChild(t, dir, cseed, killCycleSync(cycle), delay, fromOpen)
-		h, opened, n, err := killHistory(lines, cseed)
+		lines := runKillChild(t, dir, cseed, killCycleSync(cycle), killCycleBlob(cycle), delay, fromOpen)
+		h, opened, n, err := killHistory(lines, cseed, killCycleBlob(cycle))
 		if err != nil {
 			t.Fatalf("seed %d cycle %d: %v", seed, cycle, err)
 		}
@@ -189,13 +202,16 @@ func TestKill(t *testing.T) {
 // runKillChild starts a child writing to dir, kills it with SIGKILL delay
 // after its report that Open starts (fromOpen) or returned, and returns
 // every line it reported.
-func runKillChild(t *testing.T, dir string, seed uint64, sync string, delay time.Duration, fromOpen bool) []string {
+func runKillChild(t *testing.T, dir string, seed uint64, sync string, blobs bool, delay time.Duration, fromOpen bool) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
 		killChildDirEnv+"="+dir,
 		killChildSeedEnv+"="+strconv.FormatUint(seed, 10),
 		killChildSyncEnv+"="+sync)
+	if blobs {
+		cmd.Env = append(cmd.Env, killChildBlobEnv+"=1")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -245,11 +261,12 @@ func runKillChild(t *testing.T, dir string, seed uint64, sync string, delay time
 // reported operation from the child's seed; the line number is the clock.
 // It returns whether the child had opened the DB and how many operations
 // were acknowledged.
-func killHistory(lines []string, seed uint64) (h *durHistory, opened bool, acked int, err error) {
+func killHistory(lines []string, seed uint64, large bool) (h *durHistory, opened bool, acked int, err error) {
 	h = newDurHistory(killWriters)
 	gens := make([]*durGen, killWriters)
 	for g := range gens {
 		gens[g] = newDurGen(seed, g)
+		gens[g].large = large
 	}
 	for n, line := range lines {
 		var g, i int

@@ -1,6 +1,7 @@
 package lsmgo
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +19,15 @@ type memTable struct {
 	// number registered; both guarded by db.mu.
 	reserved int
 	maxSeq   base.SeqNum
+	// blobBytes counts the value bytes the registered batches wrote to
+	// blob files (guarded by db.mu): recovery reads them all to verify
+	// the WAL's pointers, so rotation bounds it (maxMemBlobBytes).
+	blobBytes int64
+	// blobPins are the blob files the memtable's entries point into,
+	// pinned (blobFiles.pin) until its last reference goes: a read state
+	// may still read a flushed memtable. Guarded by db.mu until then.
+	blobPins []base.FileNum
+	blobs    *blobFiles
 	// inflight counts registered batches not yet inserted; a flush waits
 	// for it to reach zero before reading the memtable.
 	inflight sync.WaitGroup
@@ -32,8 +42,24 @@ type memTable struct {
 func (m *memTable) ref() { m.refs.Add(1) }
 
 func (m *memTable) unref() {
-	if m.refs.Add(-1) == 0 && m.pool != nil {
+	if m.refs.Add(-1) != 0 {
+		return
+	}
+	if m.pool != nil {
 		m.pool.put(m.mt)
+	}
+	m.blobs.unpin(m.blobPins)
+}
+
+// pinBlobs pins the files of nums the memtable has not pinned yet; db.mu
+// is held. A memtable points into few files (the active one, and the
+// next after a rotation), so a list does.
+func (m *memTable) pinBlobs(nums []base.FileNum) {
+	for _, num := range nums {
+		if !slices.Contains(m.blobPins, num) {
+			m.blobs.pin(num)
+			m.blobPins = append(m.blobPins, num)
+		}
 	}
 }
 

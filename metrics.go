@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/compaction"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // dbMetrics are the DB's own counters; each DB has its own, never global.
@@ -20,7 +21,14 @@ type dbMetrics struct {
 	compactRead, compactWritten   atomic.Int64
 	stalls, stallNanos, slowdowns atomic.Int64
 	backgroundErrors              atomic.Int64
+	noSpaceRetries, noSpaceWrites atomic.Int64
 	openIters                     atomic.Int64
+
+	blobFilesCreated, blobSyncs         atomic.Int64
+	blobBytesWritten, blobValuesWritten atomic.Int64
+	blobReads, blobFilesDeleted         atomic.Int64
+	blobGCRuns, blobGCValues            atomic.Int64
+	blobGCBytes                         atomic.Int64
 }
 
 // LevelMetrics describes one level of the LSM tree.
@@ -77,6 +85,41 @@ type Metrics struct {
 		// Negatives are table reads the filter avoided.
 		Negatives, Positives int64
 	}
+	Disk struct {
+		// Free and Total are the bytes of the filesystem that holds the
+		// DB; both 0 when the FS cannot tell (see vfs.DiskUsager).
+		Free, Total uint64
+		// NoSpaceRetries counts flushes and compactions that failed for
+		// lack of space and were retried; NoSpaceWrites the writes
+		// refused with ErrNoSpace.
+		NoSpaceRetries, NoSpaceWrites int64
+		// WritesRefused says why writes fail now, or may fail at the
+		// next write; empty when nothing stands in their way.
+		WritesRefused string
+	}
+	// Blob describes value separation (Options.ValueThreshold) since Open.
+	Blob struct {
+		// Files and Bytes are the blob files on disk and their size;
+		// ReferencedBytes the value bytes the current version's tables
+		// point to in them (an upper bound of the live bytes: versions
+		// no compaction has dropped yet count too). Bytes -
+		// ReferencedBytes is what garbage collection may reclaim, less
+		// record headers and keys.
+		Files                  int
+		Bytes, ReferencedBytes int64
+		// FilesCreated counts the blob files started; ValuesWritten and
+		// BytesWritten the values appended to them and the bytes that
+		// took, record headers and keys included.
+		FilesCreated, ValuesWritten, BytesWritten int64
+		// Syncs counts blob file fsyncs; Reads the values read back;
+		// FilesDeleted the blob files removed once nothing pointed
+		// into them.
+		Syncs, Reads, FilesDeleted int64
+		// GCRuns counts the compactions that copied values out of blob
+		// files below Options.BlobGCThreshold; GCValues and GCBytes the
+		// values they copied.
+		GCRuns, GCValues, GCBytes int64
+	}
 	Snapshots        int
 	Iterators        int64
 	BackgroundErrors int64
@@ -86,13 +129,16 @@ type Metrics struct {
 	VisibleSeq uint64
 }
 
-// WriteAmplification is bytes written by flushes and compactions per byte
-// of WAL: how many times each byte the user wrote was rewritten on disk.
+// WriteAmplification is the bytes written to disk per byte the user
+// wrote, counting as the latter what reached the WAL and the blob files
+// (each user byte goes to exactly one of them once): how many times each
+// byte the user wrote was written on disk.
 func (m *Metrics) WriteAmplification() float64 {
-	if m.WAL.Bytes == 0 {
+	user := m.WAL.Bytes + m.Blob.BytesWritten
+	if user == 0 {
 		return 0
 	}
-	return float64(m.WAL.Bytes+m.Flush.BytesWritten+m.Compaction.BytesWritten) / float64(m.WAL.Bytes)
+	return float64(user+m.Flush.BytesWritten+m.Compaction.BytesWritten) / float64(user)
 }
 
 // Metrics returns the DB's current metrics.
@@ -112,7 +158,22 @@ func (db *DB) Metrics() *Metrics {
 	m.Compaction.Running = db.mu.compacting
 	m.Snapshots = db.mu.snapshots.count()
 	m.ReadOnly = db.mu.bgErr != nil
+	switch {
+	case db.mu.bgErr != nil:
+		m.Disk.WritesRefused = db.mu.bgErr.Error() + " (call Resume)"
+	case db.mu.walFailed != nil:
+		m.Disk.WritesRefused = "disk full: the last WAL write failed; the next write retries"
+	case db.mu.flushNoSpace != nil:
+		m.Disk.WritesRefused = "disk full: flushes fail and are retried; writes are refused once memtables pile up"
+	}
 	v := db.rs.Load().version
+	for _, files := range v.Files {
+		for _, f := range files {
+			for _, r := range f.BlobRefs {
+				m.Blob.ReferencedBytes += int64(r.Bytes)
+			}
+		}
+	}
 	scores := compaction.Scores(v, db.compactionConfig())
 	for level := range m.Levels {
 		m.Levels[level] = LevelMetrics{Files: len(v.Files[level]), Bytes: v.LevelSize(level), Score: scores[level]}
@@ -128,8 +189,15 @@ func (db *DB) Metrics() *Metrics {
 	m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns = db.m.stalls.Load(), time.Duration(db.m.stallNanos.Load()), db.m.slowdowns.Load()
 	m.Cache.Hits, m.Cache.Misses, m.Cache.Bytes, m.Cache.Blocks = db.blockCache.Metrics()
 	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
+	m.Blob.FilesCreated, m.Blob.ValuesWritten = db.m.blobFilesCreated.Load(), db.m.blobValuesWritten.Load()
+	m.Blob.BytesWritten, m.Blob.Syncs, m.Blob.Reads = db.m.blobBytesWritten.Load(), db.m.blobSyncs.Load(), db.m.blobReads.Load()
+	m.Blob.FilesDeleted = db.m.blobFilesDeleted.Load()
+	m.Blob.Files, m.Blob.Bytes = db.blobs.diskUsage()
+	m.Blob.GCRuns, m.Blob.GCValues, m.Blob.GCBytes = db.m.blobGCRuns.Load(), db.m.blobGCValues.Load(), db.m.blobGCBytes.Load()
 	m.Iterators = db.m.openIters.Load()
 	m.BackgroundErrors = db.m.backgroundErrors.Load()
+	m.Disk.Free, m.Disk.Total, _ = vfs.DiskUsage(db.fs, db.dirname)
+	m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites = db.m.noSpaceRetries.Load(), db.m.noSpaceWrites.Load()
 	m.VisibleSeq = db.visibleSeq.Load()
 	return m
 }
@@ -155,8 +223,18 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "stalls: %d (%s), slowdowns: %d\n", m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns)
 	fmt.Fprintf(&b, "cache: %d hits, %d misses, %s in %d blocks; bloom: %d negatives, %d positives\n",
 		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)
+	fmt.Fprintf(&b, "blobs: %d files, %s, %s referenced; ", m.Blob.Files, humanBytes(m.Blob.Bytes), humanBytes(m.Blob.ReferencedBytes))
+	fmt.Fprintf(&b, "%d files created, %d deleted, %d values (%s) written, %d syncs, %d reads; gc: %d runs copied %d values (%s)\n",
+		m.Blob.FilesCreated, m.Blob.FilesDeleted, m.Blob.ValuesWritten, humanBytes(m.Blob.BytesWritten), m.Blob.Syncs, m.Blob.Reads,
+		m.Blob.GCRuns, m.Blob.GCValues, humanBytes(m.Blob.GCBytes))
 	fmt.Fprintf(&b, "snapshots: %d, iterators: %d, background errors: %d, read-only: %t\n",
 		m.Snapshots, m.Iterators, m.BackgroundErrors, m.ReadOnly)
+	fmt.Fprintf(&b, "disk: %s free of %s; no-space retries: %d, writes refused: %d",
+		humanBytes(int64(m.Disk.Free)), humanBytes(int64(m.Disk.Total)), m.Disk.NoSpaceRetries, m.Disk.NoSpaceWrites)
+	if m.Disk.WritesRefused != "" {
+		fmt.Fprintf(&b, " (now: %s)", m.Disk.WritesRefused)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

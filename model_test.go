@@ -106,6 +106,14 @@ func modelConfigs() []modelConfig {
 	serial.MaxConcurrentCompactions = 1
 	serial.L0CompactionThreshold = 4
 	serial.MemTableStopWritesThreshold = 2
+	// Value separation with a threshold in the middle of the generated
+	// sizes: batches mix separated and inline values, and a key's
+	// versions move between the two.
+	blob := modelTinyOptions()
+	blob.ValueThreshold = 64
+	blobInterval := modelTinyOptions()
+	blobInterval.ValueThreshold = 1 << 10
+	blobInterval.Sync = SyncInterval(time.Millisecond)
 	return []modelConfig{
 		{name: "tiny-snappy", opts: modelTinyOptions(), background: true, share: 10},
 		{name: "tiny-zstd-syncinterval", opts: zstd, background: true, share: 2},
@@ -115,6 +123,8 @@ func modelConfigs() []modelConfig {
 		// reopen allocates a fresh one, and 32 MiB each would dominate
 		// the test's time without testing anything more.
 		{name: "defaults-2MB-memtable", opts: Options{MemTableSize: 2 << 20}, share: 8},
+		{name: "tiny-blob64", opts: blob, background: true, share: 10},
+		{name: "tiny-blob1k-syncinterval", opts: blobInterval, background: true, share: 4},
 	}
 }
 
@@ -180,6 +190,9 @@ type modelRun struct {
 	counts map[string]int
 	// Totals of the DB's metrics over every open.
 	flushes, compactions, moves, stalls int64
+	blobValues, blobReads               int64
+	blobFiles, blobFilesDeleted         int64
+	blobGCValues                        int64
 	history                             []string // the most recent operations, for failure messages
 }
 
@@ -281,6 +294,13 @@ func (r *modelRun) run(n int) {
 	r.t.Logf("%d operations in %s: %v", r.ops, time.Since(start).Round(time.Millisecond), r.counts)
 	r.t.Logf("over all opens: %d flushes, %d compactions, %d moves, %d stalls",
 		r.flushes, r.compactions, r.moves, r.stalls)
+	if r.cfg.opts.ValueThreshold > 0 {
+		r.t.Logf("over all opens: %d values written to %d blob files, %d read back; %d blob files deleted, %d values copied by GC",
+			r.blobValues, r.blobFiles, r.blobReads, r.blobFilesDeleted, r.blobGCValues)
+		if r.ops >= 500 && (r.blobValues == 0 || r.blobReads == 0) {
+			r.fatalf("the configuration separates values, but %d were written to blob files and %d read back", r.blobValues, r.blobReads)
+		}
+	}
 	// A few thousand operations write enough to fill many tiny memtables.
 	if r.cfg.background && r.ops >= 2000 && r.compactions+r.moves <= int64(r.counts["compact"]) {
 		r.fatalf("the configuration is meant to compact in the background, but only Compact calls did")
@@ -483,8 +503,8 @@ func (r *modelRun) compareIter(mi *modelIter, name string, got, want bool) {
 	}
 	e := mi.model.Entry()
 	if !bytes.Equal(mi.it.Key(), e.Key) || !bytes.Equal(mi.it.Value(), e.Value) {
-		r.fatalf("%s: %s at %q = %s, want %q = %s", mi.desc, name,
-			mi.it.Key(), testutil.Describe(mi.it.Value()), e.Key, testutil.Describe(e.Value))
+		r.fatalf("%s: %s at %q = %s (error %v), want %q = %s", mi.desc, name,
+			mi.it.Key(), testutil.Describe(mi.it.Value()), mi.it.Error(), e.Key, testutil.Describe(e.Value))
 	}
 }
 
@@ -642,6 +662,11 @@ func (r *modelRun) closeDB() {
 	r.compactions += m.Compaction.Count
 	r.moves += m.Compaction.Moves
 	r.stalls += m.Stall.Count
+	r.blobValues += m.Blob.ValuesWritten
+	r.blobReads += m.Blob.Reads
+	r.blobFiles += m.Blob.FilesCreated
+	r.blobFilesDeleted += m.Blob.FilesDeleted
+	r.blobGCValues += m.Blob.GCValues
 	if err := r.db.Close(); err != nil {
 		r.fatalf("Close: %v", err)
 	}

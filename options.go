@@ -25,6 +25,7 @@ const (
 	DefaultBloomBitsPerKey             = 10
 	DefaultCacheSize                   = 64 << 20
 	DefaultSyncInterval                = time.Second
+	DefaultBlobGCThreshold             = 0.5
 )
 
 // Compression selects how table blocks are compressed.
@@ -168,6 +169,33 @@ type Options struct {
 	// fail (and investigate with lsmgo check) than lose them. A torn tail
 	// (damage that nothing intact follows) is recovered either way.
 	StrictWALRecovery bool
+	// DiskReserve is the free space, in bytes, below which writes are
+	// refused with ErrNoSpace (they succeed again once space is freed).
+	// It keeps the WAL from filling the disk to the last byte, so that the
+	// work that turns memtables into tables and frees the WALs (a flush,
+	// a manifest, the new WAL of the next Open) still finds room; flushes
+	// and compactions may use it. The default is two memtables, capped at
+	// a sixteenth of the filesystem so a small one stays usable: 64 MiB
+	// with the default memtable size on any filesystem of 1 GiB or more.
+	// Negative disables it. It needs an FS that reports its free space
+	// (vfs.DiskUsager; the OS filesystem on Linux, macOS and FreeBSD does).
+	DiskReserve int64
+	// ValueThreshold turns on value separation (doc/blob.md): a value of
+	// at least this many bytes is written once, to a blob file, and the
+	// tree (WAL, memtables, tables) holds a pointer to it, so flushes and
+	// compactions do not copy it. Such a value may be up to MaxValueSize
+	// bytes. Default 0: every value is stored in the tree, and key plus
+	// value are limited to MaxEntrySize. A DB once written with
+	// separation holds blob files and must be opened by a version that
+	// reads them.
+	ValueThreshold int
+	// BlobGCThreshold is the fraction of a blob file's bytes that tables
+	// must still point to for the file to be left alone: below it,
+	// compactions copy the values they keep out of the file, which is
+	// deleted once nothing points into it. Default 0.5: at most about
+	// half of the blob bytes on disk are garbage, and each live value is
+	// copied at most once per halving. Negative turns collection off.
+	BlobGCThreshold float64
 }
 
 // WriteOptions adjusts a single write.
@@ -234,6 +262,9 @@ func (o *Options) withDefaults() Options {
 		r.BloomBitsPerKey = DefaultBloomBitsPerKey
 	} else if r.BloomBitsPerKey < 0 {
 		r.BloomBitsPerKey = 0
+	}
+	if r.BlobGCThreshold == 0 {
+		r.BlobGCThreshold = DefaultBlobGCThreshold
 	}
 	if r.CacheSize == 0 {
 		r.CacheSize = DefaultCacheSize

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/blob"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
 	"github.com/lsmgo-dev/lsmgo/internal/record"
@@ -36,11 +37,25 @@ func (db *DB) recover(names []string) error {
 	}
 	logs := logsToReplay(db.vs, names)
 	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), mt: memtable.New(db.opts.MemTableSize)}
-	if err := r.replay(logs); err != nil {
+	defer r.release()
+	err := r.replay(logs)
+	if err != nil {
 		db.removeTables(r.metas)
-		return err
 	}
-	log, err := db.commitRecovery(r.metas, r.maxSeq)
+	// The replayed pointers go into tables, and the WALs that proved them
+	// away: the values they point to must be durable first.
+	if err == nil {
+		if err = db.blobs.syncFiles(r.blobFiles); err != nil {
+			db.removeTables(r.metas)
+		}
+	}
+	var log walFile
+	if err == nil {
+		log, err = db.commitRecovery(r.metas, r.maxSeq)
+	}
+	if retryable(err) {
+		return db.recoverInMemory(logs, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -48,8 +63,57 @@ func (db *DB) recover(names []string) error {
 		db.removeFile(base.FileTypeLog, num)
 	}
 	r.reportDropped()
-	db.resumeWrites(log, r.maxSeq)
+	db.resumeWrites(log, r.maxSeq, nil)
 	return nil
+}
+
+// recoverInMemory is recovery on a disk too full to flush the replayed
+// WALs (flushErr says why): it replays each WAL into a memtable of its
+// own and serves with them queued for flush, as if they had been rotated
+// just before a crash. The WALs stay until their memtables are flushed,
+// which the flush loop retries until space is back; the manifest is not
+// touched. Each WAL has its own memtable so that the flush of one retires
+// exactly its WAL, as in normal operation.
+//
+// A WAL whose replay ended early is cut where the replay stopped: writes
+// after Open go to a newer WAL, and a damaged tail followed by records in
+// a newer WAL is what the next Open must refuse.
+func (db *DB) recoverInMemory(logs []base.FileNum, flushErr error) error {
+	db.opts.Logger.Warn("lsmgo: disk full at Open; serving the WALs' writes from memory until they can be flushed",
+		"dir", db.dirname, "err", flushErr)
+	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), inMemory: true}
+	if err := r.replay(logs); err != nil {
+		return err
+	}
+	if r.stop != nil {
+		if err := cutWAL(db.fs, r.stop.file, r.stop.off); err != nil {
+			return fmt.Errorf("lsmgo: disk full (%v), and the damaged end of WAL %s cannot be cut: %w", flushErr, r.stop.file, err)
+		}
+	}
+	newLog := db.vs.NewFileNum()
+	log, err := db.wal.create(newLog)
+	if err != nil {
+		return err
+	}
+	r.reportDropped()
+	db.resumeWrites(log, r.maxSeq, r.mems)
+	return nil
+}
+
+// cutWAL truncates WAL file name to size and syncs it.
+func cutWAL(fs vfs.FS, name string, size int64) error {
+	if err := vfs.Truncate(fs, name, size); err != nil {
+		return err
+	}
+	f, err := fs.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // logsToReplay marks every file number in the directory listing names as
@@ -89,6 +153,16 @@ type walReplay struct {
 	stop *walStop
 	// ends lists every WAL whose replay ended early, for the warnings.
 	ends []walStop
+	// inMemory replays each WAL into a memtable of its own, collected in
+	// mems, and never writes a table (recoverInMemory).
+	inMemory bool
+	mems     []*memTable
+	// blobFiles are the blob files the replayed records point into.
+	blobFiles map[base.FileNum]bool
+	// blobW writes the values replay separates (separate), into a file
+	// pinned until recovery is done (release).
+	blobW   *blob.Writer
+	blobNum base.FileNum
 }
 
 // replay replays the WAL files logs in order and flushes what remains in
@@ -99,6 +173,9 @@ func (r *walReplay) replay(logs []base.FileNum) error {
 			return err
 		}
 	}
+	if r.inMemory {
+		return nil
+	}
 	return r.flush()
 }
 
@@ -106,6 +183,10 @@ func (r *walReplay) replay(logs []base.FileNum) error {
 // (unless StrictWALRecovery) a damaged record, which it records in r.ends.
 func (r *walReplay) replayFile(num base.FileNum) error {
 	db := r.db
+	if r.inMemory {
+		r.mt = memtable.New(db.opts.MemTableSize)
+		defer r.keepMemtable(num)
+	}
 	name := db.path(base.MakeFilename(base.FileTypeLog, num))
 	f, err := db.fs.Open(name)
 	if err != nil {
@@ -134,7 +215,21 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 			return err
 		}
 		if err := r.apply(name, lr.Offset(), rec); err != nil {
-			return err
+			var bad *badPointerError
+			if !errors.As(err, &bad) {
+				return err
+			}
+			// The record's blob bytes never reached the disk: what a
+			// crash leaves of a write that was never acknowledged as
+			// durable (doc/blob.md). It ends replay like damage.
+			off := lr.Offset()
+			if db.opts.StrictWALRecovery {
+				if _, nerr := lr.Next(); nerr == nil {
+					return bad.err
+				}
+			}
+			end = &walStop{file: name, off: off, err: bad.err, damaged: true}
+			break
 		}
 	}
 	if off, ok := lr.TornTail(); ok {
@@ -159,16 +254,34 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 // a batch and inserts it into the memtable, flushing the memtable first
 // when the batch does not fit.
 func (r *walReplay) apply(name string, off int64, rec []byte) error {
+	if r.db.opts.ValueThreshold > 0 {
+		sep, err := r.separate(rec)
+		if err != nil {
+			return err
+		}
+		if sep != nil {
+			rec = sep
+		}
+	}
 	seq, count, err := checkBatch(rec)
 	if err != nil {
 		return walRecordError(name, off, err)
 	}
+	if err := r.checkPointers(name, off, rec); err != nil {
+		return err
+	}
 	if need := memSizeEstimate(rec); r.mt.Size()+need > r.mt.Capacity() {
-		if err := r.flush(); err != nil {
-			return err
-		}
-		if need > r.mt.Capacity() {
-			r.mt = memtable.New(2 * need)
+		if r.inMemory {
+			if err := r.grow(need); err != nil {
+				return err
+			}
+		} else {
+			if err := r.flush(); err != nil {
+				return err
+			}
+			if need > r.mt.Capacity() {
+				r.mt = memtable.New(2 * need)
+			}
 		}
 	}
 	if err := applyBatch(r.mt, rec); err != nil {
@@ -180,19 +293,168 @@ func (r *walReplay) apply(name string, off int64, rec []byte) error {
 	return nil
 }
 
+// separate returns the WAL record rec with every inline value of at least
+// ValueThreshold bytes moved to a blob file, as Apply would have stored
+// it, or nil when it holds none (or does not decode: checkBatch reports
+// that). So a WAL written without separation, or by a version that let an
+// entry too large for a table through, is recovered with separation on.
+func (r *walReplay) separate(rec []byte) ([]byte, error) {
+	threshold := r.db.opts.ValueThreshold
+	br, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return nil, nil
+	}
+	var out []byte
+	var v []byte
+	for i := 0; ; i++ {
+		kind, key, value, ok, err := br.Next()
+		if err != nil {
+			return nil, nil
+		}
+		if !ok {
+			break
+		}
+		prefix := 0
+		if kind.HasExpiry() {
+			prefix = base.ExpiryLen
+		}
+		large := (kind == base.KindSet || kind == base.KindSetExpiry) && len(value)-prefix >= threshold
+		if out == nil {
+			if !large {
+				continue
+			}
+			// Copy the records before this one as they are.
+			out = batchrepr.New()
+			batchrepr.SetSeq(out, batchrepr.Seq(rec))
+			pr, _ := batchrepr.NewReader(rec)
+			for range i {
+				k, key, value, _, _ := pr.Next()
+				out = batchrepr.Append(out, k, key, value)
+			}
+		}
+		if large {
+			if r.blobW == nil {
+				num, f, err := r.db.blobs.create()
+				if err != nil {
+					return nil, err
+				}
+				r.blobNum, r.blobW = num, blob.NewWriter(f, num, r.db.blobs.path(num))
+			}
+			p, err := r.blobW.Add(key, value[prefix:])
+			if err != nil {
+				return nil, err
+			}
+			kind = base.KindSetBlob
+			if prefix > 0 {
+				kind = base.KindSetExpiryBlob
+			}
+			v = p.Append(append(v[:0], value[:prefix]...))
+			value = v
+		}
+		out = batchrepr.Append(out, kind, key, value)
+	}
+	if out != nil {
+		// checkPointers reads the values back from the file.
+		if err := r.blobW.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// release closes the file separate wrote and drops its pin: after the
+// recovery edit, tables point into it; after a failure nothing does.
+func (r *walReplay) release() {
+	if r.blobW == nil {
+		return
+	}
+	size := r.blobW.Size()
+	if err := r.blobW.Close(); err == nil {
+		r.db.blobs.setSize(r.blobNum, size)
+	}
+	r.blobW = nil
+	r.db.blobs.unpin([]base.FileNum{r.blobNum})
+}
+
+// badPointerError is a WAL record whose blob value is missing or damaged.
+type badPointerError struct{ err error }
+
+func (e *badPointerError) Error() string { return e.err.Error() }
+
+// checkPointers reads and verifies every value a WAL record (rec, checked
+// by checkBatch, at offset off of WAL name) points to in blob files, and
+// notes the files.
+func (r *walReplay) checkPointers(name string, off int64, rec []byte) error {
+	br, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for {
+		kind, key, value, ok, err := br.Next()
+		if err != nil || !ok {
+			return err
+		}
+		if !kind.IsBlob() {
+			continue
+		}
+		p, err := entryPointer(kind, value)
+		if err != nil {
+			return base.Corruptf(name, off, "WAL record: key %s: blob pointer: %v", quoteKey(key), err)
+		}
+		if buf, err = r.db.blobs.readPointer(p, buf); err != nil {
+			if !errors.Is(err, ErrCorruption) {
+				return err
+			}
+			return &badPointerError{err: fmt.Errorf("lsmgo: WAL %s, record at offset %d: key %s: %w", name, off, quoteKey(key), err)}
+		}
+		if r.blobFiles == nil {
+			r.blobFiles = make(map[base.FileNum]bool)
+		}
+		r.blobFiles[p.FileNum] = true
+	}
+}
+
 // flush writes the memtable, if it holds anything, to L0 tables and starts
 // an empty one.
 func (r *walReplay) flush() error {
 	if r.mt.Empty() {
 		return nil
 	}
-	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil)
+	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil, nil)
 	if err != nil {
 		return err
 	}
 	r.metas = append(r.metas, out...)
 	r.mt = memtable.New(r.db.opts.MemTableSize)
 	return nil
+}
+
+// grow replaces the memtable with one twice as large plus need, holding
+// the same entries: in memory, one WAL must stay one memtable.
+func (r *walReplay) grow(need int) error {
+	mt := memtable.New(2*r.mt.Capacity() + need)
+	it := r.mt.NewIter()
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := mt.Add(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	r.mt = mt
+	return nil
+}
+
+// keepMemtable queues the memtable WAL num was replayed into, unless the
+// WAL held nothing.
+func (r *walReplay) keepMemtable(num base.FileNum) {
+	if r.mt.Empty() {
+		return
+	}
+	m := &memTable{mt: r.mt, logNum: num, maxSeq: r.maxSeq}
+	m.reserved = m.mt.Capacity()
+	m.refs.Store(1)
+	r.mems = append(r.mems, m)
 }
 
 // reportDropped counts the bytes each WAL's early end dropped and warns
@@ -228,11 +490,13 @@ func (db *DB) commitRecovery(metas []*manifest.FileMetadata, maxSeq base.SeqNum)
 	for _, f := range metas {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: f})
 	}
-	if err := db.vs.LogAndApply(edit); err != nil {
+	if err := db.logAndApply(edit, metas); err != nil {
 		// The edit may have reached the manifest even though this failed
-		// (say, only its fsync did), and it names the tables: they stay
-		// for the next Open, which removes them if nothing names them.
+		// (say, only its fsync did), and it names the tables: unless it
+		// certainly did not, they stay for the next Open, which removes
+		// them if nothing names them.
 		log.file.Close()
+		db.removeFile(base.FileTypeLog, newLog)
 		return walFile{}, err
 	}
 	return log, nil
@@ -240,16 +504,22 @@ func (db *DB) commitRecovery(metas []*manifest.FileMetadata, maxSeq base.SeqNum)
 
 // resumeWrites makes the recovered DB ready for writes: log becomes the
 // current WAL, and sequence numbers continue after maxSeq in a fresh
-// memtable.
-func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum) {
+// memtable. imm are replayed memtables still to be flushed, oldest first.
+func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum, imm []*memTable) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	// No syncer runs yet, and the WAL has no file to sync or close.
 	db.wal.cur = log
 	db.mu.nextSeq = maxSeq + 1
 	db.visibleSeq.Store(uint64(maxSeq + 1))
+	for _, m := range imm {
+		db.mu.nextMemID++
+		m.id = db.mu.nextMemID
+	}
+	db.mu.imm = imm
 	db.mu.mem = db.newMemTable(log.num, 0)
 	db.updateReadStateLocked()
+	db.maybeScheduleFlushLocked()
 }
 
 // walStop is where the replay of a WAL ended before the end of the file.
@@ -299,7 +569,7 @@ func (db *DB) removeObsoleteFiles() {
 		}
 		switch {
 		case t == base.FileTypeTable && !live[num],
-			t == base.FileTypeLog && num != curLog,
+			t == base.FileTypeLog && num < db.vs.LogNum() && num != curLog,
 			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
 			t == base.FileTypeTemp:
 			db.removeFile(t, num)

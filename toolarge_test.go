@@ -154,6 +154,8 @@ func TestOpenOversizeWAL(t *testing.T) {
 		short bool
 		batch func(seq base.SeqNum) []byte
 		want  string
+		// separable says Open with ValueThreshold set recovers it.
+		separable bool
 	}{
 		{"entry", false, func(seq base.SeqNum) []byte {
 			key := []byte("ksr")
@@ -168,7 +170,7 @@ func TestOpenOversizeWAL(t *testing.T) {
 			binary.LittleEndian.PutUint32(repr[8:], 1)
 			batchrepr.SetSeq(repr, seq)
 			return repr
-		}, `key "ksr": entry of 536870913 bytes exceeds the 536870912`},
+		}, `key "ksr": entry of 536870913 bytes exceeds the 536870912`, true},
 		{"batch", true, func(seq base.SeqNum) []byte {
 			// Deletions of the empty key, two zero bytes each
 			// (kind 0, key length 0), one more than fit.
@@ -177,7 +179,7 @@ func TestOpenOversizeWAL(t *testing.T) {
 			binary.LittleEndian.PutUint32(repr[8:], uint32(n))
 			batchrepr.SetSeq(repr, seq)
 			return repr
-		}, "bytes of memtable, over the limit"},
+		}, "bytes of memtable, over the limit", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +237,24 @@ func TestOpenOversizeWAL(t *testing.T) {
 			if len(report.Problems) != 1 || !errors.Is(report.Problems[0], ErrValueTooLarge) {
 				t.Fatalf("Check: %d problem(s), want one matching ErrValueTooLarge:\n%v", len(report.Problems), report.Err())
 			}
+			if !tt.separable {
+				return
+			}
+			// What the message advises: recovery moves the value to a
+			// blob file.
+			db, err = Open(dir, &Options{FS: fs, ValueThreshold: 1 << 20})
+			if err != nil {
+				t.Fatalf("Open with ValueThreshold: %v", err)
+			}
+			got, err := db.Get([]byte("ksr"))
+			if err != nil || len(got) != sstable.MaxEntrySize-len("ksr")-trailerLen+1 {
+				t.Fatalf("Get(ksr) after recovery = %d bytes, %v", len(got), err)
+			}
+			got = nil
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			requireCheckOK(t, fs, dir)
 		})
 	}
 }

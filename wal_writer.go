@@ -36,6 +36,9 @@ type walWriter struct {
 	zeroChunk int64
 
 	cur walFile
+	// beforeSync makes durable what the WAL's records refer to (the blob
+	// files), so it runs before every fsync of the WAL. It may be nil.
+	beforeSync func() error
 
 	// syncMu is held while the file is fsynced or closed, so the interval
 	// syncer and a rotation never touch a closed file.
@@ -260,8 +263,16 @@ func (l *walWriter) syncLocked() error {
 	if f.file == nil || l.synced.Load() >= target {
 		return nil
 	}
+	if l.beforeSync != nil {
+		// Every record below target was written after the blob bytes its
+		// pointers refer to, so this covers them all.
+		if err := l.beforeSync(); err != nil {
+			l.syncErr = err
+			return err
+		}
+	}
 	if err := f.file.Sync(); err != nil {
-		l.syncErr = fmt.Errorf("lsmgo: WAL sync %s: %w", f.name(), err)
+		l.syncErr = &unknownStateError{fmt.Errorf("lsmgo: WAL sync %s: %w", f.name(), err)}
 		return l.syncErr
 	}
 	l.synced.Store(target)
@@ -284,4 +295,46 @@ func (l *walWriter) syncEvery(interval time.Duration, stop <-chan struct{}, onEr
 			onErr(err)
 		}
 	}
+}
+
+// cutFailedWrite drops what a failed write may have left at the end of
+// the current file: it cuts the file back to the end of the last write
+// that succeeded and syncs it. The file may then be retired like any
+// other; without the cut, a partial record followed by records in a newer
+// WAL would be, to the next Open, damage in the middle of the log. A cut
+// needs no free space. db.mu is held.
+func (l *walWriter) cutFailedWrite() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.syncErr != nil {
+		return l.syncErr
+	}
+	f := &l.cur
+	end := l.written.Load()
+	if err := vfs.Truncate(l.fs, l.fs.PathJoin(l.dir, f.name()), int64(end-f.base)); err != nil {
+		return &unknownStateError{fmt.Errorf("lsmgo: cut the failed write off WAL %s: %w", f.name(), err)}
+	}
+	if err := f.file.Sync(); err != nil {
+		l.syncErr = &unknownStateError{fmt.Errorf("lsmgo: WAL sync %s: %w", f.name(), err)}
+		return l.syncErr
+	}
+	l.synced.Store(end)
+	l.m.walSyncs.Add(1)
+	return nil
+}
+
+// abandon replaces the current file with next without syncing it, and
+// forgets a failed sync: for Resume, which has rotated every write the
+// abandoned files hold into a memtable it flushes before any new write is
+// admitted, so nothing depends on them any more. db.mu is held.
+func (l *walWriter) abandon(next walFile) {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.cur.file != nil {
+		l.cur.file.Close()
+	}
+	l.cur = next
+	l.cur.base = l.written.Load()
+	l.synced.Store(l.cur.base)
+	l.syncErr = nil
 }

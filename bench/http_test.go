@@ -44,7 +44,7 @@ func startImageHost(t *testing.T) string {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.Dir = t.TempDir()
 	cfg.AppendFsync = "no"
-	cfg.ImagesUploadRate = 0
+	cfg.ImagesUploadRate = -1
 	cfg.LogOutput = io.Discard
 	s, err := server.Start(cfg)
 	if err != nil {

@@ -66,6 +66,8 @@ func init() {
 			summary: "Removes all keys from the current database.", run: cmdFlush},
 		spec{name: "flushall", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
 			summary: "Removes all keys from all databases.", run: cmdFlush},
+		spec{name: "lsmgo.resume", arity: 1, flags: flagAdmin | flagLoading | flagStale, group: srv, since: "1.0.0",
+			summary: "Makes a read-only engine accept writes again after a failed fsync (lsmgo's DB.Resume).", run: cmdResume},
 		spec{name: "time", arity: 1, flags: flagLoading | flagStale | fast, group: srv, since: "2.6.0",
 			summary: "Returns the server time.", run: cmdTime},
 	)
@@ -592,4 +594,15 @@ func cmdTime(c *conn, _ *command, _ [][]byte) {
 	c.wr.ArrayHeader(2)
 	c.wr.BulkString(strconv.FormatInt(now.Unix(), 10))
 	c.wr.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+// cmdResume runs DB.Resume: after a background error (a failed fsync
+// above all) the engine stays read-only until an operator, having dealt
+// with the cause, says so; a full disk needs no such call.
+func cmdResume(c *conn, _ *command, _ [][]byte) {
+	if err := c.s.db.Resume(); err != nil {
+		c.replyErr(err)
+		return
+	}
+	c.ok()
 }

@@ -68,10 +68,9 @@ type Config struct {
 	// ImagesMaxBytes bounds one uploaded image ("images-max-bytes");
 	// default 20 MiB.
 	ImagesMaxBytes int64
-	// ImagesUploadRate bounds uploads per second per client (its token,
-	// or its IP address without one), with a burst of
-	// imgbed.DefaultUploadBurst ("images-upload-rate"); 0 means no limit,
-	// which a load test on loopback needs. Default imgbed.DefaultUploadRate.
+	// ImagesUploadRate limits image uploads per second per client (token,
+	// or IP address for anonymous uploads), with bursts of four seconds'
+	// worth; negative disables the limit ("images-upload-rate"). Default 5.
 	ImagesUploadRate int
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
@@ -223,7 +222,7 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
 	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
-	intSetting("images-upload-rate", "image uploads per second per client (0: no limit)", false, 0, 1_000_000,
+	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
 	fixedSetting("appendonly", "yes"),
 	fixedSetting("save", ""),

@@ -194,6 +194,7 @@ func TestSettingUnits(t *testing.T) {
 		"max-multibulk-len":         sizes,
 		"client-query-buffer-limit": sizes,
 		"maxmemory-clients":         sizes,
+		"images-max-bytes":          sizes,
 		"memtable-size":             sizes,
 		"cache-size":                sizes,
 		"timeout":                   {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},
@@ -201,7 +202,8 @@ func TestSettingUnits(t *testing.T) {
 		"slowlog-log-slower-than":   {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
 	}
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "requirepass", "admin-token",
-		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases"}
+		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
+		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate"}
 	for _, st := range settings {
 		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
 			t.Errorf("setting %q is in neither the unit table nor the list of settings without units", st.name)

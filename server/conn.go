@@ -416,7 +416,11 @@ func (c *conn) replyErr(err error) { c.fail(engineError(err)) }
 func engineError(err error) string {
 	switch {
 	case errors.Is(err, lsmgo.ErrReadOnly):
-		return "MISCONF Errors writing to disk; writes are refused until the server is restarted: " + err.Error()
+		return "MISCONF Errors writing to disk; writes are refused until an operator runs LSMGO.RESUME (or restarts the server): " + err.Error()
+	case errors.Is(err, lsmgo.ErrNoSpace):
+		// Redis, too, answers MISCONF while it cannot persist; unlike
+		// the read-only case this one heals once space is freed.
+		return "MISCONF Disk full; writes resume by themselves once space is freed: " + err.Error()
 	case errors.Is(err, lsmgo.ErrClosed):
 		return "ERR server is shutting down"
 	}

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/davidbyttow/govips/v2 v2.16.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gen2brain/webp v0.5.5
 	github.com/lsmgo-dev/lsmgo v0.0.0
@@ -26,7 +27,9 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/tetratelabs/wazero v1.9.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 

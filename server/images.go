@@ -11,19 +11,14 @@ import (
 // in the server's registry.
 func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 	anonymous := map[string]imgbed.Anonymous{"auto": imgbed.AnonymousAuto, "yes": imgbed.AnonymousOn, "no": imgbed.AnonymousOff}
-	rate := float64(r.ImagesUploadRate)
-	if rate == 0 {
-		// imgbed reads a zero rate as its default and a negative one as
-		// no limit; the setting spells no limit as 0.
-		rate = -1
-	}
 	return imgbed.New(s.db, imgbed.Config{
-		BaseURL:    r.ImagesBaseURL,
-		MaxBytes:   r.ImagesMaxBytes,
-		Anonymous:  anonymous[r.ImagesAnonymous],
-		Tokens:     imageTokens(r),
-		UploadRate: rate,
-		Registerer: s.metrics.registry,
+		BaseURL:     r.ImagesBaseURL,
+		MaxBytes:    r.ImagesMaxBytes,
+		Anonymous:   anonymous[r.ImagesAnonymous],
+		Tokens:      imageTokens(r),
+		UploadRate:  float64(r.ImagesUploadRate),
+		UploadBurst: 4 * max(1, r.ImagesUploadRate),
+		Registerer:  s.metrics.registry,
 	})
 }
 

@@ -227,6 +227,11 @@ func (s *Server) infoEngine(b *strings.Builder) error {
 	field(b, "iterators", m.Iterators)
 	field(b, "background_errors", m.BackgroundErrors)
 	field(b, "read_only", boolInt(m.ReadOnly))
+	field(b, "disk_free_bytes", m.Disk.Free)
+	field(b, "disk_total_bytes", m.Disk.Total)
+	field(b, "disk_nospace_retries", m.Disk.NoSpaceRetries)
+	field(b, "disk_nospace_writes", m.Disk.NoSpaceWrites)
+	field(b, "writes_refused", m.Disk.WritesRefused)
 	field(b, "visible_seq", m.VisibleSeq)
 	return nil
 }

@@ -39,6 +39,13 @@ type MemFS struct {
 	mu    sync.Mutex
 	root  *memNode
 	locks map[string]bool
+
+	// capacity is the byte budget SetCapacity set (0: none). capMu is
+	// held across the check and the write it admits, so concurrent
+	// writers cannot together overrun the budget; it is taken before
+	// fs.mu.
+	capacity atomic.Int64
+	capMu    sync.Mutex
 }
 
 // memNode is an inode: a file or a directory. Several directory entries may
@@ -125,7 +132,7 @@ func (fs *MemFS) Create(name string) (File, error) {
 	n.mu.Lock()
 	n.data = nil
 	n.mu.Unlock()
-	return &memFile{name: name, node: n, writable: true}, nil
+	return &memFile{name: name, node: n, fs: fs, writable: true}, nil
 }
 
 // createLocked returns the file at name, adding an entry for a new one.
@@ -344,7 +351,9 @@ func (fs *MemFS) crashClone(rng *rand.Rand) *MemFS {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	c := &crashCopier{rng: rng, memo: map[*memNode]*memNode{}}
-	return &MemFS{locks: map[string]bool{}, root: c.copy(fs.root)}
+	clone := &MemFS{locks: map[string]bool{}, root: c.copy(fs.root)}
+	clone.capacity.Store(fs.capacity.Load())
+	return clone
 }
 
 // crashCopier builds a crash clone. memo keeps shared inodes shared and
@@ -556,12 +565,33 @@ func (f *memFile) Write(p []byte) (int, error) {
 	}
 	f.offMu.Lock()
 	defer f.offMu.Unlock()
+	n, err := f.writeAt(p, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+// writeAt writes p at off within the byte budget: a write that would grow
+// the filesystem past it writes the prefix that fits and fails with
+// ENOSPC, as a real full disk does.
+func (f *memFile) writeAt(p []byte, off int64) (int, error) {
+	var err error
 	n := f.node
+	if f.fs != nil && f.fs.capacity.Load() > 0 {
+		f.fs.capMu.Lock()
+		defer f.fs.capMu.Unlock()
+		room := f.fs.capacity.Load() - f.fs.used()
+		n.mu.RLock()
+		grow := off + int64(len(p)) - int64(len(n.data))
+		n.mu.RUnlock()
+		if grow > room {
+			p = p[:max(int64(len(p))-(grow-max(room, 0)), 0)]
+			err = &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
+		}
+	}
 	n.mu.Lock()
-	n.data = writeAt(n.data, p, int(f.off), len(n.durable))
+	n.data = writeAt(n.data, p, int(off), len(n.durable))
 	n.mu.Unlock()
-	f.off += int64(len(p))
-	return len(p), nil
+	return len(p), err
 }
 
 // WriteAt writes p at off without moving the offset Write uses; bytes
@@ -576,11 +606,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &os.PathError{Op: "writeat", Path: f.name, Err: errors.New("negative offset")}
 	}
-	n := f.node
-	n.mu.Lock()
-	n.data = writeAt(n.data, p, int(off), len(n.durable))
-	n.mu.Unlock()
-	return len(p), nil
+	return f.writeAt(p, off)
 }
 
 // writeAt returns data with p written at off. Bytes a durable state shares
@@ -666,3 +692,69 @@ func (i memFileInfo) Mode() os.FileMode  { return i.mode }
 func (i memFileInfo) ModTime() time.Time { return time.Time{} }
 func (i memFileInfo) IsDir() bool        { return i.mode.IsDir() }
 func (i memFileInfo) Sys() any           { return nil }
+
+// SetCapacity gives the filesystem a byte budget: the data of all its
+// files together may not exceed n, and a write that would exceed it
+// writes what fits and fails with ENOSPC. Removing or truncating files
+// frees space at once. n <= 0 removes the budget. Directories cost
+// nothing, so creating a file never fails for lack of space.
+func (fs *MemFS) SetCapacity(n int64) { fs.capacity.Store(max(n, 0)) }
+
+// DiskUsage reports the budget SetCapacity set and what is left of it; it
+// fails with errors.ErrUnsupported when there is no budget.
+func (fs *MemFS) DiskUsage(string) (free, total uint64, err error) {
+	c := fs.capacity.Load()
+	if c <= 0 {
+		return 0, 0, errors.ErrUnsupported
+	}
+	return uint64(max(c-fs.used(), 0)), uint64(c), nil
+}
+
+// used sums the data of every file reachable from the root; a removed
+// file still open holds no space here, unlike on a real disk.
+func (fs *MemFS) used() int64 {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var total int64
+	var walk func(n *memNode)
+	walk = func(n *memNode) {
+		for _, c := range n.children {
+			if c.isDir {
+				walk(c)
+				continue
+			}
+			c.mu.RLock()
+			total += int64(len(c.data))
+			c.mu.RUnlock()
+		}
+	}
+	walk(fs.root)
+	return total
+}
+
+// Truncate cuts the named file to size, or extends it with zeros. Like a
+// write, it becomes durable at the next Sync of a handle of the file.
+func (fs *MemFS) Truncate(name string, size int64) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n, err := fs.resolve("truncate", name, cleanPath(name))
+	if err != nil {
+		return err
+	}
+	if n.isDir || size < 0 {
+		return &os.PathError{Op: "truncate", Path: name, Err: syscall.EINVAL}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case size >= int64(len(n.data)):
+		n.data = append(n.data, make([]byte, size-int64(len(n.data)))...)
+	case size < int64(len(n.durable)):
+		// Bytes up to len(durable) are shared with the durable state,
+		// which a later append in place would overwrite (see memNode).
+		n.data = slices.Clone(n.data[:size])
+	default:
+		n.data = n.data[:size]
+	}
+	return nil
+}

@@ -13,7 +13,7 @@ srv=""
 trap '[ -n "$srv" ] && kill $srv 2>/dev/null; wait $srv 2>/dev/null; rm -rf "$B"' EXIT
 (cd "$repo" && go build -o "$B/lsmgo" ./server/cmd/lsmgo && go build -o "$B/lsmgo-bench" ./bench/cmd/lsmgo-bench) || exit 1
 (cd "$repo/bench-results/imgbed" && go run mkjpeg.go "$B/img.jpg") || exit 1
-"$B/lsmgo" serve --dir "$B/data" --addr 127.0.0.1:19001 --http $HTTP --images-upload-rate 0 --admin-token bench > "$B/out" 2> "$B/log" &
+"$B/lsmgo" serve --dir "$B/data" --addr 127.0.0.1:19001 --http $HTTP --images-upload-rate -1 --admin-token bench > "$B/out" 2> "$B/log" &
 srv=$!
 for _ in $(seq 100); do curl -s -o /dev/null "http://$HTTP/healthz" && break; sleep 0.1; done
 

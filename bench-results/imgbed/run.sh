@@ -51,7 +51,7 @@ wait_http() {
 start_lsmgo() {
   d=$(mktemp -d /tmp/imgbench-srv-XXXX)
   "$B/lsmgo" serve --dir "$d/data" --addr 127.0.0.1:19001 --http $HTTP --appendfsync "$FSYNC" \
-    --images-upload-rate 0 --admin-token bench > "$d/out" 2> "$d/log" &
+    --images-upload-rate -1 --admin-token bench > "$d/out" 2> "$d/log" &
   srvpid=$!; wait_http /healthz
 }
 start_reference() {

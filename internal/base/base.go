@@ -33,9 +33,16 @@ const (
 	// KindSetExpiry is a value whose first 8 bytes are its expiry time
 	// (little-endian Unix milliseconds) followed by the user value.
 	KindSetExpiry Kind = 2
+	// KindSetBlob is a value stored in a blob file: the entry's value is
+	// the encoded blob.Pointer to it.
+	KindSetBlob Kind = 3
+	// KindSetExpiryBlob is KindSetBlob with an expiry: the entry's value is
+	// the expiry time (as in KindSetExpiry) followed by the encoded
+	// pointer, so expiry is decided without reading the blob.
+	KindSetExpiryBlob Kind = 4
 	// KindMax is the largest valid kind; seeking with it finds the newest
 	// version at a sequence number.
-	KindMax Kind = 2
+	KindMax Kind = 4
 )
 
 // String names the kind for dumps and errors.
@@ -47,12 +54,24 @@ func (k Kind) String() string {
 		return "SET"
 	case KindSetExpiry:
 		return "SETEX"
+	case KindSetBlob:
+		return "SETBLOB"
+	case KindSetExpiryBlob:
+		return "SETEXBLOB"
 	}
 	return fmt.Sprintf("KIND(%d)", uint8(k))
 }
 
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool { return k <= KindMax }
+
+// HasExpiry reports whether entries of kind k begin their value with an
+// expiry time (ExpiryLen bytes).
+func (k Kind) HasExpiry() bool { return k == KindSetExpiry || k == KindSetExpiryBlob }
+
+// IsBlob reports whether entries of kind k hold a pointer to a value in a
+// blob file rather than the value itself.
+func (k Kind) IsBlob() bool { return k == KindSetBlob || k == KindSetExpiryBlob }
 
 // MakeTrailer packs a sequence number and kind.
 func MakeTrailer(seq SeqNum, kind Kind) uint64 { return uint64(seq)<<8 | uint64(kind) }

@@ -3,6 +3,7 @@ package batchrepr
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func TestReaderErrors(t *testing.T) {
 		{"delete has no value", cat(header(1), []byte{0, 1, 'k'}), ""},
 		{"count too high", cat(header(2), []byte{0, 1, 'k'}), "counts 2 records but holds 1"},
 		{"count too low", cat(header(0), []byte{0, 1, 'k'}), "after its 0 counted records"},
-		{"unknown kind", cat(header(1), []byte{3, 1, 'k'}), "unknown kind 3"},
+		{"unknown kind", cat(header(1), []byte{byte(base.KindMax) + 1, 1, 'k'}), fmt.Sprintf("unknown kind %d", base.KindMax+1)},
 		{"truncated key", cat(header(1), []byte{0, 5, 'k'}), "truncated"},
 		{"missing key length", cat(header(1), []byte{0}), "truncated"},
 		{"unterminated varint", cat(header(1), []byte{0, 0x80}), "truncated"},

@@ -17,7 +17,7 @@ import (
 // below j. Every reader sees the newest version of some stripe, so only the
 // newest version of each stripe is kept.
 //
-// A kept KindSetExpiry entry whose expiry is at or before the compaction's
+// A kept KindSetExpiry or KindSetExpiryBlob entry whose expiry is at or before the compaction's
 // clock is rewritten as a KindDelete with the same sequence number: readers
 // already treat it as absent, and the tombstone still hides older versions
 // below it. In a bottommost compaction nothing older exists below the
@@ -146,7 +146,7 @@ func (i *Iter) fill() bool {
 			continue
 		}
 		lastStripe = stripe
-		if k.Kind() == base.KindSetExpiry {
+		if k.Kind().HasExpiry() {
 			if exp, _, _ := base.DecodeExpiryValue(v); exp <= i.nowMs {
 				i.expired++
 				k.Trailer = base.MakeTrailer(k.Seq(), base.KindDelete)
@@ -195,7 +195,7 @@ func checkEntry(k base.InternalKey, v []byte) error {
 	switch {
 	case !k.Kind().Valid():
 		return base.Corruptf("", -1, "compaction input key %s has unknown kind", k)
-	case k.Kind() == base.KindSetExpiry && len(v) < base.ExpiryLen:
+	case k.Kind().HasExpiry() && len(v) < base.ExpiryLen:
 		return base.Corruptf("", -1, "compaction input key %s has a %d-byte value, too short for its expiry time", k, len(v))
 	}
 	return nil

@@ -25,6 +25,9 @@ type FileMetadata struct {
 	Smallest, Largest base.InternalKey
 	// SmallestSeq and LargestSeq bound the sequence numbers in the file.
 	SmallestSeq, LargestSeq base.SeqNum
+	// BlobRefs lists, by ascending blob file number, the value bytes the
+	// table's entries point to in each blob file (value separation).
+	BlobRefs []BlobRef
 	// Compacting marks a file chosen as a compaction input. It is guarded
 	// by the DB's mutex, not by this package, and never encoded.
 	Compacting bool
@@ -38,6 +41,13 @@ type FileMetadata struct {
 func (f *FileMetadata) String() string {
 	return fmt.Sprintf("%s:[%s-%s] size=%d seq=[%d,%d]",
 		base.MakeFilename(base.FileTypeTable, f.FileNum), f.Smallest, f.Largest, f.Size, f.SmallestSeq, f.LargestSeq)
+}
+
+// BlobRef is what one table refers to in one blob file: the total length
+// of the values its entries point to there.
+type BlobRef struct {
+	FileNum base.FileNum
+	Bytes   uint64
 }
 
 // DeletedFile names a file an edit removes from a level.
@@ -79,6 +89,9 @@ const (
 	tagLastSeq     = 3
 	tagDeletedFile = 4
 	tagNewFile     = 5
+	// tagBlobRefs follows a tagNewFile field of a table that points into
+	// blob files, and belongs to it.
+	tagBlobRefs = 6
 )
 
 // Encode returns the edit's encoding (see doc/parts/manifest.md).
@@ -110,6 +123,14 @@ func (e *VersionEdit) Encode() []byte {
 		b = m.Largest.Append(b)
 		b = binary.AppendUvarint(b, uint64(m.SmallestSeq))
 		b = binary.AppendUvarint(b, uint64(m.LargestSeq))
+		if len(m.BlobRefs) > 0 {
+			b = binary.AppendUvarint(b, tagBlobRefs)
+			b = binary.AppendUvarint(b, uint64(len(m.BlobRefs)))
+			for _, r := range m.BlobRefs {
+				b = binary.AppendUvarint(b, uint64(r.FileNum))
+				b = binary.AppendUvarint(b, r.Bytes)
+			}
+		}
 	}
 	return b
 }
@@ -175,7 +196,7 @@ func (e *VersionEdit) Decode(b []byte) error {
 		return fmt.Errorf("unsupported version edit format %d", b[0])
 	}
 	d := &editDecoder{b: b, off: 1}
-	var seen [tagNewFile + 1]bool
+	var seen [tagBlobRefs + 1]bool
 	for d.err == nil && d.off < len(b) {
 		tagOff := d.off
 		tag := d.uvarint("tag")
@@ -215,6 +236,23 @@ func (e *VersionEdit) Decode(b []byte) error {
 				}
 			}
 			e.NewFiles = append(e.NewFiles, NewFile{Level: level, Meta: m})
+		case tagBlobRefs:
+			if len(e.NewFiles) == 0 || e.NewFiles[len(e.NewFiles)-1].Meta.BlobRefs != nil {
+				return fmt.Errorf("blob references at byte %d follow no new file, or repeat", tagOff)
+			}
+			m := e.NewFiles[len(e.NewFiles)-1].Meta
+			n := d.uvarint("blob reference count")
+			if d.err == nil && (n == 0 || n > uint64(len(b)-d.off)/2) {
+				return fmt.Errorf("blob reference count %d at byte %d is out of range", n, tagOff)
+			}
+			m.BlobRefs = make([]BlobRef, 0, n)
+			for range n {
+				r := BlobRef{FileNum: base.FileNum(d.uvarint("blob file number")), Bytes: d.uvarint("blob bytes")}
+				if d.err == nil && (r.FileNum == 0 || len(m.BlobRefs) > 0 && r.FileNum <= m.BlobRefs[len(m.BlobRefs)-1].FileNum) {
+					return fmt.Errorf("blob reference to file %d at byte %d: file numbers must be nonzero and ascending", r.FileNum, tagOff)
+				}
+				m.BlobRefs = append(m.BlobRefs, r)
+			}
 		default:
 			return fmt.Errorf("unknown field tag %d at byte %d", tag, tagOff)
 		}

@@ -45,6 +45,13 @@ func randomEdit(rng *rand.Rand) *VersionEdit {
 		if rng.IntN(5) == 0 {
 			m.Smallest.UserKey = []byte{} // empty user keys are legal
 		}
+		if rng.IntN(3) == 0 {
+			blobNum := base.FileNum(0)
+			for range 1 + rng.IntN(3) {
+				blobNum += base.FileNum(1 + rng.Uint64N(50))
+				m.BlobRefs = append(m.BlobRefs, BlobRef{FileNum: blobNum, Bytes: rng.Uint64N(1 << 40)})
+			}
+		}
 		e.NewFiles = append(e.NewFiles, NewFile{Level: rng.IntN(NumLevels), Meta: m})
 	}
 	return e

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -222,9 +223,10 @@ func (vs *VersionSet) Current() *Version {
 // keeps the *FileMetadata already installed, so its reference count is not
 // split between two pointers.
 //
-// When writing or syncing fails the new Version is not installed, the
-// error is returned, and every later call returns it too: the manifest
-// may end in a partial record.
+// When writing or syncing fails the new Version is not installed and the
+// error is returned. Unless the error matches ErrNotLogged, every later
+// call returns it too: the manifest may end in a partial record, or in an
+// edit whose fsync failed (ResetWriteError clears it).
 func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 	vs.writeMu.Lock()
 	switch {
@@ -263,7 +265,17 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 		err = vs.appendEdit(edit)
 	}
 	if err != nil {
-		vs.writeErr = err
+		var nl *notLoggedError
+		if errors.As(err, &nl) {
+			// Nothing any Load could read changed; after a failed append
+			// the file's tail is torn, so the next edit starts a new
+			// manifest instead of writing after it.
+			if nl.torn {
+				vs.manifest = nil
+			}
+		} else {
+			vs.writeErr = err
+		}
 		vs.writeMu.Unlock()
 		return err
 	}
@@ -282,10 +294,12 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit) error {
 
 func (vs *VersionSet) appendEdit(edit *VersionEdit) error {
 	if err := vs.manifest.WriteRecord(edit.Encode()); err != nil {
-		return fmt.Errorf("manifest: writing edit: %w", err)
+		return &notLoggedError{err: fmt.Errorf("manifest: writing edit: %w", err), torn: true}
 	}
 	if err := vs.manifest.Flush(); err != nil {
-		return fmt.Errorf("manifest: writing edit: %w", err)
+		// A failed write leaves at most a prefix of the record, which
+		// Load takes for a torn tail: the edit is not logged.
+		return &notLoggedError{err: fmt.Errorf("manifest: writing edit: %w", err), torn: true}
 	}
 	if err := vs.manifestFile.Sync(); err != nil {
 		return fmt.Errorf("manifest: syncing: %w", err)
@@ -308,7 +322,7 @@ func (vs *VersionSet) writeSnapshot(files [NumLevels][]*FileMetadata, logNum bas
 	name := vs.path(base.MakeFilename(base.FileTypeManifest, num))
 	f, err := vs.fs.Create(name)
 	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
+		return &notLoggedError{err: fmt.Errorf("manifest: %w", err)}
 	}
 	w := record.NewWriter(f)
 	renamed, err := vs.initManifest(f, w, snap.Encode(), num)
@@ -318,6 +332,7 @@ func (vs *VersionSet) writeSnapshot(files [NumLevels][]*FileMetadata, logNum bas
 			// CURRENT still names the old manifest, so the new one is
 			// garbage; once renamed it may be the live one.
 			vs.fs.Remove(name)
+			return &notLoggedError{err: err}
 		}
 		return err
 	}
@@ -423,6 +438,24 @@ func (vs *VersionSet) LastSeq() base.SeqNum {
 // other MANIFEST file in the directory is obsolete.
 func (vs *VersionSet) ManifestFileNum() base.FileNum {
 	return base.FileNum(vs.manifestNum.Load())
+}
+
+// LiveBlobFiles returns the blob files that the tables of any live Version
+// point into.
+func (vs *VersionSet) LiveBlobFiles() map[base.FileNum]bool {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	live := make(map[base.FileNum]bool)
+	for v := vs.live.next; v != &vs.live; v = v.next {
+		for _, files := range v.Files {
+			for _, f := range files {
+				for _, r := range f.BlobRefs {
+					live[r.FileNum] = true
+				}
+			}
+		}
+	}
+	return live
 }
 
 // LiveFiles returns the table files referenced by any live Version.
@@ -558,7 +591,8 @@ func (b *builder) apply(e *VersionEdit) error {
 
 func sameFile(a, b *FileMetadata) bool {
 	return a.Size == b.Size && a.SmallestSeq == b.SmallestSeq && a.LargestSeq == b.LargestSeq &&
-		base.CompareInternal(a.Smallest, b.Smallest) == 0 && base.CompareInternal(a.Largest, b.Largest) == 0
+		base.CompareInternal(a.Smallest, b.Smallest) == 0 && base.CompareInternal(a.Largest, b.Largest) == 0 &&
+		slices.Equal(a.BlobRefs, b.BlobRefs)
 }
 
 // levels returns the accumulated files in Version order.
@@ -578,4 +612,36 @@ func (b *builder) levels() [NumLevels][]*FileMetadata {
 		})
 	}
 	return out
+}
+
+// ErrNotLogged is matched by a LogAndApply error after which the edit is
+// certainly in no manifest a later Load reads: the write failed before
+// anything it wrote could be taken for the edit (a torn record, or a new
+// manifest that CURRENT never named). The caller may then delete the
+// files the edit would have added, and retry. Such a failure is not
+// sticky; any other is, because after it the manifest's state is unknown
+// (see ResetWriteError).
+var ErrNotLogged = errors.New("manifest: edit not logged")
+
+// notLoggedError wraps a failure that matches ErrNotLogged; torn says the
+// current manifest's tail may hold a prefix of the record.
+type notLoggedError struct {
+	err  error
+	torn bool
+}
+
+func (e *notLoggedError) Error() string   { return e.err.Error() }
+func (e *notLoggedError) Unwrap() []error { return []error{ErrNotLogged, e.err} }
+
+// ResetWriteError clears a sticky write error and makes the next
+// LogAndApply write the whole current version into a new manifest and
+// point CURRENT at it, so nothing depends on the old manifest's unknown
+// tail. It is for DB.Resume, after the operator has dealt with the cause.
+func (vs *VersionSet) ResetWriteError() {
+	vs.writeMu.Lock()
+	defer vs.writeMu.Unlock()
+	if vs.writeErr != nil {
+		vs.writeErr = nil
+		vs.manifest = nil
+	}
 }

@@ -444,3 +444,51 @@ func (r *Reader) indexHandle(index *blockIter) (blockHandle, error) {
 // Close closes the file. Iterators must be closed first, and no Get may
 // be running.
 func (r *Reader) Close() error { return r.f.Close() }
+
+// Salvage reads each data block on its own, bypassing the cache, and calls
+// fn with the entries of every block that reads intact, in key order. A
+// damaged block is skipped whole: its checksum no longer vouches for any
+// of its bytes. It returns how many blocks it skipped and the error of the
+// first; err is fn's error, which stops it. The index comes from
+// NewReader, so a table whose footer or index is damaged cannot be
+// salvaged this way (NewReader fails). key and value are valid only
+// during the call.
+func (r *Reader) Salvage(fn func(key base.InternalKey, value []byte) error) (skipped int, first, err error) {
+	var data blockIter
+	var prev, last []byte
+	for k := range r.index.len() {
+		h := r.index.handles[k]
+		b, berr := r.readStructuredBlock(h, "data", nil)
+		if berr == nil {
+			data.init(b, r.opts.FileName, h.offset)
+			// A block is taken only if all of it decodes, in order and
+			// after every key taken so far.
+			last = append(last[:0], prev...)
+			for ok := data.first(); ok; ok = data.nextEntry() {
+				if _, ok := base.DecodeInternalKey(data.key); !ok || (len(last) > 0 && base.CompareEncoded(last, data.key) >= 0) {
+					berr = r.corrupt(h.offset, "bad or out-of-order key in a data block")
+					break
+				}
+				last = append(last[:0], data.key...)
+			}
+			if berr == nil {
+				berr = data.err
+			}
+		}
+		if berr != nil {
+			if skipped == 0 {
+				first = berr
+			}
+			skipped++
+			continue
+		}
+		for ok := data.first(); ok; ok = data.nextEntry() {
+			ik, _ := base.DecodeInternalKey(data.key)
+			if err := fn(ik, data.val); err != nil {
+				return skipped, first, err
+			}
+			prev = append(prev[:0], data.key...)
+		}
+	}
+	return skipped, first, nil
+}

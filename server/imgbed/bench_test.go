@@ -111,3 +111,16 @@ func BenchmarkGet(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkThumbnail12MP renders a 256-pixel-wide JPEG thumbnail of a
+// 4000×3000 JPEG photo-like gradient, with the renderer of the build
+// (pure Go by default, libvips with -tags vips).
+func BenchmarkThumbnail12MP(b *testing.B) {
+	jpg := encodeJPEG(b, gradient(4000, 3000))
+	b.SetBytes(int64(len(jpg)))
+	for b.Loop() {
+		if _, _, _, err := renderThumb(bytes.NewReader(jpg), formatJPEG.mime(), formatJPEG, 256); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

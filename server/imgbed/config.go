@@ -14,6 +14,7 @@ const (
 	DefaultMaxConcurrentUploads = 64
 	DefaultChunkSize            = 256 << 10
 	DefaultReadIdleTimeout      = 30 * time.Second
+	DefaultWriteIdleTimeout     = 30 * time.Second
 	DefaultUploadTimeout        = 5 * time.Minute
 	DefaultUploadRate           = 5 // uploads per second per client
 	DefaultUploadBurst          = 20
@@ -89,6 +90,10 @@ type Config struct {
 	// UploadTimeout bounds a whole upload. Slow clients get 408.
 	ReadIdleTimeout time.Duration
 	UploadTimeout   time.Duration
+	// WriteIdleTimeout bounds the wait for each write of a response, so a
+	// client that stops reading a download is cut off instead of holding
+	// its connection and buffers forever; default 30 s.
+	WriteIdleTimeout time.Duration
 	// Registerer receives the host's Prometheus metrics; nil registers
 	// nothing.
 	Registerer prometheus.Registerer
@@ -112,6 +117,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReadIdleTimeout <= 0 {
 		c.ReadIdleTimeout = DefaultReadIdleTimeout
+	}
+	if c.WriteIdleTimeout <= 0 {
+		c.WriteIdleTimeout = DefaultWriteIdleTimeout
 	}
 	if c.UploadTimeout <= 0 {
 		c.UploadTimeout = DefaultUploadTimeout

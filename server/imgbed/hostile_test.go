@@ -8,7 +8,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"image"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -280,5 +282,44 @@ func TestShareXRequest(t *testing.T) {
 	r := decodeResponse(t, out)
 	if resp.StatusCode != 201 || r.Data.OriginName != "Xc7ZbG2.png" || r.Data.Links.ThumbnailURL == "" || r.Data.Links.DeleteURL == "" {
 		t.Fatalf("ShareX upload: %d %s", resp.StatusCode, out)
+	}
+}
+
+// TestStalledDownload stops reading a large download: the server closes
+// the connection after the write idle timeout instead of waiting forever.
+func TestStalledDownload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("encodes a large image")
+	}
+	th := newTestHost(t, Config{WriteIdleTimeout: 200 * time.Millisecond})
+	img := image.NewNRGBA(image.Rect(0, 0, 1400, 1100))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(rng.Uint32()) // noise: about 6 MB of PNG
+	}
+	status, r := th.uploadRaw(t, encodePNG(t, img), "image/png")
+	if status != 201 {
+		t.Fatalf("upload: %d", status)
+	}
+	closed := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(th.Handler())
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.DialTCP("tcp", nil, srv.Listener.Addr().(*net.TCPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadBuffer(4096) // and never read
+	fmt.Fprintf(conn, "GET /i/%s HTTP/1.1\r\nHost: x\r\n\r\n", r.Data.Name)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still waits on a client that stopped reading")
 	}
 }

@@ -20,9 +20,6 @@ import (
 // with its bytes, every acknowledged delete is gone, and Check finds no
 // half image or stray chunk.
 func TestKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKill9Child$", "-test.v")
 	cmd.Env = append(os.Environ(), "IMGBED_KILL_DIR="+dir)

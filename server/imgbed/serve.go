@@ -1,6 +1,7 @@
 package imgbed
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -72,11 +73,16 @@ func parseFile(file string) (id, ext string, ok bool) {
 	return id, ext, ok && validID(id) && ext != ""
 }
 
-// lookup reads the record of id through snap, checking the extension the
+// getter is what point reads go through: the DB or a Snapshot.
+type getter interface {
+	Get(key []byte) ([]byte, error)
+}
+
+// lookup reads the record of id through g, checking the extension the
 // link carries.
-func lookup(snap *lsmgo.Snapshot, id, ext string) (*record, error) {
+func lookup(g getter, id, ext string) (*record, error) {
 	var rec record
-	if err := getJSON(snap, imageKey(id), &rec, "image record"); err != nil {
+	if err := getJSON(g, imageKey(id), &rec, "image record"); err != nil {
 		return nil, err
 	}
 	if ext != "" && ext != rec.Ext && !(rec.Ext == "jpg" && ext == "jpeg") {
@@ -95,32 +101,81 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errNotFound)
 		return
 	}
-	snap := h.st.db.NewSnapshot()
-	defer snap.Close()
-	rec, err := lookup(snap, id, ext)
+	rec, err := lookup(h.st.db, id, ext)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
+	h.serveBlob(w, r, blobKey(rec.Sum), rec.Sum, rec.Sum.String(), time.Unix(0, rec.Created))
+}
+
+// serveBlob sends the blob whose metadata is at metaKey, with its
+// validators; http.ServeContent answers Range, If-None-Match (304),
+// If-Modified-Since and HEAD.
+//
+// A one-chunk blob (most images and every thumbnail) is read at once,
+// straight from the DB: a delete racing with it makes it not found before
+// any header is sent. A larger blob is read through a snapshot, in which
+// its metadata is read again, so a racing delete never truncates it.
+// Snapshots take the engine's lock, which the common case thus avoids.
+func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte, s sum, etag string, modified time.Time) {
 	var meta blobMeta
-	if err := getJSON(snap, blobKey(rec.Sum), &meta, "blob metadata"); err != nil {
+	if err := getJSON(h.st.db, metaKey, &meta, "blob metadata"); err != nil {
 		h.fail(w, err)
 		return
 	}
-	h.serveBlob(w, r, snap, rec.Sum, meta, rec.Sum.String(), time.Unix(0, rec.Created))
-}
-
-// serveBlob sends a stored blob with its validators; http.ServeContent
-// answers Range, If-None-Match (304), If-Modified-Since and HEAD.
-func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, snap *lsmgo.Snapshot, s sum, meta blobMeta, etag string, modified time.Time) {
+	var content io.ReadSeeker
+	if meta.chunks() <= 1 {
+		data, err := h.st.db.Get(chunkKey(s, meta.Gen, 0))
+		if errors.Is(err, lsmgo.ErrNotFound) && meta.Size == 0 {
+			err = nil
+		}
+		if err != nil {
+			h.fail(w, missing(err))
+			return
+		}
+		content = bytes.NewReader(data)
+	} else {
+		snap := h.st.db.NewSnapshot()
+		defer snap.Close()
+		var again blobMeta
+		if err := getJSON(snap, metaKey, &again, "blob metadata"); err != nil || again.Gen != meta.Gen {
+			h.fail(w, errNotFound)
+			return
+		}
+		content = newChunkReader(snap, s, meta)
+	}
 	hd := w.Header()
 	hd.Set("Content-Type", meta.Mime)
 	hd.Set("ETag", `"`+etag+`"`)
 	hd.Set("Cache-Control", immutable)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", "default-src 'none'")
-	http.ServeContent(w, r, "", modified, newChunkReader(snap, s, meta))
+	http.ServeContent(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: h.cfg.WriteIdleTimeout}, r, "", modified, content)
 	h.metrics.served.Inc()
+}
+
+// deadlineWriter gives every write of a response its own deadline, so a
+// download may take as long as it needs while the client keeps reading.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	// An error means the ResponseWriter cannot set deadlines (a test
+	// recorder); the server's own timeouts are all there is then.
+	d.rc.SetWriteDeadline(time.Now().Add(d.idle))
+	return d.ResponseWriter.Write(p)
+}
+
+// missing maps a chunk that vanished with its blob to not found.
+func missing(err error) error {
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		return errNotFound
+	}
+	return err
 }
 
 // deleteTokenOK reports whether token is rec's delete token.

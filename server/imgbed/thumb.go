@@ -1,24 +1,13 @@
 package imgbed
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"image"
-	"image/draw"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/gen2brain/webp"
-	xdraw "golang.org/x/image/draw"
-	xwebp "golang.org/x/image/webp"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -107,9 +96,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errBadWidth)
 		return
 	}
-	snap := h.st.db.NewSnapshot()
-	defer func() { snap.Close() }()
-	rec, err := lookup(snap, id, "")
+	rec, err := lookup(h.st.db, id, "")
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -123,26 +110,21 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Vary", "Accept")
 	}
 	k := thumbKey(rec.Sum, f, width)
-	var meta blobMeta
-	err = getJSON(snap, k, &meta, "thumbnail metadata")
-	if err == errNotFound {
-		if err = h.thumbs.make(snap, rec, f, width, k); err == nil {
-			snap.Close()
-			snap = h.st.db.NewSnapshot()
-			err = getJSON(snap, k, &meta, "thumbnail metadata")
-		}
+	_, err = h.st.db.Get(k)
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		err = h.thumbs.make(rec, f, width, k)
 	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	etag := fmt.Sprintf("%v-%s%d", rec.Sum, f.ext(), width)
-	h.serveBlob(w, r, snap, rec.Sum, meta, etag, time.Unix(0, rec.Created))
+	h.serveBlob(w, r, k, rec.Sum, etag, time.Unix(0, rec.Created))
 }
 
 // make renders and stores the thumbnail k unless another request is doing
 // it, in which case it waits for that one.
-func (t *thumbnailer) make(snap *lsmgo.Snapshot, rec *record, f format, width int, k []byte) error {
+func (t *thumbnailer) make(rec *record, f format, width int, k []byte) error {
 	t.mu.Lock()
 	if r := t.inflight[string(k)]; r != nil {
 		t.mu.Unlock()
@@ -161,6 +143,8 @@ func (t *thumbnailer) make(snap *lsmgo.Snapshot, rec *record, f format, width in
 	t.slots <- struct{}{}
 	defer func() { <-t.slots }()
 	start := time.Now()
+	snap := t.h.st.db.NewSnapshot()
+	defer snap.Close()
 	var meta blobMeta
 	if r.err = getJSON(snap, blobKey(rec.Sum), &meta, "blob metadata"); r.err != nil {
 		return r.err
@@ -177,103 +161,4 @@ func (t *thumbnailer) make(snap *lsmgo.Snapshot, rec *record, f format, width in
 	t.h.metrics.thumbsMade.Inc()
 	t.h.metrics.thumbSeconds.Observe(time.Since(start).Seconds())
 	return nil
-}
-
-// renderThumb decodes the original in src, scales it to width (never up),
-// applies its EXIF orientation and encodes it as f.
-func renderThumb(src io.Reader, mime string, f format, width int) (data []byte, w, h int, err error) {
-	orient := 1
-	if mime == formatJPEG.mime() {
-		head := make([]byte, exifHeadLen)
-		n, err := io.ReadFull(src, head)
-		if err != nil && err != io.ErrUnexpectedEOF {
-			return nil, 0, 0, err
-		}
-		head = head[:n]
-		orient, _ = exifInfo(head, false)
-		src = io.MultiReader(bytes.NewReader(head), src)
-	}
-	img, err := decodeImage(mime, src)
-	if err != nil {
-		return nil, 0, 0, invalid("cannot decode the original: %v", err)
-	}
-	b := img.Bounds()
-	sw, sh := b.Dx(), b.Dy()
-	if orient >= 5 { // a quarter turn: the displayed width is the source height
-		sw, sh = sh, sw
-	}
-	w = min(width, sw)
-	h = max(1, int(int64(sh)*int64(w)/int64(sw)))
-	// Scale in source orientation, then turn: scaling is the expensive
-	// part and the turn is cheaper on fewer pixels.
-	dw, dh := w, h
-	if orient >= 5 {
-		dw, dh = h, w
-	}
-	dst := image.NewNRGBA(image.Rect(0, 0, dw, dh))
-	xdraw.CatmullRom.Scale(dst, dst.Bounds(), img, b, draw.Src, nil)
-	out := orientImage(dst, orient)
-	var buf bytes.Buffer
-	switch f {
-	case formatJPEG:
-		err = jpeg.Encode(&buf, out, &jpeg.Options{Quality: 85})
-	case formatPNG:
-		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, out)
-	case formatWebP:
-		err = webp.Encode(&buf, out, webp.Options{Quality: 80, Method: 4})
-	default:
-		err = errors.New("imgbed: no encoder")
-	}
-	return buf.Bytes(), w, h, err
-}
-
-func decodeImage(mime string, r io.Reader) (image.Image, error) {
-	switch mime {
-	case formatJPEG.mime():
-		return jpeg.Decode(r)
-	case formatPNG.mime():
-		return png.Decode(r)
-	case formatGIF.mime():
-		return gif.Decode(r) // the first frame
-	case formatWebP.mime():
-		return xwebp.Decode(r)
-	}
-	return nil, errors.New("unsupported type")
-}
-
-// orientImage turns src as EXIF orientation o says, so that it shows
-// upright: 2 mirrors, 3 turns half, 4 flips, 5-8 transpose then as 1-4.
-func orientImage(src *image.NRGBA, o int) *image.NRGBA {
-	if o <= 1 || o > 8 {
-		return src
-	}
-	sw, sh := src.Rect.Dx(), src.Rect.Dy()
-	dw, dh := sw, sh
-	if o >= 5 {
-		dw, dh = sh, sw
-	}
-	dst := image.NewNRGBA(image.Rect(0, 0, dw, dh))
-	for y := 0; y < sh; y++ {
-		for x := 0; x < sw; x++ {
-			var dx, dy int
-			switch o {
-			case 2:
-				dx, dy = sw-1-x, y
-			case 3:
-				dx, dy = sw-1-x, sh-1-y
-			case 4:
-				dx, dy = x, sh-1-y
-			case 5:
-				dx, dy = y, x
-			case 6:
-				dx, dy = sh-1-y, x
-			case 7:
-				dx, dy = sh-1-y, sw-1-x
-			case 8:
-				dx, dy = y, sw-1-x
-			}
-			copy(dst.Pix[dy*dst.Stride+dx*4:dy*dst.Stride+dx*4+4], src.Pix[y*src.Stride+x*4:])
-		}
-	}
-	return dst
 }

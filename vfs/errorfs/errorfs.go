@@ -50,6 +50,8 @@ const (
 	OpStat
 	// OpLock is FS.Lock.
 	OpLock
+	// OpTruncate is vfs.Truncater's Truncate.
+	OpTruncate
 )
 
 var opNames = [...]string{
@@ -66,6 +68,7 @@ var opNames = [...]string{
 	OpList:     "list",
 	OpStat:     "stat",
 	OpLock:     "lock",
+	OpTruncate: "truncate",
 }
 
 // String returns the operation's lower-case name.
@@ -210,6 +213,20 @@ func (e *errorFS) Lock(name string) (io.Closer, error) {
 }
 
 func (e *errorFS) PathJoin(elem ...string) string { return e.fs.PathJoin(elem...) }
+
+// Truncate passes vfs.Truncater through, as OpTruncate.
+func (e *errorFS) Truncate(name string, size int64) error {
+	if err := maybeError(e.inj, OpTruncate, name); err != nil {
+		return err
+	}
+	return vfs.Truncate(e.fs, name, size)
+}
+
+// DiskUsage passes vfs.DiskUsager through; it is a query, so no fault is
+// injected into it.
+func (e *errorFS) DiskUsage(dir string) (free, total uint64, err error) {
+	return vfs.DiskUsage(e.fs, dir)
+}
 
 // errorFile is a file opened through an errorFS.
 type errorFile struct {

@@ -1,0 +1,53 @@
+//go:build vips
+
+package imgbed
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/davidbyttow/govips/v2/vips"
+)
+
+var vipsStartup sync.Once
+
+// renderThumb renders with libvips in-process (build tag vips; needs
+// Debian's libvips-dev and cgo). vips_thumbnail decodes JPEGs at a reduced
+// scale (shrink-on-load), which pure Go cannot, and applies the EXIF
+// orientation itself. No converter process is started.
+func renderThumb(src io.Reader, _ string, f format, width int) (data []byte, w, h int, err error) {
+	vipsStartup.Do(func() {
+		vips.LoggingSettings(nil, vips.LogLevelWarning)
+		vips.Startup(&vips.Config{ConcurrencyLevel: 1})
+	})
+	buf, err := io.ReadAll(src) // at most MaxBytes: the original was checked
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	// A box maxRatio times as high as wide leaves the width in charge;
+	// SizeDown never enlarges.
+	const maxRatio = 100
+	img, err := vips.NewThumbnailWithSizeFromBuffer(buf, width, width*maxRatio, vips.InterestingNone, vips.SizeDown)
+	if err != nil {
+		return nil, 0, 0, invalid("cannot decode the original: %v", err)
+	}
+	defer img.Close()
+	switch f {
+	case formatJPEG:
+		p := vips.NewJpegExportParams()
+		p.Quality, p.StripMetadata = 85, true
+		data, _, err = img.ExportJpeg(p)
+	case formatPNG:
+		p := vips.NewPngExportParams()
+		p.StripMetadata, p.Compression = true, 1
+		data, _, err = img.ExportPng(p)
+	case formatWebP:
+		p := vips.NewWebpExportParams()
+		p.Quality, p.StripMetadata = 80, true
+		data, _, err = img.ExportWebp(p)
+	default:
+		err = fmt.Errorf("imgbed: no encoder for %v", f.ext())
+	}
+	return data, img.Width(), img.Height(), err
+}
