@@ -145,8 +145,10 @@ func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (boo
 	return ok, err
 }
 
-// maxString is the longest string the engine stores at userKey: its limit
-// on one entry, less the engine key's prefix byte and the value's header.
+// maxString is the longest string the server stores at userKey: the
+// engine's limit on one entry stored in the tree, less the engine key's
+// prefix byte and the value's header. (Value separation lets the engine
+// take larger values; Redis' 512 MiB bound keeps the server below it.)
 // Every string write checks it before the write reaches a batch, so that
 // no command the server accepted fails in the engine (and one oversized
 // SET cannot fail a batch of pipelined ones).

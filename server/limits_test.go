@@ -42,12 +42,19 @@ func TestStringLimitFromEngine(t *testing.T) {
 		t.Fatalf("after restart: %q, %v", v, err)
 	}
 
-	// maxString is exactly the engine's limit: one byte more and the
-	// engine refuses the entry the keyspace would write (prefixed key,
-	// header byte, payload). The value's pages are never touched: the
-	// engine refuses before copying it.
+	// maxString is exactly the engine's limit for a value stored in the
+	// tree: one byte more and an engine without value separation refuses
+	// the entry the keyspace would write (prefixed key, header byte,
+	// payload). Separation only raises the engine's limit, so the server's
+	// holds whatever the DB's ValueThreshold. The value's pages are never
+	// touched: the engine refuses before copying it.
+	db, err := lsmgo.Open(t.TempDir(), &lsmgo.Options{ValueThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	key := []byte("sr")
-	b := s2.ks.newBatch()
+	b := db.NewBatch()
 	b.Set(dataKey(nil, key), make([]byte, 1+s.ks.maxString(key)+1))
 	if err := b.Err(); !errors.Is(err, lsmgo.ErrValueTooLarge) {
 		t.Fatalf("engine accepted a string one byte over maxString: %v", err)
