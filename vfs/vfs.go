@@ -58,7 +58,7 @@ type FS interface {
 
 // ErrLocked is matched (errors.Is) by Lock's error when another holder has
 // the lock, as opposed to a lock file that cannot be opened at all.
-var ErrLocked = errors.New("held by another holder")
+var ErrLocked = errors.New("lock held")
 
 // Default is the operating system's filesystem.
 var Default FS = osFS{}
