@@ -136,9 +136,45 @@ func (b *blobFiles) separate(batch *Batch) (repr []byte, pinned []base.FileNum, 
 	}
 	if err != nil {
 		b.unpin(pinned)
+		if base.IsNoSpace(err) {
+			return nil, nil, b.abandonActive(err)
+		}
 		return nil, nil, err
 	}
 	return repr, pinned, nil
+}
+
+// abandonActive handles a blob write that failed for lack of space, as
+// the WAL handles one (doc/durability.md): the batch was never
+// acknowledged, so the partial record is cut off the active file, which
+// is synced (it holds acknowledged values) and retired; the next write
+// starts a new file once space is back. A failed fsync, or an FS that
+// cannot cut the file, leaves the error as it is: the DB turns read-only.
+// appendMu is held.
+func (b *blobFiles) abandonActive(cause error) error {
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock()
+	if b.syncErr != nil {
+		return b.syncErr
+	}
+	a := b.active
+	if a == nil {
+		// Creating the next file failed: nothing was written.
+		return &noSpaceError{cause}
+	}
+	if err := vfs.Truncate(b.fs, b.path(a.num), a.handed); err != nil {
+		return errors.Join(cause, err)
+	}
+	if err := b.syncLocked(); err != nil {
+		return err
+	}
+	b.active = nil
+	// The writer's error is sticky and its file already cut: only the
+	// handle is left to release.
+	a.file.Close()
+	b.setSize(a.num, a.handed)
+	b.unpin([]base.FileNum{a.num})
+	return &noSpaceError{cause}
 }
 
 // flushActive hands what the active file's writer buffers to the OS and

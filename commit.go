@@ -104,7 +104,13 @@ func (db *DB) writeBlobs(b *Batch) ([]byte, []base.FileNum, error) {
 		return nil, nil, err
 	}
 	repr, pinned, err := db.blobs.separate(b)
-	if err != nil && !errors.Is(err, ErrClosed) {
+	var noSpace *noSpaceError
+	switch {
+	case err == nil, errors.Is(err, ErrClosed):
+	case errors.As(err, &noSpace):
+		// Only this batch failed, and nothing of it is visible.
+		db.m.noSpaceWrites.Add(1)
+	default:
 		db.mu.Lock()
 		db.setBackgroundErrorLocked(err)
 		err = db.mu.bgErr

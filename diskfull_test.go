@@ -447,3 +447,68 @@ func memUsed(mem *vfs.MemFS) int64 {
 	mem.SetCapacity(0)
 	return huge - int64(free)
 }
+
+// TestDiskFullBlobHeals fills the disk with separated values: a blob
+// write that fails for lack of space fails only its batch, like a WAL
+// write, and the DB does not turn read-only; once space is freed, writes
+// resume in a new blob file, and after a crash every acknowledged value
+// is there.
+func TestDiskFullBlobHeals(t *testing.T) {
+	for _, sync := range []SyncMode{SyncAlways, SyncNone} {
+		t.Run(sync.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			mem.SetCapacity(600 << 10)
+			rng := rand.New(rand.NewPCG(5, 6))
+			opts := diskFullOptions(mem, sync)
+			opts.ValueThreshold = 1024
+			db, err := Open("/db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			acked := map[string][]byte{}
+			for i := 0; ; i++ {
+				k, v := fmt.Sprintf("b%06d", i), incompressible(rng, 8<<10)
+				err := db.Set([]byte(k), v, nil)
+				if err != nil {
+					if !errors.Is(err, ErrNoSpace) || errors.Is(err, ErrReadOnly) {
+						t.Fatalf("write %d on a full disk: %v; want ErrNoSpace and not ErrReadOnly", i, err)
+					}
+					break
+				}
+				acked[k] = v
+				if i > 10000 {
+					t.Fatal("the disk never filled up")
+				}
+			}
+			if len(acked) < 10 {
+				t.Fatalf("only %d values fit", len(acked))
+			}
+			if m := db.Metrics(); m.ReadOnly || m.Blob.Files == 0 {
+				t.Fatalf("after a failed blob write: read-only %v, %d blob files", m.ReadOnly, m.Blob.Files)
+			}
+			checkKeys(t, db, acked)
+			mem.SetCapacity(8 << 20)
+			healed := incompressible(rng, 8<<10)
+			setEventually(t, db, []byte("healed"), healed)
+			acked["healed"] = healed
+			if err := db.Flush(); err != nil {
+				t.Fatalf("Flush once space is back: %v", err)
+			}
+			img := mem.CrashClone()
+			img.SetCapacity(0)
+			db2, err := Open("/db", diskFullOptions(img, sync))
+			if err != nil {
+				t.Fatalf("reopen after the crash: %v", err)
+			}
+			checkKeys(t, db2, acked)
+			if err := db2.Close(); err != nil {
+				t.Fatal(err)
+			}
+			report, err := Check("/db", &Options{FS: img})
+			if err != nil || !report.OK() {
+				t.Fatalf("Check after the crash: %v %v", err, report)
+			}
+		})
+	}
+}
