@@ -28,10 +28,10 @@ import (
 // The tests here put three `lsmgo serve` behind twemproxy (nutcracker), the
 // set-up doc/scale-out.md describes, and check what that document promises.
 
-// shardNames are the server names in the proxy's configuration. Ketama
-// places keys by name, not by address, so a shard keeps its keys when it
-// moves to another host:port.
-var shardNames = []string{"shard1", "shard2", "shard3"}
+// shardNames are the server names in the proxy's configuration, the
+// fourth for the shard added later. Ketama places keys by name, not by
+// address, so a shard keeps its keys when it moves to another host:port.
+var shardNames = []string{"shard1", "shard2", "shard3", "shard4"}
 
 // proxy is a running nutcracker in front of some shards.
 type proxy struct {
@@ -246,7 +246,7 @@ func TestShardsBehindTwemproxy(t *testing.T) {
 	ctx := context.Background()
 	var shards []*child
 	var addrs []string
-	for range shardNames {
+	for range 3 {
 		c := startChild(t, "--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http", "", "--loglevel", "warning")
 		shards = append(shards, c)
 		addrs = append(addrs, c.addr)
@@ -269,7 +269,7 @@ func TestShardsBehindTwemproxy(t *testing.T) {
 	})
 
 	// Keys written through the proxy, some sharing a hash tag.
-	ring := newKetama(shardNames)
+	ring := newKetama(shardNames[:3])
 	var keys []string
 	for i := range 300 {
 		keys = append(keys, fmt.Sprintf("key:%d", i))
@@ -329,6 +329,38 @@ func TestShardsBehindTwemproxy(t *testing.T) {
 			}
 		}
 		placement(t)
+	})
+
+	t.Run("AddedShardTakesOnlyMovedKeys", func(t *testing.T) {
+		// doc/scale-out.md: a fourth named server takes about a quarter
+		// of the keys from the others and moves nothing among them, and
+		// the proxy does not copy data: until the moved keys are copied
+		// to the new shard, reads of them miss.
+		extra := startChild(t, "--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http", "", "--loglevel", "warning")
+		p4 := startProxy(t, bin, t.TempDir(), append(addrs[:3:3], extra.addr))
+		c4 := newClient(t, p4.addr)
+		ring4 := newKetama(shardNames)
+		moved := 0
+		for _, k := range keys {
+			v, err := c4.Get(ctx, k).Result()
+			switch before, after := ring.shard(k), ring4.shard(k); {
+			case after == before:
+				if err != nil || v != "v-"+k {
+					t.Errorf("GET %s, which stays on %s: %q, %v", k, shardNames[after], v, err)
+				}
+			case after != 3:
+				t.Errorf("%s moves from %s to %s, not to the new shard", k, shardNames[before], shardNames[after])
+			default:
+				moved++
+				if !errors.Is(err, redis.Nil) {
+					t.Errorf("GET %s, moved to the empty new shard: %q, %v", k, v, err)
+				}
+			}
+		}
+		if moved < len(keys)/10 || moved > len(keys)/2 {
+			t.Errorf("%d of %d keys moved to the fourth shard", moved, len(keys))
+		}
+		t.Logf("adding %s moved %d of %d keys", shardNames[3], moved, len(keys))
 	})
 
 	t.Run("UnsupportedCommandsRefused", func(t *testing.T) {
@@ -453,6 +485,8 @@ func proxyScript() []scriptStep {
 	add(exact, "EXISTS", "m5")
 	add(exact, "EXISTS", "missing")
 	add(exact, del...)
+	add(exact, mget...)
+	add(exact, "UNLINK", "m1", "m3", "m5", "m7", "missing")
 	add(exact, mget...)
 	add(exact, "SETEX", "e1", "100", "v")
 	add(within(1), "TTL", "e1")
