@@ -239,8 +239,9 @@ func (k *ketama) shard(key string) int {
 // front of them, on loopback, and checks what doc/scale-out.md says: the
 // commands the proxy forwards reply as one server would, every key lives
 // on the one shard ketama names (and stays there across a proxy restart),
-// the commands the document lists as unsupported are refused, and a killed
-// shard fails only its own keys.
+// a fourth shard takes only the keys ketama moves to it (and nutcracker
+// copies none), the commands the document lists as unsupported are
+// refused, and a killed shard fails only its own keys.
 func TestShardsBehindTwemproxy(t *testing.T) {
 	bin := needNutcracker(t)
 	ctx := context.Background()
@@ -251,8 +252,7 @@ func TestShardsBehindTwemproxy(t *testing.T) {
 		shards = append(shards, c)
 		addrs = append(addrs, c.addr)
 	}
-	dir := t.TempDir()
-	p := startProxy(t, bin, dir, addrs)
+	p := startProxy(t, bin, t.TempDir(), addrs)
 	pc := newClient(t, p.addr)
 
 	t.Run("SameRepliesAsOneServer", func(t *testing.T) {
