@@ -29,6 +29,8 @@ type fakeServer struct {
 	password string
 	// failSets makes every SET answer an error reply.
 	failSets bool
+	// closeOnInfo makes INFO close the connection, as twemproxy does.
+	closeOnInfo bool
 	// hold, when set, delays every GET and SET reply until it is closed.
 	hold <-chan struct{}
 
@@ -104,6 +106,9 @@ func (s *fakeServer) serve(nc net.Conn) {
 			}
 		case !authed:
 			w.Error("NOAUTH Authentication required.")
+		case cmd == "INFO" && s.closeOnInfo:
+			s.mu.Unlock()
+			return
 		case cmd == "INFO":
 			w.BulkString("# Server\r\nredis_version:7.0.99\r\nprocess_id:" + strconv.Itoa(os.Getpid()) + "\r\n")
 		case cmd == "GET":
@@ -188,6 +193,21 @@ func TestClientRequestsExactCount(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "lsmgo-bench client mode: addr=") || strings.Count(out.String(), "getset") != 2 {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// TestClientBehindProxy loads a server that, like twemproxy, closes the
+// connection on INFO: the target is unknown and the load runs.
+func TestClientBehindProxy(t *testing.T) {
+	srv := startFakeServer(t, func(s *fakeServer) { s.closeOnInfo = true })
+	cfg := testClientConfig(srv.ln.Addr().String())
+	cfg.Duration, cfg.Requests = 0, 200
+	rep, err := RunClient(cfg, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Target.Name != "unknown" || rep.Results[0].Error != "" || rep.Results[0].Ops != 200 {
+		t.Errorf("target %+v, row %+v", rep.Target, rep.Results[0])
 	}
 }
 
