@@ -144,6 +144,20 @@ func (b *Batch) withPointers(add func(key, value []byte) (blob.Pointer, error)) 
 	}
 }
 
+// MaxValueLen is the longest value a write with a key of keyLen bytes may
+// carry in this DB: MaxValueSize when values are separated
+// (Options.ValueThreshold) and the key leaves room for a pointer, else
+// what MaxEntrySize leaves beside the key. A server built on the engine
+// derives its own limits from it, so that nothing it accepts is refused
+// here.
+func (db *DB) MaxValueLen(keyLen int) int64 {
+	inline := int64(MaxEntrySize - keyLen)
+	if t := db.opts.ValueThreshold; t > 0 && t <= MaxValueSize && keyLen+blob.MaxPointerLen <= MaxEntrySize {
+		return max(inline, MaxValueSize)
+	}
+	return max(inline, 0)
+}
+
 // Delete adds a deletion of key.
 func (b *Batch) Delete(key []byte) {
 	if b.admit(base.KindDelete, len(key), 0) {

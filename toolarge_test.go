@@ -277,3 +277,26 @@ func dirSizes(t *testing.T, fs vfs.FS, dir string) map[string]int64 {
 	}
 	return sizes
 }
+
+// TestMaxValueLen: DB.MaxValueLen is exactly the boundary Set enforces,
+// with and without value separation. The refused values are never
+// touched, so they cost no memory.
+func TestMaxValueLen(t *testing.T) {
+	for _, threshold := range []int{-1, 0} { // off, and the default (on)
+		db := openTestDB(t, t.TempDir(), &Options{ValueThreshold: threshold})
+		key := []byte("key")
+		max := db.MaxValueLen(len(key))
+		want := int64(MaxEntrySize - len(key))
+		if threshold == 0 {
+			want = MaxValueSize
+		}
+		if max != want {
+			t.Errorf("threshold %d: MaxValueLen = %d, want %d", threshold, max, want)
+		}
+		b := db.NewBatch()
+		b.Set(key, make([]byte, max+1))
+		if err := b.Err(); !errors.Is(err, ErrValueTooLarge) {
+			t.Errorf("threshold %d: a value one byte over MaxValueLen: %v, want ErrValueTooLarge", threshold, err)
+		}
+	}
+}

@@ -145,15 +145,13 @@ func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (boo
 	return ok, err
 }
 
-// maxString is the longest string the server stores at userKey: the
-// engine's limit on one entry stored in the tree, less the engine key's
-// prefix byte and the value's header. (Value separation lets the engine
-// take larger values; Redis' 512 MiB bound keeps the server below it.)
-// Every string write checks it before the write reaches a batch, so that
-// no command the server accepted fails in the engine (and one oversized
-// SET cannot fail a batch of pipelined ones).
+// maxString is the longest string the server stores at userKey: what the
+// engine accepts beside the engine key (the prefix byte and userKey), less
+// the value's header byte. Every string write checks it before the write
+// reaches a batch, so that no command the server accepted fails in the
+// engine (and one oversized SET cannot fail a batch of pipelined ones).
 func (ks *keyspace) maxString(userKey []byte) int64 {
-	return lsmgo.MaxEntrySize - int64(len(userKey)) - 2
+	return ks.db.MaxValueLen(1+len(userKey)) - 1
 }
 
 // putString adds a write of the string v at userKey to b. scratch is
