@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -333,7 +334,7 @@ func cmdKeys(c *conn, _ *command, args [][]byte) {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
-	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ bool) bool {
+	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ byte, _ bool) bool {
 		if globMatch(pattern, key, false) {
 			keys = append(keys, bytes.Clone(key))
 		}
@@ -398,27 +399,26 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 	}
 	var keys [][]byte
 	var next []byte
-	if typeFilter == "" || typeFilter == "STRING" {
-		lower, upper := from, []byte(nil)
-		if pattern != nil {
-			lower, upper = matchRange(pattern, from)
+	lower, upper := from, []byte(nil)
+	if pattern != nil {
+		lower, upper = matchRange(pattern, from)
+	}
+	examined := int64(0)
+	err = c.s.ks.scanKeys(lower, upper, func(key []byte, typ byte, _ bool) bool {
+		if examined == count {
+			next = bytes.Clone(key)
+			return false
 		}
-		examined := int64(0)
-		err = c.s.ks.scanKeys(lower, upper, func(key []byte, _ bool) bool {
-			if examined == count {
-				next = bytes.Clone(key)
-				return false
-			}
-			examined++
-			if pattern == nil || globMatch(pattern, key, false) {
-				keys = append(keys, bytes.Clone(key))
-			}
-			return true
-		})
-		if err != nil {
-			c.replyErr(err)
-			return
+		examined++
+		if (typeFilter == "" || strings.EqualFold(typeFilter, typeNames[typ])) &&
+			(pattern == nil || globMatch(pattern, key, false)) {
+			keys = append(keys, bytes.Clone(key))
 		}
+		return true
+	})
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
 	c.wr.ArrayHeader(2)
 	if next == nil {

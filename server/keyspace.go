@@ -214,10 +214,10 @@ func trimScratch(b []byte) []byte {
 	return b[:0]
 }
 
-// scanKeys calls fn with each live user key in [from, to) and whether it
-// expires, in order, until fn returns false. A nil to means the end of the
+// scanKeys calls fn with each live user key in [from, to), its type and
+// whether it expires, in order, until fn returns false. A nil to means the end of the
 // keyspace. The key passed to fn is valid only during the call.
-func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, expires bool) bool) error {
+func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, typ byte, expires bool) bool) error {
 	lower := dataKey(nil, from)
 	upper := []byte{dataEnd}
 	if to != nil {
@@ -229,11 +229,12 @@ func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, expires bo
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		userKey := it.Key()[1:]
-		if _, _, err := decodeHeader(userKey, it.Value()); err != nil {
+		typ, _, err := decodeHeader(userKey, it.Value())
+		if err != nil {
 			it.Close()
 			return err
 		}
-		if !fn(userKey, it.Value()[0]&flagExpires != 0) {
+		if !fn(userKey, typ, it.Value()[0]&flagExpires != 0) {
 			break
 		}
 	}

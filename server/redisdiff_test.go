@@ -165,9 +165,11 @@ const (
 	unordered
 	// unorderedPairs sorts an aggregate's (field, value) pairs.
 	unorderedPairs
-	// scanAll applies unorderedPairs to a scan reply's elements; the
-	// generator asks for a COUNT that covers the whole collection.
+	// scanAll applies unorderedPairs to a scan reply's elements, and
+	// scanKeys unordered; the generator asks for a COUNT that covers
+	// the whole collection or keyspace.
 	scanAll
+	scanKeys
 	// shape compares only types and lengths: a random pick.
 	shape
 	// sign compares an integer's sign only: a TTL counted from the
@@ -201,10 +203,14 @@ func writeValue(b *strings.Builder, v resp.Value, n norm) {
 			fmt.Fprintf(b, "[%d]", len(v.Array))
 			return
 		}
-		if n == scanAll && len(v.Array) == 2 {
+		if (n == scanAll || n == scanKeys) && len(v.Array) == 2 {
 			b.WriteByte('[')
 			writeValue(b, v.Array[0], exact)
-			writeValue(b, v.Array[1], unorderedPairs)
+			if n == scanAll {
+				writeValue(b, v.Array[1], unorderedPairs)
+			} else {
+				writeValue(b, v.Array[1], unordered)
+			}
 			b.WriteByte(']')
 			return
 		}
@@ -367,6 +373,9 @@ func (g *diffGen) next() diffCmd {
 		}
 		return c(exact, "PERSIST", k)
 	case 15:
+		if g.rng.IntN(4) == 0 {
+			return c(scanKeys, "SCAN", "0", "COUNT", "1000", "TYPE", g.pick("string", "hash", "HASH", "set"))
+		}
 		return c(exact, g.pick("RENAME", "RENAMENX"), k, g.key())
 	// Hashes.
 	case 16, 17, 18, 19:
