@@ -312,6 +312,12 @@ func (g *diffGen) value() string {
 	return strconv.Itoa(g.rng.IntN(100) - 50)
 }
 
+// member is a set member: names, and integers, which Redis keeps in its
+// intset encoding while a set holds nothing else.
+func (g *diffGen) member() string {
+	return g.pick("m0", "m1", "m2", "m3", "1", "2", "10", "-3")
+}
+
 func (g *diffGen) count() string {
 	return g.pick("0", "1", "-1", "2", "-3", "5", "100", "-100", "x")
 }
@@ -319,7 +325,7 @@ func (g *diffGen) count() string {
 func (g *diffGen) next() diffCmd {
 	k, f, v := g.key(), g.field(), g.value()
 	c := func(n norm, args ...string) diffCmd { return diffCmd{args: args, norm: n} }
-	switch g.rng.IntN(44) {
+	switch g.rng.IntN(60) {
 	// Strings.
 	case 0, 1:
 		return c(exact, "SET", k, v)
@@ -431,6 +437,49 @@ func (g *diffGen) next() diffCmd {
 			args = append(args, "WITHVALUES")
 		}
 		return c(shape, args...)
+	// Sets.
+	case 44, 45, 46:
+		args := []string{"SADD", k}
+		for range 1 + g.rng.IntN(3) {
+			args = append(args, g.member())
+		}
+		return c(exact, args...)
+	case 47:
+		return c(exact, "SREM", k, g.member(), g.member())
+	case 48:
+		return c(exact, g.pick("SISMEMBER", "SCARD", "SMISMEMBER"), k, g.member())
+	case 49:
+		return c(exact, "SMISMEMBER", k, g.member(), g.member())
+	case 50:
+		return c(unordered, g.pick("SMEMBERS", "SCARD"), k)
+	case 51:
+		// Only pops that take every member or none are deterministic.
+		return c(unordered, "SPOP", k, g.pick("100", "0", "-1", "x", "1 2"))
+	case 52:
+		if g.rng.IntN(2) == 0 {
+			return c(unordered, "SRANDMEMBER", k, "100")
+		}
+		return c(shape, "SRANDMEMBER", k, g.count())
+	case 53:
+		return c(exact, "SMOVE", k, g.key(), g.member())
+	case 54, 55:
+		args := []string{g.pick("SINTER", "SUNION", "SDIFF"), k, g.key()}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, g.key())
+		}
+		return c(unordered, args...)
+	case 56:
+		return c(exact, g.pick("SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"), k, g.key(), g.key())
+	case 57:
+		args := []string{"SINTERCARD", g.pick("1", "2", "0", "x", "5"), k, g.key()}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, g.pick("LIMIT", "LIMIT", "LIMITS"), g.pick("0", "1", "-1", "x"))
+		}
+		return c(exact, args...)
+	case 58:
+		return c(scanKeys, "SSCAN", k, "0", g.pick("COUNT", "MATCH"), g.pick("1000", "m*", "x"))
+	case 59:
+		return c(exact, g.pick("SADD", "SREM", "SISMEMBER", "SMOVE", "SINTERCARD", "SMEMBERS"), k, g.member(), g.member(), g.member())
 	// Wrong arity and bad arguments.
 	case 39:
 		return c(exact, g.pick("HSET", "HMSET"), k, f, v, f)
