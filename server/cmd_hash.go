@@ -59,6 +59,22 @@ func (c *conn) getColl(key []byte, typ byte) (m collMeta, exists, ok bool) {
 	return m, exists, true
 }
 
+// pin makes the running read command see one engine state through all
+// its reads (metadata, then elements), unless it already reads through the
+// pipeline's view; the caller defers the returned func. Without a view
+// (the DB closing) reads go to the DB.
+func (c *conn) pin() func() {
+	if c.view != nil {
+		return func() {}
+	}
+	v, err := c.s.ks.newView()
+	if err != nil {
+		return func() {}
+	}
+	c.view = v
+	return c.closeView
+}
+
 // getElem reads one element of m at key through the command's reader,
 // replying with the error itself when the read fails.
 func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists, ok bool) {
@@ -311,6 +327,7 @@ func (c *conn) readElems(key []byte, m collMeta) (elems, vals [][]byte, ok bool)
 // byte order; Redis' order is its hash table's.
 func hgetAll(fields, values bool) handler {
 	return func(c *conn, _ *command, args [][]byte) {
+		defer c.pin()()
 		m, exists, ok := c.getColl(args[1], typeHash)
 		if !ok {
 			return
@@ -464,6 +481,7 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 		return
 	}
 	key := args[1]
+	defer c.pin()()
 	m, exists, ok := c.getColl(key, typ)
 	if !ok {
 		return
@@ -563,6 +581,7 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
+	defer c.pin()()
 	m, exists, ok := c.getColl(key, typeHash)
 	if !ok {
 		return

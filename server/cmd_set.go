@@ -149,6 +149,7 @@ func (c *conn) setReply(members [][]byte) {
 }
 
 func cmdSMembers(c *conn, _ *command, args [][]byte) {
+	defer c.pin()()
 	if members, ok := c.members(args[1]); ok {
 		c.setReply(members)
 	}
@@ -223,6 +224,7 @@ func cmdSRandMember(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
+	defer c.pin()()
 	m, exists, ok := c.getColl(key, typeSet)
 	if !ok {
 		return
@@ -323,6 +325,8 @@ func setAlgebra(op setOp, store bool) handler {
 			held = c.lock(keys, 1)
 			defer c.unlock(held)
 			keys = keys[1:]
+		} else {
+			defer c.pin()()
 		}
 		result, ok := c.combine(op, keys)
 		if !ok {
@@ -429,6 +433,7 @@ func cmdSInterCard(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
+	defer c.pin()()
 	result, ok := c.combine(setInter, keys)
 	if !ok {
 		return

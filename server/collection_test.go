@@ -114,3 +114,42 @@ func TestCollectionsSurviveRestart(t *testing.T) {
 		t.Errorf("HSCAN of 200 fields returned %d", seen)
 	}
 }
+
+// TestConcurrentCollectionWrites checks that read-modify-writes of one
+// collection from many clients are atomic: no increment and no member is
+// lost, and the stored count matches the elements.
+func TestConcurrentCollectionWrites(t *testing.T) {
+	s := startServer(t, nil)
+	ctx := context.Background()
+	const clients, each = 8, 100
+	errs := make(chan error, clients)
+	for g := range clients {
+		c := newClient(t, s, 2, nil)
+		go func() {
+			for i := range each {
+				if err := c.HIncrBy(ctx, "h", "n", 1).Err(); err != nil {
+					errs <- err
+					return
+				}
+				if err := c.SAdd(ctx, "s", fmt.Sprint(g, "-", i), "shared").Err(); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newClient(t, s, 2, nil)
+	runSteps(t, c, []step{
+		{args: []any{"HGET", "h", "n"}, want: fmt.Sprint(clients * each)},
+		{args: []any{"SCARD", "s"}, want: int64(clients*each + 1)},
+	})
+	if members, err := c.SMembers(ctx, "s").Result(); err != nil || len(members) != clients*each+1 {
+		t.Errorf("SMEMBERS: %d members, %v; want %d", len(members), err, clients*each+1)
+	}
+}
