@@ -29,7 +29,7 @@ func TestRedisDiff(t *testing.T) {
 	const seeds = 4
 	perSeed := 60_000 // 240,000 commands in all, half in each protocol
 	if testing.Short() {
-		perSeed = 4_000
+		perSeed = 15_000
 	}
 	redisSock := startRedis(t)
 	s := startServer(t, nil)
