@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -134,7 +135,7 @@ func rename(nx bool) handler {
 		src, dst := args[1], args[2]
 		held := c.lock(args[1:3], 1)
 		defer c.unlock(held)
-		v, exists, ok := c.get(src)
+		e, exists, ok := c.getEntry(src)
 		if !ok {
 			return
 		}
@@ -161,8 +162,23 @@ func rename(nx bool) handler {
 				return
 			}
 		}
+		if e.typ != typeString {
+			// A collection's elements are keyed by its name: they are
+			// copied under a new version, O(elements) in one batch.
+			m, err := decodeMeta(src, e)
+			if err == nil {
+				err = c.s.ks.copyColl(c.reader(), c.batch, &c.scratch, src, dst, m)
+			}
+			if err != nil {
+				c.batch.Reset()
+				c.replyErr(err)
+				return
+			}
+		} else {
+			c.s.ks.putEntry(c.batch, &c.scratch, dst, e)
+		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, src)
-		if !c.put(dst, v) {
+		if !c.apply() {
 			return
 		}
 		if nx {
@@ -226,12 +242,12 @@ func expire(u timeArg) handler {
 		}
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
-		v, exists, ok := c.get(args[1])
+		e, exists, ok := c.getEntry(args[1])
 		if !ok {
 			return
 		}
-		volatile := !v.expireAt.IsZero()
-		cur := v.expireAt.UnixMilli()
+		volatile := !e.expireAt.IsZero()
+		cur := e.expireAt.UnixMilli()
 		if !exists || nx && volatile || xx && !volatile ||
 			gt && (!volatile || when <= cur) || lt && volatile && when >= cur {
 			c.wr.Int(0)
@@ -243,8 +259,9 @@ func expire(u timeArg) handler {
 				return
 			}
 		} else {
-			v.expireAt = time.UnixMilli(when)
-			if !c.put(args[1], v) {
+			e.expireAt = time.UnixMilli(when)
+			c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
+			if !c.apply() {
 				return
 			}
 		}
@@ -257,18 +274,18 @@ func expire(u timeArg) handler {
 // -1 for a key without expiry.
 func ttl(u timeArg) handler {
 	return func(c *conn, _ *command, args [][]byte) {
-		v, exists, ok := c.get(args[1])
+		e, exists, ok := c.getEntry(args[1])
 		switch {
 		case !ok:
 			return
 		case !exists:
 			c.wr.Int(-2)
 			return
-		case v.expireAt.IsZero():
+		case e.expireAt.IsZero():
 			c.wr.Int(-1)
 			return
 		}
-		at := v.expireAt.UnixMilli()
+		at := e.expireAt.UnixMilli()
 		left := max(at-time.Now().UnixMilli(), 0)
 		switch u {
 		case inSeconds:
@@ -276,7 +293,7 @@ func ttl(u timeArg) handler {
 		case inMillis:
 			c.wr.Int(left)
 		case atSeconds:
-			c.wr.Int(at / 1000)
+			c.wr.Int((at + 500) / 1000) // rounded, as Redis does
 		default:
 			c.wr.Int(at)
 		}
@@ -286,16 +303,17 @@ func ttl(u timeArg) handler {
 func cmdPersist(c *conn, _ *command, args [][]byte) {
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	v, exists, ok := c.get(args[1])
+	e, exists, ok := c.getEntry(args[1])
 	if !ok {
 		return
 	}
-	if !exists || v.expireAt.IsZero() {
+	if !exists || e.expireAt.IsZero() {
 		c.wr.Int(0)
 		return
 	}
-	v.expireAt = time.Time{}
-	if !c.put(args[1], v) {
+	e.expireAt = time.Time{}
+	c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
+	if !c.apply() {
 		return
 	}
 	c.wr.Int(1)
@@ -316,7 +334,7 @@ func cmdKeys(c *conn, _ *command, args [][]byte) {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
-	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ bool) bool {
+	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ byte, _ bool) bool {
 		if globMatch(pattern, key, false) {
 			keys = append(keys, bytes.Clone(key))
 		}
@@ -381,27 +399,26 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 	}
 	var keys [][]byte
 	var next []byte
-	if typeFilter == "" || typeFilter == "STRING" {
-		lower, upper := from, []byte(nil)
-		if pattern != nil {
-			lower, upper = matchRange(pattern, from)
+	lower, upper := from, []byte(nil)
+	if pattern != nil {
+		lower, upper = matchRange(pattern, from)
+	}
+	examined := int64(0)
+	err = c.s.ks.scanKeys(lower, upper, func(key []byte, typ byte, _ bool) bool {
+		if examined == count {
+			next = bytes.Clone(key)
+			return false
 		}
-		examined := int64(0)
-		err = c.s.ks.scanKeys(lower, upper, func(key []byte, _ bool) bool {
-			if examined == count {
-				next = bytes.Clone(key)
-				return false
-			}
-			examined++
-			if pattern == nil || globMatch(pattern, key, false) {
-				keys = append(keys, bytes.Clone(key))
-			}
-			return true
-		})
-		if err != nil {
-			c.replyErr(err)
-			return
+		examined++
+		if (typeFilter == "" || strings.EqualFold(typeFilter, typeNames[typ])) &&
+			(pattern == nil || globMatch(pattern, key, false)) {
+			keys = append(keys, bytes.Clone(key))
 		}
+		return true
+	})
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
 	c.wr.ArrayHeader(2)
 	if next == nil {

@@ -549,7 +549,7 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) {
 
 func cmdDBSize(c *conn, _ *command, _ [][]byte) {
 	var n int64
-	err := c.s.ks.scanKeys(nil, nil, func([]byte, bool) bool {
+	err := c.s.ks.scanKeys(nil, nil, func([]byte, byte, bool) bool {
 		n++
 		return true
 	})
@@ -572,7 +572,7 @@ func cmdFlush(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	applied := true
-	err := c.s.ks.scanKeys(nil, nil, func(key []byte, _ bool) bool {
+	err := c.s.ks.scanKeys(nil, nil, func(key []byte, _ byte, _ bool) bool {
 		c.s.ks.deleteKey(c.batch, &c.scratch, key)
 		if c.batch.Count() >= flushBatchKeys {
 			applied = c.apply()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -80,6 +81,17 @@ func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
 		return v, false, false
 	}
 	return v, exists, true
+}
+
+// getEntry reads the entry at key whatever its type, replying with the
+// error itself when the read fails.
+func (c *conn) getEntry(key []byte) (e entry, exists, ok bool) {
+	e, exists, err := c.s.ks.getEntry(c.reader(), &c.scratch, key)
+	if err != nil {
+		c.replyErr(err)
+		return e, false, false
+	}
+	return e, exists, true
 }
 
 // put writes one string through the connection's batch. Like get, it
@@ -245,16 +257,23 @@ func cmdSet(c *conn, cmd *command, args [][]byte) {
 	key := args[1]
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	var old stringValue
+	// SET overwrites a key of any type; only GET needs the old value to
+	// be a string.
+	var old entry
 	var exists bool
 	if o.nx || o.xx || o.get || o.keepTTL {
-		if old, exists, ok = c.get(key); !ok {
+		if old, exists, ok = c.getEntry(key); !ok {
+			return
+		}
+		if o.get && exists && old.typ != typeString {
+			c.replyErr(errWrongType)
 			return
 		}
 	}
+	oldVal := stringValue{val: old.payload}
 	if o.nx && exists || o.xx && !exists {
 		if o.get {
-			c.bulkOrNull(old, exists)
+			c.bulkOrNull(oldVal, exists)
 		} else {
 			c.wr.Null()
 		}
@@ -268,21 +287,26 @@ func cmdSet(c *conn, cmd *command, args [][]byte) {
 		return
 	}
 	if o.get {
-		c.bulkOrNull(old, exists)
+		c.bulkOrNull(oldVal, exists)
 	} else {
 		c.ok()
 	}
 }
 
+// cmdSetNX implements SETNX, which like SET NX counts a key of any type
+// as present.
 func cmdSetNX(c *conn, _ *command, args [][]byte) {
-	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
-		if exists {
-			c.wr.Int(0)
-			return false
-		}
-		*v = stringValue{val: args[2]}
-		return true
-	}) {
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	_, exists, ok := c.getEntry(args[1])
+	if !ok {
+		return
+	}
+	if exists {
+		c.wr.Int(0)
+		return
+	}
+	if !c.put(args[1], stringValue{val: args[2]}) {
 		return
 	}
 	c.wr.Int(1)
@@ -361,9 +385,9 @@ func cmdMGet(c *conn, _ *command, args [][]byte) {
 	for _, key := range args[1:] {
 		v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
 		c.countLookup(exists)
-		if err != nil {
-			// Redis answers nil for a key of another type; an engine
-			// error in the middle of an array can only be a nil too.
+		// Redis answers nil for a key of another type; an engine error
+		// in the middle of an array can only be a nil too.
+		if err != nil && !errors.Is(err, errWrongType) {
 			c.failed = true
 			c.s.log.Warn("MGET read failed", "err", err)
 		}
@@ -471,12 +495,9 @@ func incrBy(sign int64) handler {
 	}
 }
 
+// cmdIncrByFloat implements INCRBYFLOAT. As in Redis, the key's type is
+// checked first, then its value, then the increment.
 func cmdIncrByFloat(c *conn, _ *command, args [][]byte) {
-	delta, ok := parseFloat(args[2])
-	if !ok {
-		c.fail(msgNotFloat)
-		return
-	}
 	var result []byte
 	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
 		var f float64
@@ -486,6 +507,11 @@ func cmdIncrByFloat(c *conn, _ *command, args [][]byte) {
 				c.fail(msgNotFloat)
 				return false
 			}
+		}
+		delta, ok := parseFloat(args[2])
+		if !ok {
+			c.fail(msgNotFloat)
+			return false
 		}
 		f += delta
 		if math.IsNaN(f) || math.IsInf(f, 0) {

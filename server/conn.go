@@ -81,6 +81,7 @@ type conn struct {
 	view *lsmgo.View
 
 	scratch []byte // engine keys and values under construction
+	elemBuf []byte // collection element keys under construction
 	nameBuf []byte // lower-cased command names
 
 	// mem is the size of this client's query buffer, as accounted to the
@@ -415,6 +416,8 @@ func (c *conn) replyErr(err error) { c.fail(engineError(err)) }
 // engine gets MISCONF, which Redis uses when it cannot persist writes.
 func engineError(err error) string {
 	switch {
+	case errors.Is(err, errWrongType):
+		return err.Error()
 	case errors.Is(err, lsmgo.ErrReadOnly):
 		return "MISCONF Errors writing to disk; writes are refused until an operator runs LSMGO.RESUME (or restarts the server): " + err.Error()
 	case errors.Is(err, lsmgo.ErrNoSpace):

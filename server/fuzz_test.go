@@ -25,6 +25,8 @@ func FuzzServer(f *testing.F) {
 		"SCAN 0 MATCH [a-z]* COUNT 2 TYPE string\r\nKEYS *\r\nRANDOMKEY\r\nDBSIZE\r\n",
 		"HELLO 3 SETNAME x\r\nCLIENT LIST\r\nCLIENT INFO\r\nCOMMAND DOCS get\r\nCOMMAND INFO set\r\n",
 		"INFO all\r\nCONFIG GET *\r\nCONFIG SET slowlog-log-slower-than 0\r\nSLOWLOG GET -1\r\nTIME\r\n",
+		"HSET h a 1 b 2\r\nHINCRBY h a 5\r\nHINCRBYFLOAT h b 0.5\r\nHGETALL h\r\nHSCAN h 0 MATCH * COUNT 1\r\nHRANDFIELD h -5 WITHVALUES\r\nHDEL h a b\r\n",
+		"SADD s a b c\r\nSMOVE s t a\r\nSINTERSTORE u s t\r\nSINTERCARD 2 s t LIMIT 1\r\nSPOP s 2\r\nSRANDMEMBER t -3\r\nRENAME t h\r\n",
 		"AUTH x\r\nSELECT 0\r\nRESET\r\nFLUSHDB\r\nQUIT\r\n",
 		"SET \"k\\x00\" 'v\\'w'\r\n\"unbalanced\r\n",
 		"*1\r\n$-1\r\n",

@@ -20,15 +20,19 @@ import (
 //	"m" + name            server metadata, such as the format version
 //
 // The header's low 7 bits name the Redis type ('s' for string, payload =
-// the string) and its high bit says the entry carries an engine expiry, so
-// INFO can count expiring keys while iterating without decoding the engine's
-// expiry. Every Redis type keeps its metadata under its 'k' key, so one
-// iteration over the 'k' range visits each key exactly once whatever its
-// type; later types may add more ranges for their elements.
+// the string; 'h' for a hash and 'S' for a set, payload = collection
+// metadata) and its high
+// bit says the entry carries an engine expiry, so INFO can count expiring
+// keys while iterating without decoding the engine's expiry. Every Redis
+// type keeps its metadata under its 'k' key, so one iteration over the 'k'
+// range visits each key exactly once whatever its type; collections keep
+// their elements in the 'e' range (collection.go).
 const (
 	dataPrefix  = 'k'
 	dataEnd     = dataPrefix + 1
 	typeString  = 's'
+	typeHash    = 'h'
+	typeSet     = 'S'
 	flagExpires = 0x80
 
 	// formatKey holds formatVersion; Start refuses a directory written
@@ -39,12 +43,23 @@ const (
 
 // typeNames are the names TYPE replies with, by header type; decodeHeader
 // refuses a header whose type is not here.
-var typeNames = [128]string{typeString: "string"}
+var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set"}
+
+// errWrongType is Redis' reply to a command run on a key of another type.
+var errWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 // dataKey appends the engine key of userKey to dst.
 func dataKey(dst, userKey []byte) []byte {
 	dst = append(dst[:0], dataPrefix)
 	return append(dst, userKey...)
+}
+
+// entry is a decoded 'k' entry of any type: its header type, the payload
+// after the header, and the engine expiry.
+type entry struct {
+	typ      byte
+	payload  []byte
+	expireAt time.Time // zero: no expiry
 }
 
 // stringValue is a decoded string entry.
@@ -71,8 +86,9 @@ func decodeHeader(userKey, raw []byte) (byte, []byte, error) {
 // command goes through it, so that a new Redis type is a new encoding
 // here and new handlers, and the connection loop does not change.
 type keyspace struct {
-	db    *lsmgo.DB
-	locks *keyLocks
+	db       *lsmgo.DB
+	locks    *keyLocks
+	versions *versionClock
 }
 
 // latest is the reader of the DB's newest state.
@@ -103,45 +119,51 @@ func (ks *keyspace) checkFormat(dir string) error {
 	return nil
 }
 
-// getString reads the string at userKey through r; ok is false when it is
-// absent. scratch is reused for the engine key.
-func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+// getEntry reads the entry at userKey through r, whatever its type; ok is
+// false when it is absent. scratch is reused for the engine key.
+func (ks *keyspace) getEntry(r lsmgo.Reader, scratch *[]byte, userKey []byte) (e entry, ok bool, err error) {
 	*scratch = dataKey(*scratch, userKey)
 	raw, expireAt, err := r.GetWithExpiry(*scratch)
 	if errors.Is(err, lsmgo.ErrNotFound) {
-		return v, false, nil
+		return e, false, nil
 	}
 	if err != nil {
+		return e, false, err
+	}
+	if e.typ, e.payload, err = decodeHeader(userKey, raw); err != nil {
+		return e, false, err
+	}
+	e.expireAt = expireAt
+	return e, true, nil
+}
+
+// getString reads the string at userKey through r; ok is false when it is
+// absent, and err is errWrongType when the key holds another type.
+func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+	e, ok, err := ks.getEntry(r, scratch, userKey)
+	if !ok || err != nil {
 		return v, false, err
 	}
-	if _, v.val, err = decodeHeader(userKey, raw); err != nil {
-		return v, false, err
+	if e.typ != typeString {
+		return v, false, errWrongType
 	}
-	v.expireAt = expireAt
-	return v, true, nil
+	return stringValue{val: e.payload, expireAt: e.expireAt}, true, nil
 }
 
 // typeOf returns the Redis type name of the value at userKey, read through
 // r: "none" when it is absent.
 func (ks *keyspace) typeOf(r lsmgo.Reader, scratch *[]byte, userKey []byte) (string, error) {
-	*scratch = dataKey(*scratch, userKey)
-	raw, _, err := r.GetWithExpiry(*scratch)
-	if errors.Is(err, lsmgo.ErrNotFound) {
-		return "none", nil
+	e, ok, err := ks.getEntry(r, scratch, userKey)
+	if !ok || err != nil {
+		return "none", err
 	}
-	if err != nil {
-		return "", err
-	}
-	t, _, err := decodeHeader(userKey, raw)
-	if err != nil {
-		return "", err
-	}
-	return typeNames[t], nil
+	return typeNames[e.typ], nil
 }
 
-// exists reports whether userKey holds a live value, read through r.
+// exists reports whether userKey holds a live value of any type, read
+// through r.
 func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (bool, error) {
-	_, ok, err := ks.getString(r, scratch, userKey)
+	_, ok, err := ks.getEntry(r, scratch, userKey)
 	return ok, err
 }
 
@@ -158,18 +180,23 @@ func (ks *keyspace) maxString(userKey []byte) int64 {
 // reused to build the key and the encoded value; Batch copies both. The
 // caller has checked v against maxString.
 func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
+	ks.putEntry(b, scratch, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
+}
+
+// putEntry adds a write of e at userKey to b, with e's expiry.
+func (ks *keyspace) putEntry(b *lsmgo.Batch, scratch *[]byte, userKey []byte, e entry) {
 	buf := dataKey(*scratch, userKey)
 	k := len(buf)
-	header := byte(typeString)
-	if !v.expireAt.IsZero() {
+	header := e.typ
+	if !e.expireAt.IsZero() {
 		header |= flagExpires
 	}
 	buf = append(buf, header)
-	buf = append(buf, v.val...)
-	if v.expireAt.IsZero() {
+	buf = append(buf, e.payload...)
+	if e.expireAt.IsZero() {
 		b.Set(buf[:k], buf[k:])
 	} else {
-		b.SetWithExpiry(buf[:k], buf[k:], v.expireAt)
+		b.SetWithExpiry(buf[:k], buf[k:], e.expireAt)
 	}
 	*scratch = trimScratch(buf)
 }
@@ -189,10 +216,10 @@ func trimScratch(b []byte) []byte {
 	return b[:0]
 }
 
-// scanKeys calls fn with each live user key in [from, to) and whether it
-// expires, in order, until fn returns false. A nil to means the end of the
+// scanKeys calls fn with each live user key in [from, to), its type and
+// whether it expires, in order, until fn returns false. A nil to means the end of the
 // keyspace. The key passed to fn is valid only during the call.
-func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, expires bool) bool) error {
+func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, typ byte, expires bool) bool) error {
 	lower := dataKey(nil, from)
 	upper := []byte{dataEnd}
 	if to != nil {
@@ -204,11 +231,12 @@ func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, expires bo
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		userKey := it.Key()[1:]
-		if _, _, err := decodeHeader(userKey, it.Value()); err != nil {
+		typ, _, err := decodeHeader(userKey, it.Value())
+		if err != nil {
 			it.Close()
 			return err
 		}
-		if !fn(userKey, it.Value()[0]&flagExpires != 0) {
+		if !fn(userKey, typ, it.Value()[0]&flagExpires != 0) {
 			break
 		}
 	}

@@ -110,7 +110,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.ks = keyspace{db: s.db, locks: newKeyLocks()}
+	s.ks = keyspace{db: s.db, locks: newKeyLocks(), versions: newVersionClock()}
 	if err := s.start(&r); err != nil {
 		s.closeListeners()
 		s.db.Close()

@@ -1,0 +1,446 @@
+package server
+
+import (
+	"bytes"
+	"slices"
+)
+
+func init() {
+	const g = "set"
+	rw, rwf, ro, rof := flagWrite|flagDenyOOM, flagWrite|flagDenyOOM|flagFast, flagReadonly, flagReadonly|flagFast
+	register(
+		spec{name: "sadd", arity: -3, flags: rwf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", run: cmdSAdd},
+		spec{name: "srem", arity: -3, flags: flagWrite | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Removes one or more members from a set. Deletes the set if the last member was removed.", run: cmdSRem},
+		spec{name: "sismember", arity: 3, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Determines whether a member belongs to a set.", run: smIsMember(false)},
+		spec{name: "smismember", arity: -3, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "6.2.0",
+			summary: "Determines whether multiple members belong to a set.", run: smIsMember(true)},
+		spec{name: "smembers", arity: 2, flags: ro, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns all members of a set.", run: cmdSMembers},
+		spec{name: "scard", arity: 2, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns the number of members in a set.", run: cmdSCard},
+		spec{name: "spop", arity: -2, flags: flagWrite | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", run: cmdSPop},
+		spec{name: "srandmember", arity: -2, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Get one or multiple random members from a set", run: cmdSRandMember},
+		spec{name: "smove", arity: 4, flags: rwf, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
+			summary: "Moves a member from one set to another.", run: cmdSMove},
+		spec{name: "sinter", arity: -2, flags: ro, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns the intersect of multiple sets.", run: setAlgebra(setInter, false)},
+		spec{name: "sunion", arity: -2, flags: ro, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns the union of multiple sets.", run: setAlgebra(setUnion, false)},
+		spec{name: "sdiff", arity: -2, flags: ro, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Returns the difference of multiple sets.", run: setAlgebra(setDiff, false)},
+		spec{name: "sinterstore", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Stores the intersect of multiple sets in a key.", run: setAlgebra(setInter, true)},
+		spec{name: "sunionstore", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Stores the union of multiple sets in a key.", run: setAlgebra(setUnion, true)},
+		spec{name: "sdiffstore", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
+			summary: "Stores the difference of multiple sets in a key.", run: setAlgebra(setDiff, true)},
+		spec{name: "sintercard", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
+			summary: "Returns the number of members of the intersect of multiple sets.", run: cmdSInterCard},
+		spec{name: "sscan", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.8.0",
+			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeSet, false) }},
+	)
+}
+
+func cmdSAdd(c *conn, _ *command, args [][]byte) {
+	key := args[1]
+	var added int64
+	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
+		ok := true
+		distinct(args[2:], func(member []byte) {
+			var found bool
+			if ok && existed {
+				_, found, ok = c.getElem(key, *m, member)
+			}
+			if ok && int64(len(member)) > maxElem(key) {
+				c.fail(msgStringTooBig)
+				ok = false
+			}
+			if ok && !found {
+				c.s.ks.putElem(c.batch, &c.elemBuf, key, *m, member, nil)
+				added++
+			}
+		})
+		m.count += added
+		return ok
+	}) {
+		return
+	}
+	c.wr.Int(added)
+}
+
+func cmdSRem(c *conn, _ *command, args [][]byte) {
+	key := args[1]
+	var removed int64
+	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
+		if !existed {
+			return true
+		}
+		ok := true
+		distinct(args[2:], func(member []byte) {
+			var found bool
+			if ok {
+				_, found, ok = c.getElem(key, *m, member)
+			}
+			if found {
+				c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, member)
+				removed++
+			}
+		})
+		m.count -= removed
+		return ok
+	}) {
+		return
+	}
+	c.wr.Int(removed)
+}
+
+// smIsMember returns the handler of SISMEMBER (an integer) or, when multi,
+// SMISMEMBER (an array of them).
+func smIsMember(multi bool) handler {
+	return func(c *conn, _ *command, args [][]byte) {
+		key := args[1]
+		m, exists, ok := c.getColl(key, typeSet)
+		if !ok {
+			return
+		}
+		found := make([]bool, len(args)-2)
+		if exists {
+			for i, member := range args[2:] {
+				if _, found[i], ok = c.getElem(key, m, member); !ok {
+					return
+				}
+			}
+		}
+		if multi {
+			c.wr.ArrayHeader(len(found))
+		}
+		for _, f := range found {
+			if f {
+				c.wr.Int(1)
+			} else {
+				c.wr.Int(0)
+			}
+		}
+	}
+}
+
+// members returns the members of the set at key (none when it is absent)
+// through the command's reader, replying itself on failure.
+func (c *conn) members(key []byte) (members [][]byte, ok bool) {
+	m, exists, ok := c.getColl(key, typeSet)
+	if !ok || !exists {
+		return nil, ok
+	}
+	members, _, ok = c.readElems(key, m)
+	return members, ok
+}
+
+// setReply writes members as a set: "~" in RESP3, an array in RESP2.
+func (c *conn) setReply(members [][]byte) {
+	c.wr.SetHeader(len(members))
+	for _, m := range members {
+		c.wr.Bulk(m)
+	}
+}
+
+func cmdSMembers(c *conn, _ *command, args [][]byte) {
+	defer c.pin()()
+	if members, ok := c.members(args[1]); ok {
+		c.setReply(members)
+	}
+}
+
+func cmdSCard(c *conn, _ *command, args [][]byte) {
+	m, _, ok := c.getColl(args[1], typeSet)
+	if ok {
+		c.wr.Int(m.count)
+	}
+}
+
+// cmdSPop implements SPOP key [count]: random members are picked in one
+// pass over the set, then removed in one batch.
+func cmdSPop(c *conn, _ *command, args [][]byte) {
+	if len(args) > 3 {
+		c.fail(msgSyntax)
+		return
+	}
+	count := int64(1)
+	if len(args) == 3 {
+		var ok bool
+		if count, ok = parseInt(args[2]); !ok || count < 0 {
+			c.fail("ERR value is out of range, must be positive")
+			return
+		}
+	}
+	key := args[1]
+	var popped [][]byte
+	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
+		if !existed || count == 0 {
+			return true
+		}
+		var ok bool
+		if popped, _, ok = c.pickElems(key, *m, count); !ok {
+			return false
+		}
+		for _, member := range popped {
+			c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, member)
+		}
+		m.count -= int64(len(popped))
+		return true
+	}) {
+		return
+	}
+	if len(args) == 2 {
+		if len(popped) == 0 {
+			c.wr.Null()
+		} else {
+			c.wr.Bulk(popped[0])
+		}
+		return
+	}
+	c.setReply(popped)
+}
+
+func cmdSRandMember(c *conn, _ *command, args [][]byte) {
+	if len(args) > 3 {
+		c.fail(msgSyntax)
+		return
+	}
+	key := args[1]
+	var count int64
+	if len(args) == 3 {
+		var ok bool
+		if count, ok = parseInt(args[2]); !ok {
+			c.fail(msgNotInteger)
+			return
+		}
+		if count < -maxRandCount || count > maxRandCount {
+			c.fail("ERR value is out of range")
+			return
+		}
+	}
+	defer c.pin()()
+	m, exists, ok := c.getColl(key, typeSet)
+	if !ok {
+		return
+	}
+	switch {
+	case len(args) == 2 && !exists:
+		c.wr.Null()
+		return
+	case len(args) == 3 && (!exists || count == 0):
+		c.wr.ArrayHeader(0)
+		return
+	case len(args) == 2:
+		count = 1
+	}
+	picked, _, ok := c.pickElems(key, m, count)
+	if !ok {
+		return
+	}
+	if len(args) == 2 {
+		c.wr.Bulk(picked[0])
+		return
+	}
+	c.wr.ArrayHeader(len(picked))
+	for _, p := range picked {
+		c.wr.Bulk(p)
+	}
+}
+
+func cmdSMove(c *conn, _ *command, args [][]byte) {
+	src, dst, member := args[1], args[2], args[3]
+	held := c.lock(args[1:3], 1)
+	defer c.unlock(held)
+	// Redis' order: a missing source answers 0 before the
+	// destination's type is checked.
+	sm, srcExists, ok := c.getColl(src, typeSet)
+	if !ok {
+		return
+	}
+	if !srcExists {
+		c.wr.Int(0)
+		return
+	}
+	dm, dstExists, ok := c.getColl(dst, typeSet)
+	if !ok {
+		return
+	}
+	_, found, ok := c.getElem(src, sm, member)
+	if !ok {
+		return
+	}
+	if !found || bytes.Equal(src, dst) {
+		if found {
+			c.wr.Int(1)
+		} else {
+			c.wr.Int(0)
+		}
+		return
+	}
+	c.s.ks.deleteElem(c.batch, &c.elemBuf, src, sm, member)
+	sm.count--
+	c.s.ks.putColl(c.batch, &c.scratch, src, sm)
+	inDst := false
+	if !dstExists {
+		dm = c.s.ks.newColl(typeSet)
+	} else if _, inDst, ok = c.getElem(dst, dm, member); !ok {
+		c.batch.Reset()
+		return
+	}
+	if !inDst {
+		c.s.ks.putElem(c.batch, &c.elemBuf, dst, dm, member, nil)
+		dm.count++
+		c.s.ks.putColl(c.batch, &c.scratch, dst, dm)
+	}
+	if c.apply() {
+		c.wr.Int(1)
+	}
+}
+
+// setOp names a set operation of setAlgebra.
+type setOp uint8
+
+const (
+	setInter setOp = iota
+	setUnion
+	setDiff
+)
+
+// setAlgebra returns the handler of SINTER, SUNION or SDIFF, or with store
+// of their STORE forms, which write the result to args[1] (deleting it
+// when the result is empty) and reply with its size. The sets are read
+// whole into memory: O(total members). Redis checks the keys' types in
+// order and SINTER stops at the first missing key; so does this.
+func setAlgebra(op setOp, store bool) handler {
+	return func(c *conn, _ *command, args [][]byte) {
+		keys := args[1:]
+		var held lockSet
+		if store {
+			held = c.lock(keys, 1)
+			defer c.unlock(held)
+			keys = keys[1:]
+		} else {
+			defer c.pin()()
+		}
+		result, ok := c.combine(op, keys)
+		if !ok {
+			return
+		}
+		if !store {
+			c.setReply(result)
+			return
+		}
+		dst := args[1]
+		if len(result) == 0 {
+			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
+		} else {
+			m := c.s.ks.newColl(typeSet)
+			for _, member := range result {
+				c.s.ks.putElem(c.batch, &c.elemBuf, dst, m, member, nil)
+			}
+			m.count = int64(len(result))
+			c.s.ks.putColl(c.batch, &c.scratch, dst, m)
+		}
+		if c.apply() {
+			c.wr.Int(int64(len(result)))
+		}
+	}
+}
+
+// combine computes op over the sets at keys, in byte order, replying
+// itself on failure. As in Redis, every key's type is checked before any
+// set is read; a missing key is an empty set.
+func (c *conn) combine(op setOp, keys [][]byte) ([][]byte, bool) {
+	metas := make([]collMeta, len(keys))
+	exists := make([]bool, len(keys))
+	for i, key := range keys {
+		var ok bool
+		if metas[i], exists[i], ok = c.getColl(key, typeSet); !ok {
+			return nil, false
+		}
+	}
+	if op == setDiff && !exists[0] || op == setInter && slices.Contains(exists, false) {
+		return nil, true
+	}
+	result := map[string]struct{}{}
+	for i, key := range keys {
+		if !exists[i] {
+			continue
+		}
+		members, _, ok := c.readElems(key, metas[i])
+		if !ok {
+			return nil, false
+		}
+		switch {
+		case i == 0 || op == setUnion:
+			for _, mb := range members {
+				result[string(mb)] = struct{}{}
+			}
+		case op == setDiff:
+			for _, mb := range members {
+				delete(result, string(mb))
+			}
+		default:
+			in := make(map[string]struct{}, len(members))
+			for _, mb := range members {
+				in[string(mb)] = struct{}{}
+			}
+			for mb := range result {
+				if _, ok := in[mb]; !ok {
+					delete(result, mb)
+				}
+			}
+		}
+	}
+	out := make([][]byte, 0, len(result))
+	for mb := range result {
+		out = append(out, []byte(mb))
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return out, true
+}
+
+// cmdSInterCard implements SINTERCARD numkeys key [key ...] [LIMIT limit].
+func cmdSInterCard(c *conn, _ *command, args [][]byte) {
+	n, ok := parseInt(args[1])
+	if !ok || n <= 0 {
+		c.fail("ERR numkeys should be greater than 0")
+		return
+	}
+	if n > int64(len(args)-2) {
+		c.fail("ERR Number of keys can't be greater than number of args")
+		return
+	}
+	keys := args[2 : 2+n]
+	limit := int64(0)
+	for rest := args[2+n:]; len(rest) > 0; rest = rest[2:] {
+		if len(rest) < 2 || !is(rest[0], "LIMIT") {
+			c.fail(msgSyntax)
+			return
+		}
+		if limit, ok = parseInt(rest[1]); !ok {
+			c.fail("ERR LIMIT can't be negative")
+			return
+		}
+		if limit < 0 {
+			c.fail("ERR LIMIT can't be negative")
+			return
+		}
+	}
+	defer c.pin()()
+	result, ok := c.combine(setInter, keys)
+	if !ok {
+		return
+	}
+	size := int64(len(result))
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	c.wr.Int(size)
+}

@@ -1,0 +1,192 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// Collections (hashes, and later sets, lists and sorted sets) are stored
+// element by element, so that one key may hold more than fits in memory
+// and a command touches only the elements it needs (doc/server.md,
+// "Keyspace encoding"):
+//
+//	engine key                                   engine value
+//	'k' + user key                               header byte + version (8, BE) + count (8, BE)
+//	'e' + len(user key) (4, BE) + user key
+//	    + version (8, BE) + element              the element's value (a hash field's value)
+//
+// The metadata under 'k' is the collection: when it is absent (deleted,
+// expired, flushed, or overwritten by another type) the collection is
+// gone, whatever elements remain. Each new collection takes a version that
+// no earlier collection at the same key has had, so elements left behind
+// by a deleted one are invisible to its successor, and DEL, EXPIRE and
+// FLUSHALL of a collection write only its metadata, whatever its size.
+// Those stale elements stay on disk until a later change reclaims them
+// (doc/server.md says how far that is).
+const (
+	elemPrefix = 'e'
+	metaLen    = 16
+)
+
+// collMeta is the decoded metadata of a collection.
+type collMeta struct {
+	typ      byte
+	version  uint64
+	count    int64
+	expireAt time.Time
+}
+
+// versionClock hands out collection versions: nanoseconds since the Unix
+// epoch at the server's start, then one more for each new collection.
+// Versions thus grow across restarts as long as the wall clock at a start
+// is later than the start before it plus the collections made since, which
+// holds unless the clock is stepped back; doc/server.md notes the risk.
+type versionClock struct{ last atomic.Uint64 }
+
+func newVersionClock() *versionClock {
+	vc := &versionClock{}
+	vc.last.Store(uint64(time.Now().UnixNano()))
+	return vc
+}
+
+func (vc *versionClock) next() uint64 { return vc.last.Add(1) }
+
+// decodeMeta checks a collection's metadata entry.
+func decodeMeta(userKey []byte, e entry) (collMeta, error) {
+	if len(e.payload) != metaLen {
+		return collMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
+			Reason: fmt.Sprintf("%s metadata is %d bytes, want %d", typeNames[e.typ], len(e.payload), metaLen)}
+	}
+	m := collMeta{typ: e.typ, expireAt: e.expireAt,
+		version: binary.BigEndian.Uint64(e.payload), count: int64(binary.BigEndian.Uint64(e.payload[8:]))}
+	if m.count <= 0 {
+		return collMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
+			Reason: fmt.Sprintf("%s has %d elements", typeNames[e.typ], m.count)}
+	}
+	return m, nil
+}
+
+// getColl reads the metadata of the collection of type typ at userKey
+// through r; ok is false when the key is absent, and err is errWrongType
+// when it holds another type.
+func (ks *keyspace) getColl(r lsmgo.Reader, scratch *[]byte, userKey []byte, typ byte) (m collMeta, ok bool, err error) {
+	e, ok, err := ks.getEntry(r, scratch, userKey)
+	if !ok || err != nil {
+		return m, false, err
+	}
+	if e.typ != typ {
+		return m, false, errWrongType
+	}
+	m, err = decodeMeta(userKey, e)
+	return m, err == nil, err
+}
+
+// newColl returns the metadata of a new, still empty collection of type
+// typ, with a version of its own.
+func (ks *keyspace) newColl(typ byte) collMeta {
+	return collMeta{typ: typ, version: ks.versions.next()}
+}
+
+// putColl adds to b the write of m, or the deletion of the key when m has
+// no elements left (Redis deletes an emptied collection).
+func (ks *keyspace) putColl(b *lsmgo.Batch, scratch *[]byte, userKey []byte, m collMeta) {
+	if m.count == 0 {
+		ks.deleteKey(b, scratch, userKey)
+		return
+	}
+	var payload [metaLen]byte
+	binary.BigEndian.PutUint64(payload[:], m.version)
+	binary.BigEndian.PutUint64(payload[8:], uint64(m.count))
+	ks.putEntry(b, scratch, userKey, entry{typ: m.typ, payload: payload[:], expireAt: m.expireAt})
+}
+
+// elemsKey appends to dst the prefix shared by the element keys of
+// version of the collection at userKey.
+func elemsKey(dst, userKey []byte, version uint64) []byte {
+	dst = append(dst[:0], elemPrefix)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(userKey)))
+	dst = append(dst, userKey...)
+	return binary.BigEndian.AppendUint64(dst, version)
+}
+
+// elemKey appends to dst the engine key of element elem of version of the
+// collection at userKey.
+func elemKey(dst, userKey []byte, version uint64, elem []byte) []byte {
+	return append(elemsKey(dst, userKey, version), elem...)
+}
+
+// maxElem is the most bytes an element and its value may hold together in
+// the collection at userKey: the engine's limit on one entry less the
+// element key's fixed part.
+func maxElem(userKey []byte) int64 {
+	return lsmgo.MaxEntrySize - int64(len(userKey)) - 13
+}
+
+// getElem reads element elem of m at userKey through r; ok is false when
+// it is absent.
+func (ks *keyspace) getElem(r lsmgo.Reader, buf *[]byte, userKey []byte, m collMeta, elem []byte) (val []byte, ok bool, err error) {
+	*buf = elemKey(*buf, userKey, m.version, elem)
+	val, err = r.Get(*buf)
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		return nil, false, nil
+	}
+	return val, err == nil, err
+}
+
+// putElem adds to b the write of element elem of m at userKey.
+func (ks *keyspace) putElem(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, elem, val []byte) {
+	*buf = elemKey(*buf, userKey, m.version, elem)
+	b.Set(*buf, val)
+}
+
+// deleteElem adds to b the deletion of element elem of m at userKey.
+func (ks *keyspace) deleteElem(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, elem []byte) {
+	*buf = elemKey(*buf, userKey, m.version, elem)
+	b.Delete(*buf)
+}
+
+// scanElems calls fn with each element of m at userKey and its value, in
+// element order, read through r, until fn returns false. Both slices are
+// valid only during the call.
+func (ks *keyspace) scanElems(r lsmgo.Reader, userKey []byte, m collMeta, from []byte, fn func(elem, val []byte) bool) error {
+	prefix := elemsKey(nil, userKey, m.version)
+	lower := append(bytes.Clone(prefix), from...)
+	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if !fn(it.Key()[len(prefix):], it.Value()) {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+// copyColl adds to b a copy of the collection m at src as a new collection
+// at dst, with a version of its own and m's expiry; it reads m's elements
+// through r. The batch grows with the collection.
+func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, src, dst []byte, m collMeta) error {
+	nm := ks.newColl(m.typ)
+	nm.count, nm.expireAt = m.count, m.expireAt
+	var buf []byte
+	err := ks.scanElems(r, src, m, nil, func(elem, val []byte) bool {
+		ks.putElem(b, &buf, dst, nm, elem, val)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	ks.putColl(b, scratch, dst, nm)
+	return nil
+}

@@ -1,0 +1,505 @@
+package server
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/resp"
+)
+
+// TestRedisDiff sends the same seeded random command sequences to the
+// server and to a real redis-server (Debian's package, which CI installs)
+// and requires every reply to match: same RESP types, same bytes. Keys,
+// fields and values come from small pools, so that types collide
+// (WRONGTYPE), fields repeat and collections empty out. Where Redis'
+// answer depends on its hash table order or on chance, the reply is
+// normalized first (see norm); doc/server.md lists those differences.
+func TestRedisDiff(t *testing.T) {
+	const seeds = 4
+	perSeed := 60_000 // 240,000 commands in all, half in each protocol
+	if testing.Short() {
+		perSeed = 15_000
+	}
+	redisSock := startRedis(t)
+	s := startServer(t, nil)
+	total := 0
+	for seed := range uint64(seeds) {
+		proto := 2 + int(seed%2)
+		t.Run(fmt.Sprintf("seed=%d/resp%d", seed, proto), func(t *testing.T) {
+			ours := dialDiff(t, "tcp", s.Addr().String(), proto)
+			theirs := dialDiff(t, "unix", redisSock, proto)
+			for _, d := range []*diffConn{ours, theirs} {
+				d.do(t, "FLUSHALL")
+			}
+			total += runDiff(t, seed, proto, perSeed, ours, theirs)
+		})
+	}
+	t.Logf("%d commands compared", total)
+}
+
+// startRedis starts redis-server in a temporary directory, listening only
+// on a unix socket (port 0 turns TCP off), with persistence off, and
+// returns the socket's path. Without redis-server the test is skipped,
+// except under CI, which installs it.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server not on PATH; CI installs Debian's redis-server package")
+		}
+		t.Skip("redis-server not on PATH (apt-get install redis-server); skipping the differential test")
+	}
+	// A unix socket path must fit in about 100 bytes, which t.TempDir
+	// may not.
+	dir, err := os.MkdirTemp("", "lsmgo-redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "redis.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if nc, err := net.Dial("unix", sock); err == nil {
+			nc.Close()
+			return sock
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			t.Fatalf("redis-server did not start:\n%s", log)
+		}
+	}
+}
+
+// diffConn is a raw RESP connection to one of the two servers.
+type diffConn struct {
+	nc  net.Conn
+	rd  *resp.Reader
+	out []byte
+}
+
+func dialDiff(t *testing.T, network, addr string, proto int) *diffConn {
+	t.Helper()
+	nc, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	d := &diffConn{nc: nc, rd: resp.NewReader(nc, resp.Limits{})}
+	if proto == 3 {
+		d.do(t, "HELLO", "3")
+	}
+	return d
+}
+
+// do runs one command whose reply is not compared.
+func (d *diffConn) do(t *testing.T, args ...string) {
+	t.Helper()
+	d.send(args)
+	if _, err := d.flushRead(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *diffConn) send(args []string) {
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	d.out = resp.AppendCommand(d.out, bs...)
+}
+
+// flushRead sends the queued commands and returns their n replies.
+func (d *diffConn) flushRead(n int) ([]resp.Value, error) {
+	d.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := d.nc.Write(d.out); err != nil {
+		return nil, err
+	}
+	d.out = d.out[:0]
+	replies := make([]resp.Value, n)
+	for i := range replies {
+		v, err := d.rd.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		replies[i] = cloneValue(v)
+	}
+	return replies, nil
+}
+
+// cloneValue copies the parts of v that alias the reader's buffer.
+func cloneValue(v resp.Value) resp.Value {
+	v.Str = bytes.Clone(v.Str)
+	for i := range v.Array {
+		v.Array[i] = cloneValue(v.Array[i])
+	}
+	return v
+}
+
+// norm says how a reply is compared.
+type norm uint8
+
+const (
+	exact norm = iota
+	// unordered sorts an aggregate's elements: Redis lists a hash's
+	// fields in its hash table's order, lsmgo in byte order.
+	unordered
+	// unorderedPairs sorts an aggregate's (field, value) pairs.
+	unorderedPairs
+	// scanAll applies unorderedPairs to a scan reply's elements, and
+	// scanKeys unordered; the generator asks for a COUNT that covers
+	// the whole collection or keyspace.
+	scanAll
+	scanKeys
+	// shape compares only types and lengths: a random pick.
+	shape
+	// sign compares an integer's sign only: a TTL counted from the
+	// moment each server ran the EXPIRE.
+	sign
+)
+
+// render prints v canonically under n, with its RESP type bytes, so that
+// two renders are equal exactly when the replies' bytes are (after n).
+func render(v resp.Value, n norm) string {
+	var b strings.Builder
+	writeValue(&b, v, n)
+	return b.String()
+}
+
+func writeValue(b *strings.Builder, v resp.Value, n norm) {
+	b.WriteByte(v.Type)
+	switch {
+	case v.Null:
+		b.WriteString("null")
+	case v.Type == '-' || v.Type == '!':
+		b.WriteString(v.Err)
+	case v.Type == ':' && n == sign:
+		b.WriteString(strconv.FormatInt(int64(cmp.Compare(v.Int, 0)), 10))
+	case v.Type == ':' || v.Type == '#':
+		b.WriteString(strconv.FormatInt(v.Int, 10))
+	case v.Type == ',':
+		b.WriteString(strconv.FormatFloat(v.Float, 'g', -1, 64))
+	case v.Array != nil || v.Type == '*' || v.Type == '%' || v.Type == '~':
+		if n == shape {
+			fmt.Fprintf(b, "[%d]", len(v.Array))
+			return
+		}
+		if (n == scanAll || n == scanKeys) && len(v.Array) == 2 {
+			b.WriteByte('[')
+			writeValue(b, v.Array[0], exact)
+			if n == scanAll {
+				writeValue(b, v.Array[1], unorderedPairs)
+			} else {
+				writeValue(b, v.Array[1], unordered)
+			}
+			b.WriteByte(']')
+			return
+		}
+		step := 1
+		if n == unorderedPairs {
+			step = 2
+		}
+		var parts []string
+		for i := 0; i+step <= len(v.Array); i += step {
+			var p strings.Builder
+			for _, e := range v.Array[i : i+step] {
+				writeValue(&p, e, exact)
+			}
+			parts = append(parts, p.String())
+		}
+		if n == unordered || n == unorderedPairs {
+			slices.Sort(parts)
+		}
+		fmt.Fprintf(b, "[%d:%s]", len(v.Array), strings.Join(parts, ","))
+	default:
+		if n == shape {
+			return
+		}
+		fmt.Fprintf(b, "%q", v.Str)
+	}
+}
+
+// diffCmd is one generated command and how to compare its reply.
+type diffCmd struct {
+	args []string
+	norm norm
+}
+
+// runDiff sends perSeed commands generated from seed to both servers in
+// pipelined rounds and fails at the first differing reply; it returns the
+// number of commands compared.
+func runDiff(t *testing.T, seed uint64, proto, perSeed int, ours, theirs *diffConn) int {
+	g := &diffGen{rng: rand.New(rand.NewPCG(seed, 0x1a2b3c)), proto: proto}
+	const round = 64
+	var history []diffCmd
+	for done := 0; done < perSeed; done += round {
+		cmds := make([]diffCmd, round)
+		for i := range cmds {
+			cmds[i] = g.next()
+			ours.send(cmds[i].args)
+			theirs.send(cmds[i].args)
+		}
+		got, err := ours.flushRead(round)
+		if err != nil {
+			t.Fatalf("lsmgo: %v", err)
+		}
+		want, err := theirs.flushRead(round)
+		if err != nil {
+			t.Fatalf("redis: %v", err)
+		}
+		for i, cmd := range cmds {
+			history = append(history, cmd)
+			if g, w := render(got[i], cmd.norm), render(want[i], cmd.norm); g != w {
+				// The commands that touched the failing command's keys.
+				var recent strings.Builder
+				for _, h := range history[max(0, len(history)-1000):] {
+					if len(h.args) < 2 || slices.Contains(cmd.args[1:], h.args[1]) || h.args[0] == "FLUSHALL" ||
+						len(h.args) > 2 && slices.Contains(cmd.args[1:], h.args[2]) {
+						fmt.Fprintf(&recent, "  %q\n", h.args)
+					}
+				}
+				t.Fatalf("seed %d, command %d %q:\n lsmgo: %s\n redis: %s\nearlier commands on its keys:\n%s", seed, done+i, cmd.args, g, w, recent.String())
+			}
+		}
+		if len(history) > 10_000 {
+			history = slices.Clone(history[len(history)-1000:])
+		}
+	}
+	return perSeed
+}
+
+// diffGen generates commands over small pools of keys, fields and values.
+type diffGen struct {
+	rng   *rand.Rand
+	proto int
+}
+
+func (g *diffGen) pick(pool ...string) string { return pool[g.rng.IntN(len(pool))] }
+
+func (g *diffGen) key() string   { return "k" + strconv.Itoa(g.rng.IntN(8)) }
+func (g *diffGen) field() string { return "f" + strconv.Itoa(g.rng.IntN(6)) }
+
+// value is usually a small integer, so that the INCR family finds
+// numbers. Floats are multiples of a quarter and integers stay far below
+// 2^53, so that sums are exact both in Redis' long double and in float64
+// (doc/server.md: INCRBYFLOAT); diffEdges covers the extremes.
+func (g *diffGen) value() string {
+	switch g.rng.IntN(6) {
+	case 0:
+		return g.pick("", "abc", "hello world", "x\r\ny", "-", " 1", "1e3", "inf", "01", "+5")
+	case 1:
+		return strconv.FormatFloat(float64(g.rng.IntN(200)-100)/4, 'f', -1, 64)
+	}
+	return strconv.Itoa(g.rng.IntN(100) - 50)
+}
+
+// member is a set member: names, and integers, which Redis keeps in its
+// intset encoding while a set holds nothing else.
+func (g *diffGen) member() string {
+	return g.pick("m0", "m1", "m2", "m3", "1", "2", "10", "-3")
+}
+
+func (g *diffGen) count() string {
+	return g.pick("0", "1", "-1", "2", "-3", "5", "100", "-100", "x")
+}
+
+func (g *diffGen) next() diffCmd {
+	k, f, v := g.key(), g.field(), g.value()
+	c := func(n norm, args ...string) diffCmd { return diffCmd{args: args, norm: n} }
+	switch g.rng.IntN(60) {
+	// Strings.
+	case 0, 1:
+		return c(exact, "SET", k, v)
+	case 2:
+		return c(exact, "GET", k)
+	case 3:
+		args := []string{"SET", k, v, g.pick("NX", "XX", "GET", "KEEPTTL", "PX")}
+		if g.rng.IntN(3) == 0 {
+			args = append(args, g.pick("GET", "XX", "100000"))
+		}
+		return c(exact, args...)
+	case 4:
+		return c(exact, "INCRBY", k, g.value())
+	case 5:
+		// Appending digits to a float would make one that is not exact
+		// in binary.
+		return c(exact, "APPEND", k, g.pick("", "abc", "!"))
+	case 6:
+		return c(exact, "MGET", k, g.key(), g.key())
+	case 7:
+		return c(exact, g.pick("STRLEN", "GETDEL", "INCR", "DECR"), k)
+	case 8:
+		return c(exact, g.pick("SETNX", "GETSET"), k, v)
+	case 9:
+		return c(exact, "INCRBYFLOAT", k, g.value())
+	// Keys, across types.
+	case 10:
+		return c(exact, "DEL", k, g.key())
+	case 11:
+		return c(exact, "EXISTS", k, g.key(), k)
+	case 12:
+		return c(exact, "TYPE", k)
+	case 13:
+		// Relative times: the two servers compute "now" a few
+		// milliseconds apart, so GT and LT, which compare the new time
+		// with the old, get absolute times only.
+		args := []string{"EXPIRE", k, g.pick("1000", "-1", "0", "x", "5000")}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, g.pick("NX", "XX", "YY"))
+		}
+		if g.rng.IntN(2) == 0 {
+			args = []string{"EXPIREAT", k, g.pick("4000000000", "4100000000", "1", "x")}
+			if g.rng.IntN(2) == 0 {
+				args = append(args, g.pick("NX", "XX", "GT", "LT"))
+			}
+		}
+		return c(exact, args...)
+	case 14:
+		if g.rng.IntN(2) == 0 {
+			return c(sign, g.pick("TTL", "EXPIRETIME"), k)
+		}
+		return c(exact, "PERSIST", k)
+	case 15:
+		if g.rng.IntN(4) == 0 {
+			return c(scanKeys, "SCAN", "0", "COUNT", "1000", "TYPE", g.pick("string", "hash", "HASH", "set"))
+		}
+		return c(exact, g.pick("RENAME", "RENAMENX"), k, g.key())
+	// Hashes.
+	case 16, 17, 18, 19:
+		args := []string{"HSET", k}
+		for range 1 + g.rng.IntN(3) {
+			args = append(args, g.field(), g.value())
+		}
+		return c(exact, args...)
+	case 20:
+		return c(exact, "HMSET", k, f, v, g.field(), g.value())
+	case 21:
+		return c(exact, "HSETNX", k, f, v)
+	case 22, 23:
+		return c(exact, "HGET", k, f)
+	case 24:
+		return c(exact, "HMGET", k, f, g.field(), f)
+	case 25, 26:
+		return c(exact, "HDEL", k, f, g.field())
+	case 27:
+		return c(exact, "HEXISTS", k, f)
+	case 28:
+		return c(exact, "HLEN", k)
+	case 29:
+		return c(exact, "HSTRLEN", k, f)
+	case 30:
+		return c(unorderedPairs, "HGETALL", k)
+	case 31:
+		return c(unordered, g.pick("HKEYS", "HVALS"), k)
+	case 32:
+		return c(exact, "HINCRBY", k, f, g.value())
+	case 33:
+		return c(exact, "HINCRBYFLOAT", k, f, g.value())
+	case 34:
+		return c(scanAll, "HSCAN", k, "0", "COUNT", "1000")
+	case 35:
+		return c(scanAll, "HSCAN", k, "0", "MATCH", g.pick("f1", "f[0-2]", "*", "x*"), "COUNT", "1000")
+	case 36:
+		return c(shape, "HRANDFIELD", k)
+	case 37:
+		// A count that covers the whole hash returns all of it; RESP3
+		// pairs each field with its value in an array.
+		if g.rng.IntN(2) == 0 {
+			return c(unordered, "HRANDFIELD", k, "100")
+		}
+		n := unorderedPairs
+		if g.proto == 3 {
+			n = unordered
+		}
+		return c(n, "HRANDFIELD", k, "100", "WITHVALUES")
+	case 38:
+		args := []string{"HRANDFIELD", k, g.count()}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, "WITHVALUES")
+		}
+		return c(shape, args...)
+	// Sets.
+	case 44, 45, 46:
+		args := []string{"SADD", k}
+		for range 1 + g.rng.IntN(3) {
+			args = append(args, g.member())
+		}
+		return c(exact, args...)
+	case 47:
+		return c(exact, "SREM", k, g.member(), g.member())
+	case 48:
+		return c(exact, g.pick("SISMEMBER", "SCARD", "SMISMEMBER"), k, g.member())
+	case 49:
+		return c(exact, "SMISMEMBER", k, g.member(), g.member())
+	case 50:
+		return c(unordered, g.pick("SMEMBERS", "SCARD"), k)
+	case 51:
+		// Only pops that take every member or none are deterministic.
+		return c(unordered, "SPOP", k, g.pick("100", "0", "-1", "x", "1 2"))
+	case 52:
+		if g.rng.IntN(2) == 0 {
+			return c(unordered, "SRANDMEMBER", k, "100")
+		}
+		return c(shape, "SRANDMEMBER", k, g.count())
+	case 53:
+		return c(exact, "SMOVE", k, g.key(), g.member())
+	case 54, 55:
+		args := []string{g.pick("SINTER", "SUNION", "SDIFF"), k, g.key()}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, g.key())
+		}
+		return c(unordered, args...)
+	case 56:
+		return c(exact, g.pick("SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"), k, g.key(), g.key())
+	case 57:
+		args := []string{"SINTERCARD", g.pick("1", "2", "0", "x", "5"), k, g.key()}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, g.pick("LIMIT", "LIMIT", "LIMITS"), g.pick("0", "1", "-1", "x"))
+		}
+		return c(exact, args...)
+	case 58:
+		return c(scanKeys, "SSCAN", k, "0", g.pick("COUNT", "MATCH"), g.pick("1000", "m*", "x"))
+	case 59:
+		return c(exact, g.pick("SADD", "SREM", "SISMEMBER", "SMOVE", "SINTERCARD", "SMEMBERS"), k, g.member(), g.member(), g.member())
+	// Wrong arity and bad arguments.
+	case 39:
+		return c(exact, g.pick("HSET", "HMSET"), k, f, v, f)
+	case 40:
+		if g.rng.IntN(2) == 0 {
+			return c(exact, g.pick("HLEN", "HGETALL", "HKEYS", "HVALS"), k, f)
+		}
+		return c(exact, g.pick("HGET", "HSETNX", "HINCRBY", "HDEL", "HMGET", "HEXISTS", "HSTRLEN", "HSCAN"), k)
+	case 41:
+		args := []string{"HSCAN", k, g.pick("x", "0"), g.pick("COUNT", "MATCH", "NOVALUES")}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, g.pick("0", "x", "2", "-5"))
+		}
+		return c(scanAll, args...)
+	case 42:
+		return c(exact, "HRANDFIELD", k, "1", g.pick("WITHVALUE", "WITHVALUES x"))
+	default:
+		if g.rng.IntN(50) == 0 {
+			return c(exact, "FLUSHALL")
+		}
+		return c(exact, "PEXPIRE", k, "100000")
+	}
+}
