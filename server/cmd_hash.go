@@ -100,7 +100,11 @@ func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool)
 		return false
 	}
 	if !exists {
-		m = c.s.ks.newColl(typ)
+		var err error
+		if m, err = c.s.ks.newColl(typ); err != nil {
+			c.replyErr(err)
+			return false
+		}
 	}
 	before := m.count
 	if !fn(&m, exists) {

@@ -288,7 +288,12 @@ func cmdSMove(c *conn, _ *command, args [][]byte) {
 	c.s.ks.putColl(c.batch, &c.scratch, src, sm)
 	inDst := false
 	if !dstExists {
-		dm = c.s.ks.newColl(typeSet)
+		var err error
+		if dm, err = c.s.ks.newColl(typeSet); err != nil {
+			c.batch.Reset()
+			c.replyErr(err)
+			return
+		}
 	} else if _, inDst, ok = c.getElem(dst, dm, member); !ok {
 		c.batch.Reset()
 		return
@@ -340,7 +345,12 @@ func setAlgebra(op setOp, store bool) handler {
 		if len(result) == 0 {
 			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
 		} else {
-			m := c.s.ks.newColl(typeSet)
+			m, err := c.s.ks.newColl(typeSet)
+			if err != nil {
+				c.batch.Reset()
+				c.replyErr(err)
+				return
+			}
 			for _, member := range result {
 				c.s.ks.putElem(c.batch, &c.elemBuf, dst, m, member, nil)
 			}

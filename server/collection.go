@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -42,20 +42,59 @@ type collMeta struct {
 	expireAt time.Time
 }
 
-// versionClock hands out collection versions: nanoseconds since the Unix
-// epoch at the server's start, then one more for each new collection.
-// Versions thus grow across restarts as long as the wall clock at a start
-// is later than the start before it plus the collections made since, which
-// holds unless the clock is stepped back; doc/server.md notes the risk.
-type versionClock struct{ last atomic.Uint64 }
-
-func newVersionClock() *versionClock {
-	vc := &versionClock{}
-	vc.last.Store(uint64(time.Now().UnixNano()))
-	return vc
+// versionClock hands out collection versions. A version must never repeat
+// for a key, across restarts too: a deleted collection's elements stay on
+// disk until reclaimed, and a new collection with the old version would
+// see them. So versions start at the wall clock in nanoseconds, or past
+// every version handed out before if the clock was stepped back, and the
+// clock reserves them in blocks recorded (synced) in the engine under
+// versionsKey before handing any out: a restart starts past the last
+// reserved block, whatever the wall clock says.
+type versionClock struct {
+	db    *lsmgo.DB
+	mu    sync.Mutex
+	next  uint64 // the next version to hand out
+	limit uint64 // the first version not reserved
 }
 
-func (vc *versionClock) next() uint64 { return vc.last.Add(1) }
+const (
+	versionsKey = "mversions"
+	// versionBlock is how many versions one synced write reserves.
+	versionBlock = 1 << 20
+)
+
+func newVersionClock(db *lsmgo.DB) (*versionClock, error) {
+	vc := &versionClock{db: db, next: uint64(time.Now().UnixNano())}
+	v, err := db.Get([]byte(versionsKey))
+	switch {
+	case errors.Is(err, lsmgo.ErrNotFound):
+	case err != nil:
+		return nil, err
+	case len(v) != 8:
+		return nil, &lsmgo.CorruptionError{File: "key " + versionsKey, Offset: -1, Reason: fmt.Sprintf("%d bytes, want 8", len(v))}
+	default:
+		vc.next = max(vc.next, binary.BigEndian.Uint64(v))
+	}
+	vc.limit = vc.next
+	return vc, nil
+}
+
+// nextVersion returns a version never handed out before in this
+// directory.
+func (vc *versionClock) nextVersion() (uint64, error) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.next >= vc.limit {
+		limit := vc.next + versionBlock
+		if err := vc.db.Set([]byte(versionsKey), binary.BigEndian.AppendUint64(nil, limit), lsmgo.Sync); err != nil {
+			return 0, err
+		}
+		vc.limit = limit
+	}
+	v := vc.next
+	vc.next++
+	return v, nil
+}
 
 // decodeMeta checks a collection's metadata entry.
 func decodeMeta(userKey []byte, e entry) (collMeta, error) {
@@ -89,8 +128,9 @@ func (ks *keyspace) getColl(r lsmgo.Reader, scratch *[]byte, userKey []byte, typ
 
 // newColl returns the metadata of a new, still empty collection of type
 // typ, with a version of its own.
-func (ks *keyspace) newColl(typ byte) collMeta {
-	return collMeta{typ: typ, version: ks.versions.next()}
+func (ks *keyspace) newColl(typ byte) (collMeta, error) {
+	v, err := ks.versions.nextVersion()
+	return collMeta{typ: typ, version: v}, err
 }
 
 // putColl adds to b the write of m, or the deletion of the key when m has
@@ -177,10 +217,13 @@ func (ks *keyspace) scanElems(r lsmgo.Reader, userKey []byte, m collMeta, from [
 // at dst, with a version of its own and m's expiry; it reads m's elements
 // through r. The batch grows with the collection.
 func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, src, dst []byte, m collMeta) error {
-	nm := ks.newColl(m.typ)
+	nm, err := ks.newColl(m.typ)
+	if err != nil {
+		return err
+	}
 	nm.count, nm.expireAt = m.count, m.expireAt
 	var buf []byte
-	err := ks.scanElems(r, src, m, nil, func(elem, val []byte) bool {
+	err = ks.scanElems(r, src, m, nil, func(elem, val []byte) bool {
 		ks.putElem(b, &buf, dst, nm, elem, val)
 		return true
 	})

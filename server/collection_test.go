@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/lsmgo-dev/lsmgo"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -151,5 +153,39 @@ func TestConcurrentCollectionWrites(t *testing.T) {
 	})
 	if members, err := c.SMembers(ctx, "s").Result(); err != nil || len(members) != clients*each+1 {
 		t.Errorf("SMEMBERS: %d members, %v; want %d", len(members), err, clients*each+1)
+	}
+}
+
+// TestVersionClockSurvivesRestart: versions handed out after a restart are
+// past every version handed out before, even when the wall clock is behind
+// them (here: a reservation an hour ahead, as after the clock was stepped
+// back by an hour), so a new collection never sees a deleted one's
+// elements.
+func TestVersionClockSurvivesRestart(t *testing.T) {
+	db, err := lsmgo.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ahead := uint64(time.Now().Add(time.Hour).UnixNano())
+	if err := db.Set([]byte(versionsKey), binary.BigEndian.AppendUint64(nil, ahead), nil); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for restart := range 3 {
+		vc, err := newVersionClock(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			v, err := vc.nextVersion()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v < ahead || v <= last {
+				t.Fatalf("restart %d: version %d, not past %d (reserved ahead) and %d (last handed out)", restart, v, ahead, last)
+			}
+			last = v
+		}
 	}
 }

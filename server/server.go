@@ -110,7 +110,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.ks = keyspace{db: s.db, locks: newKeyLocks(), versions: newVersionClock()}
+	s.ks = keyspace{db: s.db, locks: newKeyLocks()}
 	if err := s.start(&r); err != nil {
 		s.closeListeners()
 		s.db.Close()
@@ -137,9 +137,12 @@ func (s *Server) start(r *Config) error {
 	if err := s.ks.checkFormat(r.Dir); err != nil {
 		return err
 	}
+	var err error
+	if s.ks.versions, err = newVersionClock(s.db); err != nil {
+		return fmt.Errorf("lsmgo server: collection versions: %w", err)
+	}
 	s.cmdStats = newCmdStats()
 	s.metrics = newMetrics(s)
-	var err error
 	if s.ln, err = net.Listen("tcp", r.Addr); err != nil {
 		return err
 	}
