@@ -52,6 +52,10 @@ type EngineConfig struct {
 	CacheSize int64
 	// Sync makes every write wait for an fsync.
 	Sync bool
+	// ValueThreshold is Config.ValueThreshold: the value size from which
+	// engines that can store values apart from their tree do; negative
+	// keeps each engine's default.
+	ValueThreshold int
 }
 
 // The adapters (engine_NAME.go) each wrap their engine's concrete types,

@@ -12,7 +12,7 @@ func init() {
 }
 
 func lsmgoOptions(cfg EngineConfig) *lsmgo.Options {
-	o := &lsmgo.Options{Sync: lsmgo.SyncNone, CacheSize: cfg.CacheSize}
+	o := &lsmgo.Options{Sync: lsmgo.SyncNone, CacheSize: cfg.CacheSize, ValueThreshold: max(cfg.ValueThreshold, 0)}
 	if cfg.Sync {
 		// Concurrent writers share one fsync per commit group.
 		o.Sync = lsmgo.SyncAlways
@@ -22,9 +22,15 @@ func lsmgoOptions(cfg EngineConfig) *lsmgo.Options {
 
 func lsmgoSettings(cfg EngineConfig) string {
 	o := lsmgoOptions(cfg)
-	return fmt.Sprintf("lsmgo.Open(dir, &Options{Sync: %s, CacheSize: %d}); other options default "+
-		"(memtable %d MiB, snappy, bloom %d bits/key, L0 compaction at %d files); DB.Set/Get/Delete, DB.NewIter",
-		o.Sync, o.CacheSize, lsmgo.DefaultMemTableSize>>20, lsmgo.DefaultBloomBitsPerKey, lsmgo.DefaultL0CompactionThreshold)
+	threshold := o.ValueThreshold
+	if threshold == 0 {
+		threshold = lsmgo.DefaultValueThreshold
+	}
+	return fmt.Sprintf("lsmgo.Open(dir, &Options{Sync: %s, CacheSize: %d, ValueThreshold: %d}); other options default "+
+		"(memtable %d MiB, snappy, bloom %d bits/key, L0 compaction at %d files, values of %d B or more in blob files, "+
+		"blob GC below %g live); DB.Set/Get/Delete, DB.NewIter",
+		o.Sync, o.CacheSize, o.ValueThreshold, lsmgo.DefaultMemTableSize>>20, lsmgo.DefaultBloomBitsPerKey,
+		lsmgo.DefaultL0CompactionThreshold, threshold, lsmgo.DefaultBlobGCThreshold)
 }
 
 type lsmgoEngine struct{ db *lsmgo.DB }

@@ -77,6 +77,9 @@ func dbBenchCommonFlags(c *Config, dir string, threads int, sync, fresh bool) []
 	if sync {
 		f = append(f, "--sync=1")
 	}
+	if c.ValueThreshold > 0 {
+		f = append(f, "--enable_blob_files=1", "--min_blob_size="+strconv.Itoa(c.ValueThreshold), "--enable_blob_garbage_collection=1")
+	}
 	if c.Duration > 0 {
 		f = append(f, "--duration="+strconv.Itoa(max(1, int(math.Ceil(c.Duration.Seconds())))))
 	}
@@ -92,11 +95,15 @@ func boolFlag(b bool) string {
 
 // rocksdbSettings documents how db_bench is run.
 func rocksdbSettings(c *Config) string {
+	blob := ""
+	if c.ValueThreshold > 0 {
+		blob = fmt.Sprintf(" --enable_blob_files=1 --min_blob_size=%d --enable_blob_garbage_collection=1", c.ValueThreshold)
+	}
 	return fmt.Sprintf("db_bench (one process per workload, --use_existing_db=1 except for fills) with --cache_size=%d "+
-		"--disable_wal=0 --compression_ratio=%g --histogram=1, --sync=1 only for fillsync; every other option db_bench's "+
+		"--disable_wal=0 --compression_ratio=%g --histogram=1%s, --sync=1 only for fillsync; every other option db_bench's "+
 		"default (snappy, 64 MiB write buffer, bloom filter off); fillrandom=filluniquerandom, "+
 		"mixed=readrandomwriterandom, fillsync=fillrandom --sync=1; keys and values from db_bench's own generator "+
-		"(same sizes and compression ratio, not the identical stream)", c.CacheSize, c.Compressibility)
+		"(same sizes and compression ratio, not the identical stream)", c.CacheSize, c.Compressibility, blob)
 }
 
 // rocksdbRunner runs the workloads of a Config through db_bench.

@@ -68,7 +68,7 @@ func Run(cfg Config, stdout, stderr io.Writer) (*Report, error) {
 	for _, w := range cfg.Workloads {
 		rep.Workloads[w.Name] = workloads[w.Name].doc
 	}
-	ecfg := EngineConfig{CacheSize: cfg.CacheSize, Sync: cfg.Sync}
+	ecfg := EngineConfig{CacheSize: cfg.CacheSize, Sync: cfg.Sync, ValueThreshold: cfg.ValueThreshold}
 	for _, name := range cfg.Engines {
 		if name == rocksdbName {
 			rep.Settings[name] = rocksdbSettings(&cfg)
