@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -61,6 +62,24 @@ func (e *lsmgoEngine) NewIter(reverse bool) (Iter, error) {
 		return nil, err
 	}
 	return &lsmgoIter{it: it, reverse: reverse}, nil
+}
+
+func (e *lsmgoEngine) Settle(timeout time.Duration) error {
+	if err := e.db.Flush(); err != nil {
+		return err
+	}
+	return waitIdle(timeout, func() bool {
+		m := e.db.Metrics()
+		if m.Compaction.Running > 0 {
+			return false
+		}
+		for _, l := range m.Levels {
+			if l.Score >= 1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (e *lsmgoEngine) Close() error { return e.db.Close() }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -94,6 +95,16 @@ func (e *pebbleEngine) NewIter(reverse bool) (Iter, error) {
 		return nil, err
 	}
 	return &pebbleIter{it: it, reverse: reverse}, nil
+}
+
+func (e *pebbleEngine) Settle(timeout time.Duration) error {
+	if err := e.db.Flush(); err != nil {
+		return err
+	}
+	return waitIdle(timeout, func() bool {
+		m := e.db.Metrics()
+		return m.Compact.NumInProgress == 0 && m.Compact.EstimatedDebt == 0
+	})
 }
 
 func (e *pebbleEngine) Close() error { return e.db.Close() }
