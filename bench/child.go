@@ -111,7 +111,7 @@ func runChild(spec string, events io.Writer) error {
 		cfg:  c,
 		out:  &eventWriter{out: events},
 		st:   &dbState{keySpace: c.Num},
-		pool: valuePool(c.Seed, c.Compressibility),
+		pool: valuePool(c.Seed, c.Compressibility, c.ValueSize),
 	}
 	if c.Distribution != Uniform {
 		ch.zipf = newZipf(uint64(c.Num))
@@ -154,7 +154,7 @@ func (ch *child) open(sync, fresh bool) error {
 		}
 		ch.st.live, ch.st.full = 0, false
 	}
-	eng, err := ch.spec.open(ch.job.Dir, EngineConfig{CacheSize: ch.cfg.CacheSize, Sync: sync})
+	eng, err := ch.spec.open(ch.job.Dir, EngineConfig{CacheSize: ch.cfg.CacheSize, Sync: sync, ValueThreshold: ch.cfg.ValueThreshold})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}

@@ -159,8 +159,8 @@ func (c *ClientConfig) validate() error {
 		return errors.New("--keyspace must be in [1, 2^40]")
 	case c.KeySize < c.minClientKeySize():
 		return fmt.Errorf("--key-size must be at least %d to hold %q and every index below --keyspace", c.minClientKeySize(), keyPrefix)
-	case c.ValueSize < 1 || c.ValueSize > valuePoolSize/4:
-		return fmt.Errorf("--value-size must be in [1, %d]", valuePoolSize/4)
+	case c.ValueSize < 1 || c.ValueSize > maxValueSize:
+		return fmt.Errorf("--value-size must be in [1, %d]", maxValueSize)
 	case c.Timeout <= 0:
 		return errors.New("--timeout must be positive")
 	}

@@ -162,7 +162,7 @@ type load struct {
 
 // newLoad builds what the levels of a run share.
 func newLoad(cfg *ClientConfig) *load {
-	l := &load{cfg: cfg, pool: valuePool(cfg.Seed, 1)}
+	l := &load{cfg: cfg, pool: valuePool(cfg.Seed, 1, cfg.ValueSize)}
 	if cfg.Distribution != Uniform {
 		l.zipf = newZipf(uint64(cfg.Keyspace))
 	}

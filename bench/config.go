@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
 )
 
 // Config is one invocation of the engine mode: which workloads run on which
@@ -22,9 +24,14 @@ type Config struct {
 	Duration time.Duration `json:"duration"`
 	// Threads is the number of client goroutines of a workload that sets
 	// none itself.
-	Threads         int          `json:"threads"`
-	KeySize         int          `json:"key_size"`
-	ValueSize       int          `json:"value_size"`
+	Threads   int `json:"threads"`
+	KeySize   int `json:"key_size"`
+	ValueSize int `json:"value_size"`
+	// ValueThreshold is the value size from which every engine that can
+	// store large values apart from its tree does so (lsmgo's blob files,
+	// Badger's value log, Pebble's and RocksDB's blob files); negative
+	// leaves each engine at its default.
+	ValueThreshold  int          `json:"value_threshold"`
 	Compressibility float64      `json:"compressibility"`
 	Distribution    Distribution `json:"distribution"`
 	// ReadPercent is the share of reads in the mixed workload.
@@ -93,6 +100,7 @@ func DefaultConfig() Config {
 		Runs:            1,
 		KeySize:         defaultKeySize,
 		ValueSize:       defaultValueSize,
+		ValueThreshold:  lsmgo.DefaultValueThreshold,
 		Compressibility: 0.5,
 		Distribution:    Uniform,
 		ReadPercent:     50,
@@ -116,6 +124,8 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.Threads, "threads", c.Threads, "client goroutines per workload (readwhilewriting: readers, plus one writer)")
 	fs.IntVar(&c.KeySize, "key-size", c.KeySize, "key size in bytes (at least 8)")
 	fs.IntVar(&c.ValueSize, "value-size", c.ValueSize, "value size in bytes")
+	fs.IntVar(&c.ValueThreshold, "value-threshold", c.ValueThreshold,
+		"separate values of at least this many bytes in every engine that can (lsmgo, badger, pebble, rocksdb); negative: each engine's default")
 	fs.Float64Var(&c.Compressibility, "compressibility", c.Compressibility, "fraction a compressor shrinks values to, like db_bench's --compression_ratio")
 	dist := fs.String("distribution", string(c.Distribution), "key distribution of random workloads: uniform, zipfian or latest")
 	ratio := fs.String("mixed-ratio", "50:50", "read:write ratio of the mixed workload")
@@ -223,8 +233,10 @@ func (c *Config) validate() error {
 		return errors.New("--runs must be at least 1")
 	case c.KeySize < minKeySize:
 		return fmt.Errorf("--key-size must be at least %d", minKeySize)
-	case c.ValueSize < 1 || c.ValueSize > valuePoolSize/4:
-		return fmt.Errorf("--value-size must be in [1, %d]", valuePoolSize/4)
+	case c.ValueSize < 1 || c.ValueSize > maxValueSize:
+		return fmt.Errorf("--value-size must be in [1, %d]", maxValueSize)
+	case c.ValueThreshold == 0:
+		return errors.New("--value-threshold must not be 0 (negative: engine defaults)")
 	case c.Compressibility <= 0 || c.Compressibility > 1:
 		return errors.New("--compressibility must be in (0, 1]")
 	case c.CacheSize < 0:

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -54,5 +55,20 @@ func TestDefaultsMatchTheIssue(t *testing.T) {
 	if c.Num != 1_000_000 || c.KeySize != 32 || c.ValueSize != 128 || c.Compressibility != 0.5 ||
 		c.CacheSize != 64<<20 || c.ReadPercent != 50 || c.Threads != 1 || len(c.Workloads) != len(workloadList) {
 		t.Errorf("defaults %+v", c)
+	}
+}
+
+func TestParseFlagsLargeValues(t *testing.T) {
+	c, err := ParseFlags([]string{"--engines=lsmgo", "--value-size=102400", "--value-threshold=8192"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ValueSize != 102400 || c.ValueThreshold != 8192 {
+		t.Errorf("value size %d, threshold %d; want 102400, 8192", c.ValueSize, c.ValueThreshold)
+	}
+	for _, bad := range []string{"--value-size=" + strconv.Itoa(maxValueSize+1), "--value-threshold=0"} {
+		if _, err := ParseFlags([]string{"--engines=lsmgo", bad}, io.Discard); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

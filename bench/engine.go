@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Engine is one storage engine opened on a directory, seen through the few
@@ -26,6 +27,33 @@ type Engine interface {
 	// Close releases the engine; data must be on disk afterwards as the
 	// engine's own Close guarantees.
 	Close() error
+}
+
+// settler is an Engine that can wait for its background work (the settle
+// workload).
+type settler interface {
+	// Settle flushes and waits, at most timeout, until no background
+	// compaction or garbage collection is running or due.
+	Settle(timeout time.Duration) error
+}
+
+// waitIdle polls idle until it holds three times in a row, 100 ms apart,
+// or timeout passes: engines pick space-reclaiming work only when nothing
+// else is due, so one idle look can fall between two compactions.
+func waitIdle(timeout time.Duration, idle func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for streak := 0; streak < 3; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("background work still running after %v", timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if idle() {
+			streak++
+		} else {
+			streak = 0
+		}
+	}
+	return nil
 }
 
 // Iter is an iterator of an Engine, in the direction it was made with.
@@ -52,6 +80,10 @@ type EngineConfig struct {
 	CacheSize int64
 	// Sync makes every write wait for an fsync.
 	Sync bool
+	// ValueThreshold is Config.ValueThreshold: the value size from which
+	// engines that can store values apart from their tree do; negative
+	// keeps each engine's default.
+	ValueThreshold int
 }
 
 // The adapters (engine_NAME.go) each wrap their engine's concrete types,

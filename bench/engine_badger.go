@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -12,19 +13,23 @@ func init() {
 }
 
 func badgerOptions(dir string, cfg EngineConfig) badger.Options {
-	return badger.DefaultOptions(dir).
+	o := badger.DefaultOptions(dir).
 		WithBlockCacheSize(cfg.CacheSize).
 		WithSyncWrites(cfg.Sync).
 		WithLogger(nil)
+	if cfg.ValueThreshold > 0 {
+		o = o.WithValueThreshold(int64(cfg.ValueThreshold))
+	}
+	return o
 }
 
 func badgerSettings(cfg EngineConfig) string {
 	o := badgerOptions("dir", cfg)
-	return fmt.Sprintf("badger.Open(DefaultOptions(dir).WithBlockCacheSize(%d).WithSyncWrites(%t).WithLogger(nil)); "+
-		"every other option default (memtable %d MiB x %d, value threshold %d B so values stay in the LSM tree, "+
-		"snappy, index cache unbounded); one DB.Update per write, one DB.View per read, "+
+	return fmt.Sprintf("badger.Open(DefaultOptions(dir).WithBlockCacheSize(%d).WithSyncWrites(%t).WithValueThreshold(%d).WithLogger(nil)); "+
+		"every other option default (memtable %d MiB x %d, values of %d B or more in the value log, the rest in the LSM tree, "+
+		"snappy, index cache unbounded, value log GC never run: Badger leaves it to the application); one DB.Update per write, one DB.View per read, "+
 		"one read Txn + Iterator (DefaultIteratorOptions, Reverse for readreverse) per iterator",
-		o.BlockCacheSize, o.SyncWrites, o.MemTableSize>>20, o.NumMemtables, o.ValueThreshold)
+		o.BlockCacheSize, o.SyncWrites, o.ValueThreshold, o.MemTableSize>>20, o.NumMemtables, o.ValueThreshold)
 }
 
 type badgerEngine struct{ db *badger.DB }
@@ -67,6 +72,23 @@ func (e *badgerEngine) NewIter(reverse bool) (Iter, error) {
 	o := badger.DefaultIteratorOptions
 	o.Reverse = reverse
 	return &badgerIter{txn: txn, it: txn.NewIterator(o)}, nil
+}
+
+// Settle runs Badger's value log GC, which Badger leaves to the
+// application, until it finds nothing to rewrite; the discard ratio 0.5
+// matches lsmgo's default BlobGCThreshold.
+func (e *badgerEngine) Settle(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		err := e.db.RunValueLogGC(0.5)
+		if errors.Is(err, badger.ErrNoRewrite) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("value log GC still rewriting after %v", timeout)
 }
 
 func (e *badgerEngine) Close() error { return e.db.Close() }

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -12,7 +13,7 @@ func init() {
 }
 
 func lsmgoOptions(cfg EngineConfig) *lsmgo.Options {
-	o := &lsmgo.Options{Sync: lsmgo.SyncNone, CacheSize: cfg.CacheSize}
+	o := &lsmgo.Options{Sync: lsmgo.SyncNone, CacheSize: cfg.CacheSize, ValueThreshold: max(cfg.ValueThreshold, 0)}
 	if cfg.Sync {
 		// Concurrent writers share one fsync per commit group.
 		o.Sync = lsmgo.SyncAlways
@@ -22,9 +23,15 @@ func lsmgoOptions(cfg EngineConfig) *lsmgo.Options {
 
 func lsmgoSettings(cfg EngineConfig) string {
 	o := lsmgoOptions(cfg)
-	return fmt.Sprintf("lsmgo.Open(dir, &Options{Sync: %s, CacheSize: %d}); other options default "+
-		"(memtable %d MiB, snappy, bloom %d bits/key, L0 compaction at %d files); DB.Set/Get/Delete, DB.NewIter",
-		o.Sync, o.CacheSize, lsmgo.DefaultMemTableSize>>20, lsmgo.DefaultBloomBitsPerKey, lsmgo.DefaultL0CompactionThreshold)
+	threshold := o.ValueThreshold
+	if threshold == 0 {
+		threshold = lsmgo.DefaultValueThreshold
+	}
+	return fmt.Sprintf("lsmgo.Open(dir, &Options{Sync: %s, CacheSize: %d, ValueThreshold: %d}); other options default "+
+		"(memtable %d MiB, snappy, bloom %d bits/key, L0 compaction at %d files, values of %d B or more in blob files, "+
+		"blob GC below %g live); DB.Set/Get/Delete, DB.NewIter",
+		o.Sync, o.CacheSize, o.ValueThreshold, lsmgo.DefaultMemTableSize>>20, lsmgo.DefaultBloomBitsPerKey,
+		lsmgo.DefaultL0CompactionThreshold, threshold, lsmgo.DefaultBlobGCThreshold)
 }
 
 type lsmgoEngine struct{ db *lsmgo.DB }
@@ -55,6 +62,24 @@ func (e *lsmgoEngine) NewIter(reverse bool) (Iter, error) {
 		return nil, err
 	}
 	return &lsmgoIter{it: it, reverse: reverse}, nil
+}
+
+func (e *lsmgoEngine) Settle(timeout time.Duration) error {
+	if err := e.db.Flush(); err != nil {
+		return err
+	}
+	return waitIdle(timeout, func() bool {
+		m := e.db.Metrics()
+		if m.Compaction.Running > 0 {
+			return false
+		}
+		for _, l := range m.Levels {
+			if l.Score >= 1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (e *lsmgoEngine) Close() error { return e.db.Close() }

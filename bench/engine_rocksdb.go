@@ -49,6 +49,8 @@ func dbBenchWorkload(c *Config, w WorkloadSpec) (bench string, flags []string, e
 		return "readrandomwriterandom", []string{"--reads=" + perThread(c.Num), "--readwritepercent=" + strconv.Itoa(c.ReadPercent)}, nil
 	case "deleterandom":
 		return w.Name, []string{"--deletes=" + perThread(c.Num)}, nil
+	case "settle":
+		return "flush,waitforcompaction", nil, nil // run by rocksdbRunner.settle
 	}
 	return "", nil, fmt.Errorf("no db_bench benchmark for workload %q", w.Name)
 }
@@ -77,6 +79,9 @@ func dbBenchCommonFlags(c *Config, dir string, threads int, sync, fresh bool) []
 	if sync {
 		f = append(f, "--sync=1")
 	}
+	if c.ValueThreshold > 0 {
+		f = append(f, "--enable_blob_files=1", "--min_blob_size="+strconv.Itoa(c.ValueThreshold), "--enable_blob_garbage_collection=1")
+	}
 	if c.Duration > 0 {
 		f = append(f, "--duration="+strconv.Itoa(max(1, int(math.Ceil(c.Duration.Seconds())))))
 	}
@@ -92,11 +97,15 @@ func boolFlag(b bool) string {
 
 // rocksdbSettings documents how db_bench is run.
 func rocksdbSettings(c *Config) string {
+	blob := ""
+	if c.ValueThreshold > 0 {
+		blob = fmt.Sprintf(" --enable_blob_files=1 --min_blob_size=%d --enable_blob_garbage_collection=1", c.ValueThreshold)
+	}
 	return fmt.Sprintf("db_bench (one process per workload, --use_existing_db=1 except for fills) with --cache_size=%d "+
-		"--disable_wal=0 --compression_ratio=%g --histogram=1, --sync=1 only for fillsync; every other option db_bench's "+
+		"--disable_wal=0 --compression_ratio=%g --histogram=1%s, --sync=1 only for fillsync; every other option db_bench's "+
 		"default (snappy, 64 MiB write buffer, bloom filter off); fillrandom=filluniquerandom, "+
 		"mixed=readrandomwriterandom, fillsync=fillrandom --sync=1; keys and values from db_bench's own generator "+
-		"(same sizes and compression ratio, not the identical stream)", c.CacheSize, c.Compressibility)
+		"(same sizes and compression ratio, not the identical stream)", c.CacheSize, c.Compressibility, blob)
 }
 
 // rocksdbRunner runs the workloads of a Config through db_bench.
@@ -142,6 +151,9 @@ func (rr *rocksdbRunner) runWorkload(w WorkloadSpec) Result {
 			return res
 		}
 		rr.st.full, rr.st.live = true, c.Num
+	}
+	if w.Name == "settle" {
+		return rr.settle(res)
 	}
 	args := append(dbBenchCommonFlags(c, rr.dir, res.Threads, c.Sync, def.fresh), "--benchmarks="+bench)
 	args = append(args, flags...)
@@ -196,6 +208,30 @@ func (rr *rocksdbRunner) runWorkload(w WorkloadSpec) Result {
 	if res.Threads > 1 && def.fresh {
 		res.Note = joinNote(res.Note, "db_bench's fill threads each write their own copy of the key sequence")
 	}
+	return res
+}
+
+// settle runs db_bench's flush and waitforcompaction, which print no
+// result line: the row's one operation is the whole run, timed here.
+func (rr *rocksdbRunner) settle(res Result) Result {
+	args := append(dbBenchCommonFlags(rr.cfg, rr.dir, 1, rr.cfg.Sync, false), "--benchmarks=flush,waitforcompaction")
+	start := time.Now()
+	_, usage, err := rr.exec(res.Workload, "", args)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Ops, res.Seconds = 1, time.Since(start).Seconds()
+	res.P50Ns = time.Since(start).Nanoseconds()
+	res.P99Ns, res.P999Ns, res.MaxNs, res.MeanNs = res.P50Ns, res.P50Ns, res.P50Ns, float64(res.P50Ns)
+	if usage != nil {
+		res.DiskBytesWritten = usage.Oublock * 512
+		res.PeakRSS = usage.Maxrss << 10
+		res.CPUSeconds = rusageCPU(usage)
+	}
+	res.DiskBytes = diskUsage(rr.dir)
+	res.LiveBytes = rr.st.live * int64(rr.cfg.KeySize+rr.cfg.ValueSize)
+	res.setRates(0)
 	return res
 }
 

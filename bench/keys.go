@@ -31,19 +31,31 @@ func putKeyNumber(dst []byte, n uint64) {
 	}
 }
 
-// valuePoolSize is the size of the buffer values are sliced from; values
-// walk through it, so consecutive values differ and a compressor sees the
-// configured ratio, not repetition across values.
-const valuePoolSize = 1 << 20
+// Values are sliced from a pool of random bytes; they walk through it, so
+// consecutive values differ and a compressor sees the configured ratio,
+// not repetition across values. The pool holds at least poolValues values
+// (1 MiB at least, as small values always had), up to maxPoolSize; values
+// of up to maxValueSize bytes fit it four times.
+const (
+	minPoolSize  = 1 << 20
+	maxPoolSize  = 256 << 20
+	poolValues   = 64
+	maxValueSize = maxPoolSize / 4
+)
+
+// valuePoolSize is the size of the pool for values of valueSize bytes.
+func valuePoolSize(valueSize int) int {
+	return max(minPoolSize, min(maxPoolSize, poolValues*valueSize))
+}
 
 // valuePool builds the shared value buffer: each 100-byte chunk holds
 // 100*compressibility random bytes repeated until the chunk is full, which
 // a block compressor shrinks to about compressibility of its input
 // (db_bench's --compression_ratio means the same).
-func valuePool(seed uint64, compressibility float64) []byte {
+func valuePool(seed uint64, compressibility float64, valueSize int) []byte {
 	rng := rand.New(rand.NewPCG(seed, 0x76616c756573))
 	const chunk = 100
-	pool := make([]byte, valuePoolSize)
+	pool := make([]byte, valuePoolSize(valueSize))
 	raw := max(1, int(math.Round(chunk*compressibility)))
 	if compressibility >= 1 {
 		raw = chunk

@@ -92,7 +92,7 @@ func TestKeyChooserDistributions(t *testing.T) {
 
 func TestValuesCompressToTheConfiguredRatio(t *testing.T) {
 	for _, ratio := range []float64{0.25, 0.5, 1} {
-		pool := valuePool(1, ratio)
+		pool := valuePool(1, ratio, defaultValueSize)
 		s := newValueStream(pool, 128, 0)
 		var block []byte
 		for len(block) < 4096 {
@@ -103,8 +103,37 @@ func TestValuesCompressToTheConfiguredRatio(t *testing.T) {
 			t.Errorf("compressibility %g: a 4 KiB block of values compresses to %.2f", ratio, got)
 		}
 	}
-	a, b := valuePool(9, 0.5), valuePool(9, 0.5)
+	a, b := valuePool(9, 0.5, defaultValueSize), valuePool(9, 0.5, defaultValueSize)
 	if !bytes.Equal(a, b) {
 		t.Error("value pool not determined by its seed")
+	}
+}
+
+// TestLargeValuesIncompressible checks that values far larger than the
+// default pool still get a pool of many distinct values, and that with
+// compressibility 1 a run of them does not shrink: a compressor must not
+// find one value repeated in the next.
+func TestLargeValuesIncompressible(t *testing.T) {
+	const size = 100 << 10
+	pool := valuePool(1, 1, size)
+	if len(pool) < poolValues*size {
+		t.Fatalf("pool of %d bytes for %d-byte values, want at least %d", len(pool), size, poolValues*size)
+	}
+	s := newValueStream(pool, size, 3)
+	seen := map[string]bool{}
+	var run []byte
+	for range poolValues / 2 {
+		v := s.next()
+		if len(v) != size {
+			t.Fatalf("value of %d bytes, want %d", len(v), size)
+		}
+		if seen[string(v)] {
+			t.Fatal("a value repeats within half a pool's worth of values")
+		}
+		seen[string(v)] = true
+		run = append(run, v...)
+	}
+	if got := float64(len(snappy.Encode(nil, run))) / float64(len(run)); got < 0.95 {
+		t.Errorf("%d incompressible values compress to %.2f", poolValues/2, got)
 	}
 }

@@ -68,7 +68,7 @@ func Run(cfg Config, stdout, stderr io.Writer) (*Report, error) {
 	for _, w := range cfg.Workloads {
 		rep.Workloads[w.Name] = workloads[w.Name].doc
 	}
-	ecfg := EngineConfig{CacheSize: cfg.CacheSize, Sync: cfg.Sync}
+	ecfg := EngineConfig{CacheSize: cfg.CacheSize, Sync: cfg.Sync, ValueThreshold: cfg.ValueThreshold}
 	for _, name := range cfg.Engines {
 		if name == rocksdbName {
 			rep.Settings[name] = rocksdbSettings(&cfg)
@@ -85,6 +85,10 @@ func Run(cfg Config, stdout, stderr io.Writer) (*Report, error) {
 		}
 		defer os.RemoveAll(tmp)
 		base = tmp
+	} else if err := os.MkdirAll(base, 0o755); err != nil {
+		// db_bench creates its own directory but not a missing parent,
+		// which a Go engine run first used to create for it.
+		return nil, err
 	}
 	p := newPrinter(stdout, stderr, cfg.Progress)
 	p.header(&cfg)

@@ -29,11 +29,15 @@ type Comparison struct {
 	PeerCPUPerOpNs  int64 `json:"peer_cpu_per_op_ns"`
 }
 
-// compare builds a Comparison for every workload where lsmgo and at least
-// one peer have a row without error.
+// compare builds a Comparison for every workload but settle where lsmgo
+// and at least one peer have a row without error.
 func compare(c *Config, results []Result) []Comparison {
 	var out []Comparison
 	for step, w := range c.Workloads {
+		if w.Name == "settle" {
+			// One operation that waits: its rate compares nothing.
+			continue
+		}
 		var mine *Result
 		var best *Result
 		for i := range results {

@@ -90,6 +90,10 @@ var workloadList = []*workloadDef{
 		ops: numOps, body: mixedBody,
 	},
 	{
+		name: "settle", doc: "one operation: flush, then wait until the engine's background compaction and blob GC are done (lsmgo, pebble, rocksdb; badger: value log GC until nothing is left to rewrite; bbolt, goleveldb: returns at once); its disk and s-amp are what is left",
+		ops: func(*Config) int64 { return 1 }, body: settleBody,
+	},
+	{
 		name: "deleterandom", doc: "delete every key once in random order",
 		ops: numOps, order: fullPermutation, body: deleteBody, after: afterDelete,
 	},
@@ -267,6 +271,27 @@ func (w *worker) index(i int64) uint64 {
 		return uint64(w.r.order[j])
 	}
 	return uint64(j)
+}
+
+// settleTimeout bounds the settle workload's wait.
+const settleTimeout = 5 * time.Minute
+
+// settleBody waits, as one operation, for the engine to finish its
+// background work, so that space amplification after overwrites is
+// measured once garbage collection has had its chance.
+func settleBody(r *run, w *worker) error {
+	if !w.more(0) {
+		return nil
+	}
+	start := time.Now()
+	// bbolt has no background work; goleveldb has no way to wait for it.
+	if s, ok := r.eng.(settler); ok {
+		if err := s.Settle(settleTimeout); err != nil {
+			return err
+		}
+	}
+	w.record(start, 0)
+	return nil
 }
 
 func fillBody(r *run, w *worker) error {

@@ -113,7 +113,7 @@ func newTestChild(t *testing.T, cfg Config) (*child, *memStore) {
 		cfg:  &cfg,
 		out:  &eventWriter{out: io.Discard},
 		st:   &dbState{keySpace: cfg.Num},
-		pool: valuePool(cfg.Seed, cfg.Compressibility),
+		pool: valuePool(cfg.Seed, cfg.Compressibility, cfg.ValueSize),
 	}
 	if cfg.Distribution != Uniform {
 		ch.zipf = newZipf(uint64(cfg.Num))

@@ -76,3 +76,48 @@ func TestDump(t *testing.T) {
 		t.Errorf("Dump of CURRENT: %v, want an error saying it is not a table, WAL or MANIFEST", err)
 	}
 }
+
+// TestDumpBlobs checks that a directory's dump lists its blob files with
+// their live bytes: all of a value's bytes while a table points to it, none
+// once an overwrite has been flushed.
+func TestDumpBlobs(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := lsmgo.Open("db", &lsmgo.Options{FS: fs, ValueThreshold: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(strings.Repeat("v", 1000))
+	if err := db.Set([]byte("a"), big, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	dump := func() string {
+		t.Helper()
+		var out strings.Builder
+		if err := inspect.Dump(&out, "db", inspect.DumpOptions{FS: fs}); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	out := dump()
+	if !strings.Contains(out, "blobs: 1 file(s), ") || !strings.Contains(out, ".blob: ") || !strings.Contains(out, "bytes, 1000 live\n") {
+		t.Errorf("want one blob file with 1000 live bytes in:\n%s", out)
+	}
+	if err := db.Set([]byte("a"), []byte("small"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := dump(); !strings.Contains(out, " 0 live\n") {
+		t.Errorf("want blob files with 0 live bytes after the overwrite, or none, in:\n%s", out)
+	}
+}

@@ -26,7 +26,7 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&opts.MaxValue, "max-value", 64, "print at most this many bytes of each value (0: all)")
 	fl.Usage = func() {
 		fmt.Fprintln(fl.Output(), "usage: lsmgo dump [--entries] [--max-value N] DIR|FILE")
-		fmt.Fprintln(fl.Output(), "DIR: the current version, level by level. FILE: a .sst's properties (and entries),")
+		fmt.Fprintln(fl.Output(), "DIR: the current version, level by level, and blob files with live bytes. FILE: a .sst's properties (and entries),")
 		fmt.Fprintln(fl.Output(), "a .log's batches, or a MANIFEST's version edits.")
 		fl.PrintDefaults()
 	}
