@@ -126,6 +126,25 @@ func testDiskFullWALHeals(t *testing.T, sync SyncMode) {
 	}
 	checkKeys(t, db, acked)
 
+	// Background work may have freed space meanwhile (a flush whose table
+	// fit retires its WAL): fill the disk again, until three writes in a
+	// row are refused, so that the restart below really has less free
+	// space than its WALs hold.
+	for i, refusals := 0, 0; refusals < 3; i++ {
+		if i > 10000 {
+			t.Fatal("the disk never filled up again")
+		}
+		k, v := fmt.Sprintf("r%06d", i), incompressible(rng, 1000)
+		switch err := db.Set([]byte(k), v, nil); {
+		case err == nil:
+			acked[k], refusals = v, 0
+		case errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrReadOnly):
+			refusals++
+		default:
+			t.Fatalf("write on a full disk: %v, want ErrNoSpace", err)
+		}
+	}
+
 	// Restart on a disk with less free space than the WAL holds.
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
