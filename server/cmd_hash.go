@@ -23,7 +23,7 @@ func init() {
 		spec{name: "hmget", arity: -3, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
 			summary: "Returns the values of all fields in a hash.", run: cmdHMGet},
 		spec{name: "hdel", arity: -3, flags: flagWrite | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
-			summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", run: cmdHDel},
+			summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", run: removeElems(typeHash)},
 		spec{name: "hexists", arity: 3, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
 			summary: "Determines whether a field exists in a hash.", run: cmdHExists},
 		spec{name: "hlen", arity: 2, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
@@ -246,30 +246,35 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) {
 	}
 }
 
-func cmdHDel(c *conn, _ *command, args [][]byte) {
-	key := args[1]
-	var removed int64
-	if !c.editColl(key, typeHash, func(m *collMeta, existed bool) bool {
-		if !existed {
-			return true
+// removeElems returns the handler of HDEL or SREM on collections of typ:
+// it deletes the distinct elements named after the key and replies with
+// how many were there.
+func removeElems(typ byte) handler {
+	return func(c *conn, _ *command, args [][]byte) {
+		key := args[1]
+		var removed int64
+		if !c.editColl(key, typ, func(m *collMeta, existed bool) bool {
+			if !existed {
+				return true
+			}
+			ok := true
+			distinct(args[2:], func(elem []byte) {
+				var found bool
+				if ok {
+					_, found, ok = c.getElem(key, *m, elem)
+				}
+				if found {
+					c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, elem)
+					removed++
+				}
+			})
+			m.count -= removed
+			return ok
+		}) {
+			return
 		}
-		ok := true
-		distinct(args[2:], func(field []byte) {
-			var found bool
-			if ok {
-				_, found, ok = c.getElem(key, *m, field)
-			}
-			if found {
-				c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, field)
-				removed++
-			}
-		})
-		m.count -= removed
-		return ok
-	}) {
-		return
+		c.wr.Int(removed)
 	}
-	c.wr.Int(removed)
 }
 
 func cmdHExists(c *conn, _ *command, args [][]byte) {

@@ -12,7 +12,7 @@ func init() {
 		spec{name: "sadd", arity: -3, flags: rwf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", run: cmdSAdd},
 		spec{name: "srem", arity: -3, flags: flagWrite | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Removes one or more members from a set. Deletes the set if the last member was removed.", run: cmdSRem},
+			summary: "Removes one or more members from a set. Deletes the set if the last member was removed.", run: removeElems(typeSet)},
 		spec{name: "sismember", arity: 3, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Determines whether a member belongs to a set.", run: smIsMember(false)},
 		spec{name: "smismember", arity: -3, flags: rof, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "6.2.0",
@@ -71,32 +71,6 @@ func cmdSAdd(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	c.wr.Int(added)
-}
-
-func cmdSRem(c *conn, _ *command, args [][]byte) {
-	key := args[1]
-	var removed int64
-	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
-		if !existed {
-			return true
-		}
-		ok := true
-		distinct(args[2:], func(member []byte) {
-			var found bool
-			if ok {
-				_, found, ok = c.getElem(key, *m, member)
-			}
-			if found {
-				c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, member)
-				removed++
-			}
-		})
-		m.count -= removed
-		return ok
-	}) {
-		return
-	}
-	c.wr.Int(removed)
 }
 
 // smIsMember returns the handler of SISMEMBER (an integer) or, when multi,
