@@ -24,18 +24,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(fl.Output(), "usage: lsmgo check DIR")
 		fmt.Fprintln(fl.Output(), "Verifies a closed DB without changing it; exit status 1 when anything is wrong.")
 	}
-	if code, done := parseFlags(fl, stdout, stderr, func() error {
-		if err := fl.Parse(args); err != nil {
-			return err
-		}
-		if fl.NArg() != 1 {
-			return errUsage
-		}
-		return nil
+	var dir string
+	if code, done := parseFlags(fl, stdout, stderr, func() (err error) {
+		dir, err = parseOnePositional(fl, args)
+		return err
 	}); done {
 		return code
 	}
-	report, err := lsmgo.Check(fl.Arg(0), nil)
+	report, err := lsmgo.Check(dir, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "lsmgo check: %v\n", err)
 		return 1

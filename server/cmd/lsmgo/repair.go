@@ -27,18 +27,14 @@ func runRepair(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(fl.Output(), "With the DB closed, replaces each damaged table by what can be read of it, moves the damaged file to DIR/"+lsmgo.LostDir+"/, and reports what was lost.")
 		fmt.Fprintln(fl.Output(), "Back up DIR first: repair changes it.")
 	}
-	if code, done := parseFlags(fl, stdout, stderr, func() error {
-		if err := fl.Parse(args); err != nil {
-			return err
-		}
-		if fl.NArg() != 1 {
-			return errUsage
-		}
-		return nil
+	var dir string
+	if code, done := parseFlags(fl, stdout, stderr, func() (err error) {
+		dir, err = parseOnePositional(fl, args)
+		return err
 	}); done {
 		return code
 	}
-	report, err := lsmgo.Repair(fl.Arg(0), nil)
+	report, err := lsmgo.Repair(dir, nil)
 	if report != nil {
 		fmt.Fprintln(stdout, report)
 	}
