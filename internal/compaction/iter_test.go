@@ -374,3 +374,74 @@ func FuzzIter(f *testing.F) {
 		}
 	})
 }
+
+// TestIterFilter runs random cases through an Iter whose filter drops
+// some user keys, and checks that every snapshot reads exactly what it
+// read before, that the latest read point no longer finds a dropped key's
+// value, that every other key reads as before, and that Filtered counts
+// the versions the filter turned into deletions.
+func TestIterFilter(t *testing.T) {
+	seed := uint64(77)
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	cases := 5000
+	if testing.Short() {
+		cases = 1000
+	}
+	for i := range cases {
+		entries, snapshots, nowMs := randIterCase(r)
+		bottommost := r.IntN(2) == 0
+		dead := map[string]bool{}
+		for k := range 5 {
+			dead[fmt.Sprintf("k%d", k)] = r.IntN(2) == 0
+		}
+		it := NewIter(iter.NewSliceIter(entries), snapshots, bottommost, nowMs)
+		var asked int64
+		it.SetFilter(func(uk []byte) bool { asked++; return dead[string(uk)] })
+		out := drain(it)
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("case %d (bottommost=%v now=%d snapshots=%v dead=%v entries=%v out=%v): %s",
+				i, bottommost, nowMs, snapshots, dead, entries, out, fmt.Sprintf(format, args...))
+		}
+		if err := it.Error(); err != nil {
+			fail("%v", err)
+		}
+		var filtered int64
+		seen := map[string]bool{}
+		for _, e := range entries {
+			uk := string(e.Key.UserKey)
+			if seen[uk] {
+				continue
+			}
+			seen[uk] = true
+			for _, rp := range append(slices.Clone(snapshots), base.SeqNumMax) {
+				in, got := modelRead(entries, e.Key.UserKey, rp, nowMs), modelRead(out, e.Key.UserKey, rp, nowMs)
+				if bottommost {
+					in.found, got.found = in.found && !in.tomb, got.found && !got.tomb
+					in.tomb, got.tomb = false, false
+				}
+				if rp != base.SeqNumMax || !dead[uk] {
+					if got != in {
+						fail("key %q at read point %d: input reads %+v, output reads %+v", uk, rp, in, got)
+					}
+					continue
+				}
+				// The newest version is offered when no snapshot sees it.
+				newest := e.Key.Seq()
+				offered := len(snapshots) == 0 || snapshots[len(snapshots)-1] <= newest
+				if offered && in.found && !in.tomb {
+					filtered++
+					if got.found && !got.tomb {
+						fail("key %q: the filter dropped it, yet the latest read finds %+v", uk, got)
+					}
+				} else if got != in {
+					fail("key %q, not offered: input reads %+v, output reads %+v", uk, in, got)
+				}
+			}
+		}
+		if it.Filtered() != filtered || asked < filtered {
+			fail("Filtered() = %d after %d questions, want %d", it.Filtered(), asked, filtered)
+		}
+	}
+}
