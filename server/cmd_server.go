@@ -572,7 +572,11 @@ func cmdFlush(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	applied := true
-	err := c.s.ks.scanKeys(nil, nil, func(key []byte, _ byte, _ bool) bool {
+	var elems int64 // of the collections deleted, for reclaimAll
+	err := c.s.ks.scanKeys(nil, nil, func(key []byte, typ byte, _ bool) bool {
+		if typ != typeString {
+			elems += c.s.ks.elemCount(&c.scratch, key)
+		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, key)
 		if c.batch.Count() >= flushBatchKeys {
 			applied = c.apply()
@@ -585,6 +589,9 @@ func cmdFlush(c *conn, _ *command, args [][]byte) {
 		c.batch.Reset()
 		c.replyErr(err)
 	case c.apply():
+		if elems >= reclaimMinElems {
+			c.s.ks.reclaimAll()
+		}
 		c.ok()
 	}
 }

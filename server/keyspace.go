@@ -89,6 +89,7 @@ type keyspace struct {
 	db       *lsmgo.DB
 	locks    *keyLocks
 	versions *versionClock
+	reclaim  *reclaimer // nil in tests that build a bare keyspace
 }
 
 // latest is the reader of the DB's newest state.
