@@ -27,8 +27,10 @@ import (
 // no earlier collection at the same key has had, so elements left behind
 // by a deleted one are invisible to its successor, and DEL, EXPIRE and
 // FLUSHALL of a collection write only its metadata, whatever its size.
-// Those stale elements stay on disk until a later change reclaims them
-// (doc/server.md says how far that is).
+// Those stale elements stay on disk until the engine's compaction filter
+// drops them (reclaim.go); for that, every command writes a collection's
+// metadata in the batch of the elements it writes, and every element of
+// every type lives in the 'e' range under its collection's version.
 const (
 	elemPrefix = 'e'
 	metaLen    = 16
