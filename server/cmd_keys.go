@@ -173,20 +173,8 @@ func rename(nx bool) handler {
 				return
 			}
 		}
-		if e.typ != typeString {
-			// A collection's elements are keyed by its name: they are
-			// copied under a new version, O(elements) in one batch.
-			m, err := decodeMeta(src, e)
-			if err == nil {
-				err = c.s.ks.copyColl(c.reader(), c.batch, &c.scratch, src, dst, m)
-			}
-			if err != nil {
-				c.batch.Reset()
-				c.replyErr(err)
-				return
-			}
-		} else {
-			c.s.ks.putEntry(c.batch, &c.scratch, dst, e)
+		if !c.putCopy(src, dst, e) {
+			return
 		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, src)
 		if !c.apply() {
