@@ -44,14 +44,9 @@ func cmdCopy(c *conn, _ *command, args [][]byte) {
 		c.fail("ERR source and destination objects are the same")
 		return
 	}
-	held := c.lock(args[1:3], 1)
+	held, e, ok := c.lockSource(args, func() { c.wr.Int(0) })
 	defer c.unlock(held)
-	e, exists, ok := c.getEntry(src)
 	if !ok {
-		return
-	}
-	if !exists {
-		c.wr.Int(0)
 		return
 	}
 	old, taken, ok := c.getEntry(dst)
@@ -69,6 +64,19 @@ func cmdCopy(c *conn, _ *command, args [][]byte) {
 		c.s.ks.reclaimDeleted(dst, old)
 	}
 	c.wr.Int(1)
+}
+
+// lockSource locks the keys args[1] and args[2] of COPY or RENAME and
+// reads the source, args[1]. The caller unlocks held; ok is false when
+// lockSource has replied: with the read's error, or by calling missing
+// when the source is absent.
+func (c *conn) lockSource(args [][]byte, missing func()) (held lockSet, e entry, ok bool) {
+	held = c.lock(args[1:3], 1)
+	e, exists, ok := c.getEntry(args[1])
+	if ok && !exists {
+		missing()
+	}
+	return held, e, ok && exists
 }
 
 // putCopy adds to the connection's batch a copy of e, the entry at src,

@@ -144,14 +144,9 @@ func cmdType(c *conn, _ *command, args [][]byte) {
 func rename(nx bool) handler {
 	return func(c *conn, _ *command, args [][]byte) {
 		src, dst := args[1], args[2]
-		held := c.lock(args[1:3], 1)
+		held, e, ok := c.lockSource(args, func() { c.fail(msgNoSuchKey) })
 		defer c.unlock(held)
-		e, exists, ok := c.getEntry(src)
 		if !ok {
-			return
-		}
-		if !exists {
-			c.fail(msgNoSuchKey)
 			return
 		}
 		if bytes.Equal(src, dst) {

@@ -166,8 +166,9 @@ func randIterCase(r *rand.Rand) (entries []iter.Entry, snapshots []base.SeqNum, 
 	return entries, snapshots, nowMs
 }
 
-func TestIterModel(t *testing.T) {
-	seed := uint64(4242)
+// forRandIterCases calls f with seeded random cases (randIterCase), 5000
+// of them, 1000 under -short; r is the generator, for f's own choices.
+func forRandIterCases(t *testing.T, seed uint64, f func(i int, r *rand.Rand, entries []iter.Entry, snapshots []base.SeqNum, nowMs int64, bottommost bool)) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
 	cases := 5000
@@ -176,13 +177,18 @@ func TestIterModel(t *testing.T) {
 	}
 	for i := range cases {
 		entries, snapshots, nowMs := randIterCase(r)
-		bottommost := r.IntN(2) == 0
+		f(i, r, entries, snapshots, nowMs, r.IntN(2) == 0)
+	}
+}
+
+func TestIterModel(t *testing.T) {
+	forRandIterCases(t, 4242, func(i int, _ *rand.Rand, entries []iter.Entry, snapshots []base.SeqNum, nowMs int64, bottommost bool) {
 		msg, err := checkIter(entries, snapshots, bottommost, nowMs)
 		if err != nil || msg != "" {
 			t.Fatalf("case %d (bottommost=%v now=%d snapshots=%v entries=%v): %s %v",
 				i, bottommost, nowMs, snapshots, entries, msg, err)
 		}
-	}
+	})
 }
 
 // TestIterExamples pins the rules on small hand-written cases.
@@ -381,16 +387,7 @@ func FuzzIter(f *testing.F) {
 // value, that every other key reads as before, and that Filtered counts
 // the versions the filter turned into deletions.
 func TestIterFilter(t *testing.T) {
-	seed := uint64(77)
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
-	cases := 5000
-	if testing.Short() {
-		cases = 1000
-	}
-	for i := range cases {
-		entries, snapshots, nowMs := randIterCase(r)
-		bottommost := r.IntN(2) == 0
+	forRandIterCases(t, 77, func(i int, r *rand.Rand, entries []iter.Entry, snapshots []base.SeqNum, nowMs int64, bottommost bool) {
 		dead := map[string]bool{}
 		for k := range 5 {
 			dead[fmt.Sprintf("k%d", k)] = r.IntN(2) == 0
@@ -443,5 +440,5 @@ func TestIterFilter(t *testing.T) {
 		if it.Filtered() != filtered || asked < filtered {
 			fail("Filtered() = %d after %d questions, want %d", it.Filtered(), asked, filtered)
 		}
-	}
+	})
 }
