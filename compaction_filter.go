@@ -34,6 +34,9 @@ package lsmgo
 // must not write to the DB (a flush may be waiting for it), and should be
 // cheap: it is asked once per rewritten key. Reads through state are
 // fine; an error there should mean "keep". It is never asked during Open.
+// The state pins the memtables and tables of its moment until the flush
+// or compaction ends, so a memtable flushed meanwhile keeps its memory
+// that long (doc/compaction.md, "Compaction filter").
 type CompactionFilter interface {
 	// Drop reports whether the version of key on offer is dead.
 	Drop(key []byte) bool

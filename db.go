@@ -433,7 +433,7 @@ func (db *DB) Compact(start, end []byte) error {
 		// A compaction running now may have started its filter from a
 		// state older than the caller's last write, and its outputs would
 		// then count as seen; wait for it to finish first.
-		for db.runningSinceLocked(db.mu.started) && db.mu.bgErr == nil && !db.closed.Load() {
+		for last := db.mu.started; db.runningSinceLocked(last) && db.mu.bgErr == nil && !db.closed.Load(); {
 			db.mu.cond.Wait()
 		}
 		unseen = make(map[base.FileNum]bool)

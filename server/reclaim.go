@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -101,9 +100,9 @@ type reclaimer struct {
 
 	mu     sync.Mutex
 	lo, hi []byte // pending span; lo == nil when none
-
-	// runs counts finished compactions, for tests.
-	runs atomic.Int64
+	// asked counts the ranges asked for, served those whose compaction
+	// has finished (or failed): all are served when the two are equal.
+	asked, served int64
 }
 
 func newReclaimer(db *lsmgo.DB, log *slog.Logger) *reclaimer {
@@ -116,6 +115,7 @@ func newReclaimer(db *lsmgo.DB, log *slog.Logger) *reclaimer {
 // add asks for [lo, hi) to be compacted soon.
 func (r *reclaimer) add(lo, hi []byte) {
 	r.mu.Lock()
+	r.asked++
 	if r.lo == nil || bytes.Compare(lo, r.lo) < 0 {
 		r.lo = bytes.Clone(lo)
 	}
@@ -138,7 +138,7 @@ func (r *reclaimer) loop() {
 		case <-r.wake:
 		}
 		r.mu.Lock()
-		lo, hi := r.lo, r.hi
+		lo, hi, asked := r.lo, r.hi, r.asked
 		r.lo, r.hi = nil, nil
 		r.mu.Unlock()
 		if lo == nil {
@@ -155,8 +155,17 @@ func (r *reclaimer) loop() {
 		if err != nil {
 			r.log.Warn("reclaiming deleted collections' elements failed; background compactions will reclaim them", "err", err)
 		}
-		r.runs.Add(1)
+		r.mu.Lock()
+		r.served = asked
+		r.mu.Unlock()
 	}
+}
+
+// idle reports whether every range asked for has been compacted.
+func (r *reclaimer) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.served == r.asked
 }
 
 // stop ends the goroutine; a compaction it runs ends when the DB closes,
