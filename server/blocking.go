@@ -20,22 +20,18 @@ import (
 // once that write has committed, the writer's goroutine runs the tries of
 // the clients blocked on the key, oldest first, until one finds nothing.
 //
-// A blocking command's handler uses three calls:
+// A blocking command's handler parses its arguments and calls
 //
-//	// The non-blocking form first: try(nil) runs the command against its
-//	// keys in argument order, writes the reply and returns true, or
-//	// returns false having written and committed nothing (all keys empty).
-//	if try(nil) {
-//		return
-//	}
-//	if !c.mayBlock() { // inside EXEC: behave as the non-blocking form
-//		reply the timeout reply; return
-//	}
-//	switch c.block(keys, timeout, try) {
-//	case blockServed:   // a try replied
-//	case blockTimedOut: reply the timeout reply (null)
-//	case blockAborted:  // disconnect or shutdown: block has dealt with it
-//	}
+//	c.blockingCommand(keys, timeout, try, timedOut)
+//
+// where try(nil) runs the command's non-blocking form against its keys in
+// argument order, writes the reply and returns true, or returns false
+// having written and committed nothing (every key empty); blockingCommand
+// runs it, then blocks the client when it found nothing (unless inside
+// EXEC: c.inExec makes the command behave as its non-blocking form), and
+// calls timedOut to write the reply of a command that found nothing in
+// time. A disconnect while blocked ends the connection; shutdown replies
+// with an error.
 //
 // and every write that may turn a key into a non-empty value a blocked
 // client waits for (a push, LMOVE's destination, RENAME's destination,
@@ -211,6 +207,18 @@ func (r *blockRegistry) remove(w *waiter) {
 	}
 	if found {
 		r.blocked.Add(-1)
+	}
+}
+
+// blockingCommand runs a blocking command (see blockRegistry): try(nil)
+// first, then, when that found nothing, blocks on keys for timeout (0:
+// forever) unless the connection may not block.
+func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(key []byte) bool, timedOut func()) {
+	if try(nil) {
+		return
+	}
+	if !c.mayBlock() || c.block(keys, timeout, try) == blockTimedOut {
+		timedOut()
 	}
 }
 
