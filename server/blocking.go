@@ -136,15 +136,7 @@ func (r *blockRegistry) serveReady(c *conn) {
 		ws := slices.Clone(r.waiting[string(key)])
 		r.mu.Unlock()
 		for _, w := range ws {
-			st := r.tryServe(w, key)
-			if w.c != c {
-				// The served client's keys belong to its arguments,
-				// which it reuses once it runs again.
-				for _, k := range w.c.blk.ready {
-					queue = append(queue, bytes.Clone(k))
-				}
-				w.c.blk.ready = w.c.blk.ready[:0]
-			}
+			st := r.tryServe(w, key, c, &queue)
 			if st == waiting {
 				break // the key is empty again (or not a fit): the rest wait
 			}
@@ -155,8 +147,10 @@ func (r *blockRegistry) serveReady(c *conn) {
 
 // tryServe runs w's try for key unless w has left; it returns served when
 // the try succeeded, left when w was gone, and waiting when the try found
-// nothing.
-func (r *blockRegistry) tryServe(w *waiter, key []byte) waiterState {
+// nothing. Run by another connection than w's, it moves the keys the try
+// signalled to *queue, cloned: they belong to w's arguments, which w
+// reuses once it runs again.
+func (r *blockRegistry) tryServe(w *waiter, key []byte, runner *conn, queue *[][]byte) waiterState {
 	w.mu.Lock()
 	if w.state != waiting {
 		w.mu.Unlock()
@@ -165,6 +159,13 @@ func (r *blockRegistry) tryServe(w *waiter, key []byte) waiterState {
 	ok := w.try(key)
 	if ok {
 		w.state = served
+	}
+	if w.c != runner {
+		for _, k := range w.c.blk.ready {
+			*queue = append(*queue, bytes.Clone(k))
+		}
+		clear(w.c.blk.ready)
+		w.c.blk.ready = w.c.blk.ready[:0]
 	}
 	w.mu.Unlock()
 	if !ok {
@@ -239,7 +240,7 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 	r.add(w)
 	// A write that committed between the caller's try and add found no
 	// waiter to serve.
-	if r.tryServe(w, nil) == served {
+	if r.tryServe(w, nil, c, nil) == served {
 		return blockServed
 	}
 	var timer <-chan time.Time

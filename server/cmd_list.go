@@ -670,7 +670,8 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 			return true
 		}
 		found = append(found, i)
-		return count > 0 && int64(len(found)) < count
+		// COUNT 0 asks for every match; no COUNT for the first.
+		return count == 0 || count > 0 && int64(len(found)) < count
 	}) {
 		return
 	}

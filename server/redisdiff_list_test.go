@@ -1,5 +1,11 @@
 package server
 
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
 func init() { diffGroups = append(diffGroups, diffGroup{"lists", 20, diffLists}) }
 
 // elem is a list element: a few values, so that LREM, LPOS and LINSERT
@@ -83,4 +89,76 @@ func diffLists(g *diffGen) diffCmd {
 	default:
 		return diffCmdOf(exact, "LMOVE", k, k, g.pick("LEFT", "RIGHT"), g.pick("LEFT", "RIGHT"))
 	}
+}
+
+// TestRedisDiffLongLists grows two lists to hundreds of elements, so that
+// LINSERT and LREM move either side of the list (cmd_list.go) and LTRIM,
+// LPOS and LRANGE work on long ranges, and compares every reply and, every
+// round, both lists whole with redis-server's.
+func TestRedisDiffLongLists(t *testing.T) {
+	redisSock := startRedis(t)
+	s := startServer(t, nil)
+	ours := dialDiff(t, "tcp", s.Addr().String(), 2)
+	theirs := dialDiff(t, "unix", redisSock, 2)
+	rng := rand.New(rand.NewPCG(11, 12))
+	g := &diffGen{rng: rng, proto: 2}
+	rounds := 400
+	if testing.Short() {
+		rounds = 100
+	}
+	key := func() string { return g.pick("L0", "L1") }
+	elem := func() string { return g.pick("a", "b", "c", "d", strconv.Itoa(rng.IntN(50))) }
+	longest := 0
+	for round := range rounds {
+		var cmds [][]string
+		for range 64 {
+			k := key()
+			var args []string
+			switch rng.IntN(12) {
+			case 0, 1, 2, 3:
+				args = []string{g.pick("LPUSH", "RPUSH"), k, elem(), elem(), elem()}
+			case 4:
+				args = []string{"LINSERT", k, g.pick("BEFORE", "AFTER"), elem(), elem()}
+			case 5:
+				args = []string{"LREM", k, strconv.Itoa(rng.IntN(7) - 3), elem()}
+			case 6:
+				args = []string{"LSET", k, strconv.Itoa(rng.IntN(400) - 200), elem()}
+			case 7:
+				args = []string{"LPOS", k, elem(), "RANK", g.pick("1", "2", "-1", "-3"), "COUNT", g.pick("0", "1", "5"), "MAXLEN", g.pick("0", "10", "100")}
+			case 8:
+				args = []string{g.pick("LPOP", "RPOP"), k, strconv.Itoa(rng.IntN(5))}
+			case 9:
+				args = []string{"LMOVE", k, key(), g.pick("LEFT", "RIGHT"), g.pick("LEFT", "RIGHT")}
+			case 10:
+				args = []string{"LRANGE", k, strconv.Itoa(rng.IntN(300) - 150), strconv.Itoa(rng.IntN(300) - 150)}
+			default:
+				if rng.IntN(4) == 0 {
+					args = []string{"LTRIM", k, strconv.Itoa(rng.IntN(20) - 5), strconv.Itoa(rng.IntN(100) + 150)}
+				} else {
+					args = []string{"LINDEX", k, strconv.Itoa(rng.IntN(400) - 200)}
+				}
+			}
+			cmds = append(cmds, args)
+		}
+		cmds = append(cmds, []string{"LRANGE", "L0", "0", "-1"}, []string{"LRANGE", "L1", "0", "-1"})
+		for _, args := range cmds {
+			ours.send(args)
+			theirs.send(args)
+		}
+		got, err := ours.flushRead(len(cmds))
+		if err != nil {
+			t.Fatalf("lsmgo: %v", err)
+		}
+		want, err := theirs.flushRead(len(cmds))
+		if err != nil {
+			t.Fatalf("redis: %v", err)
+		}
+		for i, args := range cmds {
+			if g, w := render(got[i], exact), render(want[i], exact); g != w {
+				t.Fatalf("round %d, %q:\n lsmgo: %s\n redis: %s", round, args, g, w)
+			}
+		}
+		longest = max(longest, len(got[len(cmds)-1].Array), len(got[len(cmds)-2].Array))
+	}
+	t.Logf("%d rounds; the longest list held %d elements", rounds, longest)
 }
