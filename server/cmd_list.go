@@ -326,11 +326,21 @@ func listRange(start, end, n int64) (from, to int64, empty bool) {
 	return start, min(end, n-1), false
 }
 
-func cmdLRange(c *conn, _ *command, args [][]byte) {
-	start, ok1 := parseInt(args[2])
-	end, ok2 := parseInt(args[3])
+// parseRange parses LRANGE's and LTRIM's start and end, replying on
+// error.
+func (c *conn) parseRange(startArg, endArg []byte) (start, end int64, ok bool) {
+	start, ok1 := parseInt(startArg)
+	end, ok2 := parseInt(endArg)
 	if !ok1 || !ok2 {
 		c.fail(msgNotInteger)
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+func cmdLRange(c *conn, _ *command, args [][]byte) {
+	start, end, ok := c.parseRange(args[2], args[3])
+	if !ok {
 		return
 	}
 	key := args[1]
@@ -565,10 +575,8 @@ func cmdLRem(c *conn, _ *command, args [][]byte) {
 }
 
 func cmdLTrim(c *conn, _ *command, args [][]byte) {
-	start, ok1 := parseInt(args[2])
-	end, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
-		c.fail(msgNotInteger)
+	start, end, ok := c.parseRange(args[2], args[3])
+	if !ok {
 		return
 	}
 	key := args[1]
