@@ -30,9 +30,13 @@ import (
 // FLUSHALL of a collection write only its metadata, whatever its size.
 // Those stale elements stay on disk until a later change reclaims them
 // (doc/server.md says how far that is).
+//
+// A list's metadata carries 8 more bytes, the slot of its first element
+// (cmd_list.go).
 const (
-	elemPrefix = 'e'
-	metaLen    = 16
+	elemPrefix  = 'e'
+	metaLen     = 16
+	listMetaLen = metaLen + 8
 )
 
 // collMeta is the decoded metadata of a collection.
@@ -41,6 +45,7 @@ type collMeta struct {
 	version  uint64
 	count    int64
 	expireAt time.Time
+	head     int64 // a list's first slot
 }
 
 // versionClock hands out collection versions. A version must never repeat
@@ -99,12 +104,19 @@ func (vc *versionClock) nextVersion() (uint64, error) {
 
 // decodeMeta checks a collection's metadata entry.
 func decodeMeta(userKey []byte, e entry) (collMeta, error) {
-	if len(e.payload) != metaLen {
+	want := metaLen
+	if e.typ == typeList {
+		want = listMetaLen
+	}
+	if len(e.payload) != want {
 		return collMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
-			Reason: fmt.Sprintf("%s metadata is %d bytes, want %d", typeNames[e.typ], len(e.payload), metaLen)}
+			Reason: fmt.Sprintf("%s metadata is %d bytes, want %d", typeNames[e.typ], len(e.payload), want)}
 	}
 	m := collMeta{typ: e.typ, expireAt: e.expireAt,
 		version: binary.BigEndian.Uint64(e.payload), count: int64(binary.BigEndian.Uint64(e.payload[8:]))}
+	if e.typ == typeList {
+		m.head = int64(binary.BigEndian.Uint64(e.payload[16:]))
+	}
 	if m.count <= 0 {
 		return collMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
 			Reason: fmt.Sprintf("%s has %d elements", typeNames[e.typ], m.count)}
@@ -141,10 +153,15 @@ func (ks *keyspace) putColl(b *lsmgo.Batch, scratch *[]byte, userKey []byte, m c
 		ks.deleteKey(b, scratch, userKey)
 		return
 	}
-	var payload [metaLen]byte
+	var payload [listMetaLen]byte
 	binary.BigEndian.PutUint64(payload[:], m.version)
 	binary.BigEndian.PutUint64(payload[8:], uint64(m.count))
-	ks.putEntry(b, scratch, userKey, entry{typ: m.typ, payload: payload[:], expireAt: m.expireAt})
+	n := metaLen
+	if m.typ == typeList {
+		binary.BigEndian.PutUint64(payload[16:], uint64(m.head))
+		n = listMetaLen
+	}
+	ks.putEntry(b, scratch, userKey, entry{typ: m.typ, payload: payload[:n], expireAt: m.expireAt})
 }
 
 // elemsKey appends to dst the prefix shared by the element keys of
@@ -222,7 +239,7 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 	if err != nil {
 		return err
 	}
-	nm.count, nm.expireAt = m.count, m.expireAt
+	nm.count, nm.expireAt, nm.head = m.count, m.expireAt, m.head
 	var buf []byte
 	err = ks.scanElems(r, src, m, nil, func(elem, val []byte) bool {
 		ks.putElem(b, &buf, dst, nm, elem, val)
