@@ -248,6 +248,23 @@ func (b *Batch) Append(o *Batch) {
 	}
 }
 
+// ForEachKey calls fn with the key of each write in the batch, in order;
+// the slice is valid only during the call. A server uses it to learn
+// which of its keys a batch changes (Redis' WATCH).
+func (b *Batch) ForEachKey(fn func(key []byte)) {
+	r, err := batchrepr.NewReader(b.repr)
+	if err != nil {
+		return
+	}
+	for {
+		_, key, _, ok, err := r.Next()
+		if err != nil || !ok {
+			return
+		}
+		fn(key)
+	}
+}
+
 // Err returns why a write was refused (see Batch), or nil.
 func (b *Batch) Err() error { return b.err }
 

@@ -184,3 +184,22 @@ func checkIter(t *testing.T, it *Iterator, want []string) {
 		t.Fatal(err)
 	}
 }
+
+// TestBatchForEachKey checks that ForEachKey lists every write's key in
+// order, deletions and separated values included.
+func TestBatchForEachKey(t *testing.T) {
+	opts := modelTinyOptions()
+	opts.FS = vfs.NewMem()
+	opts.ValueThreshold = 8
+	db := openTestDB(t, "/db", &opts)
+	b := db.NewBatch()
+	b.Set([]byte("a"), []byte("1"))
+	b.Delete([]byte("b"))
+	b.SetWithExpiry([]byte("c"), bytes.Repeat([]byte("x"), 100), time.Now().Add(time.Hour))
+	b.Set([]byte("a"), []byte("2"))
+	var got []string
+	b.ForEachKey(func(k []byte) { got = append(got, string(k)) })
+	if want := []string{"a", "b", "c", "a"}; !slices.Equal(got, want) {
+		t.Fatalf("ForEachKey: %q, want %q", got, want)
+	}
+}

@@ -80,6 +80,15 @@ type conn struct {
 	// meanwhile.
 	view *lsmgo.View
 
+	// tx is the transaction MULTI opened, nil outside one; exec is set
+	// while EXEC runs its commands (see tx.go). watched lists the keys
+	// WATCH named; watchDirty is set, by any connection's write, once
+	// one of them changed.
+	tx         *transaction
+	exec       *execState
+	watched    []watchedKey
+	watchDirty atomic.Bool
+
 	scratch []byte // engine keys and values under construction
 	elemBuf []byte // collection element keys under construction
 	nameBuf []byte // lower-cased command names
@@ -213,6 +222,7 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.unwatchAll()
 	c.closeView()
 	c.publish()
 	c.nc.Close()
@@ -231,28 +241,28 @@ func (c *conn) execute(args [][]byte) {
 	// A batchable write is staged when more input is already buffered, or
 	// when writes are staged already (the last write of a pipeline rides
 	// with the others: the batch commits before the next read anyway).
-	if cmd != nil && cmd.batch != nil && c.authed && cmd.arityOK(len(args)) &&
+	if cmd != nil && cmd.batch != nil && c.authed && c.tx == nil && cmd.arityOK(len(args)) &&
 		(c.rd.Buffered() > 0 || len(c.staged) > 0) && c.stage(cmd, args) {
 		return
 	}
 	c.commitStaged()
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
-		c.reject(unknownCommand(args))
+		c.reject(nil, unknownCommand(args))
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.reject(wrongArity(cmd))
+		c.reject(cmd, wrongArity(cmd))
 		return
 	}
 	if cmd.subs != nil && len(args) > 1 {
 		sub := lookup(cmd.subs, &c.nameBuf, args[1])
 		if sub == nil {
-			c.reject(unknownSubcommand(cmd.name, args[1]))
+			c.reject(cmd, unknownSubcommand(cmd.name, args[1]))
 			return
 		}
 		if !sub.arityOK(len(args)) {
-			c.reject(wrongArity(sub))
+			c.reject(sub, wrongArity(sub))
 			return
 		}
 		cmd = sub
@@ -261,25 +271,29 @@ func (c *conn) execute(args [][]byte) {
 		}
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
-		c.reject(msgNoAuth)
+		c.reject(cmd, msgNoAuth)
+		return
+	}
+	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
+		c.queue(cmd, args)
+		c.mark = time.Now()
 		return
 	}
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
 		// Without a view (the DB closing) reads go to the DB.
 		c.view, _ = c.s.ks.newView()
 	}
-	start := c.clock()
-	c.failed = false
-	cmd.run(c, cmd, args)
-	now := time.Now()
-	c.mark = now
-	c.finished(cmd, args, now.Sub(start), c.failed)
+	c.run(cmd, args)
 }
 
-// reader is what the running command reads through: the pipeline's view
-// when the command is a pipeView read inside a pipeline, else the DB's
+// reader is what the running command reads through: inside EXEC, the
+// transaction's state with its writes so far on top; the pipeline's view
+// when the command is a pipeView read inside a pipeline; else the DB's
 // newest state.
 func (c *conn) reader() lsmgo.Reader {
+	if c.exec != nil {
+		return c.exec.overlay
+	}
 	if c.view != nil {
 		return c.view
 	}
@@ -302,10 +316,19 @@ func (c *conn) clock() time.Time {
 	return c.mark
 }
 
-// reject answers a command that does not run. It still counts as
-// activity for the idle timeout.
-func (c *conn) reject(msg string) {
-	c.wr.Error(msg)
+// inExec reports whether the running command runs inside EXEC: a
+// blocking command must not block then, but answer as on timeout.
+func (c *conn) inExec() bool { return c.exec != nil }
+
+// reject answers a command that does not run (cmd is nil when unknown).
+// Inside MULTI that fails the transaction. It still counts as activity
+// for the idle timeout.
+func (c *conn) reject(cmd *command, msg string) {
+	if c.tx != nil {
+		c.rejectQueued(cmd, msg)
+	} else {
+		c.wr.Error(msg)
+	}
 	c.mark = time.Now()
 	c.lastActive.Store(c.mark.UnixNano())
 }

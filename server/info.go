@@ -176,7 +176,7 @@ func (s *Server) infoReplication(b *strings.Builder) error {
 // avg_ttl is reported as 0: it would need every expiry decoded.
 func (s *Server) infoKeyspace(b *strings.Builder) error {
 	var keys, expires int64
-	err := s.ks.scanKeys(nil, nil, func(_ []byte, _ byte, exp bool) bool {
+	err := s.ks.scanKeys(s.ks.latest(), nil, nil, func(_ []byte, _ byte, exp bool) bool {
 		keys++
 		if exp {
 			expires++
