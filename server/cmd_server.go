@@ -13,7 +13,7 @@ func init() {
 	const conn, srv = "connection", "server"
 	fast := flagFast
 	register(
-		spec{name: "ping", arity: -1, flags: fast, group: conn, since: "1.0.0",
+		spec{name: "ping", arity: -1, flags: fast, pipe: pipeSubscribed, group: conn, since: "1.0.0",
 			summary: "Returns the server's liveliness response.", run: cmdPing},
 		spec{name: "echo", arity: 2, flags: fast, group: conn, since: "1.0.0",
 			summary: "Returns the given string.", run: cmdEcho},
@@ -23,9 +23,9 @@ func init() {
 			summary: "Authenticates the connection.", run: cmdAuth},
 		spec{name: "select", arity: 2, flags: flagLoading | flagStale | fast, group: conn, since: "1.0.0",
 			summary: "Changes the selected database.", run: cmdSelect},
-		spec{name: "quit", arity: -1, flags: flagNoAuth | fast, pipe: pipeNoQueue, group: conn, since: "1.0.0",
+		spec{name: "quit", arity: -1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "1.0.0",
 			summary: "Closes the connection.", run: cmdQuit},
-		spec{name: "reset", arity: 1, flags: flagNoAuth | fast, pipe: pipeNoQueue, group: conn, since: "6.2.0",
+		spec{name: "reset", arity: 1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "6.2.0",
 			summary: "Resets the connection.", run: cmdReset},
 		spec{name: "client", arity: -2, group: conn, since: "2.4.0", summary: "A container for client connection commands.",
 			subs: []spec{
@@ -87,6 +87,17 @@ func cmdHelp(c *conn, cmd *command, _ [][]byte) {
 }
 
 func cmdPing(c *conn, cmd *command, args [][]byte) {
+	if len(args) <= 2 && c.subscribed() && c.wr.Protocol() == 2 {
+		// Redis' subscribed-mode PING: an array, as a message is.
+		c.wr.ArrayHeader(2)
+		c.wr.BulkString("pong")
+		if len(args) == 2 {
+			c.wr.Bulk(args[1])
+		} else {
+			c.wr.BulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.wr.SimpleString("PONG")
@@ -118,6 +129,7 @@ func cmdQuit(c *conn, _ *command, _ [][]byte) {
 
 func cmdReset(c *conn, _ *command, _ [][]byte) {
 	c.discard()
+	c.unsubscribeAll()
 	c.setProtocol(2)
 	c.setAuthed(c.s.config().RequirePass == "")
 	c.info.Lock()

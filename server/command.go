@@ -52,6 +52,9 @@ const (
 	// pipeNoQueue marks a command that runs at once inside MULTI instead
 	// of being queued (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET).
 	pipeNoQueue
+	// pipeSubscribed marks a command a RESP2 client may send while
+	// subscribed ((P)(UN)SUBSCRIBE, PING, QUIT, RESET).
+	pipeSubscribed
 )
 
 // handler runs a command: cmd is the table entry it runs as (a handler

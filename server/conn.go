@@ -84,6 +84,10 @@ type conn struct {
 	// while EXEC runs its commands (see tx.go). watched lists the keys
 	// WATCH named; watchDirty is set, by any connection's write, once
 	// one of them changed.
+	// sub is the connection's Pub/Sub state, nil until it first
+	// subscribes (pubsub.go).
+	sub *subscriber
+
 	tx         *transaction
 	exec       *execState
 	watched    []watchedKey
@@ -122,27 +126,46 @@ type connReader struct{ c *conn }
 
 func (r connReader) Read(p []byte) (int, error) {
 	c := r.c
-	c.closeView()
-	c.commitStaged()
-	if err := c.wr.Flush(); err != nil {
-		return 0, err
+	for {
+		c.closeView()
+		c.commitStaged()
+		c.deliverPushes()
+		if err := c.wr.Flush(); err != nil {
+			return 0, err
+		}
+		c.flushedPushes()
+		c.publish()
+		c.mark = time.Time{}
+		cfg := c.s.config()
+		if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
+			return 0, errQueryBufferLimit
+		}
+		// A subscriber is exempt from the idle timeout, as in Redis; its
+		// deadline is reset each time, since publishers move it to wake
+		// it (pubsub.go).
+		switch {
+		case cfg.Timeout > 0 && !c.subscribed():
+			c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
+		case c.sub != nil:
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		// Checked after arming the deadline: see Server.shutdown.
+		if c.s.closing.Load() {
+			return 0, errShuttingDown
+		}
+		// Checked after arming the deadline too: a message queued
+		// after this check moves the deadline after this arming.
+		if c.pendingPushes() {
+			continue
+		}
+		n, err := c.nc.Read(p)
+		c.s.stats.netIn.Add(int64(n))
+		var ne net.Error
+		if n == 0 && c.sub != nil && errors.As(err, &ne) && ne.Timeout() && c.sub.woken.Swap(false) {
+			continue
+		}
+		return n, err
 	}
-	c.publish()
-	c.mark = time.Time{}
-	cfg := c.s.config()
-	if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
-		return 0, errQueryBufferLimit
-	}
-	if cfg.Timeout > 0 {
-		c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
-	}
-	// Checked after arming the deadline: see Server.shutdown.
-	if c.s.closing.Load() {
-		return 0, errShuttingDown
-	}
-	n, err := c.nc.Read(p)
-	c.s.stats.netIn.Add(int64(n))
-	return n, err
 }
 
 // countingWriter counts reply bytes for INFO and /metrics. It publishes
@@ -223,6 +246,7 @@ func lingerClose(nc net.Conn) {
 
 func (c *conn) close() {
 	c.unwatchAll()
+	c.unsubscribeAll()
 	c.closeView()
 	c.publish()
 	c.nc.Close()
@@ -272,6 +296,10 @@ func (c *conn) execute(args [][]byte) {
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
 		c.reject(cmd, msgNoAuth)
+		return
+	}
+	if cmd.pipe&pipeSubscribed == 0 && c.subscribed() && c.wr.Protocol() == 2 {
+		c.reject(cmd, msgSubscribedOnly(cmd))
 		return
 	}
 	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {

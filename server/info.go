@@ -162,6 +162,9 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "evicted_clients", s.clientMem.evicted.Load())
 	field(b, "keyspace_hits", st.hits.Load())
 	field(b, "keyspace_misses", st.misses.Load())
+	field(b, "pubsub_channels", s.pubsub.numChannels())
+	field(b, "pubsub_patterns", s.pubsub.numPatterns())
+	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load())
 	return nil
 }
 

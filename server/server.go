@@ -63,6 +63,7 @@ type Server struct {
 	done   chan struct{}
 	nextID atomic.Uint64
 	stats  serverStats
+	pubsub pubsubHub
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 
