@@ -305,6 +305,7 @@ func (c *conn) execute(args [][]byte) {
 	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
 		c.queue(cmd, args)
 		c.mark = time.Now()
+		c.lastActive.Store(c.mark.UnixNano())
 		return
 	}
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
