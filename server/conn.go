@@ -205,6 +205,7 @@ func (c *conn) readFailed(err error) {
 	switch {
 	case errors.As(err, &pe):
 		c.s.metrics.protocolErrors.Inc()
+		c.s.errors.count("ERR")
 		c.wr.Error("ERR " + pe.Msg)
 		c.wr.Flush()
 		lingerClose(c.nc)
@@ -282,7 +283,7 @@ func (c *conn) execute(args [][]byte) {
 	if cmd.subs != nil && len(args) > 1 {
 		sub := lookup(cmd.subs, &c.nameBuf, args[1])
 		if sub == nil {
-			c.reject(cmd, unknownSubcommand(cmd.name, args[1]))
+			c.reject(nil, unknownSubcommand(cmd.name, args[1]))
 			return
 		}
 		if !sub.arityOK(len(args)) {
@@ -349,10 +350,15 @@ func (c *conn) clock() time.Time {
 // blocking command must not block then, but answer as on timeout.
 func (c *conn) inExec() bool { return c.exec != nil }
 
-// reject answers a command that does not run (cmd is nil when unknown).
-// Inside MULTI that fails the transaction. It still counts as activity
-// for the idle timeout.
+// reject answers a command that does not run: cmd, when given, counts it
+// among its rejected calls (Redis counts no command for an unknown command
+// or subcommand). Inside MULTI it fails the transaction. It still counts
+// as activity for the idle timeout.
 func (c *conn) reject(cmd *command, msg string) {
+	if cmd != nil {
+		c.s.cmdStats[cmd.id].rejected.Add(1)
+	}
+	c.s.errors.count(msg)
 	if c.tx != nil {
 		c.rejectQueued(cmd, msg)
 	} else {
@@ -436,7 +442,9 @@ func (c *conn) commitStaged() {
 	c.mark = now
 	for _, cmd := range c.staged {
 		if err != nil {
-			c.wr.Error(engineError(err))
+			msg := engineError(err)
+			c.s.errors.count(msg)
+			c.wr.Error(msg)
 		} else {
 			c.wr.SimpleString("OK")
 		}
@@ -456,6 +464,7 @@ func (c *conn) commitStaged() {
 
 func (c *conn) fail(msg string) {
 	c.failed = true
+	c.s.errors.count(msg)
 	c.wr.Error(msg)
 }
 

@@ -188,6 +188,7 @@ func cmdExec(c *conn, _ *command, _ [][]byte) {
 	for _, q := range tx.cmds {
 		c.run(q.cmd, q.args)
 	}
+	c.failed = false // EXEC itself fails only as a whole, below
 	c.wr.Flush()
 	proto := c.wr.Protocol() // a queued HELLO may have changed it
 	c.wr, c.exec = out, nil
