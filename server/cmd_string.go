@@ -58,7 +58,7 @@ func init() {
 // lock takes the stripes of every step-th key in keys and returns what to
 // pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
 func (c *conn) lock(keys [][]byte, step int) lockSet {
-	if c.exec != nil {
+	if c.inExec() {
 		return nil
 	}
 	locks := c.s.ks.locks
@@ -73,7 +73,7 @@ func (c *conn) lock(keys [][]byte, step int) lockSet {
 
 // lockAll takes every stripe, as lock does for keys.
 func (c *conn) lockAll() lockSet {
-	if c.exec != nil {
+	if c.inExec() {
 		return nil
 	}
 	set := allStripes(c.stripes).lock(c.s.ks.locks)
@@ -128,7 +128,7 @@ func (c *conn) maxStringLen(key []byte) int64 {
 // with the error and returns false. Inside EXEC the batch joins the
 // transaction's, which commits at the end of EXEC.
 func (c *conn) apply() bool {
-	if c.exec != nil {
+	if c.inExec() {
 		c.exec.batch.Append(c.batch)
 		c.batch.Reset()
 		if err := c.exec.batch.Err(); err != nil {

@@ -92,21 +92,32 @@ func (sub *subscriber) count() int { return len(sub.channels) + len(sub.patterns
 // subscribed reports whether the connection has any subscription.
 func (c *conn) subscribed() bool { return c.sub != nil && c.sub.count() > 0 }
 
+// subKind names a (un)subscribe confirmation: kind, or its pattern form.
+func subKind(kind string, pattern bool) string {
+	if pattern {
+		return "p" + kind
+	}
+	return kind
+}
+
+// subSets returns the connection's set of channels, or of patterns, and
+// the hub's map of the same.
+func (c *conn) subSets(pattern bool) (mine map[string]struct{}, hub *map[string]map[*conn]struct{}) {
+	if pattern {
+		return c.sub.patterns, &c.s.pubsub.patterns
+	}
+	return c.sub.channels, &c.s.pubsub.channels
+}
+
 // subscribe returns the handler of SUBSCRIBE, or PSUBSCRIBE when pattern.
 func subscribe(pattern bool) handler {
-	kind := "subscribe"
-	if pattern {
-		kind = "psubscribe"
-	}
+	kind := subKind("subscribe", pattern)
 	return func(c *conn, _ *command, args [][]byte) {
 		c.deliverPushes()
 		if c.sub == nil {
 			c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
 		}
-		mine, hubSet := c.sub.channels, &c.s.pubsub.channels
-		if pattern {
-			mine, hubSet = c.sub.patterns, &c.s.pubsub.patterns
-		}
+		mine, hubSet := c.subSets(pattern)
 		for _, name := range args[1:] {
 			if _, ok := mine[string(name)]; !ok {
 				mine[string(name)] = struct{}{}
@@ -131,10 +142,7 @@ func subscribe(pattern bool) handler {
 // unsubscribe returns the handler of UNSUBSCRIBE, or PUNSUBSCRIBE when
 // pattern: from the names given, or from all when none is.
 func unsubscribe(pattern bool) handler {
-	kind := "unsubscribe"
-	if pattern {
-		kind = "punsubscribe"
-	}
+	kind := subKind("unsubscribe", pattern)
 	return func(c *conn, _ *command, args [][]byte) {
 		c.deliverPushes()
 		names := args[1:]
@@ -166,10 +174,7 @@ func (c *conn) subscriptions(pattern bool) []string {
 	if c.sub == nil {
 		return nil
 	}
-	m := c.sub.channels
-	if pattern {
-		m = c.sub.patterns
-	}
+	m, _ := c.subSets(pattern)
 	names := make([]string, 0, len(m))
 	for name := range m {
 		names = append(names, name)
@@ -182,10 +187,7 @@ func (c *conn) unsubscribeOne(pattern bool, name []byte) {
 	if c.sub == nil {
 		return
 	}
-	mine, hubSet := c.sub.channels, &c.s.pubsub.channels
-	if pattern {
-		mine, hubSet = c.sub.patterns, &c.s.pubsub.patterns
-	}
+	mine, hubSet := c.subSets(pattern)
 	if _, ok := mine[string(name)]; !ok {
 		return
 	}
