@@ -63,6 +63,7 @@ func cmdCopy(c *conn, _ *command, args [][]byte) {
 	if taken {
 		c.s.ks.reclaimDeleted(dst, old)
 	}
+	c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 	c.wr.Int(1)
 }
 

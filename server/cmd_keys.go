@@ -176,6 +176,7 @@ func rename(nx bool) handler {
 			return
 		}
 		c.s.ks.reclaimDeleted(src, e)
+		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 		if nx {
 			c.wr.Int(1)
 		} else {
@@ -330,7 +331,7 @@ func cmdKeys(c *conn, _ *command, args [][]byte) {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
-	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ byte, _ bool) bool {
+	err := c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, _ byte, _ bool) bool {
 		if globMatch(pattern, key, false) {
 			keys = append(keys, bytes.Clone(key))
 		}
@@ -400,7 +401,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 		lower, upper = matchRange(pattern, from)
 	}
 	examined := int64(0)
-	err = c.s.ks.scanKeys(lower, upper, func(key []byte, typ byte, _ bool) bool {
+	err = c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, typ byte, _ bool) bool {
 		if examined == count {
 			next = bytes.Clone(key)
 			return false
@@ -430,7 +431,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 
 // cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
 func cmdRandomKey(c *conn, _ *command, _ [][]byte) {
-	key, ok, err := c.s.ks.randomKey()
+	key, ok, err := c.s.ks.randomKey(c.reader())
 	switch {
 	case err != nil:
 		c.replyErr(err)

@@ -32,6 +32,7 @@ type Server struct {
 	db        *lsmgo.DB
 	ks        keyspace
 	cursors   cursorTable
+	blocked   blockRegistry
 	slowlog   slowlog
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
@@ -69,6 +70,7 @@ type Server struct {
 	nextID atomic.Uint64
 	stats  serverStats
 	errors errorStats
+	pubsub pubsubHub
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 
