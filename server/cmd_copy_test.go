@@ -8,7 +8,7 @@ import (
 )
 
 // TestCopyObject checks what TestRedisDiff leaves out: a copied collection
-// is independent of its source (its elements live under a version of its
+// (a hash, a set, a list) is independent of its source (its elements live under a version of its
 // own), keeps the source's expiry, and replaces what REPLACE overwrites
 // without any old element showing through; and the OBJECT answers that
 // differ from Redis by design (doc/server.md, "OBJECT").
@@ -37,6 +37,15 @@ func TestCopyObject(t *testing.T) {
 			{args: []any{"COPY", "missing", "h3", "REPLACE"}, want: int64(0)},
 			{args: []any{"COPY", "h", "h", "REPLACE"}, err: "ERR source and destination objects are the same"},
 			{args: []any{"COPY", "h", "x", "DB", "1"}, err: "ERR DB index is out of range"},
+			// A list copies with no code of its own, its head slot included.
+			{args: []any{"RPUSH", "l", "a", "b", "c"}, want: int64(3)},
+			{args: []any{"LPOP", "l"}, want: "a"},
+			{args: []any{"COPY", "l", "l2"}, want: int64(1)},
+			{args: []any{"LPUSH", "l2", "z"}, want: int64(3)},
+			{args: []any{"LRANGE", "l2", "0", "-1"}, want: []any{"z", "b", "c"}},
+			{args: []any{"LRANGE", "l", "0", "-1"}, want: []any{"b", "c"}},
+			{args: []any{"LINDEX", "l2", "2"}, want: "c"},
+			{args: []any{"OBJECT", "ENCODING", "l"}, want: "quicklist"},
 			{args: []any{"OBJECT", "ENCODING", "h"}, want: "hashtable"},
 			{args: []any{"OBJECT", "ENCODING", "s"}, want: "hashtable"},
 			{args: []any{"SET", "n", "12"}, want: "OK"},
