@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -624,5 +625,72 @@ func TestBlobFaultsDuringGC(t *testing.T) {
 				t.Fatalf("Check: %v, %v", report, err)
 			}
 		})
+	}
+}
+
+// TestBlobGCSettles writes every key once and overwrites random keys
+// twice as many times, as lsmgo-bench's fillrandom, overwrite ×2 and
+// settle do, then only flushes: with no further writes the background
+// work must drop every shadowed pointer (references count them as live
+// until a compaction drops them, which hid the garbage from GC) and
+// collect the blob files that are then shown mostly dead, those pointed
+// to from L0 included, until the retired files are within
+// blobSpaceTarget of the live bytes.
+func TestBlobGCSettles(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := blobTestOptions(fs)
+	opts.MemTableSize = 32 << 10 // 256 KiB blob files
+	db := openTestDB(t, "/db", opts)
+	const keys, size = 1000, 1 << 10
+	rng := rand.New(rand.NewPCG(8, 1))
+	want := make(map[string][]byte, keys)
+	set := func(k int) {
+		key := fmt.Sprintf("k%04d", k)
+		v := make([]byte, size)
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		if err := db.Set([]byte(key), v, nil); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = v
+	}
+	for _, k := range rng.Perm(keys) {
+		set(k)
+	}
+	for range 2 * keys {
+		set(rng.IntN(keys))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Settled: the tables point to the live values only (no shadowed
+	// pointer is left to hide garbage), and the files are collected down
+	// to 1.5 times the live bytes (the retired ones to blobSpaceTarget;
+	// the active file stays).
+	live := int64(keys * size)
+	settled := func() bool {
+		m := db.Metrics()
+		return m.Blob.ReferencedBytes == live && m.Blob.Bytes <= live*3/2
+	}
+	for deadline := time.Now().Add(30 * time.Second); !settled() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	m := db.Metrics()
+	t.Logf("%d blob files of %d bytes (%.2f× the %d live), %d referenced; %d GC runs copied %d values; %d compactions",
+		m.Blob.Files, m.Blob.Bytes, float64(m.Blob.Bytes)/float64(live), live, m.Blob.ReferencedBytes, m.Blob.GCRuns, m.Blob.GCValues, m.Compaction.Count)
+	if !settled() {
+		t.Errorf("not settled: tables reference %d blob bytes, blob files hold %d, for %d live value bytes", m.Blob.ReferencedBytes, m.Blob.Bytes, live)
+	}
+	for k, v := range want {
+		if got, err := db.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("Get(%s) = %d bytes, %v", k, len(got), err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if report, err := Check("/db", opts); err != nil || !report.OK() || len(report.Warnings) > 0 {
+		t.Fatalf("Check: %v, %v, warnings %v", report, err, report.Warnings)
 	}
 }

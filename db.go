@@ -440,7 +440,7 @@ func (db *DB) Compact(start, end []byte) error {
 			}
 			db.startCompactionLocked(c)
 			db.mu.Unlock()
-			err := db.runCompaction(c)
+			err := db.runCompaction(c, nil)
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
 			if retryable(err) {
