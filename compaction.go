@@ -112,7 +112,7 @@ func (db *DB) maybeScheduleCompaction() {
 			// the rewrites that collect the files they show to be mostly
 			// dead.
 			if c = db.pickBlobMerge(v); c == nil {
-				quiet := len(db.mu.imm) == 0 && db.mu.mem.blobBytes == 0
+				quiet := len(db.mu.imm) == 0 && db.mu.mem != nil && db.mu.mem.blobBytes == 0
 				if c, blobFrom = db.pickBlobRewrite(v, quiet); c == nil {
 					return
 				}
