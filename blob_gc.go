@@ -277,7 +277,7 @@ func (g *blobGC) relocate(key base.InternalKey, value []byte) ([]byte, error) {
 	if !g.from[p.FileNum] {
 		return value, nil
 	}
-	if g.buf, err = g.db.blobs.readPointer(p, g.buf); err != nil {
+	if g.buf, err = g.db.blobs.readPointer(p, g.buf[:0]); err != nil {
 		return nil, err
 	}
 	if g.w == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -692,5 +693,72 @@ func TestBlobGCSettles(t *testing.T) {
 	}
 	if report, err := Check("/db", opts); err != nil || !report.OK() || len(report.Warnings) > 0 {
 		t.Fatalf("Check: %v, %v, warnings %v", report, err, report.Warnings)
+	}
+}
+
+// TestGetAppend reads inline and separated values, from the memtable and
+// from tables, expired and missing keys, appending to a buffer: the
+// result is dst followed by the value, and reading a separated value into
+// a buffer with room for it does not allocate the value again.
+func TestGetAppend(t *testing.T) {
+	fs := vfs.NewMem()
+	db := openTestDB(t, "/db", blobTestOptions(fs))
+	defer db.Close()
+	const size = 64 << 10
+	values := map[string][]byte{
+		"inline": []byte("short"),
+		"empty":  {},
+		"large":  bytes.Repeat([]byte("L"), size),
+	}
+	for k, v := range values {
+		if err := db.Set([]byte(k), v, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.SetWithExpiry([]byte("expired"), bytes.Repeat([]byte("E"), 100), time.Now().Add(-time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(where string) {
+		for k, v := range values {
+			for _, dst := range [][]byte{nil, []byte("prefix:"), make([]byte, 3, size+8)} {
+				want := append(append([]byte(nil), dst...), v...)
+				got, err := db.GetAppend(dst, []byte(k))
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s: GetAppend(%d-byte dst, %s) = %d bytes, %v; want %d bytes", where, len(dst), k, len(got), err, len(want))
+				}
+				if len(dst) > 0 && cap(dst) >= len(want) && &got[0] != &dst[0] {
+					t.Fatalf("%s: GetAppend(%s) did not use dst's room", where, k)
+				}
+			}
+		}
+		for _, k := range []string{"expired", "missing"} {
+			if got, err := db.GetAppend([]byte("x"), []byte(k)); !errors.Is(err, ErrNotFound) || string(got) != "x" {
+				t.Fatalf("%s: GetAppend(%s) = %q, %v; want dst and ErrNotFound", where, k, got, err)
+			}
+		}
+	}
+	check("memtable")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("table")
+
+	// 50 reads of the separated value: Get allocates it each time,
+	// GetAppend into one buffer never.
+	allocated := func(read func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 50 {
+			read()
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	buf := make([]byte, 0, size)
+	byGet := allocated(func() { db.Get([]byte("large")) })
+	byAppend := allocated(func() { buf, _ = db.GetAppend(buf[:0], []byte("large")) })
+	t.Logf("50 reads of %d bytes allocated %d bytes with Get, %d with GetAppend", size, byGet, byAppend)
+	if byAppend >= 50*size/4 {
+		t.Errorf("GetAppend into a buffer with room allocated %d bytes in 50 reads of %d bytes", byAppend, size)
 	}
 }
