@@ -132,7 +132,18 @@ const blobMergeGain = 4
 func (db *DB) pickBlobMerge(v *manifest.Version) *compaction.Compaction {
 	for level := 0; level < manifest.NumLevels-1; level++ {
 		for _, f := range v.Files[level] {
-			if f.Compacting || len(f.BlobRefs) == 0 || !shadowsBlobs(v, level, f) {
+			if f.Compacting || len(f.BlobRefs) == 0 {
+				continue
+			}
+			// Below L0 a merge has two layers, and at most the smaller
+			// one's bytes can die: a table pointing to less than
+			// blobMergeGain times its own size is never worth it, which
+			// keeps this walk from building a compaction per table of a
+			// tree of small values.
+			if level > 0 && blobRefBytes(f) < blobMergeGain*f.Size {
+				continue
+			}
+			if !shadowsBlobs(v, level, f) {
 				continue
 			}
 			var c *compaction.Compaction
@@ -186,9 +197,7 @@ func blobMergeWorthIt(c *compaction.Compaction) bool {
 		var n uint64
 		for _, f := range files {
 			tables += f.Size
-			for _, r := range f.BlobRefs {
-				n += r.Bytes
-			}
+			n += blobRefBytes(f)
 		}
 		total += n
 		largest = max(largest, n)
@@ -202,6 +211,15 @@ func blobMergeWorthIt(c *compaction.Compaction) bool {
 	}
 	layer(c.Inputs[1]...)
 	return total-largest >= blobMergeGain*tables
+}
+
+// blobRefBytes returns the blob bytes table f points to.
+func blobRefBytes(f *manifest.FileMetadata) uint64 {
+	var n uint64
+	for _, r := range f.BlobRefs {
+		n += r.Bytes
+	}
+	return n
 }
 
 // pickBlobRewrite returns a compaction that rewrites the table pointing

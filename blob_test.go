@@ -760,3 +760,40 @@ func TestGetAppend(t *testing.T) {
 		t.Errorf("GetAppend into a buffer with room allocated %d bytes in 50 reads of %d bytes", byAppend, size)
 	}
 }
+
+// TestBlobMergeSkipsSmallValueTrees: two overlapping L0 tables of small
+// inline values that also point to one separated value each are not
+// merged for blob liveness: the blob bytes that could die are far below
+// blobMergeGain times the table bytes.
+func TestBlobMergeSkipsSmallValueTrees(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := blobTestOptions(fs)
+	opts.ValueThreshold = 1 << 10
+	opts.L0CompactionThreshold = 100
+	db := openTestDB(t, "/db", opts)
+	defer db.Close()
+	for round := range 2 {
+		for k := range 500 {
+			if err := db.Set(fmt.Appendf(nil, "k%04d", k), bytes.Repeat([]byte{byte(round)}, 100), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Set([]byte("large"), bytes.Repeat([]byte{byte(round)}, 2<<10), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v := db.rs.Load().version
+	// Nothing else is due (L0CompactionThreshold), so any compaction
+	// started or done would be a merge for blob liveness.
+	if n := len(v.Files[0]); n != 2 || db.mu.compacting != 0 {
+		t.Fatalf("%d L0 tables and %d compactions running, want the 2 flushed and none", n, db.mu.compacting)
+	}
+	if c := db.pickBlobMerge(v); c != nil {
+		t.Errorf("pickBlobMerge = %s for a tree of small values", c)
+	}
+}
