@@ -28,6 +28,8 @@ func FuzzServer(f *testing.F) {
 		"HSET h a 1 b 2\r\nHINCRBY h a 5\r\nHINCRBYFLOAT h b 0.5\r\nHGETALL h\r\nHSCAN h 0 MATCH * COUNT 1\r\nHRANDFIELD h -5 WITHVALUES\r\nHDEL h a b\r\n",
 		"SADD s a b c\r\nSMOVE s t a\r\nSINTERSTORE u s t\r\nSINTERCARD 2 s t LIMIT 1\r\nSPOP s 2\r\nSRANDMEMBER t -3\r\nRENAME t h\r\n",
 		"AUTH x\r\nSELECT 0\r\nRESET\r\nFLUSHDB\r\nQUIT\r\n",
+		"WATCH a h\r\nMULTI\r\nSET a 1\r\nINCR a\r\nHSET h f v\r\nKEYS *\r\nWATCH a\r\nEXEC\r\nMULTI\r\nFOO\r\nEXEC\r\nMULTI\r\nEXEC x\r\nDISCARD\r\nUNWATCH\r\n",
+		"SUBSCRIBE a b\r\nPSUBSCRIBE a*\r\nPING x\r\nGET a\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE\r\nHELLO 3\r\nSUBSCRIBE c\r\nPUBLISH c m\r\nPUBSUB CHANNELS *\r\nPUBSUB NUMSUB c\r\nPUBSUB NUMPAT\r\nRESET\r\n",
 		"SET \"k\\x00\" 'v\\'w'\r\n\"unbalanced\r\n",
 		"*1\r\n$-1\r\n",
 		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nab",
