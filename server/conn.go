@@ -80,6 +80,8 @@ type conn struct {
 	// meanwhile.
 	view *lsmgo.View
 
+	// blk is the connection's part in blocking commands (blocking.go).
+	blk blockState
 	// tx is the transaction MULTI opened, nil outside one; exec is set
 	// while EXEC runs its commands (see tx.go). watched lists the keys
 	// WATCH named; watchDirty is set, by any connection's write, once
@@ -136,6 +138,9 @@ func (r connReader) Read(p []byte) (int, error) {
 		c.flushedPushes()
 		c.publish()
 		c.mark = time.Time{}
+		if n, err := c.takeReadAhead(p); n > 0 || err != nil {
+			return n, err
+		}
 		cfg := c.s.config()
 		if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
 			return 0, errQueryBufferLimit
@@ -321,6 +326,11 @@ func (c *conn) execute(args [][]byte) {
 		c.view, _ = c.s.ks.newView()
 	}
 	c.run(cmd, args)
+	// The clients blocked on keys this command filled are served once it
+	// has committed: inside EXEC, once EXEC has.
+	if len(c.blk.ready) > 0 && !c.inExec() {
+		c.s.blocked.serveReady(c)
+	}
 }
 
 // reader is what the running command reads through: inside EXEC, the
