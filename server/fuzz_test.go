@@ -31,6 +31,8 @@ func FuzzServer(f *testing.F) {
 		"LPOP l 2\r\nRPOP l 0\r\nLMOVE l m LEFT RIGHT\r\nRPOPLPUSH m l\r\nLMPOP 2 l m RIGHT COUNT 3\r\nLINDEX m -1\r\nLLEN l\r\nRENAME m l\r\n",
 		"BLPOP l m 0.01\r\nBRPOP l 0\r\nBLMOVE l m LEFT LEFT 0.5\r\nBRPOPLPUSH m l 0\r\nBLMPOP 0 1 l LEFT COUNT 2\r\n",
 		"AUTH x\r\nSELECT 0\r\nRESET\r\nFLUSHDB\r\nQUIT\r\n",
+		"WATCH a h\r\nMULTI\r\nSET a 1\r\nINCR a\r\nHSET h f v\r\nKEYS *\r\nWATCH a\r\nEXEC\r\nMULTI\r\nFOO\r\nEXEC\r\nMULTI\r\nEXEC x\r\nDISCARD\r\nUNWATCH\r\n",
+		"SUBSCRIBE a b\r\nPSUBSCRIBE a*\r\nPING x\r\nGET a\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE\r\nHELLO 3\r\nSUBSCRIBE c\r\nPUBLISH c m\r\nPUBSUB CHANNELS *\r\nPUBSUB NUMSUB c\r\nPUBSUB NUMPAT\r\nRESET\r\n",
 		"SET \"k\\x00\" 'v\\'w'\r\n\"unbalanced\r\n",
 		"*1\r\n$-1\r\n",
 		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nab",
