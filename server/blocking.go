@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/big"
 	"os"
 	"slices"
 	"sync"
@@ -330,25 +331,30 @@ func (c *conn) takeReadAhead(p []byte) (n int, err error) {
 }
 
 // parseTimeout parses a blocking command's timeout in seconds as Redis
-// does: a float truncated to whole milliseconds, 0 (or less than a
-// millisecond) blocking forever. It replies itself on error.
+// 7.0 does: a float read and multiplied by 1000 in long double (64-bit
+// mantissa, as big.Float with precision 64 computes it), truncated to
+// whole milliseconds; 0 (or less than a millisecond) blocks forever. It
+// replies itself on error.
 func (c *conn) parseTimeout(arg []byte) (time.Duration, bool) {
 	f, ok := parseFloat(arg)
 	if !ok {
 		c.fail("ERR timeout is not a float or out of range")
 		return 0, false
 	}
-	ms := f * 1000
-	// Redis converts to a 64-bit integer, which overflow makes the most
-	// negative one on amd64.
-	if ms >= math.MaxInt64 || ms <= math.MinInt64 || int64(ms) < 0 {
+	ms := new(big.Float).SetPrec(64)
+	if !math.IsInf(f, 0) {
+		if _, _, err := ms.Parse(string(arg), 0); err != nil {
+			ms.SetFloat64(f)
+		}
+	}
+	ms.Mul(ms, big.NewFloat(1000))
+	// The conversion to a 64-bit integer yields the most negative one
+	// on overflow (amd64), which Redis then finds negative.
+	n, acc := ms.Int64()
+	if math.IsInf(f, 0) || acc != big.Exact && (n == math.MaxInt64 || n == math.MinInt64) || n < 0 {
 		c.fail("ERR timeout is negative")
 		return 0, false
 	}
-	if int64(ms) > math.MaxInt64-time.Now().UnixMilli() {
-		c.fail("ERR timeout is out of range")
-		return 0, false
-	}
-	// Durations past ~292 years are as good as forever.
-	return time.Duration(min(int64(ms), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
+	// Redis 7.0 takes any positive timeout; past ~292 years is forever.
+	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
 }

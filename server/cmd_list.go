@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -616,10 +615,6 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 				c.fail(msgNotInteger)
 				return
 			}
-			if rank == math.MinInt64 {
-				c.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-				return
-			}
 			if rank == 0 {
 				c.fail("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
 				return
@@ -657,7 +652,9 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 	}
 	reverse := rank < 0
 	if reverse {
-		rank = -rank
+		// -MinInt64 overflows to itself; Redis 7.0 then takes the first
+		// match from the tail, as rank 1 would (7.2 refuses the rank).
+		rank = max(-rank, 1)
 	}
 	from, to := int64(0), m.count-1
 	if maxLen > 0 && maxLen < m.count {
