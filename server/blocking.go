@@ -330,11 +330,11 @@ func (c *conn) takeReadAhead(p []byte) (n int, err error) {
 	return 0, err
 }
 
-// parseTimeout parses a blocking command's timeout in seconds as Redis
-// 7.0 does: a float read and multiplied by 1000 in long double (64-bit
-// mantissa, as big.Float with precision 64 computes it), truncated to
-// whole milliseconds; 0 (or less than a millisecond) blocks forever. It
-// replies itself on error.
+// parseTimeout parses a blocking command's timeout in seconds as the
+// Redis 7.0 that CI runs does: a float read and multiplied by 1000 in long
+// double (64-bit mantissa, as big.Float with precision 64 computes it),
+// rounded up to whole milliseconds, so that 0.0001 waits 1 ms; 0 (and
+// anything above -0.001) blocks forever. It replies itself on error.
 func (c *conn) parseTimeout(arg []byte) (time.Duration, bool) {
 	f, ok := parseFloat(arg)
 	if !ok {
@@ -351,7 +351,11 @@ func (c *conn) parseTimeout(arg []byte) (time.Duration, bool) {
 	// The conversion to a 64-bit integer yields the most negative one
 	// on overflow (amd64), which Redis then finds negative.
 	n, acc := ms.Int64()
-	if math.IsInf(f, 0) || acc != big.Exact && (n == math.MaxInt64 || n == math.MinInt64) || n < 0 {
+	overflow := acc != big.Exact && (n == math.MaxInt64 || n == math.MinInt64)
+	if acc == big.Below && ms.Sign() > 0 && !overflow {
+		n++ // Int64 truncates; a positive fraction rounds up
+	}
+	if math.IsInf(f, 0) || overflow || n < 0 {
 		c.fail("ERR timeout is negative")
 		return 0, false
 	}
