@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -249,4 +250,88 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 	}
 	ks.putColl(b, scratch, dst, nm)
 	return nil
+}
+
+// randomElem picks one element of the collection m at userKey, and its
+// value, with a few seeks instead of a walk over the elements: it descends
+// the byte-wise trie of the elements, choosing at each depth a byte
+// uniformly between the smallest and the largest element below the
+// current prefix, and seeks to it. Elements that share every byte with
+// their neighbours but the last few (numbers, ids) come out about
+// uniformly; a byte value that no element has sends its share to the
+// next element, so sparse element names are picked with some bias (Redis'
+// own pick is biased by its hash table too). It costs about two seeks per
+// distinct byte position.
+func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta) (elem, val []byte, err error) {
+	prefix := elemsKey(nil, userKey, m.version)
+	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	suffix := func(ok bool) []byte {
+		if !ok {
+			return nil
+		}
+		return bytes.Clone(it.Key()[len(prefix):])
+	}
+	lo, hi := suffix(it.First()), suffix(it.Last())
+	if lo == nil || hi == nil {
+		if err := it.Error(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
+	}
+	// Invariant: lo and hi are elements, lo ≤ hi, and the pick is between
+	// them. Each round either ends or lengthens their common prefix.
+	seek := make([]byte, 0, len(prefix)+len(hi)+1)
+	for !bytes.Equal(lo, hi) {
+		d := commonPrefixLen(lo, hi)
+		low := -1 // lo ends at d: it is the branch "no more bytes"
+		if d < len(lo) {
+			low = int(lo[d])
+		}
+		c := low + rand.IntN(int(hi[d])-low+1)
+		if c < 0 {
+			break // lo itself
+		}
+		seek = append(append(append(seek[:0], prefix...), hi[:d]...), byte(c))
+		if !it.SeekGE(seek) {
+			break
+		}
+		next := suffix(true)
+		if !bytes.HasPrefix(next, seek[len(prefix):]) {
+			// No element has byte c here: the next one takes its share.
+			lo, hi = next, next
+			break
+		}
+		lo = next
+		if c < int(hi[d]) {
+			// The last element under the prefix seek: the one before
+			// the first element past it.
+			if !it.SeekLT(prefixEnd(seek)) {
+				break
+			}
+			hi = suffix(true)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, nil, err
+	}
+	seek = append(append(seek[:0], prefix...), lo...)
+	if !it.SeekGE(seek) {
+		if err := it.Error(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("random element of %q vanished", userKey)
+	}
+	return lo, bytes.Clone(it.Value()), nil
+}
+
+func commonPrefixLen(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
