@@ -92,6 +92,23 @@ var blockScenarios = map[string][]blockStep{
 		{client: 2, args: []string{"BLMPOP", "0.1", "1", "k", "LEFT"}, timesOut: true},
 		{client: 3, args: []string{"BRPOPLPUSH", "k", "d", "0.1"}, timesOut: true},
 	},
+	"inside MULTI": {
+		{client: 0, args: []string{"MULTI"}},
+		{client: 0, args: []string{"BLPOP", "k", "0"}},
+		{client: 0, args: []string{"BLMOVE", "k", "d", "LEFT", "LEFT", "0"}},
+		{client: 0, args: []string{"BLMPOP", "0", "1", "k", "LEFT"}},
+		{client: 0, args: []string{"RPUSH", "k", "a"}},
+		{client: 0, args: []string{"BRPOPLPUSH", "k", "d", "0"}},
+		{client: 0, args: []string{"EXEC"}},
+	},
+	"EXEC wakes once committed": {
+		{client: 0, args: []string{"BLPOP", "k", "0"}, blocks: true},
+		{client: 1, args: []string{"MULTI"}},
+		{client: 1, args: []string{"RPUSH", "k", "a"}},
+		{client: 1, args: []string{"LPUSH", "k", "b"}},
+		{client: 1, args: []string{"EXEC"}},
+		{client: 1, args: []string{"LRANGE", "k", "0", "-1"}},
+	},
 	"disconnect while blocked": {
 		{client: 0, args: []string{"BLPOP", "k", "0"}, blocks: true},
 		{client: 1, args: []string{"BLPOP", "k", "0"}, blocks: true},

@@ -63,7 +63,7 @@ func init() {
 			summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", run: lmove(false)},
 		spec{name: "rpoplpush", arity: 3, flags: rw, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.2.0",
 			summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", run: rpoplpush(false)},
-		spec{name: "lmpop", arity: -4, flags: w, group: g, since: "7.0.0",
+		spec{name: "lmpop", arity: -4, flags: w | flagMovableKeys, group: g, since: "7.0.0",
 			summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", run: mpop(false)},
 		spec{name: "blpop", arity: -3, flags: w, firstKey: 1, lastKey: -2, step: 1, group: g, since: "2.0.0",
 			summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", run: bpop(true)},
@@ -73,7 +73,7 @@ func init() {
 			summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", run: lmove(true)},
 		spec{name: "brpoplpush", arity: 4, flags: rw, firstKey: 1, lastKey: 2, step: 1, group: g, since: "2.2.0",
 			summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", run: rpoplpush(true)},
-		spec{name: "blmpop", arity: -5, flags: w, group: g, since: "7.0.0",
+		spec{name: "blmpop", arity: -5, flags: w | flagMovableKeys, group: g, since: "7.0.0",
 			summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", run: mpop(true)},
 	)
 }
@@ -792,7 +792,15 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 	}
 	c.blockingCommand([][]byte{src}, timeout, func(key []byte) bool {
 		return c.listMove(src, dst, fromLeft, toLeft, key != nil)
-	}, c.wr.NullArray) // Redis' timeout reply here is a null array too
+	}, func() {
+		// Redis 7.0 answers a null bulk when the command may not block
+		// (inside EXEC), and a null array when it timed out.
+		if c.inExec() {
+			c.wr.Null()
+		} else {
+			c.wr.NullArray()
+		}
+	})
 }
 
 // popFirst pops from the first non-empty list among keys (only from key
