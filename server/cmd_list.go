@@ -163,6 +163,9 @@ func (c *conn) listScan(key []byte, m collMeta, from, to int64, reverse bool, fn
 	}
 	prefix := len(lower) - 8
 	for ; valid; valid = advance() {
+		if len(it.Key()) != len(lower) {
+			break // not a slot: reported as the slot missing
+		}
 		slot := int64(binary.BigEndian.Uint64(it.Key()[prefix:])^1<<63) - m.head
 		if slot != want {
 			break
