@@ -118,32 +118,38 @@ func (c *conn) signalReady(key []byte) {
 }
 
 // serveReady serves the clients blocked on the keys the command that just
-// finished signalled, and on those their tries signal in turn.
+// finished signalled, and on those their tries signal in turn. It works
+// in rounds, as Redis does: the keys signalled while serving one round's
+// keys make the next round, so a key emptied and filled again (BLMOVE
+// a→b while another waits to move b→a) is served again.
 func (r *blockRegistry) serveReady(c *conn) {
-	queue := c.blk.ready
-	c.blk.ready = c.blk.ready[:0]
+	round := c.blk.ready
+	defer func(buf [][]byte) {
+		clear(buf)
+		c.blk.ready = buf[:0] // kept for the next command
+	}(round)
 	// Checked after the commit: a client that registers later tries
 	// once more after registering, so it cannot miss this write.
 	if r.blocked.Load() == 0 {
-		clear(queue)
 		return
 	}
-	for i := 0; i < len(queue); i++ {
-		key := queue[i]
-		if slices.ContainsFunc(queue[:i], func(k []byte) bool { return bytes.Equal(k, key) }) {
-			continue
-		}
-		r.mu.Lock()
-		ws := slices.Clone(r.waiting[string(key)])
-		r.mu.Unlock()
-		for _, w := range ws {
-			st := r.tryServe(w, key, c, &queue)
-			if st == waiting {
-				break // the key is empty again (or not a fit): the rest wait
+	for len(round) > 0 {
+		var next [][]byte // copies: the tries' keys are their clients' arguments
+		for i, key := range round {
+			if slices.ContainsFunc(round[:i], func(k []byte) bool { return bytes.Equal(k, key) }) {
+				continue
+			}
+			r.mu.Lock()
+			ws := slices.Clone(r.waiting[string(key)])
+			r.mu.Unlock()
+			for _, w := range ws {
+				if r.tryServe(w, key, c, &next) == waiting {
+					break // the key is empty again (or not a fit): the rest wait
+				}
 			}
 		}
+		round = next
 	}
-	clear(queue)
 }
 
 // tryServe runs w's try for key unless w has left; it returns served when
