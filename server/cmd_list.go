@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -63,7 +64,7 @@ func init() {
 			summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", run: lmove(false)},
 		spec{name: "rpoplpush", arity: 3, flags: rw, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.2.0",
 			summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", run: rpoplpush(false)},
-		spec{name: "lmpop", arity: -4, flags: w | flagMovableKeys, group: g, since: "7.0.0",
+		spec{name: "lmpop", arity: -4, flags: w, group: g, since: "7.0.0",
 			summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", run: mpop(false)},
 		spec{name: "blpop", arity: -3, flags: w, firstKey: 1, lastKey: -2, step: 1, group: g, since: "2.0.0",
 			summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", run: bpop(true)},
@@ -73,7 +74,7 @@ func init() {
 			summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", run: lmove(true)},
 		spec{name: "brpoplpush", arity: 4, flags: rw, firstKey: 1, lastKey: 2, step: 1, group: g, since: "2.2.0",
 			summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", run: rpoplpush(true)},
-		spec{name: "blmpop", arity: -5, flags: w | flagMovableKeys, group: g, since: "7.0.0",
+		spec{name: "blmpop", arity: -5, flags: w, group: g, since: "7.0.0",
 			summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", run: mpop(true)},
 	)
 }
@@ -163,9 +164,6 @@ func (c *conn) listScan(key []byte, m collMeta, from, to int64, reverse bool, fn
 	}
 	prefix := len(lower) - 8
 	for ; valid; valid = advance() {
-		if len(it.Key()) != len(lower) {
-			break // not a slot: reported as the slot missing
-		}
 		slot := int64(binary.BigEndian.Uint64(it.Key()[prefix:])^1<<63) - m.head
 		if slot != want {
 			break
@@ -618,6 +616,10 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 				c.fail(msgNotInteger)
 				return
 			}
+			if rank == math.MinInt64 {
+				c.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+				return
+			}
 			if rank == 0 {
 				c.fail("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
 				return
@@ -655,9 +657,7 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 	}
 	reverse := rank < 0
 	if reverse {
-		// -MinInt64 overflows to itself; Redis 7.0 then takes the first
-		// match from the tail, as rank 1 would (7.2 refuses the rank).
-		rank = max(-rank, 1)
+		rank = -rank
 	}
 	from, to := int64(0), m.count-1
 	if maxLen > 0 && maxLen < m.count {
@@ -796,12 +796,12 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 	c.blockingCommand([][]byte{src}, timeout, func(key []byte) bool {
 		return c.listMove(src, dst, fromLeft, toLeft, key != nil)
 	}, func() {
-		// Redis 7.0 answers a null bulk when the command may not block
-		// (inside EXEC), and a null array when it timed out.
-		if c.inExec() {
-			c.wr.Null()
-		} else {
+		// Redis' timeout reply is a null array; inside EXEC the command
+		// runs as LMOVE and answers as LMOVE does.
+		if c.mayBlock() {
 			c.wr.NullArray()
+		} else {
+			c.wr.Null()
 		}
 	})
 }
