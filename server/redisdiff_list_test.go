@@ -70,7 +70,7 @@ func diffLists(g *diffGen) diffCmd {
 		}
 		return diffCmdOf(exact, args...)
 	case 20, 21:
-		return diffCmdOf(exact, g.pick("BLPOP", "BRPOP"), k, g.key(), g.pick("0.001", "0.001", "-1", "x", "0.0001x"))
+		return diffCmdOf(exact, g.pick("BLPOP", "BRPOP"), k, g.key(), g.pick("0.001", "0.0001", "-1", "x", "1e-300", "inf", "-0.5", "1e300", "9223372036854775.808"))
 	case 22:
 		return diffCmdOf(exact, "BLMOVE", k, g.key(), g.pick("LEFT", "RIGHT", "SIDEWAYS"), g.pick("LEFT", "RIGHT"), g.pick("0.001", "-1", "x"))
 	case 23:
