@@ -163,15 +163,11 @@ func (r connReader) Read(p []byte) (int, error) {
 		if c.pendingPushes() {
 			continue
 		}
+		// A Read that finds data ready returns it even if a publisher
+		// moved the deadline meanwhile: execute delivers the messages
+		// queued before each command runs, so none is overtaken.
 		n, err := c.nc.Read(p)
 		c.s.stats.netIn.Add(int64(n))
-		if n > 0 {
-			// Messages queued before these bytes were sent go out before
-			// the replies to the commands in them. The wake above does
-			// not promise that: a Read that finds data ready returns it
-			// even if a publisher moved the deadline meanwhile.
-			c.deliverPushes()
-		}
 		var ne net.Error
 		if n == 0 && c.sub != nil && errors.As(err, &ne) && ne.Timeout() && c.sub.woken.Swap(false) {
 			continue
