@@ -47,6 +47,17 @@ var killTypes = []killType{
 		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
 			return rc.SIsMember(ctx, key, elem).Result()
 		}},
+	{"list",
+		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
+			return rc.RPush(ctx, key, toAny(elems)...).Err()
+		},
+		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
+			_, err := rc.LPos(ctx, key, elem, redis.LPosArgs{}).Result()
+			if errors.Is(err, redis.Nil) {
+				return false, nil
+			}
+			return err == nil, err
+		}},
 }
 
 func toAny(ss []string) []any {
