@@ -319,7 +319,12 @@ func cmdHStrlen(c *conn, _ *command, args [][]byte) {
 // readElems returns every element of m at key and its value, read through
 // the command's reader; it replies with the error itself on failure.
 func (c *conn) readElems(key []byte, m collMeta) (elems, vals [][]byte, ok bool) {
-	err := c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
+	return c.readElemsIn(key, m, nil)
+}
+
+// readElemsIn is readElems over the elements under sub (scanElemsIn).
+func (c *conn) readElemsIn(key []byte, m collMeta, sub []byte) (elems, vals [][]byte, ok bool) {
+	err := c.s.ks.scanElemsIn(c.reader(), key, m, sub, nil, func(elem, val []byte) bool {
 		elems = append(elems, bytes.Clone(elem))
 		vals = append(vals, bytes.Clone(val))
 		return true
@@ -479,11 +484,12 @@ func (c *conn) parseScanOpts(opts [][]byte) (o scanOpts, ok bool) {
 	return o, true
 }
 
-// scanColl implements HSCAN (values set) and SSCAN: it examines up to
-// COUNT elements of the collection from where the cursor left off, and
-// replies with the next cursor and the matching elements (with their
-// values for HSCAN). Cursors are server-side positions, as for SCAN.
-func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
+// scanColl implements HSCAN, SSCAN and ZSCAN: it examines up to COUNT
+// elements under sub of the collection from where the cursor left off,
+// and replies with the next cursor and the matching elements, each
+// followed by its value as value prints it unless value is nil (SSCAN).
+// Cursors are server-side positions, as for SCAN.
+func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val []byte) []byte) {
 	cursor, err := strconv.ParseUint(string(args[2]), 10, 64)
 	if err != nil {
 		c.fail("ERR invalid cursor")
@@ -520,7 +526,7 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 	}
 	var next []byte
 	examined := int64(0)
-	err = c.s.ks.scanElems(c.reader(), key, m, from, func(elem, val []byte) bool {
+	err = c.s.ks.scanElemsIn(c.reader(), key, m, sub, from, func(elem, val []byte) bool {
 		if examined == o.count {
 			next = bytes.Clone(elem)
 			return false
@@ -528,7 +534,9 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 		examined++
 		if o.pattern == nil || globMatch(o.pattern, elem, false) {
 			elems = append(elems, bytes.Clone(elem))
-			vals = append(vals, bytes.Clone(val))
+			if value != nil {
+				vals = append(vals, value(nil, val))
+			}
 		}
 		return true
 	})
@@ -542,14 +550,10 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 	} else {
 		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
 	}
-	if values {
-		c.wr.ArrayHeader(2 * len(elems))
-	} else {
-		c.wr.ArrayHeader(len(elems))
-	}
+	c.wr.ArrayHeader(len(elems) + len(vals))
 	for i := range elems {
 		c.wr.Bulk(elems[i])
-		if values {
+		if value != nil {
 			c.wr.Bulk(vals[i])
 		}
 	}
@@ -562,7 +566,9 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 // the replies match Redis'.
 const smallColl = 128
 
-func cmdHScan(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeHash, true) }
+func cmdHScan(c *conn, _ *command, args [][]byte) {
+	c.scanColl(args, typeHash, nil, func(dst, val []byte) []byte { return append(dst, val...) })
+}
 
 // maxRandCount is the largest |count| HRANDFIELD and SRANDMEMBER accept,
 // as in Redis, which refuses counts whose doubling could overflow.
@@ -600,7 +606,7 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			c.wr.Null()
 			return
 		}
-		elems, _, ok := c.pickElems(key, m, 1)
+		elems, _, ok := c.pickElems(key, m, nil, 1)
 		if ok {
 			c.wr.Bulk(elems[0])
 		}
@@ -610,7 +616,7 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 		c.wr.ArrayHeader(0)
 		return
 	}
-	elems, vals, ok := c.pickElems(key, m, count)
+	elems, vals, ok := c.pickElems(key, m, nil, count)
 	if !ok {
 		return
 	}
@@ -637,19 +643,19 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 	}
 }
 
-// pickElems picks random elements of m at key in one pass: count > 0
-// distinct ones (all when count ≥ the collection's size), or -count with
-// repetition. The picks come in random order.
-func (c *conn) pickElems(key []byte, m collMeta, count int64) (elems, vals [][]byte, ok bool) {
+// pickElems picks random elements under sub of m at key in one pass:
+// count > 0 distinct ones (all when count ≥ the collection's size), or
+// -count with repetition. The picks come in random order.
+func (c *conn) pickElems(key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, ok bool) {
 	if count >= m.count {
-		if elems, vals, ok = c.readElems(key, m); ok {
+		if elems, vals, ok = c.readElemsIn(key, m, sub); ok {
 			shuffle(elems, vals)
 		}
 		return elems, vals, ok
 	}
 	positions := randomPositions(m.count, count)
 	pos := int64(0)
-	err := c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
+	err := c.s.ks.scanElemsIn(c.reader(), key, m, sub, nil, func(elem, val []byte) bool {
 		for len(positions) > 0 && positions[0] == pos {
 			elems = append(elems, bytes.Clone(elem))
 			vals = append(vals, bytes.Clone(val))

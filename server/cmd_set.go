@@ -42,7 +42,7 @@ func init() {
 		spec{name: "sintercard", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
 			summary: "Returns the number of members of the intersect of multiple sets.", run: cmdSInterCard},
 		spec{name: "sscan", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.8.0",
-			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeSet, false) }},
+			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeSet, nil, nil) }},
 	)
 }
 
@@ -158,7 +158,7 @@ func cmdSPop(c *conn, _ *command, args [][]byte) {
 			return true
 		}
 		var ok bool
-		if popped, _, ok = c.pickElems(key, *m, count); !ok {
+		if popped, _, ok = c.pickElems(key, *m, nil, count); !ok {
 			return false
 		}
 		for _, member := range popped {
@@ -213,7 +213,7 @@ func cmdSRandMember(c *conn, _ *command, args [][]byte) {
 	case len(args) == 2:
 		count = 1
 	}
-	picked, _, ok := c.pickElems(key, m, count)
+	picked, _, ok := c.pickElems(key, m, nil, count)
 	if !ok {
 		return
 	}

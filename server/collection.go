@@ -11,7 +11,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo"
 )
 
-// Collections (hashes, and later sets, lists and sorted sets) are stored
+// Collections (hashes, sets, sorted sets, and later lists) are stored
 // element by element, so that one key may hold more than fits in memory
 // and a command touches only the elements it needs (doc/server.md,
 // "Keyspace encoding"):
@@ -192,10 +192,18 @@ func (ks *keyspace) deleteElem(b *lsmgo.Batch, buf *[]byte, userKey []byte, m co
 }
 
 // scanElems calls fn with each element of m at userKey and its value, in
-// element order, read through r, until fn returns false. Both slices are
-// valid only during the call.
+// element order, read through r, starting at from, until fn returns false.
+// Both slices are valid only during the call.
 func (ks *keyspace) scanElems(r lsmgo.Reader, userKey []byte, m collMeta, from []byte, fn func(elem, val []byte) bool) error {
-	prefix := elemsKey(nil, userKey, m.version)
+	return ks.scanElemsIn(r, userKey, m, nil, from, fn)
+}
+
+// scanElemsIn is scanElems over the elements whose names start with sub,
+// passed to fn without it: a collection that keeps more than one kind of
+// entry (a sorted set's members and its score index) keeps each kind
+// under a sub-prefix of its own.
+func (ks *keyspace) scanElemsIn(r lsmgo.Reader, userKey []byte, m collMeta, sub, from []byte, fn func(elem, val []byte) bool) error {
+	prefix := append(elemsKey(nil, userKey, m.version), sub...)
 	lower := append(bytes.Clone(prefix), from...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
