@@ -219,23 +219,11 @@ func cmdHGet(c *conn, _ *command, args [][]byte) {
 }
 
 func cmdHMGet(c *conn, _ *command, args [][]byte) {
-	key := args[1]
-	m, exists, ok := c.getColl(key, typeHash)
+	vals, found, exists, ok := c.getElems(args[1], typeHash, nil, args[2:])
 	if !ok {
 		return
 	}
 	c.countLookup(exists)
-	// Read every field before replying, so that an engine error is the
-	// whole reply rather than a broken array.
-	vals := make([][]byte, len(args)-2)
-	found := make([]bool, len(vals))
-	if exists {
-		for i, field := range args[2:] {
-			if vals[i], found[i], ok = c.getElem(key, m, field); !ok {
-				return
-			}
-		}
-	}
 	c.wr.ArrayHeader(len(vals))
 	for i, v := range vals {
 		if found[i] {
@@ -244,6 +232,29 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) {
 			c.wr.Null()
 		}
 	}
+}
+
+// getElems reads the elements named sub+name for each of names from the
+// collection of type typ at key (none found when the key is absent). It
+// reads every one before the caller replies, so that an engine error is
+// the whole reply rather than a broken array; it replies itself on
+// failure.
+func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists, ok bool) {
+	m, exists, ok := c.getColl(key, typ)
+	if !ok {
+		return nil, nil, false, false
+	}
+	vals, found = make([][]byte, len(names)), make([]bool, len(names))
+	if exists {
+		elem := slices.Clone(sub)
+		for i, name := range names {
+			elem = append(elem[:len(sub)], name...)
+			if vals[i], found[i], ok = c.getElem(key, m, elem); !ok {
+				return nil, nil, false, false
+			}
+		}
+	}
+	return vals, found, exists, true
 }
 
 // removeElems returns the handler of HDEL or SREM on collections of typ:
@@ -596,27 +607,7 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
-	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeHash)
-	if !ok {
-		return
-	}
-	if len(args) == 2 {
-		if !exists {
-			c.wr.Null()
-			return
-		}
-		elems, _, ok := c.pickElems(key, m, nil, 1)
-		if ok {
-			c.wr.Bulk(elems[0])
-		}
-		return
-	}
-	if !exists || count == 0 {
-		c.wr.ArrayHeader(0)
-		return
-	}
-	elems, vals, ok := c.pickElems(key, m, nil, count)
+	elems, vals, ok := c.randomElems(key, typeHash, nil, len(args) == 2, count)
 	if !ok {
 		return
 	}
@@ -641,6 +632,34 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			c.wr.Bulk(vals[i])
 		}
 	}
+}
+
+// randomElems is the common part of HRANDFIELD, SRANDMEMBER and
+// ZRANDMEMBER once their count is parsed (single: none was given): it
+// replies itself for a missing key (null, or with a count an empty
+// array), a zero count, a failure, and without a count with the one
+// element picked; otherwise it returns the picks for the caller's reply.
+func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count int64) (elems, vals [][]byte, ok bool) {
+	defer c.pin()()
+	m, exists, ok := c.getColl(key, typ)
+	switch {
+	case !ok:
+		return nil, nil, false
+	case single && !exists:
+		c.wr.Null()
+		return nil, nil, false
+	case !single && (!exists || count == 0):
+		c.wr.ArrayHeader(0)
+		return nil, nil, false
+	case single:
+		count = 1
+	}
+	elems, vals, ok = c.pickElems(key, m, sub, count)
+	if ok && single {
+		c.wr.Bulk(elems[0])
+		return nil, nil, false
+	}
+	return elems, vals, ok
 }
 
 // pickElems picks random elements under sub of m at key in one pass:

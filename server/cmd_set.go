@@ -77,18 +77,9 @@ func cmdSAdd(c *conn, _ *command, args [][]byte) {
 // SMISMEMBER (an array of them).
 func smIsMember(multi bool) handler {
 	return func(c *conn, _ *command, args [][]byte) {
-		key := args[1]
-		m, exists, ok := c.getColl(key, typeSet)
+		_, found, _, ok := c.getElems(args[1], typeSet, nil, args[2:])
 		if !ok {
 			return
-		}
-		found := make([]bool, len(args)-2)
-		if exists {
-			for i, member := range args[2:] {
-				if _, found[i], ok = c.getElem(key, m, member); !ok {
-					return
-				}
-			}
 		}
 		if multi {
 			c.wr.ArrayHeader(len(found))
@@ -198,27 +189,8 @@ func cmdSRandMember(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
-	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeSet)
+	picked, _, ok := c.randomElems(key, typeSet, nil, len(args) == 2, count)
 	if !ok {
-		return
-	}
-	switch {
-	case len(args) == 2 && !exists:
-		c.wr.Null()
-		return
-	case len(args) == 3 && (!exists || count == 0):
-		c.wr.ArrayHeader(0)
-		return
-	case len(args) == 2:
-		count = 1
-	}
-	picked, _, ok := c.pickElems(key, m, nil, count)
-	if !ok {
-		return
-	}
-	if len(args) == 2 {
-		c.wr.Bulk(picked[0])
 		return
 	}
 	c.wr.ArrayHeader(len(picked))

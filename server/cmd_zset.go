@@ -328,20 +328,18 @@ func cmdZRem(c *conn, _ *command, args [][]byte) {
 // zscore returns the handler of ZSCORE or, when multi, ZMSCORE.
 func zscore(multi bool) handler {
 	return func(c *conn, _ *command, args [][]byte) {
-		key := args[1]
-		m, exists, ok := c.getColl(key, typeZSet)
+		vals, found, exists, ok := c.getElems(args[1], typeZSet, zMemberPrefix, args[2:])
 		if !ok {
 			return
 		}
 		if !multi {
 			c.countLookup(exists)
 		}
-		scores := make([]float64, len(args)-2)
-		found := make([]bool, len(scores))
-		if exists {
-			for i, member := range args[2:] {
+		scores := make([]float64, len(vals))
+		for i, v := range vals {
+			if found[i] {
 				var err error
-				if scores[i], found[i], err = c.s.ks.zscore(c.reader(), &c.elemBuf, key, m, member); err != nil {
+				if scores[i], _, err = decodeMemberScore(args[1], v); err != nil {
 					c.replyErr(err)
 					return
 				}
@@ -1092,27 +1090,8 @@ func cmdZRandMember(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
-	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeZSet)
+	members, vals, ok := c.randomElems(key, typeZSet, zMemberPrefix, len(args) == 2, count)
 	if !ok {
-		return
-	}
-	switch {
-	case len(args) == 2 && !exists:
-		c.wr.Null()
-		return
-	case len(args) > 2 && (!exists || count == 0):
-		c.wr.ArrayHeader(0)
-		return
-	case len(args) == 2:
-		count = 1
-	}
-	members, vals, ok := c.pickElems(key, m, zMemberPrefix, count)
-	if !ok {
-		return
-	}
-	if len(args) == 2 {
-		c.wr.Bulk(members[0])
 		return
 	}
 	items := make([]zmember, len(members))
