@@ -696,19 +696,27 @@ func zpop(max bool) handler {
 	}
 }
 
-// cmdZMPop implements ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]:
-// it pops from the first of the keys that holds a sorted set.
+// cmdZMPop implements ZMPOP numkeys key [key ...] MIN|MAX [COUNT count].
 func cmdZMPop(c *conn, _ *command, args [][]byte) {
 	keys, max, count, ok := c.parseMPop(args[1:])
-	if !ok {
-		return
+	if ok && !c.zpopFirst(keys, max, count, true) {
+		c.wr.NullArray()
 	}
+}
+
+// zpopFirst pops up to count members from the first of keys that holds a
+// sorted set, lowest scores first or, when max, highest, and replies as
+// ZMPOP does (mpop: the key, then [member, score] pairs, nested in RESP2
+// too) or BZPOPMIN does (the key, the member, its score). It returns
+// false, having replied nothing, when no key holds a sorted set; a key of
+// another type before the first sorted set is WRONGTYPE.
+func (c *conn) zpopFirst(keys [][]byte, max bool, count int64, mpop bool) bool {
 	held := c.lock(keys, 1)
 	defer c.unlock(held)
 	for _, key := range keys {
 		m, exists, ok := c.getColl(key, typeZSet)
 		if !ok {
-			return
+			return true
 		}
 		if !exists {
 			continue
@@ -716,14 +724,20 @@ func cmdZMPop(c *conn, _ *command, args [][]byte) {
 		e := c.newZEdit(key, &m, true)
 		items, ok := c.popFrom(e, count, max)
 		if !ok {
-			return
+			return true
 		}
 		e.flush()
 		c.s.ks.putColl(c.batch, &c.scratch, key, m)
 		if !c.apply() {
-			return
+			return true
 		}
-		// Unlike ZPOPMIN's, the pairs are nested in RESP2 too.
+		if !mpop {
+			c.wr.ArrayHeader(3)
+			c.wr.Bulk(key)
+			c.wr.Bulk(items[0].member)
+			c.wr.Double(items[0].score)
+			return true
+		}
 		c.wr.ArrayHeader(2)
 		c.wr.Bulk(key)
 		c.wr.ArrayHeader(len(items))
@@ -732,9 +746,9 @@ func cmdZMPop(c *conn, _ *command, args [][]byte) {
 			c.wr.Bulk(it.member)
 			c.wr.Double(it.score)
 		}
-		return
+		return true
 	}
-	c.wr.NullArray()
+	return false
 }
 
 // parseMPop parses numkeys key [key ...] MIN|MAX [COUNT count] as ZMPOP
