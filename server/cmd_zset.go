@@ -156,9 +156,20 @@ func (e *zedit) set(member []byte, score float64) {
 // remove deletes member, which get or seen has read.
 func (e *zedit) remove(member []byte) { e.after[string(member)] = zstate{} }
 
-// flush adds the net changes to the command's batch and to the count.
-func (e *zedit) flush() {
-	ks, b, buf := e.c.s.ks, e.c.batch, &e.c.elemBuf
+// flush adds the net changes to the command's batch and to the count,
+// and widens the set's pop mark past any entry it adds; it replies itself
+// when reading the mark fails.
+func (e *zedit) flush() bool {
+	ks, b, buf := &e.c.s.ks, e.c.batch, &e.c.elemBuf
+	var mark popMark
+	if e.existed {
+		var err error
+		if mark, err = ks.popMark(e.c.reader(), e.key, *e.m); err != nil {
+			e.c.replyErr(err)
+			return false
+		}
+	}
+	markChanged := false
 	for _, member := range e.order {
 		was, now := e.before[member], e.after[member]
 		mb := []byte(member)
@@ -175,8 +186,15 @@ func (e *zedit) flush() {
 				e.m.count++
 			}
 			ks.zput(b, buf, e.key, *e.m, mb, now.score)
+			var changed bool
+			mark, changed = mark.widen(now.score, mb)
+			markChanged = markChanged || changed
 		}
 	}
+	if markChanged {
+		ks.putPopMark(b, e.key, *e.m, mark)
+	}
+	return true
 }
 
 // editZSet runs fn on the sorted set at key under editColl, with a zedit
@@ -184,11 +202,7 @@ func (e *zedit) flush() {
 func (c *conn) editZSet(key []byte, fn func(e *zedit) bool) bool {
 	return c.editColl(key, typeZSet, func(m *collMeta, existed bool) bool {
 		e := c.newZEdit(key, m, existed)
-		if !fn(e) {
-			return false
-		}
-		e.flush()
-		return true
+		return fn(e) && e.flush()
 	})
 }
 
@@ -650,20 +664,51 @@ func zrank(rev bool) handler {
 	}
 }
 
-// popFrom removes up to count members from the low end of the sorted set
-// in e, or the high end when max, and returns them in pop order.
-func (c *conn) popFrom(e *zedit, count int64, max bool) ([]zmember, bool) {
-	n := min(count, e.m.count)
-	start, stop := int64(0), n-1
-	if max {
-		start, stop = e.m.count-n, e.m.count-1
+// popFrom adds to the batch the removal of up to count members of the
+// sorted set at key, whose lock the caller holds, from the low end or the
+// high end when max, and the pop mark past them (popMark); it returns
+// them in pop order, replying itself on failure.
+func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmember, bool) {
+	z, err := c.s.ks.newZIter(c.reader(), key, *m, nil, nil, max)
+	if err != nil {
+		c.replyErr(err)
+		return nil, false
 	}
-	items, ok := c.rankWalk(e.key, *e.m, start, stop, max)
+	n := min(count, m.count)
+	items := make([]zmember, 0, min(n, 1024))
+	for int64(len(items)) < n && z.next() {
+		items = append(items, zmember{member: bytes.Clone(z.member), score: z.score})
+	}
+	if err := z.close(); err != nil {
+		c.replyErr(err)
+		return nil, false
+	}
 	for _, it := range items {
-		e.seen(string(it.member), zstate{score: it.score, in: true})
-		e.remove(it.member)
+		c.s.ks.zdelete(c.batch, &c.elemBuf, key, *m, it.member, it.score)
 	}
-	return items, ok
+	m.count -= int64(len(items))
+	if len(items) > 0 && m.count > 0 {
+		mark, last := z.mark, items[len(items)-1]
+		edge := append(encodeScore(nil, last.score), last.member...)
+		if max {
+			mark.high = edge
+		} else {
+			mark.low = append(edge, 0)
+		}
+		c.s.ks.putPopMark(c.batch, key, *m, mark)
+	}
+	return items, true
+}
+
+// popCommit pops as popFrom does and commits, replying itself on failure.
+func (c *conn) popCommit(key []byte, m collMeta, count int64, max bool) ([]zmember, bool) {
+	items, ok := c.popFrom(key, &m, count, max)
+	if !ok {
+		c.batch.Reset()
+		return nil, false
+	}
+	c.s.ks.putColl(c.batch, &c.scratch, key, m)
+	return items, c.apply()
 }
 
 // zpop returns the handler of ZPOPMIN, or ZPOPMAX when max.
@@ -681,16 +726,17 @@ func zpop(max bool) handler {
 				return
 			}
 		}
-		var items []zmember
-		if !c.editZSet(args[1], func(e *zedit) bool {
-			if !e.existed || count == 0 {
-				return true
-			}
-			var ok bool
-			items, ok = c.popFrom(e, count, max)
-			return ok
-		}) {
+		held := c.lock(args[1:2], 1)
+		defer c.unlock(held)
+		m, exists, ok := c.getColl(args[1], typeZSet)
+		if !ok {
 			return
+		}
+		var items []zmember
+		if exists && count > 0 {
+			if items, ok = c.popCommit(args[1], m, count, max); !ok {
+				return
+			}
 		}
 		c.zReply(items, true, len(args) == 3)
 	}
@@ -721,14 +767,8 @@ func (c *conn) zpopFirst(keys [][]byte, max bool, count int64, mpop bool) bool {
 		if !exists {
 			continue
 		}
-		e := c.newZEdit(key, &m, true)
-		items, ok := c.popFrom(e, count, max)
+		items, ok := c.popCommit(key, m, count, max)
 		if !ok {
-			return true
-		}
-		e.flush()
-		c.s.ks.putColl(c.batch, &c.scratch, key, m)
-		if !c.apply() {
 			return true
 		}
 		if !mpop {

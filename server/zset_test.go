@@ -130,6 +130,33 @@ func TestSortedSets(t *testing.T) {
 		{args: []any{"ZCARD", "y"}, want: int64(1)},
 	})
 
+	// Pops leave a pop mark; entries added outside it widen it.
+	runSteps(t, c, []step{
+		{args: []any{"ZADD", "q", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"}, want: int64(6)},
+		{args: []any{"ZPOPMIN", "q", "2"}, want: []any{"a", "1", "b", "2"}},
+		{args: []any{"ZPOPMAX", "q"}, want: []any{"f", "6"}},
+	})
+	m, _, err := s.ks.getColl(s.db, new([]byte), []byte("q"), typeZSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark, err := s.ks.popMark(s.db, []byte("q"), m)
+	if err != nil || mark.low == nil || mark.high == nil {
+		t.Errorf("pop mark after ZPOPMIN and ZPOPMAX: %+v, %v; want both ends", mark, err)
+	}
+	runSteps(t, c, []step{
+		{args: []any{"ZADD", "q", "0", "z", "9", "y"}, want: int64(2)},
+		{args: []any{"ZRANGE", "q", "0", "-1"}, want: []any{"z", "c", "d", "e", "y"}},
+		{args: []any{"ZRANK", "q", "y"}, want: int64(4)},
+		{args: []any{"ZPOPMIN", "q"}, want: []any{"z", "0"}},
+		{args: []any{"ZADD", "q", "2.5", "b"}, want: int64(1)},
+		{args: []any{"ZRANGEBYSCORE", "q", "-inf", "+inf"}, want: []any{"b", "c", "d", "e", "y"}},
+		{args: []any{"RENAME", "q", "q2"}, want: "OK"},
+		{args: []any{"ZPOPMAX", "q2", "2"}, want: []any{"y", "9", "e", "5"}},
+		{args: []any{"ZADD", "q2", "7", "x"}, want: int64(1)},
+		{args: []any{"ZREVRANGE", "q2", "0", "0"}, want: []any{"x"}},
+	})
+
 	// A set past Redis' listpack size, with scores that tie.
 	ctx := context.Background()
 	const n = 300
