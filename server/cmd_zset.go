@@ -388,9 +388,9 @@ type zrangeSpec struct {
 	start, stop int64
 }
 
-// parseRange parses min and max as by says, replying on failure. A rank
+// parseZRange parses min and max as by says, replying on failure. A rank
 // range is kept as Redis' indexes until the set's size is known.
-func (c *conn) parseRange(by zrangeBy, min, max []byte) (r zrangeSpec, ok bool) {
+func (c *conn) parseZRange(by zrangeBy, min, max []byte) (r zrangeSpec, ok bool) {
 	r.by = by
 	switch by {
 	case zByScore:
@@ -462,7 +462,7 @@ func (c *conn) collect(key []byte, m collMeta, r zrangeSpec, reverse bool, offse
 
 func zcount(by zrangeBy) handler {
 	return func(c *conn, _ *command, args [][]byte) {
-		r, ok := c.parseRange(by, args[2], args[3])
+		r, ok := c.parseZRange(by, args[2], args[3])
 		if !ok {
 			return
 		}
@@ -581,7 +581,7 @@ func zrange(a zrangeArgs) handler {
 		if rev && by != zByRank {
 			min, max = max, min
 		}
-		r, ok := c.parseRange(by, min, max)
+		r, ok := c.parseZRange(by, min, max)
 		if !ok {
 			return
 		}
@@ -835,7 +835,7 @@ func (c *conn) parseMPop(args [][]byte) (keys [][]byte, max bool, count int64, o
 // deleted in one batch.
 func zremRange(by zrangeBy) handler {
 	return func(c *conn, _ *command, args [][]byte) {
-		r, ok := c.parseRange(by, args[2], args[3])
+		r, ok := c.parseZRange(by, args[2], args[3])
 		if !ok {
 			return
 		}

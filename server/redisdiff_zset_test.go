@@ -28,8 +28,6 @@ func (g *diffGen) lexBound() string {
 	return g.pick("-", "+", "[a", "(a", "[b", "(b", "[c", "(d", "[m", "[1", "(10", "a", "[", "(", "+x", "")
 }
 
-func (g *diffGen) index() string { return g.pick("0", "1", "2", "-1", "-2", "5", "-100", "100", "x") }
-
 // withScores adds WITHSCORES now and then; norm is how a reply with
 // members and scores compares when its order is Redis' choice.
 func (g *diffGen) withScores(args []string) ([]string, norm) {
