@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 
@@ -56,6 +57,12 @@ func init() {
 			summary: "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."}),
 		spec{name: "zmpop", arity: -4, flags: w, group: g, since: "7.0.0", run: cmdZMPop,
 			summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."},
+		spec{name: "bzpopmin", arity: -3, flags: w | flagFast, firstKey: 1, lastKey: -2, step: 1, group: g, since: "5.0.0", run: bzpop(false),
+			summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."},
+		spec{name: "bzpopmax", arity: -3, flags: w | flagFast, firstKey: 1, lastKey: -2, step: 1, group: g, since: "5.0.0", run: bzpop(true),
+			summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."},
+		spec{name: "bzmpop", arity: -5, flags: w, group: g, since: "7.0.0", run: cmdBZMPop,
+			summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."},
 		key1(spec{name: "zremrangebyrank", arity: 4, flags: w, since: "2.0.0", run: zremRange(zByRank),
 			summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed."}),
 		key1(spec{name: "zremrangebyscore", arity: 4, flags: w, since: "1.2.0", run: zremRange(zByScore),
@@ -304,6 +311,7 @@ func zadd(incrBy bool) handler {
 		}) {
 			return
 		}
+		c.signalReady(key) // a client may be blocked on key (blocking.go)
 		switch {
 		case incr && processed:
 			c.wr.Double(result)
@@ -518,6 +526,7 @@ func (c *conn) zstore(dst []byte, items []zmember) {
 		}
 		m.count = int64(len(items))
 		c.s.ks.putColl(c.batch, &c.scratch, dst, m)
+		c.signalReady(dst)
 	}
 	if c.apply() {
 		c.wr.Int(int64(len(items)))
@@ -745,26 +754,64 @@ func zpop(max bool) handler {
 // cmdZMPop implements ZMPOP numkeys key [key ...] MIN|MAX [COUNT count].
 func cmdZMPop(c *conn, _ *command, args [][]byte) {
 	keys, max, count, ok := c.parseMPop(args[1:])
-	if ok && !c.zpopFirst(keys, max, count, true) {
+	if ok && !c.zpopFirst(keys, nil, max, count, true) {
 		c.wr.NullArray()
 	}
 }
 
+// bzpop returns the handler of BZPOPMIN, or BZPOPMAX when max.
+func bzpop(max bool) handler {
+	return func(c *conn, _ *command, args [][]byte) {
+		timeout, ok := c.parseTimeout(args[len(args)-1])
+		if !ok {
+			return
+		}
+		keys := args[1 : len(args)-1]
+		c.blockingCommand(keys, timeout, func(ready []byte) bool {
+			return c.zpopFirst(keys, ready, max, 1, false)
+		}, c.wr.NullArray)
+	}
+}
+
+// cmdBZMPop implements BZMPOP timeout numkeys key [key ...] MIN|MAX
+// [COUNT count]; as in Redis, the timeout is parsed last.
+func cmdBZMPop(c *conn, _ *command, args [][]byte) {
+	keys, max, count, ok := c.parseMPop(args[2:])
+	if !ok {
+		return
+	}
+	timeout, ok := c.parseTimeout(args[1])
+	if !ok {
+		return
+	}
+	c.blockingCommand(keys, timeout, func(ready []byte) bool {
+		return c.zpopFirst(keys, ready, max, count, true)
+	}, c.wr.NullArray)
+}
+
 // zpopFirst pops up to count members from the first of keys that holds a
-// sorted set, lowest scores first or, when max, highest, and replies as
-// ZMPOP does (mpop: the key, then [member, score] pairs, nested in RESP2
-// too) or BZPOPMIN does (the key, the member, its score). It returns
-// false, having replied nothing, when no key holds a sorted set; a key of
-// another type before the first sorted set is WRONGTYPE.
-func (c *conn) zpopFirst(keys [][]byte, max bool, count int64, mpop bool) bool {
+// sorted set (only from ready when it is not nil), lowest scores first
+// or, when max, highest, and replies as ZMPOP does (mpop: the key, then
+// [member, score] pairs, nested in RESP2 too) or BZPOPMIN does (the key,
+// the member, its score). It returns false, having replied nothing, when
+// no key holds a sorted set, or, with ready, when that key holds another
+// type: a blocked client's try (blocking.go). Otherwise a key of another
+// type before the first sorted set is WRONGTYPE.
+func (c *conn) zpopFirst(keys [][]byte, ready []byte, max bool, count int64, mpop bool) bool {
+	if ready != nil {
+		keys = [][]byte{ready}
+	}
 	held := c.lock(keys, 1)
 	defer c.unlock(held)
 	for _, key := range keys {
-		m, exists, ok := c.getColl(key, typeZSet)
-		if !ok {
+		m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typeZSet)
+		switch {
+		case ready != nil && errors.Is(err, errWrongType):
+			return false
+		case err != nil:
+			c.replyErr(err)
 			return true
-		}
-		if !exists {
+		case !exists:
 			continue
 		}
 		items, ok := c.popCommit(key, m, count, max)

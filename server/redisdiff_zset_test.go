@@ -201,7 +201,16 @@ func diffZSets(g *diffGen) diffCmd {
 		}
 		return diffCmdOf(shape, args...)
 	case 24:
-		return diffCmdOf(scanAll, "ZSCAN", k, "0", g.pick("COUNT", "MATCH"), g.pick("1000", "m*", "x"))
+		if g.rng.IntN(2) == 0 {
+			return diffCmdOf(scanAll, "ZSCAN", k, "0", g.pick("COUNT", "MATCH"), g.pick("1000", "m*", "x"))
+		}
+		// The blocking pops, with timeouts short enough that a miss
+		// answers at once on both servers.
+		timeout := g.pick("0.001", "0.001", "0.001", "x", "-1", "0.001x")
+		if g.rng.IntN(3) == 0 {
+			return diffCmdOf(exact, "BZMPOP", timeout, g.pick("1", "2", "0"), k, g.key(), g.pick("MIN", "MAX", "AVG"), "COUNT", g.pick("1", "3", "0"))
+		}
+		return diffCmdOf(exact, g.pick("BZPOPMIN", "BZPOPMAX"), k, g.key(), timeout)
 	default:
 		// Other types' commands on the sorted sets' keys, and the
 		// sorted set commands with too few arguments.
