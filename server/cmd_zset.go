@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"math"
 	"slices"
 
@@ -387,7 +386,7 @@ func cmdZCard(c *conn, _ *command, args [][]byte) {
 }
 
 // zrangeSpec is a parsed range of a sorted set: by score, by lex, or by
-// rank (Redis' start and stop indexes, which rankRange turns into ranks
+// rank (Redis' start and stop indexes, which listRange turns into ranks
 // once the set's size is known).
 type zrangeSpec struct {
 	by          zrangeBy
@@ -428,8 +427,8 @@ func (c *conn) walk(key []byte, m collMeta, r zrangeSpec, reverse bool, fn func(
 	case zByLex:
 		return c.lexWalk(key, m, r.lex, reverse, fn)
 	}
-	start, stop, nonEmpty := rankRange(r.start, r.stop, m.count)
-	if !nonEmpty {
+	start, stop, empty := listRange(r.start, r.stop, m.count)
+	if empty {
 		return true
 	}
 	if reverse {
@@ -790,52 +789,31 @@ func cmdBZMPop(c *conn, _ *command, args [][]byte) {
 }
 
 // zpopFirst pops up to count members from the first of keys that holds a
-// sorted set (only from ready when it is not nil), lowest scores first
-// or, when max, highest, and replies as ZMPOP does (mpop: the key, then
-// [member, score] pairs, nested in RESP2 too) or BZPOPMIN does (the key,
-// the member, its score). It returns false, having replied nothing, when
-// no key holds a sorted set, or, with ready, when that key holds another
-// type: a blocked client's try (blocking.go). Otherwise a key of another
-// type before the first sorted set is WRONGTYPE.
+// sorted set (firstColl says which, and what it returns), lowest scores
+// first or, when max, highest, and replies as ZMPOP does (mpop: the key,
+// then [member, score] pairs, nested in RESP2 too) or BZPOPMIN does (the
+// key, the member, its score).
 func (c *conn) zpopFirst(keys [][]byte, ready []byte, max bool, count int64, mpop bool) bool {
-	if ready != nil {
-		keys = [][]byte{ready}
-	}
-	held := c.lock(keys, 1)
-	defer c.unlock(held)
-	for _, key := range keys {
-		m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typeZSet)
-		switch {
-		case ready != nil && errors.Is(err, errWrongType):
-			return false
-		case err != nil:
-			c.replyErr(err)
-			return true
-		case !exists:
-			continue
-		}
+	return c.firstColl(keys, ready, typeZSet, func(key []byte, m collMeta) {
 		items, ok := c.popCommit(key, m, count, max)
-		if !ok {
-			return true
-		}
-		if !mpop {
+		switch {
+		case !ok:
+		case !mpop:
 			c.wr.ArrayHeader(3)
 			c.wr.Bulk(key)
 			c.wr.Bulk(items[0].member)
 			c.wr.Double(items[0].score)
-			return true
-		}
-		c.wr.ArrayHeader(2)
-		c.wr.Bulk(key)
-		c.wr.ArrayHeader(len(items))
-		for _, it := range items {
+		default:
 			c.wr.ArrayHeader(2)
-			c.wr.Bulk(it.member)
-			c.wr.Double(it.score)
+			c.wr.Bulk(key)
+			c.wr.ArrayHeader(len(items))
+			for _, it := range items {
+				c.wr.ArrayHeader(2)
+				c.wr.Bulk(it.member)
+				c.wr.Double(it.score)
+			}
 		}
-		return true
-	}
-	return false
+	})
 }
 
 // parseMPop parses numkeys key [key ...] MIN|MAX [COUNT count] as ZMPOP

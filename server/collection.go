@@ -343,3 +343,33 @@ func commonPrefixLen(a, b []byte) int {
 	}
 	return n
 }
+
+// firstColl runs pop, under the locks of all keys, on the first of keys
+// that holds a collection of type typ (only on ready when it is not nil),
+// for the pops of LMPOP, ZMPOP and the blocking commands; pop replies. It
+// returns false, having replied nothing, when no key holds one, or, with
+// ready, when that key holds another type: a blocked client's try
+// (blocking.go). Otherwise a key of another type before the first
+// collection is WRONGTYPE.
+func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []byte, m collMeta)) bool {
+	if ready != nil {
+		keys = [][]byte{ready}
+	}
+	held := c.lock(keys, 1)
+	defer c.unlock(held)
+	for _, key := range keys {
+		m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
+		switch {
+		case ready != nil && errors.Is(err, errWrongType):
+			return false
+		case err != nil:
+			c.replyErr(err)
+			return true
+		case !exists:
+			continue
+		}
+		pop(key, m)
+		return true
+	}
+	return false
+}

@@ -345,20 +345,3 @@ func (c *conn) rankWalk(key []byte, m collMeta, start, stop int64, reverse bool)
 	}
 	return items, true
 }
-
-// rankRange turns Redis' start and stop indexes (negative ones count from
-// the end) into ranks within a set of n members; ok is false when the
-// range is empty.
-func rankRange(start, stop, n int64) (int64, int64, bool) {
-	if start < 0 {
-		start += n
-	}
-	if stop < 0 {
-		stop += n
-	}
-	start = max(start, 0)
-	if start > stop || start >= n {
-		return 0, 0, false
-	}
-	return start, min(stop, n-1), true
-}
