@@ -335,7 +335,7 @@ func cmdKeys(c *conn, _ *command, args [][]byte) {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
-	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ byte, _ bool) bool {
+	err := c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, _ byte, _ bool) bool {
 		if globMatch(pattern, key, false) {
 			keys = append(keys, bytes.Clone(key))
 		}
@@ -405,7 +405,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 		lower, upper = matchRange(pattern, from)
 	}
 	examined := int64(0)
-	err = c.s.ks.scanKeys(lower, upper, func(key []byte, typ byte, _ bool) bool {
+	err = c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, typ byte, _ bool) bool {
 		if examined == count {
 			next = bytes.Clone(key)
 			return false
@@ -435,7 +435,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 
 // cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
 func cmdRandomKey(c *conn, _ *command, _ [][]byte) {
-	key, ok, err := c.s.ks.randomKey()
+	key, ok, err := c.s.ks.randomKey(c.reader())
 	switch {
 	case err != nil:
 		c.replyErr(err)

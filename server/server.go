@@ -70,6 +70,7 @@ type Server struct {
 	nextID atomic.Uint64
 	stats  serverStats
 	errors errorStats
+	pubsub pubsubHub
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 
