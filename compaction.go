@@ -44,11 +44,15 @@ func (db *DB) flushLoop() {
 		// sees all of m, so the newest version of each key serves it.
 		m.inflight.Wait()
 		db.waitVisible(m.maxSeq)
+		// The filter's state holds m's batches (they are visible now),
+		// so it sees the writes that came with each entry of m.
+		drop, release := db.compactionFilter()
 		db.mu.Lock()
 		snapshots := db.mu.snapshots.seqs()
 		db.mu.Unlock()
 
-		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil, nil)
+		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil, nil, drop)
+		release()
 		if err == nil {
 			edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: m.maxSeq}
 			for _, f := range metas {
@@ -103,10 +107,19 @@ func (db *DB) maybeScheduleCompaction() {
 	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
 		v := db.rs.Load().version
 		c := db.picker.Pick(v)
+		// blobFrom is what a blob rewrite collects; nil lets the
+		// compaction choose (newBlobGC).
+		var blobFrom map[base.FileNum]bool
 		if c == nil {
-			// Blob garbage collection waits for the tree's own work.
-			if c = db.pickBlobRewrite(v); c == nil {
-				return
+			// Blob garbage collection waits for the tree's own work:
+			// first the merges that make the blob references exact, then
+			// the rewrites that collect the files they show to be mostly
+			// dead.
+			if c = db.pickBlobMerge(v); c == nil {
+				quiet := len(db.mu.imm) == 0 && db.mu.mem != nil && db.mu.mem.blobBytes == 0
+				if c, blobFrom = db.pickBlobRewrite(v, quiet); c == nil {
+					return
+				}
 			}
 		}
 		if !db.compactionFitsLocked(c) {
@@ -115,7 +128,7 @@ func (db *DB) maybeScheduleCompaction() {
 		}
 		db.startCompactionLocked(c)
 		go func() {
-			err := db.runCompaction(c)
+			err := db.runCompaction(c, blobFrom)
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
 			db.mu.Unlock()
@@ -155,6 +168,11 @@ func (db *DB) startCompactionLocked(c *compaction.Compaction) {
 		f.Compacting = true
 	}
 	db.mu.compacting++
+	db.mu.started++
+	if db.mu.running == nil {
+		db.mu.running = make(map[*compaction.Compaction]uint64)
+	}
+	db.mu.running[c] = db.mu.started
 }
 
 func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
@@ -162,6 +180,7 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 		f.Compacting = false
 	}
 	db.mu.compacting--
+	delete(db.mu.running, c)
 	switch {
 	case err == nil:
 		db.mu.compactBackoff = 0
@@ -178,8 +197,9 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 
 // runCompaction merges the inputs into new tables of the output level and
 // installs the result. A single input file with nothing to merge below it
-// just moves down a level.
-func (db *DB) runCompaction(c *compaction.Compaction) error {
+// just moves down a level. blobFrom, if not nil, names the blob files
+// whose values it is to copy out (newBlobGC).
+func (db *DB) runCompaction(c *compaction.Compaction, blobFrom map[base.FileNum]bool) error {
 	edit := &manifest.VersionEdit{}
 	for i, files := range c.Inputs {
 		level := c.StartLevel
@@ -196,16 +216,18 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		return db.installCompaction(edit, nil)
 	}
 
-	db.mu.Lock()
-	snapshots := db.mu.snapshots.seqs()
-	db.mu.Unlock()
 	input, err := db.compactionInput(c)
 	if err != nil {
 		return err
 	}
+	drop, release := db.compactionFilter()
+	db.mu.Lock()
+	snapshots := db.mu.snapshots.seqs()
+	db.mu.Unlock()
 	splitter := compaction.NewOutputSplitter(c, db.opts.TargetFileSize)
-	gc := db.newBlobGC(db.rs.Load().version)
-	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter, gc)
+	gc := db.newBlobGC(db.rs.Load().version, blobFrom)
+	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter, gc, drop)
+	release()
 	if err == nil {
 		err = gc.finish()
 		if err != nil {
@@ -287,9 +309,14 @@ func (db *DB) newLevelIter(files []*manifest.FileMetadata, lower, upper []byte) 
 // tables, cut where splitter says (one table when splitter is nil), and
 // makes their directory entries durable. On error it removes what it wrote.
 //
-// A non-nil gc relocates the values of blob files being collected.
-func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter, gc *blobGC) (metas []*manifest.FileMetadata, err error) {
+// A non-nil gc relocates the values of blob files being collected; a
+// non-nil drop is the compaction filter (CompactionFilter). A version it
+// turns into a deletion is written without its value, so the blob bytes
+// it pointed to leave the table's references.
+func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter, gc *blobGC, drop func([]byte) bool) (metas []*manifest.FileMetadata, err error) {
 	it := compaction.NewIter(input, snapshots, bottommost, db.opts.Now().UnixMilli())
+	it.SetFilter(drop)
+	defer func() { db.m.filtered.Add(it.Filtered()) }()
 	var w *sstable.Writer
 	var num base.FileNum
 	// written collects the finished tables. The error paths return nil

@@ -93,7 +93,12 @@ type DB struct {
 		walFailed  error
 		flushing   bool
 		compacting int
-		snapshots  snapshotList
+		// started counts the compactions started since Open; running
+		// maps each running one to its number, so that Compact can wait
+		// for those whose compaction filter read an older state.
+		started   uint64
+		running   map[*compaction.Compaction]uint64
+		snapshots snapshotList
 		// nextMemID numbers memtables so Flush can wait for one.
 		nextMemID uint64
 		flushedID uint64
@@ -273,20 +278,40 @@ func (db *DB) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 	if db.closed.Load() {
 		return nil, time.Time{}, ErrClosed
 	}
-	return db.get(key, readSeqLatest)
+	return db.get(nil, key, readSeqLatest)
 }
 
-func (db *DB) get(key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
+// GetAppend appends the value of key to dst and returns the extended
+// slice, or dst and ErrNotFound. It is Get for a caller that reads many
+// values into one buffer: a dst with room for the value costs no
+// allocation, and a value stored in a blob file is read from the file
+// straight into dst (Get reads it into a fresh slice of its own, which
+// for a 100 KiB value costs the allocation, its zeroing, and the garbage
+// collector's time). dst may be nil.
+func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
+	if db.closed.Load() {
+		return dst, ErrClosed
+	}
+	v, _, err := db.get(dst, key, readSeqLatest)
+	if err != nil {
+		return dst, err
+	}
+	return v, nil
+}
+
+// get appends the value of key at readSeq to dst (see getIn).
+func (db *DB) get(dst, key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
 	rs, readSeq, err := db.loadReadStateAt(readSeq)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	defer rs.unref()
-	return db.getIn(rs, key, readSeq)
+	return db.getIn(rs, dst, key, readSeq)
 }
 
-// getIn reads key at readSeq from the pinned read state rs.
-func (db *DB) getIn(rs *readState, key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
+// getIn reads key at readSeq from the pinned read state rs. The value is
+// appended to dst, or with a nil dst returned as a copy the caller owns.
+func (db *DB) getIn(rs *readState, dst, key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
 	value, kind, found, owned, err := rs.get(db, key, readSeq)
 	if err != nil {
 		db.noteCorruption(err)
@@ -295,13 +320,14 @@ func (db *DB) getIn(rs *readState, key []byte, readSeq base.SeqNum) ([]byte, tim
 	if !found {
 		return nil, time.Time{}, ErrNotFound
 	}
-	return db.resolveValue(kind, value, !owned)
+	return db.resolveValue(dst, kind, value, !owned)
 }
 
 // resolveValue turns a found entry into what a reader sees: ErrNotFound
-// for tombstones and expired entries, otherwise the user value (copied
-// when copyValue, or read from its blob file) and its expiry.
-func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte, time.Time, error) {
+// for tombstones and expired entries, otherwise the user value and its
+// expiry. The value is appended to dst when dst is not nil; otherwise it
+// is copied when copyValue, or read from its blob file into a new slice.
+func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte, copyValue bool) ([]byte, time.Time, error) {
 	var expireAt time.Time
 	if kind == base.KindDelete {
 		return nil, time.Time{}, ErrNotFound
@@ -317,10 +343,13 @@ func (db *DB) resolveValue(kind base.Kind, value []byte, copyValue bool) ([]byte
 		expireAt, value = time.UnixMilli(ms), v
 	}
 	if kind.IsBlob() {
-		v, err := db.blobs.read(value, nil)
+		v, err := db.blobs.read(dst, value)
 		return v, expireAt, err
 	}
-	if copyValue {
+	switch {
+	case dst != nil:
+		value = append(dst, value...)
+	case copyValue:
 		value = append(make([]byte, 0, len(value)), value...)
 	}
 	return value, expireAt, nil
@@ -413,13 +442,29 @@ func (db *DB) Flush() error {
 // Compact flushes the memtable, then compacts every table overlapping the
 // user-key range [start, end] (nil means unbounded) down level by level,
 // dropping overwritten versions, tombstones and expired entries that no
-// snapshot needs. It returns when done.
+// snapshot needs. With a compaction filter (Options.NewCompactionFilter)
+// it then also rewrites each table of the last level in the range that
+// it has not rewritten yet, so that the filter sees every entry of the
+// range. It returns when done.
 func (db *DB) Compact(start, end []byte) error {
 	if err := db.Flush(); err != nil {
 		return err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	var unseen map[base.FileNum]bool
+	if db.opts.NewCompactionFilter != nil {
+		// A compaction running now may have started its filter from a
+		// state older than the caller's last write, and its outputs would
+		// then count as seen; wait for it to finish first.
+		for last := db.mu.started; db.runningSinceLocked(last) && db.mu.bgErr == nil && !db.closed.Load(); {
+			db.mu.cond.Wait()
+		}
+		unseen = make(map[base.FileNum]bool)
+		for _, f := range db.rs.Load().version.Overlaps(manifest.NumLevels-1, start, end) {
+			unseen[f.FileNum] = true
+		}
+	}
 	for level := 0; level < manifest.NumLevels-1; level++ {
 		for {
 			if db.mu.bgErr != nil {
@@ -438,21 +483,79 @@ func (db *DB) Compact(start, end []byte) error {
 				db.mu.cond.Wait()
 				continue
 			}
-			db.startCompactionLocked(c)
-			db.mu.Unlock()
-			err := db.runCompaction(c)
-			db.mu.Lock()
-			db.finishCompactionLocked(c, err)
-			if retryable(err) {
-				return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
-			}
-			if err != nil {
+			if err := db.runManualLocked(c); err != nil {
 				return err
 			}
 			break
 		}
 	}
+	return db.rewriteUnseenLocked(start, end, unseen)
+}
+
+// rewriteUnseenLocked rewrites in place, one at a time, the tables of the
+// last level overlapping [start, end] whose numbers are in unseen: tables
+// that no compaction of the Compact call took as input, and that the
+// compaction filter has therefore not seen. A table another compaction
+// holds is waited for; if that compaction replaced it, its filter has
+// seen it. db.mu is held.
+func (db *DB) rewriteUnseenLocked(start, end []byte, unseen map[base.FileNum]bool) error {
+	for len(unseen) > 0 {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.closed.Load() {
+			return ErrClosed
+		}
+		v := db.rs.Load().version
+		var f *manifest.FileMetadata
+		busy := false
+		for _, g := range v.Overlaps(manifest.NumLevels-1, start, end) {
+			switch {
+			case !unseen[g.FileNum]:
+			case g.Compacting:
+				busy = true
+			case f == nil:
+				f = g
+			}
+		}
+		if f == nil {
+			if !busy {
+				return nil
+			}
+			db.mu.cond.Wait()
+			continue
+		}
+		delete(unseen, f.FileNum)
+		if err := db.runManualLocked(compaction.InPlace(v, manifest.NumLevels-1, f)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// runningSinceLocked reports whether a compaction numbered n or lower is
+// still running. db.mu is held.
+func (db *DB) runningSinceLocked(n uint64) bool {
+	for _, m := range db.mu.running {
+		if m <= n {
+			return true
+		}
+	}
+	return false
+}
+
+// runManualLocked runs c, a compaction Compact asked for, with db.mu
+// released meanwhile. db.mu is held.
+func (db *DB) runManualLocked(c *compaction.Compaction) error {
+	db.startCompactionLocked(c)
+	db.mu.Unlock()
+	err := db.runCompaction(c, nil)
+	db.mu.Lock()
+	db.finishCompactionLocked(c, err)
+	if retryable(err) {
+		return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
+	}
+	return err
 }
 
 // noteCorruption counts a read or compaction that met damaged data and

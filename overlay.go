@@ -63,7 +63,7 @@ func (o *Overlay) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	if value, kind, found := top.mt.Get(key, top.readSeq); found {
-		return o.v.db.resolveValue(kind, value, true)
+		return o.v.db.resolveValue(nil, kind, value, true)
 	}
 	return o.v.GetWithExpiry(key)
 }

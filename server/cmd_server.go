@@ -587,7 +587,11 @@ func cmdFlush(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	applied := true
-	err := c.s.ks.scanKeys(c.reader(), nil, nil, func(key []byte, _ byte, _ bool) bool {
+	var elems int64 // of the collections deleted, for reclaimAll
+	err := c.s.ks.scanKeys(c.reader(), nil, nil, func(key []byte, typ byte, _ bool) bool {
+		if typ != typeString {
+			elems += c.s.ks.elemCount(&c.scratch, key)
+		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, key)
 		if c.batch.Count() >= flushBatchKeys {
 			applied = c.applyHoldingAll()
@@ -600,6 +604,9 @@ func cmdFlush(c *conn, _ *command, args [][]byte) {
 		c.batch.Reset()
 		c.replyErr(err)
 	case c.applyHoldingAll():
+		if elems >= reclaimMinElems {
+			c.s.ks.reclaimAll()
+		}
 		c.ok()
 	}
 }

@@ -276,6 +276,11 @@ func (c *conn) execute(args [][]byte) {
 		return
 	}
 	c.commitStaged()
+	// Messages published before this command was read go out before its
+	// reply, as in Redis, where PUBLISH fills the subscribers' output
+	// buffers at once: the connection may have read the command before
+	// the publisher's wake-up reached it.
+	c.deliverPushes()
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(nil, unknownCommand(args))

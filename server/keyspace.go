@@ -91,6 +91,7 @@ type keyspace struct {
 	db       *lsmgo.DB
 	locks    *keyLocks
 	versions *versionClock
+	reclaim  *reclaimer // nil in tests that build a bare keyspace
 	watches  watchRegistry
 }
 
