@@ -289,7 +289,9 @@ func setAlgebra(op setOp, store bool) handler {
 		}
 		dst := args[1]
 		if len(result) == 0 {
-			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
+			if !c.clearStoreDst(dst) {
+				return
+			}
 		} else {
 			m, err := c.s.ks.newColl(typeSet)
 			if err != nil {

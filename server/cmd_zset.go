@@ -512,7 +512,9 @@ func (c *conn) zReply(items []zmember, withScores, nested bool) {
 // The caller holds dst's lock.
 func (c *conn) zstore(dst []byte, items []zmember) {
 	if len(items) == 0 {
-		c.s.ks.deleteKey(c.batch, &c.scratch, dst)
+		if !c.clearStoreDst(dst) {
+			return
+		}
 	} else {
 		m, err := c.s.ks.newColl(typeZSet)
 		if err != nil {

@@ -385,3 +385,21 @@ func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []b
 	}
 	return false
 }
+
+// clearStoreDst adds to the batch the deletion of dst when it holds a
+// value: a STORE command (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …) whose
+// result is empty deletes its destination, and, as in Redis, deleting
+// nothing is no write, which WATCH must not see. It replies itself on
+// failure.
+func (c *conn) clearStoreDst(dst []byte) bool {
+	exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
+	if err != nil {
+		c.batch.Reset()
+		c.replyErr(err)
+		return false
+	}
+	if exists {
+		c.s.ks.deleteKey(c.batch, &c.scratch, dst)
+	}
+	return true
+}
