@@ -287,27 +287,11 @@ func setAlgebra(op setOp, store bool) handler {
 			c.setReply(result)
 			return
 		}
-		dst := args[1]
-		if len(result) == 0 {
-			if !c.clearStoreDst(dst) {
-				return
-			}
-		} else {
-			m, err := c.s.ks.newColl(typeSet)
-			if err != nil {
-				c.batch.Reset()
-				c.replyErr(err)
-				return
-			}
+		c.storeColl(args[1], typeSet, len(result), func(m collMeta) {
 			for _, member := range result {
-				c.s.ks.putElem(c.batch, &c.elemBuf, dst, m, member, nil)
+				c.s.ks.putElem(c.batch, &c.elemBuf, args[1], m, member, nil)
 			}
-			m.count = int64(len(result))
-			c.s.ks.putColl(c.batch, &c.scratch, dst, m)
-		}
-		if c.apply() {
-			c.wr.Int(int64(len(result)))
-		}
+		})
 	}
 }
 

@@ -508,30 +508,14 @@ func (c *conn) zReply(items []zmember, withScores, nested bool) {
 }
 
 // zstore replaces whatever dst holds with a new sorted set of items
-// (deleting dst when there are none), and replies with their number.
-// The caller holds dst's lock.
+// (storeColl), and replies with their number. The caller holds dst's
+// lock.
 func (c *conn) zstore(dst []byte, items []zmember) {
-	if len(items) == 0 {
-		if !c.clearStoreDst(dst) {
-			return
-		}
-	} else {
-		m, err := c.s.ks.newColl(typeZSet)
-		if err != nil {
-			c.batch.Reset()
-			c.replyErr(err)
-			return
-		}
+	c.storeColl(dst, typeZSet, len(items), func(m collMeta) {
 		for _, it := range items {
 			c.s.ks.zput(c.batch, &c.elemBuf, dst, m, it.member, it.score)
 		}
-		m.count = int64(len(items))
-		c.s.ks.putColl(c.batch, &c.scratch, dst, m)
-		c.signalReady(dst)
-	}
-	if c.apply() {
-		c.wr.Int(int64(len(items)))
-	}
+	})
 }
 
 // zrangeArgs says which of the ZRANGE family a handler runs: auto for

@@ -386,20 +386,36 @@ func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []b
 	return false
 }
 
-// clearStoreDst adds to the batch the deletion of dst when it holds a
-// value: a STORE command (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …) whose
-// result is empty deletes its destination, and, as in Redis, deleting
-// nothing is no write, which WATCH must not see. It replies itself on
-// failure.
-func (c *conn) clearStoreDst(dst []byte) bool {
-	exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
-	if err != nil {
-		c.batch.Reset()
-		c.replyErr(err)
-		return false
+// storeColl replaces whatever dst holds with a new collection of type
+// typ holding n elements, which put adds to the batch under the new
+// collection's version, commits, and replies with n: the STORE commands
+// (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …). The caller holds dst's lock.
+// An empty result deletes dst only when dst holds a value: as in Redis,
+// deleting nothing is no write, which WATCH must not see.
+func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) {
+	if n == 0 {
+		exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
+		if err != nil {
+			c.batch.Reset()
+			c.replyErr(err)
+			return
+		}
+		if exists {
+			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
+		}
+	} else {
+		m, err := c.s.ks.newColl(typ)
+		if err != nil {
+			c.batch.Reset()
+			c.replyErr(err)
+			return
+		}
+		put(m)
+		m.count = int64(n)
+		c.s.ks.putColl(c.batch, &c.scratch, dst, m)
+		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 	}
-	if exists {
-		c.s.ks.deleteKey(c.batch, &c.scratch, dst)
+	if c.apply() {
+		c.wr.Int(int64(n))
 	}
-	return true
 }

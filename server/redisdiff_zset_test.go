@@ -309,23 +309,7 @@ func TestRedisDiffBigZSets(t *testing.T) {
 		}
 		cmds = append(cmds, []string{"ZRANGE", "D", "0", "-1", "WITHSCORES"}, []string{"ZRANGE", "L", "0", "-1"},
 			[]string{"ZRANGE", "Z0", "0", "-1", "WITHSCORES"}, []string{"ZRANGE", "Z1", "0", "-1", "WITHSCORES"})
-		for _, args := range cmds {
-			ours.send(args)
-			theirs.send(args)
-		}
-		got, err := ours.flushRead(len(cmds))
-		if err != nil {
-			t.Fatalf("lsmgo: %v", err)
-		}
-		want, err := theirs.flushRead(len(cmds))
-		if err != nil {
-			t.Fatalf("redis: %v", err)
-		}
-		for i, args := range cmds {
-			if g, w := render(got[i], exact), render(want[i], exact); g != w {
-				t.Fatalf("round %d, %q:\n lsmgo: %s\n redis: %s", round, args, g, w)
-			}
-		}
+		got := diffRound(t, round, cmds, ours, theirs)
 		largest = max(largest, len(got[len(cmds)-1].Array)/2, len(got[len(cmds)-2].Array)/2)
 	}
 	t.Logf("%d rounds; the largest sorted set held %d members", rounds, largest)
