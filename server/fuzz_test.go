@@ -27,6 +27,8 @@ func FuzzServer(f *testing.F) {
 		"INFO all\r\nCONFIG GET *\r\nCONFIG SET slowlog-log-slower-than 0\r\nSLOWLOG GET -1\r\nTIME\r\n",
 		"HSET h a 1 b 2\r\nHINCRBY h a 5\r\nHINCRBYFLOAT h b 0.5\r\nHGETALL h\r\nHSCAN h 0 MATCH * COUNT 1\r\nHRANDFIELD h -5 WITHVALUES\r\nHDEL h a b\r\n",
 		"SADD s a b c\r\nSMOVE s t a\r\nSINTERSTORE u s t\r\nSINTERCARD 2 s t LIMIT 1\r\nSPOP s 2\r\nSRANDMEMBER t -3\r\nRENAME t h\r\n",
+		"ZADD z GT CH 1 a 2.5 b -inf c\r\nZINCRBY z inf c\r\nZRANGE z (1 +inf BYSCORE REV LIMIT 0 2 WITHSCORES\r\nZRANGEBYLEX z - [b\r\nZRANK z b WITHSCORE\r\nZSCAN z 0 COUNT 1\r\n",
+		"ZUNIONSTORE u 2 z s WEIGHTS 2 inf AGGREGATE MAX\r\nZINTERCARD 2 z u LIMIT 1\r\nZMPOP 2 x z MAX COUNT 2\r\nZRANDMEMBER u -3 WITHSCORES\r\nZREMRANGEBYRANK u 0 -2\r\nZPOPMIN u 5\r\n",
 		"RPUSH l a b c\r\nLPUSH l z\r\nLINSERT l BEFORE b x\r\nLREM l -1 a\r\nLSET l -1 y\r\nLTRIM l 0 -2\r\nLRANGE l -100 100\r\nLPOS l x RANK -1 COUNT 0 MAXLEN 5\r\n",
 		"LPOP l 2\r\nRPOP l 0\r\nLMOVE l m LEFT RIGHT\r\nRPOPLPUSH m l\r\nLMPOP 2 l m RIGHT COUNT 3\r\nLINDEX m -1\r\nLLEN l\r\nRENAME m l\r\n",
 		"BLPOP l m 0.01\r\nBRPOP l 0\r\nBLMOVE l m LEFT LEFT 0.5\r\nBRPOPLPUSH m l 0\r\nBLMPOP 0 1 l LEFT COUNT 2\r\n",

@@ -141,23 +141,7 @@ func TestRedisDiffLongLists(t *testing.T) {
 			cmds = append(cmds, args)
 		}
 		cmds = append(cmds, []string{"LRANGE", "L0", "0", "-1"}, []string{"LRANGE", "L1", "0", "-1"})
-		for _, args := range cmds {
-			ours.send(args)
-			theirs.send(args)
-		}
-		got, err := ours.flushRead(len(cmds))
-		if err != nil {
-			t.Fatalf("lsmgo: %v", err)
-		}
-		want, err := theirs.flushRead(len(cmds))
-		if err != nil {
-			t.Fatalf("redis: %v", err)
-		}
-		for i, args := range cmds {
-			if g, w := render(got[i], exact), render(want[i], exact); g != w {
-				t.Fatalf("round %d, %q:\n lsmgo: %s\n redis: %s", round, args, g, w)
-			}
-		}
+		got := diffRound(t, round, cmds, ours, theirs)
 		longest = max(longest, len(got[len(cmds)-1].Array), len(got[len(cmds)-2].Array))
 	}
 	t.Logf("%d rounds; the longest list held %d elements", rounds, longest)

@@ -58,6 +58,29 @@ var killTypes = []killType{
 			}
 			return err == nil, err
 		}},
+	// A sorted set member has two entries (member→score and the score
+	// index); ZRANK fails unless the index entry is there too.
+	{"zset",
+		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
+			zs := make([]redis.Z, len(elems))
+			for i, e := range elems {
+				zs[i] = redis.Z{Score: 1.5, Member: e}
+			}
+			return rc.ZAdd(ctx, key, zs...).Err()
+		},
+		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
+			score, err := rc.ZScore(ctx, key, elem).Result()
+			if errors.Is(err, redis.Nil) {
+				return false, nil
+			}
+			if err == nil && score != 1.5 {
+				return false, fmt.Errorf("ZSCORE %s %s = %g", key, elem, score)
+			}
+			if err == nil {
+				err = rc.ZRank(ctx, key, elem).Err()
+			}
+			return err == nil, err
+		}},
 }
 
 func toAny(ss []string) []any {
