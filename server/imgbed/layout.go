@@ -94,9 +94,10 @@ func span(p []byte) (lower, upper []byte) {
 // blobMeta describes the bytes of one original or thumbnail.
 type blobMeta struct {
 	V      int    `json:"v"`
+	Store  string `json:"store,omitempty"` // blobStore.kind of the store holding the bytes
 	Gen    gen    `json:"gen"`
 	Size   int64  `json:"size"`
-	Chunk  int    `json:"chunk"` // chunk size the bytes were cut with
+	Chunk  int    `json:"chunk"` // chunk size the bytes were cut with, in the DB
 	Refs   int64  `json:"refs,omitempty"`
 	Mime   string `json:"mime"`
 	Width  int    `json:"w"`

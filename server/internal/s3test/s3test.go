@@ -82,9 +82,9 @@ type Server struct {
 	stop   sync.Once
 }
 
-// Start starts a server for t and stops it when t ends. Without a weed
-// binary it skips t, or fails t when $CI is set.
-func Start(t testing.TB) *Server {
+// Require returns the weed binary. Without one it skips t, or fails t
+// when $CI is set.
+func Require(t testing.TB) string {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -93,28 +93,55 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skipf("%v: skipping the S3 test", err)
 	}
+	return bin
+}
+
+// Start starts a server for t and stops it when t ends, logging the end
+// of its log if t failed. Without a weed binary it skips t, or fails t
+// when $CI is set.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s, err := Launch(Require(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("weed log (last 4 KiB):\n%s", s.LogTail(4096))
+		}
+	})
+	return s
+}
+
+// Launch starts the weed binary bin with its files under dir and waits
+// until it is ready; the caller must Stop it. Tests that share one server
+// among many tests use it; the others use Start.
+func Launch(bin, dir string) (*Server, error) {
 	// A free port found by listening and closing may be taken again
 	// before weed binds it; a start that dies early is retried on new
-	// ports.
+	// ports, in a new directory.
 	var last error
-	for range 3 {
-		s, err := start(t, bin)
+	for i := range 3 {
+		sub := filepath.Join(dir, fmt.Sprintf("weed%d", i))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			return nil, err
+		}
+		s, err := launch(bin, sub)
 		if err == nil {
-			return s
+			return s, nil
 		}
 		last = err
 		if !errors.Is(err, errExited) {
 			break
 		}
 	}
-	t.Fatal(last)
-	return nil
+	return nil, last
 }
 
 var errExited = errors.New("s3test: weed exited before it was ready")
 
-func start(t testing.TB, bin string) (*Server, error) {
-	dir := t.TempDir()
+func launch(bin, dir string) (*Server, error) {
 	ports, err := freePorts(8)
 	if err != nil {
 		return nil, err
@@ -160,15 +187,9 @@ func start(t testing.TB, bin string) (*Server, error) {
 		s.cmd.Wait()
 		close(s.exited)
 	}()
-	t.Cleanup(func() {
-		s.Stop()
-		if t.Failed() {
-			t.Logf("weed log (last 4 KiB):\n%s", s.logTail(4096))
-		}
-	})
 	if err := s.waitReady(); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("%w\nweed log (last 4 KiB):\n%s", err, s.logTail(4096))
+		return nil, fmt.Errorf("%w\nweed log (last 4 KiB):\n%s", err, s.LogTail(4096))
 	}
 	return s, nil
 }
@@ -294,8 +315,8 @@ func (s *Server) Stop() {
 	})
 }
 
-// logTail returns the last n bytes of the server's log.
-func (s *Server) logTail(n int64) string {
+// LogTail returns the last n bytes of the server's log.
+func (s *Server) LogTail(n int64) string {
 	f, err := os.Open(s.log)
 	if err != nil {
 		return err.Error()
