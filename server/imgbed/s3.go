@@ -120,6 +120,15 @@ func parseS3URL(raw string) (s3Options, error) {
 	return o, nil
 }
 
+// CheckBlobStore reports whether u is a valid Config.BlobStore.
+func CheckBlobStore(u string) error {
+	if u == "" {
+		return nil
+	}
+	_, err := parseS3URL(u)
+	return err
+}
+
 // newS3Blobs connects to nothing yet: the first request does. Credentials
 // are accessKey and secretKey when given, else AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY, else the shared AWS files (~/.aws/credentials
