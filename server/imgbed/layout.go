@@ -105,6 +105,9 @@ type blobMeta struct {
 }
 
 func (m *blobMeta) chunks() int {
+	if m.Chunk <= 0 { // damaged metadata, or bytes kept outside the DB
+		return 0
+	}
 	return int((m.Size + int64(m.Chunk) - 1) / int64(m.Chunk))
 }
 

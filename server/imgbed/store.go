@@ -407,9 +407,10 @@ func (st *store) sweep() (int, error) {
 		return 0, err
 	}
 	n := 0
+	down := make(map[string]bool) // a remote store that failed once is left for the next start
 	for _, p := range todo {
 		bs := st.blobs(p.kind)
-		if bs == nil {
+		if bs == nil || down[p.kind] {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), reclaimTimeout)
@@ -419,6 +420,7 @@ func (st *store) sweep() (int, error) {
 			if bs == blobStore(st.local) {
 				return n, fmt.Errorf("imgbed: sweeping pending chunks: %w", err)
 			}
+			down[p.kind] = true
 			continue
 		}
 		if err := st.db.Delete(pendingKey(p.s, p.g), nil); err != nil {

@@ -265,7 +265,8 @@ func (s *Server) expect(method, path string, body []byte, status int) error {
 }
 
 // Do sends one signed request. path is "/bucket" or "/bucket/key", with
-// nothing in it that needs escaping.
+// nothing in it that needs escaping, and may end in a query such as
+// "?list-type=2&prefix=p".
 func (s *Server) Do(method, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequest(method, s.Endpoint+path, bytes.NewReader(body))
 	if err != nil {
@@ -276,8 +277,7 @@ func (s *Server) Do(method, path string, body []byte) (*http.Response, error) {
 	return client.Do(req)
 }
 
-// sign adds AWS Signature Version 4 headers for an unpresigned request
-// without a query string.
+// sign adds AWS Signature Version 4 headers to req (not presigned).
 func (s *Server) sign(req *http.Request, body []byte, now time.Time) {
 	date, stamp := now.Format("20060102"), now.Format("20060102T150405Z")
 	payload := sha256.Sum256(body)
@@ -285,7 +285,7 @@ func (s *Server) sign(req *http.Request, body []byte, now time.Time) {
 	req.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(payload[:]))
 	const signed = "host;x-amz-content-sha256;x-amz-date"
 	canonical := strings.Join([]string{
-		req.Method, req.URL.EscapedPath(), "",
+		req.Method, req.URL.EscapedPath(), strings.ReplaceAll(req.URL.Query().Encode(), "+", "%20"),
 		"host:" + req.URL.Host + "\nx-amz-content-sha256:" + hex.EncodeToString(payload[:]) + "\nx-amz-date:" + stamp + "\n",
 		signed, hex.EncodeToString(payload[:]),
 	}, "\n")
