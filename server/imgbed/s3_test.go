@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -172,5 +173,36 @@ func TestS3Multipart(t *testing.T) {
 	resp, body = th.get(t, r.Data.Links.URL, "Range", "bytes="+itoa(lo)+"-"+itoa(hi))
 	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(body, data[lo:hi+1]) {
 		t.Fatalf("Range: %d, %d bytes", resp.StatusCode, len(body))
+	}
+}
+
+// TestParseS3URL reads the blob-store URLs doc/imgbed.md shows and
+// refuses malformed ones with a message.
+func TestParseS3URL(t *testing.T) {
+	o, err := parseS3URL("s3://bkt")
+	if err != nil || o.bucket != "bkt" || o.prefix != "" || o.endpoint != "s3.amazonaws.com" || !o.secure ||
+		o.region != defaultS3Region || o.retries != defaultS3Retries || o.partSize != defaultS3PartSize || o.presign != 0 || o.remoteThumbnails {
+		t.Fatalf("defaults: %+v %v", o, err)
+	}
+	o, err = parseS3URL("s3://bkt/a/b/?endpoint=http://127.0.0.1:8333&region=eu-west-3&presign=15m&thumbnails=s3&retries=3&part-size=6291456")
+	if err != nil || o.prefix != "a/b/" || o.endpoint != "127.0.0.1:8333" || o.secure || o.region != "eu-west-3" ||
+		o.presign != 15*time.Minute || !o.remoteThumbnails || o.retries != 3 || o.partSize != 6<<20 {
+		t.Fatalf("all parameters: %+v %v", o, err)
+	}
+	if o, err := parseS3URL("s3://bkt?endpoint=minio.example.com:9000"); err != nil || o.endpoint != "minio.example.com:9000" || !o.secure {
+		t.Fatalf("bare endpoint: %+v %v", o, err)
+	}
+	for _, bad := range []string{
+		"", "bkt", "http://bkt", "s3://", "s3://user:pw@bkt", "s3://bkt#x",
+		"s3://bkt?endpoint=ftp://h", "s3://bkt?endpoint=http://h/path", "s3://bkt?endpoint=",
+		"s3://bkt?region=", "s3://bkt?presign=forever", "s3://bkt?presign=500ms", "s3://bkt?presign=200h",
+		"s3://bkt?thumbnails=disk", "s3://bkt?retries=0", "s3://bkt?part-size=1024", "s3://bkt?colour=blue",
+	} {
+		if _, err := parseS3URL(bad); err == nil || CheckBlobStore(bad) == nil && bad != "" {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if CheckBlobStore("") != nil {
+		t.Error("an empty blob store (the DB) refused")
 	}
 }
