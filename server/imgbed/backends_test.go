@@ -44,8 +44,9 @@ func (b backend) host(t testing.TB, cfg Config) *testHost {
 
 // sharedS3 is one SeaweedFS for the whole package run, started by the
 // first test that needs it (a start costs seconds of CPU) and stopped by
-// TestMain; each test gets a bucket of its own. Tests that stop S3 start
-// their own with s3test.Start.
+// TestMain; each test gets a prefix of its own in one bucket (SeaweedFS
+// makes each bucket a collection with volumes of its own, so buckets are
+// not free). Tests that stop S3 start their own with s3test.Start.
 var sharedS3 struct {
 	once sync.Once
 	srv  *s3test.Server
@@ -53,7 +54,7 @@ var sharedS3 struct {
 	err  error
 }
 
-var buckets atomic.Int64
+var prefixes atomic.Int64
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -66,8 +67,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// s3Bucket points cfg at a new bucket of srv (the shared server when
-// nil), with query added to the store URL.
+// s3Bucket points cfg at a new prefix of a bucket of srv (the shared
+// server when nil), with query added to the store URL.
 func s3Bucket(t testing.TB, cfg *Config, query string, srv ...*s3test.Server) {
 	t.Helper()
 	var s *s3test.Server
@@ -85,17 +86,15 @@ func s3Bucket(t testing.TB, cfg *Config, query string, srv ...*s3test.Server) {
 		}
 		s = sharedS3.srv
 	}
-	bucket := fmt.Sprintf("imgbed-%d", buckets.Add(1))
-	if err := s.CreateBucket(bucket); err != nil {
+	if err := s.CreateBucket("imgbed"); err != nil {
 		t.Fatal(err)
 	}
-	// Two retries: a test of S3 being down should not wait out ten.
-	cfg.BlobStore = "s3://" + bucket + "/imgs?endpoint=" + s.Endpoint + "&retries=2" + query
+	// Two retries: a test of S3 being down should not wait out five.
+	cfg.BlobStore = fmt.Sprintf("s3://imgbed/t%d?endpoint=%s&retries=2%s", prefixes.Add(1), s.Endpoint, query)
 	cfg.S3AccessKey, cfg.S3SecretKey = s.AccessKey, s.SecretKey
 }
 
-// objects counts the objects a host's S3 store holds, by whether they are
-// under the store's prefix.
+// objects counts the objects under a host's S3 store's prefix.
 func (th *testHost) objects(t testing.TB) int {
 	t.Helper()
 	b, ok := th.st.remote.(*s3Blobs)
@@ -103,7 +102,7 @@ func (th *testHost) objects(t testing.TB) int {
 		return 0
 	}
 	n := 0
-	for obj := range b.client.Client.ListObjects(context.Background(), b.bucket, minio.ListObjectsOptions{Recursive: true}) {
+	for obj := range b.client.Client.ListObjects(context.Background(), b.bucket, minio.ListObjectsOptions{Prefix: b.prefix, Recursive: true}) {
 		if obj.Err != nil {
 			t.Fatal(obj.Err)
 		}
