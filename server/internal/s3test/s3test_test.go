@@ -10,16 +10,16 @@ import (
 // requests, refuses a wrong key, and sees the server gone after Stop.
 func TestServer(t *testing.T) {
 	s := Start(t)
-	if err := s.CreateBucket("b"); err != nil {
+	if err := s.CreateBucket("bkt"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateBucket("b"); err != nil {
+	if err := s.CreateBucket("bkt"); err != nil {
 		t.Fatalf("creating an existing bucket again: %v", err)
 	}
-	if err := s.expect("PUT", "/b/k", []byte("hello"), http.StatusOK); err != nil {
+	if err := s.expect("PUT", "/bkt/k", []byte("hello"), http.StatusOK); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := s.Do("GET", "/b/k", nil)
+	resp, err := s.Do("GET", "/bkt/k", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +30,13 @@ func TestServer(t *testing.T) {
 	}
 
 	wrong := &Server{Endpoint: s.Endpoint, AccessKey: s.AccessKey, SecretKey: "not-the-secret"}
-	if err := wrong.expect("GET", "/b/k", nil, http.StatusOK); err == nil {
+	if err := wrong.expect("GET", "/bkt/k", nil, http.StatusOK); err == nil {
 		t.Fatal("a wrong secret key was accepted")
 	}
 
 	s.Stop()
 	s.Stop()
-	if _, err := s.Do("GET", "/b/k", nil); err == nil {
+	if _, err := s.Do("GET", "/bkt/k", nil); err == nil {
 		t.Fatal("the server still answers after Stop")
 	}
 }
