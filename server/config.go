@@ -72,6 +72,15 @@ type Config struct {
 	// or IP address for anonymous uploads), with bursts of four seconds'
 	// worth; negative disables the limit ("images-upload-rate"). Default 5.
 	ImagesUploadRate int
+	// BlobStore is where the image host keeps the bytes of new images:
+	// empty for the data directory, or an S3 bucket as
+	// "s3://bucket/prefix?endpoint=URL&region=R" ("blob-store"; see
+	// doc/imgbed.md). Image metadata always stays in the data directory.
+	BlobStore string
+	// S3AccessKey and S3SecretKey are the credentials of an s3://
+	// blob-store ("s3-access-key", "s3-secret-key"); empty: the AWS
+	// environment variables, then the shared AWS files.
+	S3AccessKey, S3SecretKey string
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
 	MaxClients int
@@ -231,6 +240,12 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
 	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
+	stringSetting("blob-store", "where image bytes go: empty (the data directory) or s3://bucket/prefix?endpoint=URL&region=R", false,
+		func(c *Config) *string { return &c.BlobStore }, imgbed.CheckBlobStore),
+	stringSetting("s3-access-key", "access key of an s3:// blob-store (empty: AWS_ACCESS_KEY_ID, then ~/.aws files)", false,
+		func(c *Config) *string { return &c.S3AccessKey }, nil),
+	stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
+		func(c *Config) *string { return &c.S3SecretKey }, nil),
 	fixedSetting("appendonly", "yes"),
 	fixedSetting("save", ""),
 	fixedSetting("databases", "1"),

@@ -18,6 +18,9 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		Tokens:      imageTokens(r),
 		UploadRate:  float64(r.ImagesUploadRate),
 		UploadBurst: 4 * max(1, r.ImagesUploadRate),
+		BlobStore:   r.BlobStore,
+		S3AccessKey: r.S3AccessKey,
+		S3SecretKey: r.S3SecretKey,
 		Registerer:  s.metrics.registry,
 	})
 }

@@ -1,6 +1,7 @@
 package imgbed
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,9 +13,15 @@ import (
 // returns every violation found: each record's blob exists and counts
 // exactly the records that point at it; the recent index and the records
 // match; every blob and thumbnail has all its chunks at their sizes; and
-// every other chunk belongs to a generation marked pending. Tests run it
-// after each scenario; it reads the whole image keyspace.
-func (h *Host) Check() error {
+// every other chunk belongs to a generation marked pending; every blob in
+// a remote store has its object there, at its size. Tests run it after
+// each scenario; it reads the whole image keyspace and asks the remote
+// store about each of its blobs.
+func (h *Host) Check() error { return h.check(true) }
+
+// check is Check, asking remote stores about their blobs only with
+// remote: tests of a store that is down check the rest.
+func (h *Host) check(remote bool) error {
 	snap := h.st.db.NewSnapshot()
 	defer snap.Close()
 	var problems []error
@@ -115,7 +122,7 @@ func (h *Host) Check() error {
 		m, ok := live[gk]
 		switch {
 		case pending[gk]:
-		case !ok:
+		case !ok || m.Store != "":
 			bad("chunk %x belongs to no blob and is not pending", k)
 		default:
 			i := int(binary.BigEndian.Uint32(k[sumLen+genLen:]))
@@ -131,9 +138,32 @@ func (h *Host) Check() error {
 		return err
 	}
 	for gk, m := range live {
+		if m.Store != "" {
+			if remote {
+				h.checkRemote(gk.s, m, bad)
+			}
+			continue
+		}
 		if seen[gk] != m.chunks() {
 			bad("blob %v generation %x has %d of its %d chunks", gk.s, gk.g, seen[gk], m.chunks())
 		}
 	}
 	return errors.Join(problems...)
+}
+
+// checkRemote reports a blob whose bytes its remote store lacks.
+func (h *Host) checkRemote(s sum, m blobMeta, bad func(string, ...any)) {
+	bs := h.st.blobs(m.Store)
+	if bs == nil {
+		bad("blob %v generation %x is in store %q, which is not configured", s, m.Gen, m.Store)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reclaimTimeout)
+	defer cancel()
+	switch size, err := bs.stat(ctx, s, m.Gen); {
+	case err != nil:
+		bad("blob %v generation %x in store %q: %v", s, m.Gen, m.Store, err)
+	case size != m.Size:
+		bad("blob %v generation %x in store %q holds %d bytes, want %d", s, m.Gen, m.Store, size, m.Size)
+	}
 }

@@ -94,6 +94,17 @@ type Config struct {
 	// client that stops reading a download is cut off instead of holding
 	// its connection and buffers forever; default 30 s.
 	WriteIdleTimeout time.Duration
+	// BlobStore is where the bytes of new originals and thumbnails go:
+	// empty for the DB itself, or an S3-compatible bucket as
+	// "s3://bucket/prefix?endpoint=URL&region=R", with the parameters
+	// doc/imgbed.md lists (presigned redirects, thumbnails kept in the
+	// DB or not, retries, part size). Metadata always stays in the DB, and
+	// bytes stored before a change stay readable where they are.
+	BlobStore string
+	// S3AccessKey and S3SecretKey are the credentials of an s3:// blob
+	// store. Empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else the
+	// shared AWS files (~/.aws/credentials, ~/.aws/config, AWS_PROFILE).
+	S3AccessKey, S3SecretKey string
 	// Registerer receives the host's Prometheus metrics; nil registers
 	// nothing.
 	Registerer prometheus.Registerer

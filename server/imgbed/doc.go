@@ -12,8 +12,9 @@
 //
 //	"iB" sha256                     blob metadata of an original (JSON)
 //	"iT" sha256 format width(2)     blob metadata of a thumbnail (JSON)
-//	"iC" sha256 gen(8) index(4)     one chunk (at most ChunkSize bytes) of a blob
-//	"iP" sha256 gen(8)              chunks of this generation are not referenced
+//	"iC" sha256 gen(8) index(4)     one chunk (at most ChunkSize bytes) of a blob kept in the DB
+//	"iP" sha256 gen(8)              this generation's bytes are not referenced; the value
+//	                                names the blob store holding them ("" the DB, "s3")
 //	"iI" id                         image record: id -> sha256, names, tokens (JSON)
 //	"iR" ^created(8) id             recent-uploads index, newest first
 //	"iQ" token name                 per-token usage (bytes and count) for quotas
@@ -24,21 +25,36 @@
 // chunks of a blob being deleted and those of a new upload of the same
 // bytes never share keys.
 //
+// # Blob stores
+//
+// A blob's bytes are kept by a blob store (blobStore): the DB itself, as
+// the chunks above, or an S3-compatible bucket (Config.BlobStore), as one
+// object per generation named <prefix>/<sha256>/<gen>. Everything else —
+// records, reference counts, thumbnails made, pending markers — is in the
+// DB whatever the store, and each blob's metadata names the store holding
+// its bytes, so changing the configuration leaves older blobs readable.
+// By default thumbnails stay in the DB even when originals go to S3: they
+// are small, hot, and keep being served while S3 is down.
+//
 // # Invariants
 //
 //   - An image becomes visible in one engine batch that writes its record
 //     and its blob's metadata (or the bumped reference count). The chunks
-//     of an image of at most one batch (1 MiB) are in that same batch; a
-//     larger image's chunks were written by earlier batches together with
-//     a pending marker for their generation, which the visible batch
-//     deletes. A crash therefore never shows half an image: chunks without
-//     metadata keep their pending marker and New removes them.
+//     of an image of at most one batch (1 MiB) kept in the DB are in that
+//     same batch; any other image's bytes were stored before (in earlier
+//     batches, or as an S3 object) after a pending marker for their
+//     generation, which the visible batch deletes. A crash or a failing S3
+//     therefore never shows half an image: bytes without metadata keep
+//     their pending marker and New reclaims them (an S3 object whose
+//     delete fails keeps its marker until a later start).
 //   - Deleting the last reference removes the record and the blob metadata
 //     (and its thumbnails' metadata) in one batch that also writes pending
 //     markers for their generations; the chunks go afterwards, and New
 //     finishes the job after a crash.
-//   - Reads of one response go through one engine Snapshot, so a delete
-//     racing with a download never truncates it.
+//   - Reads of one response from the DB go through one engine Snapshot,
+//     so a delete racing with a download never truncates it; in S3 the
+//     generation's object is deleted only after its metadata, and S3 lets
+//     a GET that started finish.
 //   - The type of an upload comes from its magic bytes; its dimensions
 //     come from its header, checked against the pixel limit before any
 //     decode, and its structure (chunks, segments, blocks up to the end

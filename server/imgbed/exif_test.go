@@ -2,6 +2,7 @@ package imgbed
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"image"
 	"image/color"
@@ -102,10 +103,13 @@ func TestGPSStripped(t *testing.T) {
 }
 
 // TestThumbnails covers width rounding, format negotiation and the
-// render-once guarantee under concurrent requests.
-func TestThumbnails(t *testing.T) {
+// render-once guarantee under concurrent requests, with originals in each
+// blob store.
+func TestThumbnails(t *testing.T) { eachBackend(t, testThumbnails) }
+
+func testThumbnails(t *testing.T, b backend) {
 	reg := prometheus.NewRegistry()
-	th := newTestHost(t, Config{Registerer: reg})
+	th := b.host(t, Config{Registerer: reg})
 	_, r := th.uploadRaw(t, encodePNG(t, gradient(1500, 300)), "image/png")
 	base := th.srv.URL + "/t/" + r.Data.Key
 	for _, c := range []struct {
@@ -166,23 +170,28 @@ func TestThumbnails(t *testing.T) {
 	}
 }
 
-// TestSweep leaves chunks as a crash would (written, never committed) and
-// checks that New removes them.
-func TestSweep(t *testing.T) {
-	th := newTestHost(t, Config{})
+// TestSweep leaves bytes as a crash would (written, never committed) and
+// checks that New removes them, in each blob store.
+func TestSweep(t *testing.T) { eachBackend(t, testSweep) }
+
+func testSweep(t *testing.T, b backend) {
+	var cfg Config
+	b.apply(t, &cfg)
+	th := newTestHost(t, cfg)
 	var s sum
 	s[0] = 1
-	if _, err := th.st.writeChunks(s, bytes.NewReader(make([]byte, 3*th.st.chunk+5)), int64(3*th.st.chunk+5)); err != nil {
+	size := int64(3*th.st.local.chunk + 5)
+	if _, err := th.st.stage(context.Background(), th.st.originals, s, bytes.NewReader(make([]byte, size)), size, ""); err != nil {
 		t.Fatal(err)
 	}
-	if n := th.countKeys(t); n.chunks != 4 || n.pending != 1 {
-		t.Fatalf("before: %+v", n)
+	if n := th.countKeys(t); th.stored(t) == 0 || n.pending != 1 {
+		t.Fatalf("before: %+v, %d objects", n, th.objects(t))
 	}
-	if _, err := New(th.db, Config{}); err != nil {
+	if _, err := New(th.db, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if n := th.countKeys(t); n != (keyCounts{}) {
-		t.Fatalf("after New: %+v", n)
+	if n := th.countKeys(t); n != (keyCounts{}) || th.objects(t) != 0 {
+		t.Fatalf("after New: %+v, %d objects", n, th.objects(t))
 	}
 }
 

@@ -39,6 +39,20 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
 		now:     time.Now,
 	}
+	if cfg.BlobStore != "" {
+		o, err := parseS3URL(cfg.BlobStore)
+		if err != nil {
+			return nil, err
+		}
+		remote, err := newS3Blobs(o, cfg.S3AccessKey, cfg.S3SecretKey)
+		if err != nil {
+			return nil, err
+		}
+		h.st.remote, h.st.originals = remote, remote
+		if o.remoteThumbnails {
+			h.st.thumbnails = remote
+		}
+	}
 	h.thumbs = newThumbnailer(h)
 	h.SetTokens(cfg.Tokens)
 	m, err := newMetrics(cfg.Registerer)

@@ -49,10 +49,12 @@ func craftPNG(w, h, rows int) []byte {
 }
 
 // TestHostileUploads sends what attackers and broken clients send; each
-// gets its 4xx with a JSON error, and none makes the heap grow with the
-// size the file claims.
-func TestHostileUploads(t *testing.T) {
-	th := newTestHost(t, Config{MaxBytes: 1 << 20})
+// gets its 4xx with a JSON error, none makes the heap grow with the size
+// the file claims, and none leaves anything in either blob store.
+func TestHostileUploads(t *testing.T) { eachBackend(t, testHostileUploads) }
+
+func testHostileUploads(t *testing.T, b backend) {
+	th := b.host(t, Config{MaxBytes: 1 << 20})
 	jpg := encodeJPEG(t, gradient(200, 100))
 	png := encodePNG(t, gradient(200, 100))
 	gif := encodeGIF(t, gradient(200, 100))
@@ -90,8 +92,8 @@ func TestHostileUploads(t *testing.T) {
 			}
 		})
 	}
-	if n := th.countKeys(t); n != (keyCounts{}) {
-		t.Fatalf("refused uploads left keys: %+v", n)
+	if n := th.countKeys(t); n != (keyCounts{}) || th.objects(t) != 0 {
+		t.Fatalf("refused uploads left keys: %+v, %d objects", n, th.objects(t))
 	}
 }
 

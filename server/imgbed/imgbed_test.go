@@ -12,10 +12,13 @@ import (
 
 // TestRoundTrip uploads every image of Go's source tree and generated ones
 // in each format, and reads each back: whole, by range, conditionally and
-// with HEAD; a second upload is a duplicate sharing the bytes.
-func TestRoundTrip(t *testing.T) {
-	th := newTestHost(t, Config{ChunkSize: 4096}) // several chunks per image
-	th.st.batch = 16 << 10                        // and several batches for the larger ones
+// with HEAD; a second upload is a duplicate sharing the bytes. In each
+// blob store.
+func TestRoundTrip(t *testing.T) { eachBackend(t, testRoundTrip) }
+
+func testRoundTrip(t *testing.T, b backend) {
+	th := b.host(t, Config{ChunkSize: 4096}) // several chunks per image
+	th.st.local.batch = 16 << 10             // and several batches for the larger ones
 	files := goTestdata(t)
 	img := gradient(300, 200)
 	files["gen.png"] = encodePNG(t, img)
@@ -83,9 +86,11 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // TestMultipart covers the field names real clients use and several
-// files in one request.
-func TestMultipart(t *testing.T) {
-	th := newTestHost(t, Config{})
+// files in one request, in each blob store.
+func TestMultipart(t *testing.T) { eachBackend(t, testMultipart) }
+
+func testMultipart(t *testing.T, bk backend) {
+	th := bk.host(t, Config{})
 	a, b := encodePNG(t, gradient(20, 10)), encodePNG(t, gradient(10, 20))
 	for _, field := range []string{"file", "image", "source", "images[]"} {
 		body, ct := multipartBody(t, field, a)
@@ -107,9 +112,11 @@ func TestMultipart(t *testing.T) {
 }
 
 // TestDeleteFreesBytes deletes two references to one blob: the bytes go
-// only with the last, thumbnails with them.
-func TestDeleteFreesBytes(t *testing.T) {
-	th := newTestHost(t, Config{ChunkSize: 1024})
+// only with the last, thumbnails with them. In each blob store.
+func TestDeleteFreesBytes(t *testing.T) { eachBackend(t, testDeleteFreesBytes) }
+
+func testDeleteFreesBytes(t *testing.T, b backend) {
+	th := b.host(t, Config{ChunkSize: 1024})
 	data := encodePNG(t, gradient(100, 100))
 	_, r1 := th.uploadRaw(t, data, "image/png")
 	_, r2 := th.uploadRaw(t, data, "image/png")
@@ -132,8 +139,8 @@ func TestDeleteFreesBytes(t *testing.T) {
 	if resp, body := th.get(t, r2.Data.Links.URL); resp.StatusCode != 200 || !bytes.Equal(body, data) {
 		t.Fatalf("the other reference lost its bytes: %d", resp.StatusCode)
 	}
-	if n := th.countKeys(t); n.chunks == 0 || n.thumbs == 0 {
-		t.Fatalf("bytes freed too early: %+v", n)
+	if n := th.countKeys(t); th.stored(t) == 0 || n.thumbs == 0 {
+		t.Fatalf("bytes freed too early: %+v, %d objects", n, th.objects(t))
 	}
 	// The delete link: GET confirms, POST deletes.
 	resp, body := th.get(t, r2.Data.Links.DeleteURL)
@@ -147,8 +154,8 @@ func TestDeleteFreesBytes(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("delete by link: %d", resp.StatusCode)
 	}
-	if n := th.countKeys(t); n != (keyCounts{}) {
-		t.Fatalf("last reference deleted, keys left: %+v", n)
+	if n := th.countKeys(t); n != (keyCounts{}) || th.objects(t) != 0 {
+		t.Fatalf("last reference deleted, keys left: %+v, %d objects", n, th.objects(t))
 	}
 }
 

@@ -94,9 +94,10 @@ func span(p []byte) (lower, upper []byte) {
 // blobMeta describes the bytes of one original or thumbnail.
 type blobMeta struct {
 	V      int    `json:"v"`
+	Store  string `json:"store,omitempty"` // blobStore.kind of the store holding the bytes
 	Gen    gen    `json:"gen"`
 	Size   int64  `json:"size"`
-	Chunk  int    `json:"chunk"` // chunk size the bytes were cut with
+	Chunk  int    `json:"chunk"` // chunk size the bytes were cut with, in the DB
 	Refs   int64  `json:"refs,omitempty"`
 	Mime   string `json:"mime"`
 	Width  int    `json:"w"`
@@ -104,6 +105,9 @@ type blobMeta struct {
 }
 
 func (m *blobMeta) chunks() int {
+	if m.Chunk <= 0 { // damaged metadata, or bytes kept outside the DB
+		return 0
+	}
 	return int((m.Size + int64(m.Chunk) - 1) / int64(m.Chunk))
 }
 

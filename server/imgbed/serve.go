@@ -1,7 +1,6 @@
 package imgbed
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -111,48 +110,104 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 
 // serveBlob sends the blob whose metadata is at metaKey, with its
 // validators; http.ServeContent answers Range, If-None-Match (304),
-// If-Modified-Since and HEAD.
-//
-// A one-chunk blob (most images and every thumbnail) is read at once,
-// straight from the DB: a delete racing with it makes it not found before
-// any header is sent. A larger blob is read through a snapshot, in which
-// its metadata is read again, so a racing delete never truncates it.
-// Snapshots take the engine's lock, which the common case thus avoids.
+// If-Modified-Since and HEAD, from the metadata alone where it can (a
+// blob in S3 is fetched only for the bytes a GET sends). The store's open
+// makes a delete racing with a download either not found before any
+// header or invisible to it (blobStore). A blob in an S3 store configured
+// with presign is answered with a redirect to a presigned URL instead.
 func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte, s sum, etag string, modified time.Time) {
 	var meta blobMeta
 	if err := getJSON(h.st.db, metaKey, &meta, "blob metadata"); err != nil {
 		h.fail(w, err)
 		return
 	}
-	var content io.ReadSeeker
-	if meta.chunks() <= 1 {
-		data, err := h.st.db.Get(chunkKey(s, meta.Gen, 0))
-		if errors.Is(err, lsmgo.ErrNotFound) && meta.Size == 0 {
-			err = nil
-		}
-		if err != nil {
-			h.fail(w, missing(err))
-			return
-		}
-		content = bytes.NewReader(data)
-	} else {
-		snap := h.st.db.NewSnapshot()
-		defer snap.Close()
-		var again blobMeta
-		if err := getJSON(snap, metaKey, &again, "blob metadata"); err != nil || again.Gen != meta.Gen {
-			h.fail(w, errNotFound)
-			return
-		}
-		content = newChunkReader(snap, s, meta)
+	if p, ok := h.st.blobs(meta.Store).(*s3Blobs); ok && p.presign > 0 {
+		h.redirect(w, r, p, s, &meta, etag)
+		return
 	}
+	content, err := h.st.open(r.Context(), s, &meta)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	defer content.Close()
+	in := &readErr{r: content}
 	hd := w.Header()
 	hd.Set("Content-Type", meta.Mime)
 	hd.Set("ETag", `"`+etag+`"`)
 	hd.Set("Cache-Control", immutable)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", "default-src 'none'")
-	http.ServeContent(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: h.cfg.WriteIdleTimeout}, r, "", modified, content)
+	held := &heldWriter{ResponseWriter: &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: h.cfg.WriteIdleTimeout}}
+	http.ServeContent(held, r, "", modified, struct {
+		io.Reader
+		io.Seeker
+	}{in, content})
+	if !held.sent && in.err != nil && in.err != io.EOF {
+		// A remote store failed before the first byte: the client gets
+		// an error it can retry, not a 200 that ends short.
+		for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Content-Length", "Content-Range", "Content-Type"} {
+			hd.Del(k)
+		}
+		h.fail(w, in.err)
+		return
+	}
+	held.send()
 	h.metrics.served.Inc()
+}
+
+// redirect answers a GET of a blob in S3 with a presigned URL, valid for
+// p.presign. The redirect itself may be cached for half that, privately.
+func (h *Host) redirect(w http.ResponseWriter, r *http.Request, p *s3Blobs, s sum, meta *blobMeta, etag string) {
+	hd := w.Header()
+	if inm := r.Header.Get("If-None-Match"); inm == "*" || strings.Contains(inm, `"`+etag+`"`) {
+		hd.Set("ETag", `"`+etag+`"`)
+		hd.Set("Cache-Control", immutable)
+		w.WriteHeader(http.StatusNotModified)
+		h.metrics.served.Inc()
+		return
+	}
+	u, err := p.presignGet(r.Context(), s, meta.Gen, meta.Mime)
+	if err != nil {
+		h.fail(w, unavailable(err))
+		return
+	}
+	hd.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(p.presign/time.Second/2)))
+	http.Redirect(w, r, u.String(), http.StatusFound)
+	h.metrics.served.Inc()
+}
+
+// heldWriter holds the status line back until the first byte of the body
+// is written, or send is called: until then the response can still
+// become an error.
+type heldWriter struct {
+	http.ResponseWriter
+	status int // held; 0: none
+	sent   bool
+}
+
+func (w *heldWriter) WriteHeader(status int) {
+	if w.sent {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.status = status
+}
+
+func (w *heldWriter) Write(p []byte) (int, error) {
+	w.send()
+	return w.ResponseWriter.Write(p)
+}
+
+// send writes the held status line, if any, once.
+func (w *heldWriter) send() {
+	if w.sent {
+		return
+	}
+	w.sent = true
+	if w.status != 0 {
+		w.ResponseWriter.WriteHeader(w.status)
+	}
 }
 
 // deadlineWriter gives every write of a response its own deadline, so a

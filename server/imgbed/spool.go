@@ -123,3 +123,28 @@ func (s *spool) sum() (out sum) {
 	s.sha.Sum(out[:0])
 	return out
 }
+
+// section returns the spooled bytes as a reader that can also read at any
+// offset and seek, so a blob store can send them in parts, in parallel,
+// and send a part again after a failure, all without buffering a copy.
+func (s *spool) section() *io.SectionReader {
+	return io.NewSectionReader(spoolReaderAt{s}, 0, s.size)
+}
+
+type spoolReaderAt struct{ s *spool }
+
+func (r spoolReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	head := int64(len(r.s.head))
+	n := 0
+	if off < head {
+		n = copy(p, r.s.head[off:])
+		if n == len(p) {
+			return n, nil
+		}
+	}
+	if r.s.f == nil {
+		return n, io.EOF
+	}
+	m, err := r.s.f.ReadAt(p[n:], off+int64(n)-head)
+	return n + m, err
+}

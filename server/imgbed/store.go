@@ -2,6 +2,7 @@ package imgbed
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -24,12 +26,17 @@ var (
 	errNotFound = errors.New("not found")
 )
 
-// store keeps blobs and records in the engine (doc.go has the layout).
+// store keeps records and blob metadata in the engine (doc.go has the
+// layout), and blobs' bytes in blob stores: the DB's own (local), and
+// where new originals and thumbnails go, which may be remote.
 type store struct {
-	db    *lsmgo.DB
-	chunk int
-	batch int // batchBytes; tests lower it to reach the multi-batch path
-	locks stripes
+	db     *lsmgo.DB
+	local  *dbBlobs
+	remote blobStore // nil: none configured
+	// originals and thumbs are where new blobs of each kind go: local or
+	// remote.
+	originals, thumbnails blobStore
+	locks                 stripes
 }
 
 // stripes serializes the read-modify-writes of one blob, id or token:
@@ -69,7 +76,8 @@ func lockNames(rec *record) []string {
 }
 
 func newStore(db *lsmgo.DB, chunk int) *store {
-	return &store{db: db, chunk: chunk, batch: batchBytes, locks: stripes{seed: maphash.MakeSeed()}}
+	local := &dbBlobs{db: db, chunk: chunk, batch: batchBytes}
+	return &store{db: db, local: local, originals: local, thumbnails: local, locks: stripes{seed: maphash.MakeSeed()}}
 }
 
 func newGen() gen {
@@ -78,68 +86,70 @@ func newGen() gen {
 	return g
 }
 
-// writeChunks stores the size bytes of r as the chunks of a new generation
-// of s, with a pending marker in the first batch: until a metadata entry
-// names the generation, New treats its chunks as garbage.
-func (st *store) writeChunks(s sum, r io.Reader, size int64) (gen, error) {
-	g := newGen()
-	b := st.db.NewBatch()
-	b.Set(pendingKey(s, g), nil)
-	buf := make([]byte, st.chunk)
-	var written int64
-	for i := 0; written < size; i++ {
-		n, err := io.ReadFull(r, buf[:min(int64(st.chunk), size-written)])
-		if err != nil {
-			st.discard(s, g, i)
-			return g, err
-		}
-		b.Set(chunkKey(s, g, i), buf[:n])
-		written += int64(n)
-		if b.Len() >= st.batch || written == size {
-			if err := st.db.Apply(b, nil); err != nil {
-				st.discard(s, g, i+1)
-				return g, err
-			}
-			b.Reset()
-		}
-	}
-	if b.Count() > 0 { // only the marker: an empty blob
-		if err := st.db.Apply(b, nil); err != nil {
-			return g, err
-		}
-	}
-	return g, nil
-}
-
-// chunksInto adds the chunks of size bytes from r to b.
-func (st *store) chunksInto(b *lsmgo.Batch, s sum, g gen, r io.Reader, size int64) error {
-	buf := make([]byte, min(int64(st.chunk), size))
-	for i := 0; int64(i)*int64(st.chunk) < size; i++ {
-		n, err := io.ReadFull(r, buf[:min(int64(st.chunk), size-int64(i)*int64(st.chunk))])
-		if err != nil {
-			return err
-		}
-		b.Set(chunkKey(s, g, i), buf[:n])
+// blobs returns the blob store of kind k, nil when it is not configured.
+func (st *store) blobs(k string) blobStore {
+	switch {
+	case k == "":
+		return st.local
+	case st.remote != nil && st.remote.kind() == k:
+		return st.remote
 	}
 	return nil
 }
 
-// discard deletes the first n chunks of generation g and then its pending
-// marker. Errors are left to New's sweep, which finds the marker.
-func (st *store) discard(s sum, g gen, n int) {
-	b := st.db.NewBatch()
-	for i := range n {
-		b.Delete(chunkKey(s, g, i))
-		if b.Count() >= 1000 {
-			if st.db.Apply(b, nil) != nil {
-				return
-			}
-			b.Reset()
-		}
+// open opens the bytes of the blob m describes in the store that holds
+// them; the failures of a remote store are errUnavailable.
+func (st *store) open(ctx context.Context, s sum, m *blobMeta) (io.ReadSeekCloser, error) {
+	bs := st.blobs(m.Store)
+	if bs == nil {
+		return nil, unavailable(fmt.Errorf("%w: %q", errNoStore, m.Store))
 	}
-	b.Delete(pendingKey(s, g))
-	st.db.Apply(b, nil)
+	rc, err := bs.open(ctx, s, m)
+	if err != nil && bs != blobStore(st.local) {
+		err = unavailable(err)
+	}
+	return rc, err
 }
+
+// errNoStore is a blob kept in a blob store this host is not configured
+// with (the configuration changed): it cannot be read until it is.
+var errNoStore = errors.New("imgbed: blob store not configured")
+
+// inline reports whether a fresh blob of size bytes in bs is written
+// into the batch that commits its metadata: in the DB, within one batch.
+func (st *store) inline(bs blobStore, size int64) bool {
+	return bs == blobStore(st.local) && size <= int64(st.local.batch)
+}
+
+// stage stores the size bytes of r as a new generation of s in bs, after
+// a pending marker naming bs: until metadata names the generation, New
+// treats its bytes as garbage. On failure the bytes are reclaimed.
+func (st *store) stage(ctx context.Context, bs blobStore, s sum, r io.Reader, size int64, mime string) (gen, error) {
+	g := newGen()
+	if err := st.db.Set(pendingKey(s, g), []byte(bs.kind()), nil); err != nil {
+		return g, err
+	}
+	if err := bs.put(ctx, s, g, r, size, mime); err != nil {
+		st.reclaim(bs, s, g)
+		return g, err
+	}
+	return g, nil
+}
+
+// reclaim deletes the bytes of generation g of s from bs and then its
+// pending marker. A failure (a blob store that is down) leaves the marker,
+// so New's sweep tries again.
+func (st *store) reclaim(bs blobStore, s sum, g gen) {
+	ctx, cancel := context.WithTimeout(context.Background(), reclaimTimeout)
+	defer cancel()
+	if bs.remove(ctx, s, g) == nil {
+		st.db.Delete(pendingKey(s, g), nil)
+	}
+}
+
+// reclaimTimeout bounds one deletion of unreferenced bytes, which no
+// client waits for.
+const reclaimTimeout = time.Minute
 
 // getJSON reads and decodes the value at k through r.
 func getJSON(r interface{ Get([]byte) ([]byte, error) }, k []byte, v any, what string) error {
@@ -154,18 +164,18 @@ func getJSON(r interface{ Get([]byte) ([]byte, error) }, k []byte, v any, what s
 }
 
 // addImage makes rec visible in one batch. fresh describes the blob's
-// bytes when the caller has them ready: already written as chunks of
-// fresh.Gen by writeChunks, or, when inline is not nil, small enough that
-// this batch writes them too (one commit instead of two). fresh is nil
-// when the caller expects the blob to exist. When the blob exists its
-// reference count goes up and fresh chunks are discarded. limit checks the
-// owner's usage before it is updated.
+// bytes when the caller has them ready: already staged as fresh.Gen, or,
+// when inline is not nil, small enough that this batch writes them into
+// the DB too (one commit instead of two). fresh is nil when the caller
+// expects the blob to exist. When the blob exists its reference count
+// goes up and staged bytes are reclaimed. limit checks the owner's usage
+// before it is updated.
 func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit func(usage) error) (dup bool, err error) {
 	unlock := st.locks.lock(lockNames(rec)...)
 	defer func() {
 		unlock()
 		if dup && fresh != nil && inline == nil {
-			st.discard(rec.Sum, fresh.Gen, fresh.chunks())
+			st.reclaim(st.blobs(fresh.Store), rec.Sum, fresh.Gen)
 		}
 	}()
 	if _, err := st.db.Get(imageKey(rec.ID)); err == nil {
@@ -207,7 +217,7 @@ func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit 
 	switch {
 	case dup:
 	case inline != nil:
-		if err := st.chunksInto(b, rec.Sum, meta.Gen, inline, meta.Size); err != nil {
+		if err := st.local.chunksInto(b, rec.Sum, meta.Gen, inline, meta.Size); err != nil {
 			return false, err
 		}
 	default:
@@ -280,7 +290,7 @@ func (st *store) removeImage(id string, allow func(*record) bool) (freed bool, e
 			garbage = append(garbage, t.meta)
 		}
 		for _, m := range garbage {
-			b.Set(pendingKey(rec.Sum, m.Gen), nil)
+			b.Set(pendingKey(rec.Sum, m.Gen), []byte(m.Store))
 		}
 		return st.db.Apply(b, nil)
 	}()
@@ -288,7 +298,9 @@ func (st *store) removeImage(id string, allow func(*record) bool) (freed bool, e
 		return false, err
 	}
 	for _, m := range garbage {
-		st.discard(rec.Sum, m.Gen, m.chunks())
+		if bs := st.blobs(m.Store); bs != nil {
+			st.reclaim(bs, rec.Sum, m.Gen)
+		}
 	}
 	return len(garbage) > 0, nil
 }
@@ -319,12 +331,22 @@ func (st *store) thumbs(s sum) ([]thumbEntry, error) {
 
 // addThumb stores a rendered thumbnail of s, unless the blob was deleted
 // or another render stored it first.
-func (st *store) addThumb(s sum, k []byte, data []byte, mime string, w, h int) error {
-	g, err := st.writeChunks(s, bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return err
+func (st *store) addThumb(ctx context.Context, s sum, k []byte, data []byte, mime string, w, h int) error {
+	bs := st.thumbnails
+	meta := blobMeta{V: recordVersion, Store: bs.kind(), Size: int64(len(data)), Mime: mime, Width: w, Height: h}
+	if bs == blobStore(st.local) {
+		meta.Chunk = st.local.chunk
 	}
-	meta := blobMeta{V: recordVersion, Gen: g, Size: int64(len(data)), Chunk: st.chunk, Mime: mime, Width: w, Height: h}
+	inline := st.inline(bs, meta.Size)
+	if inline {
+		meta.Gen = newGen()
+	} else {
+		g, err := st.stage(ctx, bs, s, bytes.NewReader(data), meta.Size, mime)
+		if err != nil {
+			return err
+		}
+		meta.Gen = g
+	}
 	stored, err := func() (bool, error) {
 		defer st.locks.lock("b" + string(s[:]))()
 		if _, err := st.db.Get(blobKey(s)); err != nil {
@@ -335,11 +357,17 @@ func (st *store) addThumb(s sum, k []byte, data []byte, mime string, w, h int) e
 		}
 		b := st.db.NewBatch()
 		b.Set(k, encode(meta))
-		b.Delete(pendingKey(s, g))
+		if inline {
+			if err := st.local.chunksInto(b, s, meta.Gen, bytes.NewReader(data), meta.Size); err != nil {
+				return false, err
+			}
+		} else {
+			b.Delete(pendingKey(s, meta.Gen))
+		}
 		return true, st.db.Apply(b, nil)
 	}()
-	if !stored {
-		st.discard(s, g, meta.chunks())
+	if !stored && !inline {
+		st.reclaim(bs, s, meta.Gen)
 	}
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return nil
@@ -347,9 +375,12 @@ func (st *store) addThumb(s sum, k []byte, data []byte, mime string, w, h int) e
 	return err
 }
 
-// sweep removes the chunks of every generation that a crash left pending:
-// uploads that never committed and deletions that never finished. It must
-// run before the store serves requests.
+// sweep reclaims the bytes of every generation left pending: uploads
+// that never committed and deletions that never finished, after a crash
+// or while a remote blob store was down. It must run before the store
+// serves requests, since uploads in flight are pending too. It returns
+// how many it reclaimed; those in a blob store that is not configured or
+// fails keep their marker for the next start.
 func (st *store) sweep() (int, error) {
 	lo, hi := span(key(kindPending))
 	it, err := st.db.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -357,8 +388,9 @@ func (st *store) sweep() (int, error) {
 		return 0, err
 	}
 	type pend struct {
-		s sum
-		g gen
+		s    sum
+		g    gen
+		kind string
 	}
 	var todo []pend
 	for ok := it.First(); ok; ok = it.Next() {
@@ -366,7 +398,7 @@ func (st *store) sweep() (int, error) {
 		if len(k) != sumLen+genLen {
 			continue
 		}
-		var p pend
+		p := pend{kind: string(it.Value())}
 		copy(p.s[:], k)
 		copy(p.g[:], k[sumLen:])
 		todo = append(todo, p)
@@ -374,74 +406,27 @@ func (st *store) sweep() (int, error) {
 	if err := it.Close(); err != nil {
 		return 0, err
 	}
+	n := 0
+	down := make(map[string]bool) // a remote store that failed once is left for the next start
 	for _, p := range todo {
-		lo, hi := span(key(kindChunk, p.s[:], p.g[:]))
-		it, err := st.db.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+		bs := st.blobs(p.kind)
+		if bs == nil || down[p.kind] {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), reclaimTimeout)
+		err := bs.remove(ctx, p.s, p.g)
+		cancel()
 		if err != nil {
-			return 0, err
+			if bs == blobStore(st.local) {
+				return n, fmt.Errorf("imgbed: sweeping pending chunks: %w", err)
+			}
+			down[p.kind] = true
+			continue
 		}
-		b := st.db.NewBatch()
-		for ok := it.First(); ok; ok = it.Next() {
-			b.Delete(it.Key())
+		if err := st.db.Delete(pendingKey(p.s, p.g), nil); err != nil {
+			return n, fmt.Errorf("imgbed: sweeping pending chunks: %w", err)
 		}
-		if err := it.Close(); err != nil {
-			return 0, err
-		}
-		b.Delete(pendingKey(p.s, p.g))
-		if err := st.db.Apply(b, nil); err != nil {
-			return 0, fmt.Errorf("imgbed: sweeping pending chunks: %w", err)
-		}
+		n++
 	}
-	return len(todo), nil
-}
-
-// chunkReader reads a blob's bytes through a snapshot, one chunk in
-// memory at a time; it is the io.ReadSeeker http.ServeContent wants.
-type chunkReader struct {
-	snap *lsmgo.Snapshot
-	s    sum
-	meta blobMeta
-	off  int64
-	idx  int // index of buf's chunk; -1: none
-	buf  []byte
-}
-
-func newChunkReader(snap *lsmgo.Snapshot, s sum, meta blobMeta) *chunkReader {
-	return &chunkReader{snap: snap, s: s, meta: meta, idx: -1}
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	if r.off >= r.meta.Size {
-		return 0, io.EOF
-	}
-	i := int(r.off / int64(r.meta.Chunk))
-	if i != r.idx {
-		v, err := r.snap.Get(chunkKey(r.s, r.meta.Gen, i))
-		if err != nil {
-			return 0, fmt.Errorf("imgbed: chunk %d of %v: %w", i, r.s, err)
-		}
-		want := min(int64(r.meta.Chunk), r.meta.Size-int64(i)*int64(r.meta.Chunk))
-		if int64(len(v)) != want {
-			return 0, &lsmgo.CorruptionError{File: fmt.Sprintf("image %v chunk %d", r.s, i), Offset: -1,
-				Reason: fmt.Sprintf("%d bytes, want %d", len(v), want)}
-		}
-		r.idx, r.buf = i, v
-	}
-	n := copy(p, r.buf[r.off-int64(i)*int64(r.meta.Chunk):])
-	r.off += int64(n)
 	return n, nil
-}
-
-func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekCurrent:
-		offset += r.off
-	case io.SeekEnd:
-		offset += r.meta.Size
-	}
-	if offset < 0 {
-		return r.off, errors.New("imgbed: seek before start")
-	}
-	r.off = offset
-	return offset, nil
 }

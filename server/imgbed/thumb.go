@@ -1,8 +1,10 @@
 package imgbed
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -112,7 +114,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 	k := thumbKey(rec.Sum, f, width)
 	_, err = h.st.db.Get(k)
 	if errors.Is(err, lsmgo.ErrNotFound) {
-		err = h.thumbs.make(rec, f, width, k)
+		err = h.thumbs.make(context.WithoutCancel(r.Context()), rec, f, width, k)
 	}
 	if err != nil {
 		h.fail(w, err)
@@ -124,7 +126,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 
 // make renders and stores the thumbnail k unless another request is doing
 // it, in which case it waits for that one.
-func (t *thumbnailer) make(rec *record, f format, width int, k []byte) error {
+func (t *thumbnailer) make(ctx context.Context, rec *record, f format, width int, k []byte) error {
 	t.mu.Lock()
 	if r := t.inflight[string(k)]; r != nil {
 		t.mu.Unlock()
@@ -143,22 +145,45 @@ func (t *thumbnailer) make(rec *record, f format, width int, k []byte) error {
 	t.slots <- struct{}{}
 	defer func() { <-t.slots }()
 	start := time.Now()
-	snap := t.h.st.db.NewSnapshot()
-	defer snap.Close()
 	var meta blobMeta
-	if r.err = getJSON(snap, blobKey(rec.Sum), &meta, "blob metadata"); r.err != nil {
+	if r.err = getJSON(t.h.st.db, blobKey(rec.Sum), &meta, "blob metadata"); r.err != nil {
 		return r.err
 	}
+	var src io.ReadSeekCloser
+	if src, r.err = t.h.st.open(ctx, rec.Sum, &meta); r.err != nil {
+		return r.err
+	}
+	defer src.Close()
 	var data []byte
 	var tw, th int
-	data, tw, th, r.err = renderThumb(newChunkReader(snap, rec.Sum, meta), rec.Mime, f, width)
+	in := &readErr{r: src}
+	data, tw, th, r.err = renderThumb(in, rec.Mime, f, width)
+	if in.err != nil && in.err != io.EOF {
+		// The original could not be read (a remote store failing
+		// midway), which is no fault of its bytes.
+		r.err = in.err
+	}
 	if r.err != nil {
 		return r.err
 	}
-	if r.err = t.h.st.addThumb(rec.Sum, k, data, f.mime(), tw, th); r.err != nil {
+	if r.err = t.h.st.addThumb(ctx, rec.Sum, k, data, f.mime(), tw, th); r.err != nil {
 		return r.err
 	}
 	t.h.metrics.thumbsMade.Inc()
 	t.h.metrics.thumbSeconds.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// readErr remembers the last error its reader returned.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }

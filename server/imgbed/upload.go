@@ -1,6 +1,7 @@
 package imgbed
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -88,7 +89,7 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]upload
 	switch {
 	case ct == "multipart/form-data":
 	case strings.HasPrefix(ct, "image/"), ct == "application/octet-stream":
-		return []uploaded{h.ingest(body, r.URL.Query().Get("filename"), tok)}, nil
+		return []uploaded{h.ingest(r.Context(), body, r.URL.Query().Get("filename"), tok)}, nil
 	default:
 		return nil, errContentType
 	}
@@ -116,7 +117,7 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]upload
 		if len(out) == h.cfg.MaxFilesPerRequest {
 			return nil, errTooManyFile
 		}
-		u := h.ingest(part, part.FileName(), tok)
+		u := h.ingest(r.Context(), part, part.FileName(), tok)
 		out = append(out, u)
 		if isBodyError(u.err) {
 			// The body is unusable from here on; report what we have.
@@ -148,7 +149,7 @@ func isBodyError(err error) bool {
 }
 
 // ingest checks and stores one file.
-func (h *Host) ingest(r io.Reader, name string, tok *Token) uploaded {
+func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token) uploaded {
 	sp := newSpool(h.cfg.SpoolDir)
 	defer sp.close()
 	if err := sp.fill(r, h.cfg.MaxBytes, !h.cfg.KeepGPS); err != nil {
@@ -216,18 +217,26 @@ func (h *Host) ingest(r io.Reader, name string, tok *Token) uploaded {
 			}
 			return uploaded{rec: rec, deleteToken: deleteToken, dup: dup}
 		case errors.Is(err, errBlobGone) && fresh == nil:
-			fresh = &blobMeta{V: recordVersion, Gen: newGen(), Size: rec.Size, Chunk: h.st.chunk, Mime: rec.Mime, Width: cfg.Width, Height: cfg.Height}
+			bs := h.st.originals
+			fresh = &blobMeta{V: recordVersion, Store: bs.kind(), Size: rec.Size, Mime: rec.Mime, Width: cfg.Width, Height: cfg.Height}
+			if bs == blobStore(h.st.local) {
+				fresh.Chunk = h.st.local.chunk
+			}
 			// A small image is committed with its record in one batch;
-			// a large one is written first, in bounded batches.
-			if inline = sp.size <= int64(h.st.batch); !inline {
-				if fresh.Gen, err = h.st.writeChunks(rec.Sum, sp.reader(), sp.size); err != nil {
-					return uploaded{err: err}
+			// a large one, or one for a remote store, is staged first
+			// (in bounded batches, or streamed to the store).
+			if inline = h.st.inline(bs, sp.size); inline {
+				fresh.Gen = newGen()
+			} else if fresh.Gen, err = h.st.stage(ctx, bs, rec.Sum, sp.section(), sp.size, rec.Mime); err != nil {
+				if bs != blobStore(h.st.local) {
+					err = unavailable(err)
 				}
+				return uploaded{err: err}
 			}
 		case errors.Is(err, errIDTaken) && attempt < 8:
 		default:
 			if fresh != nil && !inline {
-				h.st.discard(rec.Sum, fresh.Gen, fresh.chunks())
+				h.st.reclaim(h.st.blobs(fresh.Store), rec.Sum, fresh.Gen)
 			}
 			return uploaded{err: err}
 		}

@@ -1,0 +1,242 @@
+package imgbed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// blobStore holds the bytes of blobs, originals and thumbnails alike; the
+// metadata that names them (blobMeta, records, reference counts, pending
+// markers) always stays in the DB, in package store. A blob's bytes are
+// named by its content hash and a random generation, so the bytes of a
+// blob being deleted and those of a new upload of the same content never
+// share a name, in the DB or in a bucket.
+//
+// The store calls put only after it has written a pending marker for the
+// generation, and makes the bytes visible (metadata naming the
+// generation) only after put has returned: a failed or interrupted put
+// leaves bytes no metadata names, which the marker lets remove reclaim.
+type blobStore interface {
+	// kind is recorded in blobMeta.Store and in pending markers, so a
+	// blob is always read from and deleted in the store that holds it,
+	// whatever the host's configuration is now. The DB's own store is "".
+	kind() string
+	// put stores the size bytes of r as generation g of s. mime is the
+	// type that direct downloads from the store are labelled with.
+	put(ctx context.Context, s sum, g gen, r io.Reader, size int64, mime string) error
+	// open returns the bytes of the blob m describes, to read and seek in
+	// (a seek to an offset reads from there: a Range request). It fails
+	// with errNotFound when they are gone, before any byte is read.
+	open(ctx context.Context, s sum, m *blobMeta) (io.ReadSeekCloser, error)
+	// remove deletes the bytes of generation g of s; bytes that are gone
+	// already are no error.
+	remove(ctx context.Context, s sum, g gen) error
+	// stat returns how many bytes generation g of s holds (errNotFound
+	// when none).
+	stat(ctx context.Context, s sum, g gen) (int64, error)
+}
+
+// errUnavailable is a blob store that could not be reached: the client
+// may try again later.
+var errUnavailable = &apiError{http.StatusServiceUnavailable, "storage_unavailable", "image storage is unavailable, try again later"}
+
+// unavailable marks an error of a remote blob store as errUnavailable for
+// the client, keeping the cause for logs and tests.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, errNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUnavailable, err)
+}
+
+// dbBlobs keeps blobs in the DB itself, cut into chunks of at most chunk
+// bytes ("iC" keys, doc.go), written in batches of at most batch bytes.
+type dbBlobs struct {
+	db    *lsmgo.DB
+	chunk int
+	batch int // batchBytes; tests lower it to reach the multi-batch path
+}
+
+func (*dbBlobs) kind() string { return "" }
+
+func (d *dbBlobs) put(_ context.Context, s sum, g gen, r io.Reader, size int64, _ string) error {
+	b := d.db.NewBatch()
+	buf := make([]byte, min(int64(d.chunk), size))
+	var written int64
+	for i := 0; written < size; i++ {
+		n, err := io.ReadFull(r, buf[:min(int64(d.chunk), size-written)])
+		if err != nil {
+			return err
+		}
+		b.Set(chunkKey(s, g, i), buf[:n])
+		written += int64(n)
+		if b.Len() >= d.batch || written == size {
+			if err := d.db.Apply(b, nil); err != nil {
+				return err
+			}
+			b.Reset()
+		}
+	}
+	return nil
+}
+
+// chunksInto adds the chunks of the size bytes of r to b: a blob small
+// enough for one batch is committed with its metadata, in one write.
+func (d *dbBlobs) chunksInto(b *lsmgo.Batch, s sum, g gen, r io.Reader, size int64) error {
+	buf := make([]byte, min(int64(d.chunk), size))
+	for i := 0; int64(i)*int64(d.chunk) < size; i++ {
+		n, err := io.ReadFull(r, buf[:min(int64(d.chunk), size-int64(i)*int64(d.chunk))])
+		if err != nil {
+			return err
+		}
+		b.Set(chunkKey(s, g, i), buf[:n])
+	}
+	return nil
+}
+
+// open reads a one-chunk blob (most images and every thumbnail) at once,
+// straight from the DB: a delete racing with it makes it not found before
+// any header is sent. A larger blob is read through a snapshot in which
+// its generation is not pending (being deleted) and its first chunk
+// exists; deletion marks the generation pending in the batch that removes
+// the metadata and unmarks it after the last chunk is gone, so such a
+// snapshot holds every chunk, and a racing delete never truncates it.
+// Snapshots take the engine's lock, which the common case thus avoids.
+func (d *dbBlobs) open(_ context.Context, s sum, m *blobMeta) (io.ReadSeekCloser, error) {
+	if m.chunks() <= 1 {
+		data, err := d.db.Get(chunkKey(s, m.Gen, 0))
+		if errors.Is(err, lsmgo.ErrNotFound) && m.Size == 0 {
+			err = nil
+		}
+		if err != nil {
+			return nil, missing(err)
+		}
+		return nopCloser{bytes.NewReader(data)}, nil
+	}
+	snap := d.db.NewSnapshot()
+	_, err := snap.Get(pendingKey(s, m.Gen))
+	if err == nil {
+		err = errNotFound
+	} else if errors.Is(err, lsmgo.ErrNotFound) {
+		_, err = snap.Get(chunkKey(s, m.Gen, 0))
+	}
+	if err != nil {
+		snap.Close()
+		return nil, missing(err)
+	}
+	return &chunkReader{snap: snap, s: s, meta: *m, idx: -1}, nil
+}
+
+type nopCloser struct{ io.ReadSeeker }
+
+func (nopCloser) Close() error { return nil }
+
+// remove deletes the chunks of s, g in batches of at most 1000, finding
+// them by their prefix: it needs no metadata, which is gone by then.
+func (d *dbBlobs) remove(_ context.Context, s sum, g gen) error {
+	lo, hi := span(key(kindChunk, s[:], g[:]))
+	it, err := d.db.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	b := d.db.NewBatch()
+	for ok := it.First(); ok; ok = it.Next() {
+		b.Delete(it.Key())
+		if b.Count() >= 1000 {
+			if err := d.db.Apply(b, nil); err != nil {
+				return err
+			}
+			b.Reset()
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if b.Count() == 0 {
+		return nil
+	}
+	return d.db.Apply(b, nil)
+}
+
+func (d *dbBlobs) stat(_ context.Context, s sum, g gen) (int64, error) {
+	lo, hi := span(key(kindChunk, s[:], g[:]))
+	it, err := d.db.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, err
+	}
+	var size int64
+	found := false
+	for ok := it.First(); ok; ok = it.Next() {
+		size += int64(len(it.Value()))
+		found = true
+	}
+	if err := it.Close(); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, errNotFound
+	}
+	return size, nil
+}
+
+// chunkReader reads a blob's bytes through a snapshot, one chunk in
+// memory at a time; it is the io.ReadSeeker http.ServeContent wants.
+// Close releases the snapshot.
+type chunkReader struct {
+	snap *lsmgo.Snapshot
+	s    sum
+	meta blobMeta
+	off  int64
+	idx  int // index of buf's chunk; -1: none
+	buf  []byte
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.off >= r.meta.Size {
+		return 0, io.EOF
+	}
+	i := int(r.off / int64(r.meta.Chunk))
+	if i != r.idx {
+		v, err := r.snap.Get(chunkKey(r.s, r.meta.Gen, i))
+		if err != nil {
+			return 0, fmt.Errorf("imgbed: chunk %d of %v: %w", i, r.s, err)
+		}
+		want := min(int64(r.meta.Chunk), r.meta.Size-int64(i)*int64(r.meta.Chunk))
+		if int64(len(v)) != want {
+			return 0, &lsmgo.CorruptionError{File: fmt.Sprintf("image %v chunk %d", r.s, i), Offset: -1,
+				Reason: fmt.Sprintf("%d bytes, want %d", len(v), want)}
+		}
+		r.idx, r.buf = i, v
+	}
+	n := copy(p, r.buf[r.off-int64(i)*int64(r.meta.Chunk):])
+	r.off += int64(n)
+	return n, nil
+}
+
+func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
+	return seek(&r.off, r.meta.Size, offset, whence)
+}
+
+func (r *chunkReader) Close() error { return r.snap.Close() }
+
+// seek moves *off as io.Seeker does, for a reader of size bytes.
+func seek(off *int64, size, offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += *off
+	case io.SeekEnd:
+		offset += size
+	}
+	if offset < 0 {
+		return *off, errors.New("imgbed: seek before start")
+	}
+	*off = offset
+	return offset, nil
+}
