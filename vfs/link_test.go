@@ -1,0 +1,94 @@
+package vfs
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+// TestLinkContract checks Link on the OS and in memory: both names reach
+// one file, a link over an existing name or of a directory fails, and
+// removing one name leaves the other.
+func TestLinkContract(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fs   FS
+		root string
+	}{{"os", Default, t.TempDir()}, {"mem", NewMem(), "/db"}} {
+		t.Run(c.name, func(t *testing.T) {
+			fs, join := c.fs, func(name string) string { return c.fs.PathJoin(c.root, name) }
+			if err := fs.MkdirAll(join("sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mustCreate(t, fs, join("a"), "12345", true).Close()
+			if err := Link(fs, join("a"), join("sub/b")); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, fs, join("sub/b")); got != "12345" {
+				t.Fatalf("the link reads %q", got)
+			}
+			if err := Link(fs, join("a"), join("sub/b")); !errors.Is(err, os.ErrExist) {
+				t.Fatalf("Link over an existing name = %v; want ErrExist", err)
+			}
+			if err := Link(fs, join("sub"), join("c")); err == nil {
+				t.Fatal("Link of a directory succeeded")
+			}
+			if err := Link(fs, join("missing"), join("d")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("Link of a missing file = %v; want ErrNotExist", err)
+			}
+			if err := fs.Remove(join("a")); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, fs, join("sub/b")); got != "12345" {
+				t.Fatalf("the link after removing the first name reads %q", got)
+			}
+		})
+	}
+}
+
+// TestMemLinkCrash checks what survives a crash: the new name only once
+// its directory was synced, and then with the file's durable data, shared
+// with the old name.
+func TestMemLinkCrash(t *testing.T) {
+	fs := NewMem()
+	mustCreate(t, fs, "a", "durable", true).Close()
+	syncDir(t, fs, "/")
+	if err := fs.Link("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, fs.CrashClone(), "b"); got != "<missing>" {
+		t.Fatalf("an unsynced link survived a crash: %q", got)
+	}
+	syncDir(t, fs, "/")
+	f, err := fs.Create("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("unsynced"))
+	f.Close()
+	c := fs.CrashClone()
+	if got := readFile(t, c, "b"); got != "durable" {
+		t.Fatalf("the synced link after a crash reads %q", got)
+	}
+	// Still one inode in the clone.
+	g, err := c.Create("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Write([]byte("x"))
+	g.Close()
+	if got := readFile(t, c, "a"); got != "x" {
+		t.Fatalf("the clone's two names are two files: a reads %q", got)
+	}
+	if got := readFile(t, fs, "b"); got != "unsynced" {
+		t.Fatalf("a write through one name is not seen through the other: %q", got)
+	}
+}
+
+// TestLinkUnsupported checks the error of an FS without Linker.
+func TestLinkUnsupported(t *testing.T) {
+	type plain struct{ FS }
+	if err := Link(plain{NewMem()}, "a", "b"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Link on an FS without Linker = %v", err)
+	}
+}
