@@ -126,33 +126,43 @@ func testDiskFullWALHeals(t *testing.T, sync SyncMode) {
 	}
 	checkKeys(t, db, acked)
 
-	// Background work may have freed space meanwhile (a flush whose table
-	// fit retires its WAL): fill the disk again, until three writes in a
-	// row are refused, so that the restart below really has less free
-	// space than its WALs hold.
-	for i, refusals := 0, 0; refusals < 3; i++ {
-		if i > 10000 {
-			t.Fatal("the disk never filled up again")
+	// Background work may free space meanwhile (a flush whose table fit
+	// retires its WAL, and Close waits for a flush in progress): fill the
+	// disk again until three writes in a row are refused, close, and start
+	// over from a reopen until the closed DB leaves the disk full, so that
+	// the restart below really has less free space than its WALs hold.
+	for attempt := 0; ; attempt++ {
+		for i, refusals := 0, 0; refusals < 3; i++ {
+			if i > 10000 {
+				t.Fatal("the disk never filled up again")
+			}
+			k, v := fmt.Sprintf("r%d-%06d", attempt, i), incompressible(rng, 1000)
+			switch err := db.Set([]byte(k), v, nil); {
+			case err == nil:
+				acked[k], refusals = v, 0
+			case errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrReadOnly):
+				refusals++
+			default:
+				t.Fatalf("write on a full disk: %v, want ErrNoSpace", err)
+			}
 		}
-		k, v := fmt.Sprintf("r%06d", i), incompressible(rng, 1000)
-		switch err := db.Set([]byte(k), v, nil); {
-		case err == nil:
-			acked[k], refusals = v, 0
-		case errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrReadOnly):
-			refusals++
-		default:
-			t.Fatalf("write on a full disk: %v, want ErrNoSpace", err)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
 		}
+		free, _, _ := mem.DiskUsage("/")
+		if free <= 64<<10 {
+			break
+		}
+		if attempt == 10 {
+			t.Fatalf("%d bytes free after filling the disk %d times", free, attempt+1)
+		}
+		if db, err = Open("/db", diskFullOptions(mem, sync)); err != nil {
+			t.Fatalf("reopen with %d bytes free: %v", free, err)
+		}
+		checkKeys(t, db, acked)
 	}
 
 	// Restart on a disk with less free space than the WAL holds.
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	free, _, _ := mem.DiskUsage("/")
-	if free > 64<<10 {
-		t.Fatalf("%d bytes free after filling the disk", free)
-	}
 	db, err = Open("/db", diskFullOptions(mem, sync))
 	if err != nil {
 		t.Fatalf("Open on a full disk: %v", err)

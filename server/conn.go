@@ -173,6 +173,7 @@ func (c *conn) readFailed(err error) {
 	switch {
 	case errors.As(err, &pe):
 		c.s.metrics.protocolErrors.Inc()
+		c.s.errors.count("ERR")
 		c.wr.Error("ERR " + pe.Msg)
 		c.wr.Flush()
 		lingerClose(c.nc)
@@ -238,21 +239,21 @@ func (c *conn) execute(args [][]byte) {
 	c.commitStaged()
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
-		c.reject(unknownCommand(args))
+		c.reject(nil, unknownCommand(args))
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.reject(wrongArity(cmd))
+		c.reject(cmd, wrongArity(cmd))
 		return
 	}
 	if cmd.subs != nil && len(args) > 1 {
 		sub := lookup(cmd.subs, &c.nameBuf, args[1])
 		if sub == nil {
-			c.reject(unknownSubcommand(cmd.name, args[1]))
+			c.reject(nil, unknownSubcommand(cmd.name, args[1]))
 			return
 		}
 		if !sub.arityOK(len(args)) {
-			c.reject(wrongArity(sub))
+			c.reject(sub, wrongArity(sub))
 			return
 		}
 		cmd = sub
@@ -261,7 +262,7 @@ func (c *conn) execute(args [][]byte) {
 		}
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
-		c.reject(msgNoAuth)
+		c.reject(cmd, msgNoAuth)
 		return
 	}
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
@@ -302,9 +303,14 @@ func (c *conn) clock() time.Time {
 	return c.mark
 }
 
-// reject answers a command that does not run. It still counts as
-// activity for the idle timeout.
-func (c *conn) reject(msg string) {
+// reject answers a command that does not run: cmd, when given, counts it
+// among its rejected calls (Redis counts no command for an unknown command
+// or subcommand). It still counts as activity for the idle timeout.
+func (c *conn) reject(cmd *command, msg string) {
+	if cmd != nil {
+		c.s.cmdStats[cmd.id].rejected.Add(1)
+	}
+	c.s.errors.count(msg)
 	c.wr.Error(msg)
 	c.mark = time.Now()
 	c.lastActive.Store(c.mark.UnixNano())
@@ -384,7 +390,9 @@ func (c *conn) commitStaged() {
 	c.mark = now
 	for _, cmd := range c.staged {
 		if err != nil {
-			c.wr.Error(engineError(err))
+			msg := engineError(err)
+			c.s.errors.count(msg)
+			c.wr.Error(msg)
 		} else {
 			c.wr.SimpleString("OK")
 		}
@@ -404,6 +412,7 @@ func (c *conn) commitStaged() {
 
 func (c *conn) fail(msg string) {
 	c.failed = true
+	c.s.errors.count(msg)
 	c.wr.Error(msg)
 }
 

@@ -5,23 +5,32 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// infoSections lists INFO's sections in output order; "default", "all"
-// and "everything" select them all.
+// infoSections lists INFO's sections in Redis' output order. INFO with
+// no argument or "default" prints the sections marked dflt; "all" and
+// "everything" print every one.
 var infoSections = []struct {
 	name  string
+	dflt  bool
 	write func(s *Server, b *strings.Builder) error
 }{
-	{"server", (*Server).infoServer},
-	{"clients", (*Server).infoClients},
-	{"memory", (*Server).infoMemory},
-	{"persistence", (*Server).infoPersistence},
-	{"stats", (*Server).infoStats},
-	{"replication", (*Server).infoReplication},
-	{"keyspace", (*Server).infoKeyspace},
-	{"lsmgo", (*Server).infoEngine},
+	{"server", true, (*Server).infoServer},
+	{"clients", true, (*Server).infoClients},
+	{"memory", true, (*Server).infoMemory},
+	{"persistence", true, (*Server).infoPersistence},
+	{"stats", true, (*Server).infoStats},
+	{"replication", true, (*Server).infoReplication},
+	{"cpu", true, (*Server).infoCPU},
+	{"modules", true, (*Server).infoModules},
+	{"commandstats", false, (*Server).infoCommandStats},
+	{"errorstats", true, (*Server).infoErrorStats},
+	{"latencystats", false, (*Server).infoLatencyStats},
+	{"cluster", true, (*Server).infoCluster},
+	{"keyspace", true, (*Server).infoKeyspace},
+	{"lsmgo", true, (*Server).infoEngine},
 }
 
 // cmdInfo implements INFO [section ...]. Unknown sections are ignored, as
@@ -32,9 +41,13 @@ func cmdInfo(c *conn, _ *command, args [][]byte) {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		switch name := strings.ToLower(string(a)); name {
-		case "default", "all", "everything":
+		case "all", "everything":
 			for _, sec := range infoSections {
 				want[sec.name] = true
+			}
+		case "default":
+			for _, sec := range infoSections {
+				want[sec.name] = want[sec.name] || sec.dflt
 			}
 		default:
 			want[name] = true
@@ -42,7 +55,7 @@ func cmdInfo(c *conn, _ *command, args [][]byte) {
 	}
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if len(args) > 1 && !want[sec.name] {
+		if len(args) > 1 && !want[sec.name] || len(args) == 1 && !sec.dflt {
 			continue
 		}
 		if b.Len() > 0 {
@@ -69,6 +82,8 @@ func (s *Server) infoServer(b *strings.Builder) error {
 	field(b, "redis_version", Version)
 	field(b, "lsmgo_version", s.build.Version)
 	field(b, "lsmgo_commit", s.build.Commit)
+	field(b, "redis_git_sha1", "00000000")
+	field(b, "redis_git_dirty", 0)
 	field(b, "redis_mode", "standalone")
 	field(b, "lsmgo_engine", "lsmgo")
 	field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
@@ -76,6 +91,7 @@ func (s *Server) infoServer(b *strings.Builder) error {
 	field(b, "multiplexing_api", "go netpoll")
 	field(b, "go_version", runtime.Version())
 	field(b, "process_id", os.Getpid())
+	field(b, "run_id", s.runID)
 	field(b, "tcp_port", portOf(s.Addr().String()))
 	field(b, "server_time_usec", time.Now().UnixMicro())
 	field(b, "uptime_in_seconds", int64(uptime.Seconds()))
@@ -162,6 +178,117 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "evicted_clients", s.clientMem.evicted.Load())
 	field(b, "keyspace_hits", st.hits.Load())
 	field(b, "keyspace_misses", st.misses.Load())
+	errs, _ := s.errors.totals()
+	field(b, "total_error_replies", errs)
+	return nil
+}
+
+// infoCPU reports the process's CPU time from getrusage(2), as Redis
+// does. The *_main_thread fields are left out: Go runs commands on every
+// thread, so no one thread is the main one.
+func (s *Server) infoCPU(b *strings.Builder) error {
+	b.WriteString("# CPU\r\n")
+	for _, who := range []struct {
+		suffix string
+		who    int
+	}{{"", syscall.RUSAGE_SELF}, {"_children", syscall.RUSAGE_CHILDREN}} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who.who, &ru); err != nil {
+			return fmt.Errorf("getrusage: %w", err)
+		}
+		fmt.Fprintf(b, "used_cpu_sys%s:%d.%06d\r\n", who.suffix, ru.Stime.Sec, ru.Stime.Usec)
+		fmt.Fprintf(b, "used_cpu_user%s:%d.%06d\r\n", who.suffix, ru.Utime.Sec, ru.Utime.Usec)
+	}
+	return nil
+}
+
+// infoModules is empty: lsmgo loads no Redis modules.
+func (s *Server) infoModules(b *strings.Builder) error {
+	b.WriteString("# Modules\r\n")
+	return nil
+}
+
+// infoCommandStats reports each command that ran at least once, in
+// command table order, with Redis' fields: calls that ran, their total
+// and mean time in microseconds, calls refused before running, and calls
+// that ran and replied with an error.
+func (s *Server) infoCommandStats(b *strings.Builder) error {
+	b.WriteString("# Commandstats\r\n")
+	for _, cmd := range allCommands {
+		st := s.cmdStats[cmd.id]
+		calls, rejected := st.calls.Load(), st.rejected.Load()
+		if calls == 0 && rejected == 0 {
+			continue
+		}
+		usec := float64(st.nanos.Load()) / 1e3
+		perCall := 0.0
+		if calls > 0 {
+			perCall = usec / float64(calls)
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+			cmd.name, calls, int64(usec), perCall, rejected, st.failures.Load())
+	}
+	return nil
+}
+
+func (s *Server) infoErrorStats(b *strings.Builder) error {
+	b.WriteString("# Errorstats\r\n")
+	s.errors.write(b)
+	return nil
+}
+
+// infoLatencyStats reports p50, p99 and p99.9 of each command's latency.
+// They come from the command latency histogram (latencyBounds: buckets
+// 10 µs × 4^i), so each percentile is the upper bound of the bucket that
+// holds it, not the exact figure Redis' HDR histogram gives; commands past
+// the last bound report it.
+func (s *Server) infoLatencyStats(b *strings.Builder) error {
+	b.WriteString("# Latencystats\r\n")
+	for _, cmd := range allCommands {
+		st := s.cmdStats[cmd.id]
+		var counts [len(latencyBounds) + 1]uint64
+		var total uint64
+		for i := range counts {
+			counts[i] = st.buckets[i].Load()
+			total += counts[i]
+		}
+		if total == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "latency_percentiles_usec_%s:", cmd.name)
+		for i, p := range []struct {
+			name string
+			q    float64
+		}{{"p50", 0.5}, {"p99", 0.99}, {"p99.9", 0.999}} {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "%s=%.3f", p.name, float64(bucketQuantile(counts[:], total, p.q))/1e3)
+		}
+		b.WriteString("\r\n")
+	}
+	return nil
+}
+
+// bucketQuantile returns the upper bound, in nanoseconds, of the latency
+// bucket that holds quantile q of total commands counted in counts.
+func bucketQuantile(counts []uint64, total uint64, q float64) uint64 {
+	rank := uint64(q*float64(total-1)) + 1
+	var seen uint64
+	for i, n := range counts {
+		seen += n
+		if seen >= rank && i < len(latencyBounds) {
+			return latencyBounds[i]
+		}
+	}
+	return latencyBounds[len(latencyBounds)-1]
+}
+
+// infoCluster says cluster mode is off: lsmgo shards behind a proxy
+// instead (doc/scale-out.md).
+func (s *Server) infoCluster(b *strings.Builder) error {
+	b.WriteString("# Cluster\r\n")
+	field(b, "cluster_enabled", 0)
 	return nil
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +36,10 @@ type Server struct {
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
-	build     Build
+	// runID names this run of the server, as Redis' run_id does: 40 hex
+	// digits, new at every start.
+	runID string
+	build Build
 
 	// cfg is the running configuration, replaced whole on every change so
 	// connections read it without locking.
@@ -63,6 +68,7 @@ type Server struct {
 	done   chan struct{}
 	nextID atomic.Uint64
 	stats  serverStats
+	errors errorStats
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 
@@ -87,7 +93,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		base: cfg, fileCfg: r, startTime: time.Now(), build: BuildInfo(),
+		base: cfg, fileCfg: r, startTime: time.Now(), runID: newRunID(), build: BuildInfo(),
 		clients: map[uint64]*conn{}, done: make(chan struct{}),
 	}
 	s.cfg.Store(&r)
@@ -354,4 +360,10 @@ func (s *Server) closeListeners() {
 		close(s.done)
 	}
 	s.bgWG.Wait()
+}
+
+func newRunID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -46,10 +46,13 @@ func latencyBucket(d uint64) int {
 // does not invalidate the line holding SET's counters.
 type cmdStats struct {
 	calls, failures, nanos atomic.Uint64
+	// rejected counts calls refused before they ran (arity, NOAUTH),
+	// counted directly: they are rare.
+	rejected atomic.Uint64
 	// buckets counts commands per latency bucket (not cumulative); the
 	// last one is the overflow bucket.
 	buckets [len(latencyBounds) + 1]atomic.Uint64
-	_       [16]byte
+	_       [8]byte
 }
 
 func newCmdStats() []*cmdStats {

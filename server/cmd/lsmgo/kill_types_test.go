@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// killType is one collection type as the kill -9 test writes it: write
+// adds elems to key in one command, has reports whether elem is in key.
+type killType struct {
+	name  string
+	write func(ctx context.Context, rc *redis.Client, key string, elems []string) error
+	has   func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error)
+}
+
+var killTypes = []killType{
+	{"hash",
+		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
+			args := make([]any, 0, 2*len(elems))
+			for _, e := range elems {
+				args = append(args, e, "v"+e)
+			}
+			return rc.HSet(ctx, key, args...).Err()
+		},
+		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
+			v, err := rc.HGet(ctx, key, elem).Result()
+			if errors.Is(err, redis.Nil) {
+				return false, nil
+			}
+			if err == nil && v != "v"+elem {
+				return false, fmt.Errorf("HGET %s %s = %q", key, elem, v)
+			}
+			return err == nil, err
+		}},
+	{"set",
+		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
+			return rc.SAdd(ctx, key, toAny(elems)...).Err()
+		},
+		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
+			return rc.SIsMember(ctx, key, elem).Result()
+		}},
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// TestKill9EveryType kills the server with SIGKILL while clients add
+// elements to collections of every type, three elements per command, then
+// restarts it: every acknowledged command's elements are there, and a
+// command cut short by the kill left all of its elements or none.
+func TestKill9EveryType(t *testing.T) {
+	for _, mode := range []string{"always", "no"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
+			srv := startChild(t, args...)
+
+			// sent[w][ti] counts the commands writer w sent for type ti;
+			// acked[w][ti] those acknowledged, a prefix of them.
+			const writers = 4
+			sent := make([][]int, writers)
+			acked := make([][]int, writers)
+			var total atomic.Int64
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for w := range writers {
+				sent[w], acked[w] = make([]int, len(killTypes)), make([]int, len(killTypes))
+				rc := srv.client(t)
+				wg.Go(func() {
+					ctx := context.Background()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						ti := i % len(killTypes)
+						n := sent[w][ti]
+						sent[w][ti]++
+						key := fmt.Sprintf("w%d:%s", w, killTypes[ti].name)
+						if killTypes[ti].write(ctx, rc, key, killElems(n)) != nil {
+							return
+						}
+						acked[w][ti]++
+						total.Add(1)
+					}
+				})
+			}
+			for deadline := time.Now().Add(20 * time.Second); total.Load() < 400 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-srv.exited
+			close(stop)
+			wg.Wait()
+
+			rc := startChild(t, args...).client(t)
+			ctx := context.Background()
+			checked := 0
+			for w := range writers {
+				for ti, kt := range killTypes {
+					key := fmt.Sprintf("w%d:%s", w, kt.name)
+					for n := range sent[w][ti] {
+						present := 0
+						elems := killElems(n)
+						for _, e := range elems {
+							ok, err := kt.has(ctx, rc, key, e)
+							if err != nil {
+								t.Fatalf("%s after restart: %v", key, err)
+							}
+							if ok {
+								present++
+							}
+						}
+						switch {
+						case n < acked[w][ti] && present != len(elems):
+							t.Fatalf("%s: acknowledged command %d lost %d of its %d elements after kill -9", key, n, len(elems)-present, len(elems))
+						case present != 0 && present != len(elems):
+							t.Fatalf("%s: command %d, cut by the kill, left %d of its %d elements", key, n, present, len(elems))
+						}
+						checked++
+					}
+				}
+			}
+			if checked == 0 {
+				t.Fatal("nothing was acknowledged before the kill")
+			}
+			t.Logf("appendfsync %s: %d commands over %d types checked after kill -9", mode, checked, len(killTypes))
+		})
+	}
+}
+
+// killElems names the three elements of a writer's command n.
+func killElems(n int) []string {
+	return []string{fmt.Sprintf("a%d", n), fmt.Sprintf("b%d", n), fmt.Sprintf("c%d", n)}
+}
