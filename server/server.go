@@ -71,6 +71,8 @@ type Server struct {
 	errors errorStats
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
+	// backups runs BGSAVE, SAVE and POST /admin/backup.
+	backups backups
 
 	shutdownOnce sync.Once
 	shutdownErr  error
