@@ -138,14 +138,11 @@ func linkOrCopy(fs vfs.FS, src, dir string, link bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.CopyN(out, in, st.Size())
-	if err == nil {
-		err = out.Sync()
+	if _, err = io.CopyN(out, in, st.Size()); err != nil {
+		out.Close()
+		return err
 	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return syncAndClose(out)
 }
 
 // createEmpty creates an empty file, synced.
@@ -154,7 +151,12 @@ func createEmpty(fs vfs.FS, name string) error {
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
+	return syncAndClose(f)
+}
+
+// syncAndClose syncs f and closes it, returning the first error.
+func syncAndClose(f vfs.File) error {
+	err := f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

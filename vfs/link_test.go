@@ -10,40 +10,33 @@ import (
 // one file, a link over an existing name or of a directory fails, and
 // removing one name leaves the other.
 func TestLinkContract(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		fs   FS
-		root string
-	}{{"os", Default, t.TempDir()}, {"mem", NewMem(), "/db"}} {
-		t.Run(c.name, func(t *testing.T) {
-			fs, join := c.fs, func(name string) string { return c.fs.PathJoin(c.root, name) }
-			if err := fs.MkdirAll(join("sub"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			mustCreate(t, fs, join("a"), "12345", true).Close()
-			if err := Link(fs, join("a"), join("sub/b")); err != nil {
-				t.Fatal(err)
-			}
-			if got := readFile(t, fs, join("sub/b")); got != "12345" {
-				t.Fatalf("the link reads %q", got)
-			}
-			if err := Link(fs, join("a"), join("sub/b")); !errors.Is(err, os.ErrExist) {
-				t.Fatalf("Link over an existing name = %v; want ErrExist", err)
-			}
-			if err := Link(fs, join("sub"), join("c")); err == nil {
-				t.Fatal("Link of a directory succeeded")
-			}
-			if err := Link(fs, join("missing"), join("d")); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("Link of a missing file = %v; want ErrNotExist", err)
-			}
-			if err := fs.Remove(join("a")); err != nil {
-				t.Fatal(err)
-			}
-			if got := readFile(t, fs, join("sub/b")); got != "12345" {
-				t.Fatalf("the link after removing the first name reads %q", got)
-			}
-		})
-	}
+	eachFS(t, func(t *testing.T, fs FS, _ string, join func(string) string) {
+		if err := fs.MkdirAll(join("sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, fs, join("a"), "12345", true).Close()
+		if err := Link(fs, join("a"), join("sub/b")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, fs, join("sub/b")); got != "12345" {
+			t.Fatalf("the link reads %q", got)
+		}
+		if err := Link(fs, join("a"), join("sub/b")); !errors.Is(err, os.ErrExist) {
+			t.Fatalf("Link over an existing name = %v; want ErrExist", err)
+		}
+		if err := Link(fs, join("sub"), join("c")); err == nil {
+			t.Fatal("Link of a directory succeeded")
+		}
+		if err := Link(fs, join("missing"), join("d")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("Link of a missing file = %v; want ErrNotExist", err)
+		}
+		if err := fs.Remove(join("a")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, fs, join("sub/b")); got != "12345" {
+			t.Fatalf("the link after removing the first name reads %q", got)
+		}
+	})
 }
 
 // TestMemLinkCrash checks what survives a crash: the new name only once

@@ -7,27 +7,10 @@ import (
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
-// readDB returns every key and value of the closed DB in dir.
-func readDB(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	db, err := lsmgo.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	it, err := db.NewIter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	out := map[string]string{}
-	for ok := it.First(); ok; ok = it.Next() {
-		out[string(it.Key())] = string(it.Value())
-	}
-	return out
-}
+func readDB(t *testing.T, dir string) map[string]string { return testutil.ReadDB(t, dir, nil) }
 
 // TestBackupRestoreCommands backs a DB directory up twice, lists the
 // backups, restores each, and refuses a damaged one naming the file.

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // Store is where a backup set lives. Keys are slash-separated paths.
@@ -439,14 +440,4 @@ func restoreFile(ctx context.Context, st Store, id string, f File, path string) 
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func syncDir(dir string) error { return vfs.SyncDir(vfs.Default, dir) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 func testOptions() *lsmgo.Options {
@@ -45,32 +46,29 @@ func key(i int) []byte { return fmt.Appendf(nil, "key-%06d", i) }
 
 func value(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1+i%1500) }
 
-// checkDB opens dir and checks that it holds exactly keys [0, n).
+// checkDB checks that the DB in dir holds exactly keys [0, n).
 func checkDB(t *testing.T, dir string, n int) {
 	t.Helper()
-	if r, err := lsmgo.Check(dir, nil); err != nil || !r.OK() {
-		t.Fatalf("Check(%s) = %v, %v", dir, r, err)
-	}
-	db, err := lsmgo.Open(dir, testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	it, err := db.NewIter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	i := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if !bytes.Equal(it.Key(), key(i)) || !bytes.Equal(it.Value(), value(i)) {
-			t.Fatalf("%s: entry %d is %q (%d bytes); want %q", dir, i, it.Key(), len(it.Value()), key(i))
+	got := testutil.ReadDB(t, dir, testOptions())
+	for i := range n {
+		if v, ok := got[string(key(i))]; !ok || v != string(value(i)) {
+			t.Fatalf("%s: %s is %d bytes (present %v); want %d", dir, key(i), len(v), ok, len(value(i)))
 		}
-		i++
 	}
-	if i != n {
-		t.Fatalf("%s holds %d keys; want %d", dir, i, n)
+	if len(got) != n {
+		t.Fatalf("%s holds %d keys; want %d", dir, len(got), n)
 	}
+}
+
+// openDB opens a DB in dir/db for the test, closed when it ends.
+func openDB(t *testing.T, dir string) *lsmgo.DB {
+	t.Helper()
+	db, err := lsmgo.Open(filepath.Join(dir, "db"), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // TestBackupRestoreDir backs a live DB up three times into a directory
@@ -83,11 +81,7 @@ func TestBackupRestoreDir(t *testing.T) {
 func testBackupRestore(t *testing.T, st Store) {
 	ctx := context.Background()
 	tmp := t.TempDir()
-	db, err := lsmgo.Open(filepath.Join(tmp, "db"), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, tmp)
 	scratch := filepath.Join(tmp, "scratch")
 	var ids []string
 	var counts []int
@@ -140,10 +134,7 @@ func testBackupRestore(t *testing.T, st Store) {
 func TestRestoreRefusesDamage(t *testing.T) {
 	ctx := context.Background()
 	tmp := t.TempDir()
-	db, err := lsmgo.Open(filepath.Join(tmp, "db"), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDB(t, tmp)
 	fill(t, db, 0, 500)
 	root := filepath.Join(tmp, "set")
 	st := NewDirStore(root)
@@ -231,11 +222,7 @@ func (l lossyStore) Put(ctx context.Context, key string, r io.Reader, size int64
 func TestUploadVerifies(t *testing.T) {
 	ctx := context.Background()
 	tmp := t.TempDir()
-	db, err := lsmgo.Open(filepath.Join(tmp, "db"), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, tmp)
 	fill(t, db, 0, 100)
 	st := NewDirStore(filepath.Join(tmp, "set"))
 	if _, _, err := DB(ctx, db, filepath.Join(tmp, "scratch"), lossyStore{st}); err == nil || !strings.Contains(err.Error(), "reads back") {
