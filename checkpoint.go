@@ -29,9 +29,10 @@ const CheckpointTempSuffix = ".checkpoint-tmp"
 // into the next memtable meanwhile. It then takes the current version of
 // the tree and gives each of its tables and blob files a second name in
 // the checkpoint: a hard link where the filesystem makes one (the files
-// never change once written), a copy otherwise, and a copy always for a
-// blob file still being appended to. A fresh manifest describing exactly
-// that version is written beside them.
+// never change once written), a copy otherwise. The blob file being
+// appended to is retired first (the next separated value starts a new
+// one), so that it can be linked too. A fresh manifest describing exactly
+// that version, and an empty WAL, are written beside them.
 //
 // Everything is written into dir+CheckpointTempSuffix, synced, and renamed
 // to dir only at the end, the rename made durable too: after a crash, dir
@@ -61,6 +62,11 @@ func (db *DB) checkpoint(dir string) error {
 	if err := db.Flush(); err != nil {
 		return err
 	}
+	// The values the flushed tables point to may be in the blob file
+	// still appended to: retired, it can be linked, not copied.
+	if err := db.blobs.retireActive(); err != nil {
+		return err
+	}
 	// The version, and the files in it, stay on disk while referenced:
 	// neither a compaction nor blob garbage collection removes them.
 	v, _, lastSeq := db.vs.CurrentState()
@@ -87,9 +93,10 @@ func (db *DB) checkpoint(dir string) error {
 		}
 	}
 	for num := range blobs {
-		// A file that is still written grows after the copy (and a
-		// failed write may cut it), so it is copied; the bytes the
-		// version's tables point to were written before the flush.
+		// A file still written (the active file if writes came after
+		// retireActive, a compaction's output) grows after the copy,
+		// and a failed write may cut it, so it is copied; the bytes the
+		// version's tables point to were written before.
 		_, done := retired[num]
 		if err := linkOrCopy(fs, db.path(base.MakeFilename(base.FileTypeBlob, num)), tmp, done); err != nil {
 			return err
