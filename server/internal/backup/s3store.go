@@ -39,7 +39,7 @@ func newS3Store(raw string, creds S3Credentials) (Store, error) {
 		return nil, fmt.Errorf("backup: %q: %w", raw, err)
 	}
 	if u.Scheme != "s3" || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return nil, fmt.Errorf("backup: %q is not s3://bucket/prefix?endpoint=...", raw)
+		return nil, fmt.Errorf("backup: %q is not of the form s3://bucket/prefix?endpoint=URL", raw)
 	}
 	endpoint, secure, region := "s3.amazonaws.com", true, "us-east-1"
 	for name, vs := range u.Query() {
