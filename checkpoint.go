@@ -54,6 +54,9 @@ func (db *DB) Checkpoint(dir string) error {
 
 func (db *DB) checkpoint(dir string) error {
 	fs := db.fs
+	// "ckpt/" must name the same directory as "ckpt", not hold its
+	// temporary sibling.
+	dir = filepath.Clean(dir)
 	if _, err := fs.Stat(dir); err == nil {
 		return os.ErrExist
 	} else if !errors.Is(err, os.ErrNotExist) {

@@ -239,7 +239,7 @@ func TestCheckpointRefusesExisting(t *testing.T) {
 	}
 	f, _ := mem.Create("/c" + CheckpointTempSuffix + "/000009.sst")
 	f.Close()
-	if err := db.Checkpoint("/c"); err != nil {
+	if err := db.Checkpoint("/c/"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mem.Stat("/c" + CheckpointTempSuffix); !errors.Is(err, os.ErrNotExist) {
