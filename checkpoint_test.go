@@ -68,8 +68,10 @@ func ckptState(g, m int) map[string][]byte {
 // readAll returns every key and value of the DB in dir.
 func readAll(t *testing.T, dir string, opts *Options) map[string][]byte {
 	t.Helper()
-	if r, err := Check(dir, opts); err != nil || !r.OK() {
-		t.Fatalf("Check(%s) = %v, %v: %v", dir, r, err, r.Problems)
+	if r, err := Check(dir, opts); err != nil {
+		t.Fatalf("Check(%s): %v", dir, err)
+	} else if !r.OK() {
+		t.Fatalf("Check(%s) = %v: %v", dir, r, r.Problems)
 	}
 	db, err := Open(dir, opts)
 	if err != nil {
@@ -259,6 +261,8 @@ func TestCheckpointRefusesExisting(t *testing.T) {
 // interrupted one is only ever under the temporary name, and the next
 // Checkpoint clears it) or complete, holding every write made before it.
 func TestCheckpointCrash(t *testing.T) {
+	// Two directories above it do not exist yet.
+	const ckptDir = "/backups/daily/ckpt"
 	var clock atomic.Int64
 	for n := int64(1); ; n++ {
 		mem := vfs.NewMem()
@@ -271,24 +275,29 @@ func TestCheckpointCrash(t *testing.T) {
 			}
 		}
 		cr.armIn(n, "checkpoint")
-		if err := db.Checkpoint("/ckpt"); err != nil {
+		if err := db.Checkpoint(ckptDir); err != nil {
 			t.Fatal(err)
 		}
 		if len(cr.points) == 0 {
+			// Returned, the checkpoint survives a crash, the
+			// directories made for it included.
+			if got := readAll(t, ckptDir, ckptOptions(mem.CrashClone())); !mapsEqualBytes(got, ckptState(0, writes)) {
+				t.Fatalf("after Checkpoint returned, a crash leaves %d keys of %d", len(got), len(ckptState(0, writes)))
+			}
 			t.Logf("checked crashes before each of the %d operations of a checkpoint", n-1)
 			return
 		}
 		img := cr.points[0]
-		if _, err := img.fs.Stat("/ckpt"); errors.Is(err, os.ErrNotExist) {
+		if _, err := img.fs.Stat(ckptDir); errors.Is(err, os.ErrNotExist) {
 			// Interrupted: the DB, reopened, checkpoints again over
 			// what the first attempt left.
 			again := openTestDB(t, "/db", ckptOptions(img.fs))
-			if err := again.Checkpoint("/ckpt"); err != nil {
+			if err := again.Checkpoint(ckptDir); err != nil {
 				t.Fatalf("crash before %s: a second Checkpoint: %v\nfiles:\n%s", img.op, err, img.fs)
 			}
 			again.Close()
 		}
-		if got := readAll(t, "/ckpt", ckptOptions(img.fs)); !mapsEqualBytes(got, ckptState(0, writes)) {
+		if got := readAll(t, ckptDir, ckptOptions(img.fs)); !mapsEqualBytes(got, ckptState(0, writes)) {
 			t.Fatalf("crash before %s: the checkpoint holds %d keys, not the %d written\nfiles:\n%s", img.op, len(got), len(ckptState(0, writes)), img.fs)
 		}
 		db.Close()
