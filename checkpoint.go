@@ -80,15 +80,10 @@ func (db *DB) checkpoint(dir string) error {
 	if err := removeFlatDir(fs, tmp); err != nil {
 		return fmt.Errorf("removing an interrupted checkpoint: %w", err)
 	}
-	// Directories MkdirAll makes need their own entries synced too, up to
-	// the first that existed.
-	top := filepath.Dir(dir)
-	for {
-		up := filepath.Dir(top)
-		if _, err := fs.Stat(top); !errors.Is(err, os.ErrNotExist) || up == top {
-			break
-		}
-		top = up
+	// The checkpoint's own entry is synced at the end; the directories
+	// above it, if new, must be durable too.
+	if err := vfs.MkdirAllSynced(fs, filepath.Dir(dir), 0o755); err != nil {
+		return err
 	}
 	if err := fs.MkdirAll(tmp, 0o755); err != nil {
 		return err
@@ -130,14 +125,7 @@ func (db *DB) checkpoint(dir string) error {
 	if err := fs.Rename(tmp, dir); err != nil {
 		return err
 	}
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		if err := vfs.SyncDir(fs, d); err != nil {
-			return err
-		}
-		if d == top || d == filepath.Dir(d) {
-			return nil
-		}
-	}
+	return vfs.SyncDir(fs, filepath.Dir(dir))
 }
 
 // linkOrCopy gives the file src the same name in directory dir: a hard

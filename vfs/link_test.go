@@ -85,3 +85,29 @@ func TestLinkUnsupported(t *testing.T) {
 		t.Fatalf("Link on an FS without Linker = %v", err)
 	}
 }
+
+// TestMkdirAllSynced checks that the directories MkdirAllSynced makes
+// survive a crash, and that it accepts an existing directory.
+func TestMkdirAllSynced(t *testing.T) {
+	fs := NewMem()
+	if err := fs.MkdirAll("/a", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, fs, "/")
+	if err := MkdirAllSynced(fs, "/a/b/c", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.CrashClone().Stat("/a/b/c"); err != nil {
+		t.Fatalf("after a crash: %v", err)
+	}
+	if err := MkdirAllSynced(fs, "/a/b/c", 0o755); err != nil {
+		t.Fatalf("on an existing directory: %v", err)
+	}
+	if err := MkdirAllSynced(fs, "/", 0o755); err != nil {
+		t.Fatalf("on the root: %v", err)
+	}
+	mustCreate(t, fs, "/f", "", true).Close()
+	if err := MkdirAllSynced(fs, "/f/g", 0o755); err == nil {
+		t.Fatal("made a directory under a file")
+	}
+}

@@ -381,7 +381,12 @@ func Restore(ctx context.Context, st Store, id, dir string) (*Manifest, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	// dir's own entry is synced after the rename; the directories above
+	// it, if new, must be durable too.
+	if err := vfs.MkdirAllSynced(vfs.Default, filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return nil, err
 	}
 	if err := restoreFiles(ctx, st, m, tmp); err != nil {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // dirStore is a backup set in a local directory (or a mounted network
@@ -38,7 +40,9 @@ func (d *dirStore) Put(ctx context.Context, key string, r io.Reader, size int64)
 		return err
 	}
 	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// A new data/ or backups/ (or the set's root) must not be lost in a
+	// crash after the objects in it were synced.
+	if err := vfs.MkdirAllSynced(vfs.Default, dir, 0o755); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, ".tmp-*")
