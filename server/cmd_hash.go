@@ -637,9 +637,11 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 	}
 }
 
-// pickElems picks random elements of m at key in one pass: count > 0
-// distinct ones (all when count ≥ the collection's size), or -count with
-// repetition. The picks come in random order.
+// pickElems picks random elements of m at key: count > 0 distinct ones
+// (all when count ≥ the collection's size), or -count with repetition.
+// The picks come in random order. A few picks out of many are made by
+// seeking (keyspace.randomElem); more are made in one pass over the
+// elements.
 func (c *conn) pickElems(key []byte, m collMeta, count int64) (elems, vals [][]byte, ok bool) {
 	if count >= m.count {
 		if elems, vals, ok = c.readElems(key, m); ok {
@@ -647,6 +649,15 @@ func (c *conn) pickElems(key []byte, m collMeta, count int64) (elems, vals [][]b
 		}
 		return elems, vals, ok
 	}
+	if n := max(count, -count); m.count >= seekMinSize && n*seekPicks <= m.count {
+		return c.seekElems(key, m, count)
+	}
+	return c.passElems(key, m, count)
+}
+
+// passElems makes pickElems' picks in one pass over the elements: random
+// positions first, then the elements at them.
+func (c *conn) passElems(key []byte, m collMeta, count int64) (elems, vals [][]byte, ok bool) {
 	positions := randomPositions(m.count, count)
 	pos := int64(0)
 	err := c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
@@ -663,6 +674,47 @@ func (c *conn) pickElems(key []byte, m collMeta, count int64) (elems, vals [][]b
 		return nil, nil, false
 	}
 	shuffle(elems, vals)
+	return elems, vals, true
+}
+
+// Picks are made by seeking in a collection of at least seekMinSize
+// elements holding seekPicks elements or more per pick: a pick then costs
+// a few seeks where a pass costs a step per element. Smaller collections
+// get exactly uniform picks from a pass; seeking is uniform only for
+// element names spread evenly over their bytes (see randomElem).
+const (
+	seekMinSize = 1024
+	seekPicks   = 64
+)
+
+// seekElems picks count elements by seeking: -count with repetition, or
+// count distinct ones, redrawing a repeat (count is small against the
+// collection's size, so repeats are rare unless the element names make
+// the picks very uneven: after many redraws it gives up and makes the
+// picks in one pass).
+func (c *conn) seekElems(key []byte, m collMeta, count int64) (elems, vals [][]byte, ok bool) {
+	r := c.reader()
+	var seen map[string]bool
+	if count > 0 {
+		seen = make(map[string]bool, count)
+	}
+	for n, draws := max(count, -count), int64(0); int64(len(elems)) < n; draws++ {
+		if draws > 4*n+16 {
+			return c.passElems(key, m, count)
+		}
+		elem, val, err := c.s.ks.randomElem(r, key, m)
+		if err != nil {
+			c.replyErr(err)
+			return nil, nil, false
+		}
+		if seen != nil {
+			if seen[string(elem)] {
+				continue
+			}
+			seen[string(elem)] = true
+		}
+		elems, vals = append(elems, elem), append(vals, val)
+	}
 	return elems, vals, true
 }
 

@@ -181,6 +181,7 @@ func rename(nx bool) handler {
 		if !c.apply() {
 			return
 		}
+		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 		if nx {
 			c.wr.Int(1)
 		} else {

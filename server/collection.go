@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -29,9 +30,13 @@ import (
 // FLUSHALL of a collection write only its metadata, whatever its size.
 // Those stale elements stay on disk until a later change reclaims them
 // (doc/server.md says how far that is).
+//
+// A list's metadata carries 8 more bytes, the slot of its first element
+// (cmd_list.go).
 const (
-	elemPrefix = 'e'
-	metaLen    = 16
+	elemPrefix  = 'e'
+	metaLen     = 16
+	listMetaLen = metaLen + 8
 )
 
 // collMeta is the decoded metadata of a collection.
@@ -40,6 +45,7 @@ type collMeta struct {
 	version  uint64
 	count    int64
 	expireAt time.Time
+	head     int64 // a list's first slot
 }
 
 // versionClock hands out collection versions. A version must never repeat
@@ -98,12 +104,19 @@ func (vc *versionClock) nextVersion() (uint64, error) {
 
 // decodeMeta checks a collection's metadata entry.
 func decodeMeta(userKey []byte, e entry) (collMeta, error) {
-	if len(e.payload) != metaLen {
+	want := metaLen
+	if e.typ == typeList {
+		want = listMetaLen
+	}
+	if len(e.payload) != want {
 		return collMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
-			Reason: fmt.Sprintf("%s metadata is %d bytes, want %d", typeNames[e.typ], len(e.payload), metaLen)}
+			Reason: fmt.Sprintf("%s metadata is %d bytes, want %d", typeNames[e.typ], len(e.payload), want)}
 	}
 	m := collMeta{typ: e.typ, expireAt: e.expireAt,
 		version: binary.BigEndian.Uint64(e.payload), count: int64(binary.BigEndian.Uint64(e.payload[8:]))}
+	if e.typ == typeList {
+		m.head = int64(binary.BigEndian.Uint64(e.payload[16:]))
+	}
 	if m.count <= 0 {
 		return collMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
 			Reason: fmt.Sprintf("%s has %d elements", typeNames[e.typ], m.count)}
@@ -140,10 +153,15 @@ func (ks *keyspace) putColl(b *lsmgo.Batch, scratch *[]byte, userKey []byte, m c
 		ks.deleteKey(b, scratch, userKey)
 		return
 	}
-	var payload [metaLen]byte
+	var payload [listMetaLen]byte
 	binary.BigEndian.PutUint64(payload[:], m.version)
 	binary.BigEndian.PutUint64(payload[8:], uint64(m.count))
-	ks.putEntry(b, scratch, userKey, entry{typ: m.typ, payload: payload[:], expireAt: m.expireAt})
+	n := metaLen
+	if m.typ == typeList {
+		binary.BigEndian.PutUint64(payload[16:], uint64(m.head))
+		n = listMetaLen
+	}
+	ks.putEntry(b, scratch, userKey, entry{typ: m.typ, payload: payload[:n], expireAt: m.expireAt})
 }
 
 // elemsKey appends to dst the prefix shared by the element keys of
@@ -221,7 +239,7 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 	if err != nil {
 		return err
 	}
-	nm.count, nm.expireAt = m.count, m.expireAt
+	nm.count, nm.expireAt, nm.head = m.count, m.expireAt, m.head
 	var buf []byte
 	err = ks.scanElems(r, src, m, nil, func(elem, val []byte) bool {
 		ks.putElem(b, &buf, dst, nm, elem, val)
@@ -232,4 +250,88 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 	}
 	ks.putColl(b, scratch, dst, nm)
 	return nil
+}
+
+// randomElem picks one element of the collection m at userKey, and its
+// value, with a few seeks instead of a walk over the elements: it descends
+// the byte-wise trie of the elements, choosing at each depth a byte
+// uniformly between the smallest and the largest element below the
+// current prefix, and seeks to it. Elements that share every byte with
+// their neighbours but the last few (numbers, ids) come out about
+// uniformly; a byte value that no element has sends its share to the
+// next element, so sparse element names are picked with some bias (Redis'
+// own pick is biased by its hash table too). It costs about two seeks per
+// distinct byte position.
+func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta) (elem, val []byte, err error) {
+	prefix := elemsKey(nil, userKey, m.version)
+	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	suffix := func(ok bool) []byte {
+		if !ok {
+			return nil
+		}
+		return bytes.Clone(it.Key()[len(prefix):])
+	}
+	lo, hi := suffix(it.First()), suffix(it.Last())
+	if lo == nil || hi == nil {
+		if err := it.Error(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
+	}
+	// Invariant: lo and hi are elements, lo ≤ hi, and the pick is between
+	// them. Each round either ends or lengthens their common prefix.
+	seek := make([]byte, 0, len(prefix)+len(hi)+1)
+	for !bytes.Equal(lo, hi) {
+		d := commonPrefixLen(lo, hi)
+		low := -1 // lo ends at d: it is the branch "no more bytes"
+		if d < len(lo) {
+			low = int(lo[d])
+		}
+		c := low + rand.IntN(int(hi[d])-low+1)
+		if c < 0 {
+			break // lo itself
+		}
+		seek = append(append(append(seek[:0], prefix...), hi[:d]...), byte(c))
+		if !it.SeekGE(seek) {
+			break
+		}
+		next := suffix(true)
+		if !bytes.HasPrefix(next, seek[len(prefix):]) {
+			// No element has byte c here: the next one takes its share.
+			lo, hi = next, next
+			break
+		}
+		lo = next
+		if c < int(hi[d]) {
+			// The last element under the prefix seek: the one before
+			// the first element past it.
+			if !it.SeekLT(prefixEnd(seek)) {
+				break
+			}
+			hi = suffix(true)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, nil, err
+	}
+	seek = append(append(seek[:0], prefix...), lo...)
+	if !it.SeekGE(seek) {
+		if err := it.Error(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("random element of %q vanished", userKey)
+	}
+	return lo, bytes.Clone(it.Value()), nil
+}
+
+func commonPrefixLen(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }

@@ -80,6 +80,12 @@ type conn struct {
 	// meanwhile.
 	view *lsmgo.View
 
+	// inExec is set while EXEC runs queued commands: a blocking command
+	// then behaves as its non-blocking form (blocking.go).
+	inExec bool
+	// blk is the connection's part in blocking commands (blocking.go).
+	blk blockState
+
 	scratch []byte // engine keys and values under construction
 	elemBuf []byte // collection element keys under construction
 	nameBuf []byte // lower-cased command names
@@ -120,6 +126,9 @@ func (r connReader) Read(p []byte) (int, error) {
 	}
 	c.publish()
 	c.mark = time.Time{}
+	if n, err := c.takeReadAhead(p); n > 0 || err != nil {
+		return n, err
+	}
 	cfg := c.s.config()
 	if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
 		return 0, errQueryBufferLimit
@@ -272,6 +281,9 @@ func (c *conn) execute(args [][]byte) {
 	start := c.clock()
 	c.failed = false
 	cmd.run(c, cmd, args)
+	if len(c.blk.ready) > 0 && !c.inExec {
+		c.s.blocked.serveReady(c)
+	}
 	now := time.Now()
 	c.mark = now
 	c.finished(cmd, args, now.Sub(start), c.failed)

@@ -112,7 +112,7 @@ func (s *Server) infoClients(b *strings.Builder) error {
 	b.WriteString("# Clients\r\n")
 	field(b, "connected_clients", s.clientCount())
 	field(b, "maxclients", s.config().MaxClients)
-	field(b, "blocked_clients", 0)
+	field(b, "blocked_clients", s.blocked.blocked.Load())
 	return nil
 }
 

@@ -420,7 +420,7 @@ func diffKeys(g *diffGen) diffCmd {
 		return diffCmdOf(exact, "PERSIST", k)
 	case 5:
 		if g.rng.IntN(4) == 0 {
-			return diffCmdOf(scanKeys, "SCAN", "0", "COUNT", "1000", "TYPE", g.pick("string", "hash", "HASH", "set"))
+			return diffCmdOf(scanKeys, "SCAN", "0", "COUNT", "1000", "TYPE", g.pick("string", "hash", "HASH", "set", "list"))
 		}
 		return diffCmdOf(exact, g.pick("RENAME", "RENAMENX"), k, g.key())
 	default:

@@ -32,6 +32,7 @@ type Server struct {
 	db        *lsmgo.DB
 	ks        keyspace
 	cursors   cursorTable
+	blocked   blockRegistry
 	slowlog   slowlog
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id

@@ -9,7 +9,7 @@
 # OUTDIR/SERVER-rN-PP.csv (redis-benchmark --csv) and prints them.
 set -euo pipefail
 out=$(realpath -m "$1"); rounds=${2:-3}; requests=${3:-200000}
-tests=lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_300,mset
+tests=${TESTS:-lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_300,mset}
 mkdir -p "$out"
 bin=$(mktemp -d /tmp/types-bin-XXXX)
 go build -o "$bin/lsmgo" ./server/cmd/lsmgo

@@ -1,0 +1,354 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP; BZPOPMIN,
+// BZPOPMAX and BZMPOP build on the same registry). The registry is keyed
+// by user key and knows nothing of types: a blocked client leaves a try
+// function, and a write that may have made a key non-empty names the key;
+// once that write has committed, the writer's goroutine runs the tries of
+// the clients blocked on the key, oldest first, until one finds nothing.
+//
+// A blocking command's handler parses its arguments and calls
+//
+//	c.blockingCommand(keys, timeout, try, timedOut)
+//
+// where try(nil) runs the command's non-blocking form against its keys in
+// argument order, writes the reply and returns true, or returns false
+// having written and committed nothing (every key empty); blockingCommand
+// runs it, then blocks the client when it found nothing (unless inside
+// EXEC: c.inExec makes the command behave as its non-blocking form), and
+// calls timedOut to write the reply of a command that found nothing in
+// time. A disconnect while blocked ends the connection; shutdown replies
+// with an error.
+//
+// and every write that may turn a key into a non-empty value a blocked
+// client waits for (a push, LMOVE's destination, RENAME's destination,
+// ZADD, ...) calls c.signalReady(key) before it returns; the key's waiters
+// are served after the command finishes (conn.execute), so after its
+// commit, and before its reply is flushed: a client that saw the push
+// acknowledged cannot then pop ahead of the clients that were blocked.
+//
+// A try called with a key (not nil) serves the client from that key only,
+// as Redis 7.0 serves a blocked client from the key that became ready; it
+// returns false without replying when the key is empty or holds another
+// type. Tries run on the writer's goroutine while the blocked client's
+// goroutine is parked in block, so a try may use the blocked connection's
+// buffers, batch and reply writer freely; it takes its own key locks and
+// must not be called with any held. A try may call c.signalReady for keys
+// it wrote (BLMOVE's destination); those are served next, in the same
+// loop.
+type blockRegistry struct {
+	mu sync.Mutex
+	// waiting lists the clients blocked on each key, in arrival order.
+	waiting map[string][]*waiter
+	// blocked counts the blocked clients: INFO's blocked_clients, and the
+	// writers' fast path (serveReady does nothing while it is zero).
+	blocked atomic.Int64
+}
+
+// waiter is one blocked client.
+type waiter struct {
+	c    *conn
+	keys []string
+	try  func(key []byte) bool
+	// mu is held while a try runs, so that the client cannot leave
+	// (time out, disconnect) halfway through being served.
+	mu sync.Mutex
+	// state is waiting until the client is served or leaves.
+	state  waiterState
+	served chan struct{} // closed when a try succeeded
+}
+
+type waiterState uint8
+
+const (
+	waiting waiterState = iota
+	served
+	left
+)
+
+// blockResult says how block ended.
+type blockResult uint8
+
+const (
+	blockServed blockResult = iota
+	blockTimedOut
+	blockAborted
+)
+
+// maxReadAhead bounds the input a blocked client's connection buffers:
+// past it, the server stops reading, and so stops noticing a disconnect,
+// until the client is unblocked.
+const maxReadAhead = 1 << 20
+
+// blockState is a connection's part in blocking.
+type blockState struct {
+	// ready lists the keys this command's writes may have made
+	// non-empty; it is served after the command (serveReady).
+	ready [][]byte
+	// readAhead holds input read while the client was blocked, which
+	// the RESP reader gets before reading the network again; readErr
+	// is the read error that ended it, if any.
+	readAhead []byte
+	readErr   error
+}
+
+// mayBlock reports whether a blocking command may block: not inside
+// EXEC, where it behaves as its non-blocking form (c.inExec is set by
+// EXEC while it runs the queued commands).
+func (c *conn) mayBlock() bool { return !c.inExec }
+
+// signalReady records that the running command may have made key a
+// non-empty value; key must stay valid until the command finishes.
+func (c *conn) signalReady(key []byte) {
+	c.blk.ready = append(c.blk.ready, key)
+}
+
+// serveReady serves the clients blocked on the keys the command that just
+// finished signalled, and on those their tries signal in turn.
+func (r *blockRegistry) serveReady(c *conn) {
+	queue := c.blk.ready
+	c.blk.ready = c.blk.ready[:0]
+	// Checked after the commit: a client that registers later tries
+	// once more after registering, so it cannot miss this write.
+	if r.blocked.Load() == 0 {
+		clear(queue)
+		return
+	}
+	for i := 0; i < len(queue); i++ {
+		key := queue[i]
+		if slices.ContainsFunc(queue[:i], func(k []byte) bool { return bytes.Equal(k, key) }) {
+			continue
+		}
+		r.mu.Lock()
+		ws := slices.Clone(r.waiting[string(key)])
+		r.mu.Unlock()
+		for _, w := range ws {
+			st := r.tryServe(w, key, c, &queue)
+			if st == waiting {
+				break // the key is empty again (or not a fit): the rest wait
+			}
+		}
+	}
+	clear(queue)
+}
+
+// tryServe runs w's try for key unless w has left; it returns served when
+// the try succeeded, left when w was gone, and waiting when the try found
+// nothing. Run by another connection than w's, it moves the keys the try
+// signalled to *queue, cloned: they belong to w's arguments, which w
+// reuses once it runs again.
+func (r *blockRegistry) tryServe(w *waiter, key []byte, runner *conn, queue *[][]byte) waiterState {
+	w.mu.Lock()
+	if w.state != waiting {
+		w.mu.Unlock()
+		return left
+	}
+	ok := w.try(key)
+	if ok {
+		w.state = served
+	}
+	if w.c != runner {
+		for _, k := range w.c.blk.ready {
+			*queue = append(*queue, bytes.Clone(k))
+		}
+		clear(w.c.blk.ready)
+		w.c.blk.ready = w.c.blk.ready[:0]
+	}
+	w.mu.Unlock()
+	if !ok {
+		return waiting
+	}
+	r.remove(w)
+	close(w.served)
+	return served
+}
+
+// add registers w on its keys, at the end of each key's queue.
+func (r *blockRegistry) add(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting == nil {
+		r.waiting = map[string][]*waiter{}
+	}
+	for _, k := range w.keys {
+		r.waiting[k] = append(r.waiting[k], w)
+	}
+	r.blocked.Add(1)
+}
+
+// remove takes w off its keys' queues; it is idempotent.
+func (r *blockRegistry) remove(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found := false
+	for _, k := range w.keys {
+		ws := r.waiting[k]
+		if i := slices.Index(ws, w); i >= 0 {
+			found = true
+			ws = slices.Delete(ws, i, i+1)
+			if len(ws) == 0 {
+				delete(r.waiting, k)
+			} else {
+				r.waiting[k] = ws
+			}
+		}
+	}
+	if found {
+		r.blocked.Add(-1)
+	}
+}
+
+// blockingCommand runs a blocking command (see blockRegistry): try(nil)
+// first, then, when that found nothing, blocks on keys for timeout (0:
+// forever) unless the connection may not block.
+func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(key []byte) bool, timedOut func()) {
+	if try(nil) {
+		return
+	}
+	if !c.mayBlock() || c.block(keys, timeout, try) == blockTimedOut {
+		timedOut()
+	}
+}
+
+// block parks the connection until try serves it from one of keys, the
+// timeout passes (0: never), the client disconnects or the server shuts
+// down. While parked it reads the client's input ahead, so that it sees
+// a disconnect; that input is served once the command ends. On a
+// disconnect the connection ends without a reply, as in Redis; on shutdown
+// the client gets an error.
+func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) bool) blockResult {
+	r := &c.s.blocked
+	w := &waiter{c: c, try: try, served: make(chan struct{})}
+	for _, k := range keys {
+		if !slices.Contains(w.keys, string(k)) {
+			w.keys = append(w.keys, string(k))
+		}
+	}
+	r.add(w)
+	// A write that committed between the caller's try and add found no
+	// waiter to serve.
+	if r.tryServe(w, nil, c, nil) == served {
+		return blockServed
+	}
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	stop, gone := c.readAheadWhileBlocked()
+	res := blockTimedOut
+	select {
+	case <-w.served:
+	case <-timer:
+	case <-gone:
+		res = blockAborted
+	case <-c.s.done:
+		res = blockAborted
+	}
+	stop()
+	r.remove(w)
+	w.mu.Lock()
+	if w.state == served {
+		res = blockServed
+	}
+	w.state = max(w.state, left)
+	w.mu.Unlock()
+	switch {
+	case res != blockAborted:
+	case c.blk.readErr != nil:
+		c.quit = true
+	default:
+		c.fail(engineError(lsmgo.ErrClosed))
+	}
+	return res
+}
+
+// readAheadWhileBlocked reads the client's input into c.blk.readAhead in
+// the background, so that a client that disconnects while blocked is
+// noticed (gone closes). stop ends the reading and returns once it has.
+func (c *conn) readAheadWhileBlocked() (stop func(), gone <-chan struct{}) {
+	goneCh := make(chan struct{})
+	exited := make(chan struct{})
+	// The idle timeout does not apply to a blocked client.
+	c.nc.SetReadDeadline(time.Time{})
+	go func() {
+		defer close(exited)
+		buf := make([]byte, 4096)
+		for len(c.blk.readAhead) < maxReadAhead {
+			n, err := c.nc.Read(buf)
+			c.blk.readAhead = append(c.blk.readAhead, buf[:n]...)
+			c.s.stats.netIn.Add(int64(n))
+			if err != nil {
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					c.blk.readErr = err
+					close(goneCh)
+				}
+				return
+			}
+		}
+	}()
+	return func() {
+		c.nc.SetReadDeadline(aLongTimeAgo)
+		<-exited
+		// connReader.Read arms the idle deadline again, and checks for
+		// shutdown after doing so.
+		c.nc.SetReadDeadline(time.Time{})
+	}, goneCh
+}
+
+// aLongTimeAgo is a read deadline that interrupts a read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// takeReadAhead hands the RESP reader input read while the client was
+// blocked, then the read error that ended it; n is 0 and err nil when
+// there is none.
+func (c *conn) takeReadAhead(p []byte) (n int, err error) {
+	if len(c.blk.readAhead) > 0 {
+		n = copy(p, c.blk.readAhead)
+		c.blk.readAhead = c.blk.readAhead[n:]
+		if len(c.blk.readAhead) == 0 {
+			c.blk.readAhead = nil
+		}
+		return n, nil
+	}
+	err, c.blk.readErr = c.blk.readErr, nil
+	return 0, err
+}
+
+// parseTimeout parses a blocking command's timeout in seconds as Redis
+// does: a float truncated to whole milliseconds, 0 (or less than a
+// millisecond) blocking forever. It replies itself on error.
+func (c *conn) parseTimeout(arg []byte) (time.Duration, bool) {
+	f, ok := parseFloat(arg)
+	if !ok {
+		c.fail("ERR timeout is not a float or out of range")
+		return 0, false
+	}
+	ms := f * 1000
+	// Redis converts to a 64-bit integer, which overflow makes the most
+	// negative one on amd64.
+	if ms >= math.MaxInt64 || ms <= math.MinInt64 || int64(ms) < 0 {
+		c.fail("ERR timeout is negative")
+		return 0, false
+	}
+	if int64(ms) > math.MaxInt64-time.Now().UnixMilli() {
+		c.fail("ERR timeout is out of range")
+		return 0, false
+	}
+	// Durations past ~292 years are as good as forever.
+	return time.Duration(min(int64(ms), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
+}
