@@ -200,6 +200,71 @@ func (b *Batch) admit(kind base.Kind, keyLen, valueLen int) bool {
 	return true
 }
 
+// Append adds o's writes to b after b's own, as if each had been added to
+// b directly (a write b's limits refuse sets b's Err, and o's error, if
+// any, becomes b's). o is unchanged; b shares o's separated values, which
+// no batch modifies. A server running several commands as one
+// transaction gives each command a batch of its own, so that a command
+// that fails discards only its own writes, and appends each command's
+// writes to the transaction's batch.
+func (b *Batch) Append(o *Batch) {
+	if b.err != nil {
+		return
+	}
+	if o.err != nil {
+		b.err = o.err
+		return
+	}
+	r, err := batchrepr.NewReader(o.repr)
+	if err != nil {
+		b.err = err
+		return
+	}
+	blobs := o.blobs
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			b.err = err
+			return
+		}
+		if !ok {
+			return
+		}
+		valueLen := len(value)
+		if kind.IsBlob() {
+			valueLen = len(blobs[0])
+		} else if kind.HasExpiry() {
+			valueLen -= base.ExpiryLen
+		}
+		if !b.admit(kind, len(key), valueLen) {
+			return
+		}
+		b.repr = batchrepr.Append(b.repr, kind, key, value)
+		if kind.IsBlob() {
+			b.blobs = append(b.blobs, blobs[0])
+			b.blobBytes += len(blobs[0])
+			blobs = blobs[1:]
+		}
+	}
+}
+
+// ForEachKey calls fn with the key of each write in the batch, in order;
+// the slice is valid only during the call. A server uses it to learn
+// which of its keys a batch changes (Redis' WATCH).
+func (b *Batch) ForEachKey(fn func(key []byte)) {
+	r, err := batchrepr.NewReader(b.repr)
+	if err != nil {
+		return
+	}
+	for {
+		_, key, _, ok, err := r.Next()
+		if err != nil || !ok {
+			return
+		}
+		fn(key)
+	}
+}
+
 // Err returns why a write was refused (see Batch), or nil.
 func (b *Batch) Err() error { return b.err }
 

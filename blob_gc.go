@@ -104,25 +104,7 @@ func (db *DB) pickBlobRewrite(v *manifest.Version) *compaction.Compaction {
 	if best == nil {
 		return nil
 	}
-	c := &compaction.Compaction{
-		StartLevel:  bestLevel,
-		OutputLevel: bestLevel,
-		Inputs:      [2][]*manifest.FileMetadata{{best}, nil},
-		Manual:      true, // never a trivial move
-		Smallest:    best.Smallest.UserKey,
-		Largest:     best.Largest.UserKey,
-		Bottommost:  true,
-	}
-	for deeper := bestLevel + 1; deeper < manifest.NumLevels; deeper++ {
-		if len(v.Overlaps(deeper, c.Smallest, c.Largest)) > 0 {
-			c.Bottommost = false
-			break
-		}
-	}
-	if bestLevel+1 < manifest.NumLevels {
-		c.Grandparents = v.Overlaps(bestLevel+1, c.Smallest, c.Largest)
-	}
-	return c
+	return compaction.InPlace(v, bestLevel, best)
 }
 
 // relocate returns the value to write for an entry of a blob kind: value

@@ -44,11 +44,15 @@ func (db *DB) flushLoop() {
 		// sees all of m, so the newest version of each key serves it.
 		m.inflight.Wait()
 		db.waitVisible(m.maxSeq)
+		// The filter's state holds m's batches (they are visible now),
+		// so it sees the writes that came with each entry of m.
+		drop, release := db.compactionFilter()
 		db.mu.Lock()
 		snapshots := db.mu.snapshots.seqs()
 		db.mu.Unlock()
 
-		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil, nil)
+		metas, err := db.writeTables(m.mt.NewIter(), snapshots, false, nil, nil, drop)
+		release()
 		if err == nil {
 			edit := &manifest.VersionEdit{LogNum: nextLog, LastSeq: m.maxSeq}
 			for _, f := range metas {
@@ -155,6 +159,11 @@ func (db *DB) startCompactionLocked(c *compaction.Compaction) {
 		f.Compacting = true
 	}
 	db.mu.compacting++
+	db.mu.started++
+	if db.mu.running == nil {
+		db.mu.running = make(map[*compaction.Compaction]uint64)
+	}
+	db.mu.running[c] = db.mu.started
 }
 
 func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
@@ -162,6 +171,7 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 		f.Compacting = false
 	}
 	db.mu.compacting--
+	delete(db.mu.running, c)
 	switch {
 	case err == nil:
 		db.mu.compactBackoff = 0
@@ -196,16 +206,18 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 		return db.installCompaction(edit, nil)
 	}
 
-	db.mu.Lock()
-	snapshots := db.mu.snapshots.seqs()
-	db.mu.Unlock()
 	input, err := db.compactionInput(c)
 	if err != nil {
 		return err
 	}
+	drop, release := db.compactionFilter()
+	db.mu.Lock()
+	snapshots := db.mu.snapshots.seqs()
+	db.mu.Unlock()
 	splitter := compaction.NewOutputSplitter(c, db.opts.TargetFileSize)
 	gc := db.newBlobGC(db.rs.Load().version)
-	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter, gc)
+	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter, gc, drop)
+	release()
 	if err == nil {
 		err = gc.finish()
 		if err != nil {
@@ -287,9 +299,14 @@ func (db *DB) newLevelIter(files []*manifest.FileMetadata, lower, upper []byte) 
 // tables, cut where splitter says (one table when splitter is nil), and
 // makes their directory entries durable. On error it removes what it wrote.
 //
-// A non-nil gc relocates the values of blob files being collected.
-func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter, gc *blobGC) (metas []*manifest.FileMetadata, err error) {
+// A non-nil gc relocates the values of blob files being collected; a
+// non-nil drop is the compaction filter (CompactionFilter). A version it
+// turns into a deletion is written without its value, so the blob bytes
+// it pointed to leave the table's references.
+func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, splitter *compaction.OutputSplitter, gc *blobGC, drop func([]byte) bool) (metas []*manifest.FileMetadata, err error) {
 	it := compaction.NewIter(input, snapshots, bottommost, db.opts.Now().UnixMilli())
+	it.SetFilter(drop)
+	defer func() { db.m.filtered.Add(it.Filtered()) }()
 	var w *sstable.Writer
 	var num base.FileNum
 	// written collects the finished tables. The error paths return nil

@@ -93,7 +93,12 @@ type DB struct {
 		walFailed  error
 		flushing   bool
 		compacting int
-		snapshots  snapshotList
+		// started counts the compactions started since Open; running
+		// maps each running one to its number, so that Compact can wait
+		// for those whose compaction filter read an older state.
+		started   uint64
+		running   map[*compaction.Compaction]uint64
+		snapshots snapshotList
 		// nextMemID numbers memtables so Flush can wait for one.
 		nextMemID uint64
 		flushedID uint64
@@ -413,13 +418,29 @@ func (db *DB) Flush() error {
 // Compact flushes the memtable, then compacts every table overlapping the
 // user-key range [start, end] (nil means unbounded) down level by level,
 // dropping overwritten versions, tombstones and expired entries that no
-// snapshot needs. It returns when done.
+// snapshot needs. With a compaction filter (Options.NewCompactionFilter)
+// it then also rewrites each table of the last level in the range that
+// it has not rewritten yet, so that the filter sees every entry of the
+// range. It returns when done.
 func (db *DB) Compact(start, end []byte) error {
 	if err := db.Flush(); err != nil {
 		return err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	var unseen map[base.FileNum]bool
+	if db.opts.NewCompactionFilter != nil {
+		// A compaction running now may have started its filter from a
+		// state older than the caller's last write, and its outputs would
+		// then count as seen; wait for it to finish first.
+		for last := db.mu.started; db.runningSinceLocked(last) && db.mu.bgErr == nil && !db.closed.Load(); {
+			db.mu.cond.Wait()
+		}
+		unseen = make(map[base.FileNum]bool)
+		for _, f := range db.rs.Load().version.Overlaps(manifest.NumLevels-1, start, end) {
+			unseen[f.FileNum] = true
+		}
+	}
 	for level := 0; level < manifest.NumLevels-1; level++ {
 		for {
 			if db.mu.bgErr != nil {
@@ -438,21 +459,79 @@ func (db *DB) Compact(start, end []byte) error {
 				db.mu.cond.Wait()
 				continue
 			}
-			db.startCompactionLocked(c)
-			db.mu.Unlock()
-			err := db.runCompaction(c)
-			db.mu.Lock()
-			db.finishCompactionLocked(c, err)
-			if retryable(err) {
-				return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
-			}
-			if err != nil {
+			if err := db.runManualLocked(c); err != nil {
 				return err
 			}
 			break
 		}
 	}
+	return db.rewriteUnseenLocked(start, end, unseen)
+}
+
+// rewriteUnseenLocked rewrites in place, one at a time, the tables of the
+// last level overlapping [start, end] whose numbers are in unseen: tables
+// that no compaction of the Compact call took as input, and that the
+// compaction filter has therefore not seen. A table another compaction
+// holds is waited for; if that compaction replaced it, its filter has
+// seen it. db.mu is held.
+func (db *DB) rewriteUnseenLocked(start, end []byte, unseen map[base.FileNum]bool) error {
+	for len(unseen) > 0 {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.closed.Load() {
+			return ErrClosed
+		}
+		v := db.rs.Load().version
+		var f *manifest.FileMetadata
+		busy := false
+		for _, g := range v.Overlaps(manifest.NumLevels-1, start, end) {
+			switch {
+			case !unseen[g.FileNum]:
+			case g.Compacting:
+				busy = true
+			case f == nil:
+				f = g
+			}
+		}
+		if f == nil {
+			if !busy {
+				return nil
+			}
+			db.mu.cond.Wait()
+			continue
+		}
+		delete(unseen, f.FileNum)
+		if err := db.runManualLocked(compaction.InPlace(v, manifest.NumLevels-1, f)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// runningSinceLocked reports whether a compaction numbered n or lower is
+// still running. db.mu is held.
+func (db *DB) runningSinceLocked(n uint64) bool {
+	for _, m := range db.mu.running {
+		if m <= n {
+			return true
+		}
+	}
+	return false
+}
+
+// runManualLocked runs c, a compaction Compact asked for, with db.mu
+// released meanwhile. db.mu is held.
+func (db *DB) runManualLocked(c *compaction.Compaction) error {
+	db.startCompactionLocked(c)
+	db.mu.Unlock()
+	err := db.runCompaction(c)
+	db.mu.Lock()
+	db.finishCompactionLocked(c, err)
+	if retryable(err) {
+		return &noSpaceError{fmt.Errorf("compaction postponed: %w", err)}
+	}
+	return err
 }
 
 // noteCorruption counts a read or compaction that met damaged data and

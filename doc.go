@@ -18,7 +18,7 @@
 // # Reading
 //
 // Every read goes through the Reader interface (Get, GetWithExpiry,
-// NewIter), and three types implement it, which differ only in what state
+// NewIter), and four types implement it; the first three which differ only in what state
 // they read and what holding them costs:
 //
 //   - *DB reads the newest state: each call pins the current memtables and
@@ -35,12 +35,17 @@
 //     flushes and compactions replaced them, so close a View within the
 //     request that took it. The server answers each run of pipelined GETs
 //     from one View.
+//   - *Overlay (View.Overlay) reads a View's state with a Batch's writes
+//     on top, as if the batch were applied: a transaction that commits
+//     its writes as one batch reads its own writes through it. The
+//     server's EXEC does.
 //
 // Close every Snapshot and View, and every Iterator, before the DB; Close
 // reports leaked snapshots and iterators. Reader has no Close of its own:
 // the code that took a Snapshot or View closes it, not the code it lends
 // it to. Batch is not a Reader: it is an encoded list of writes with no
-// index, and Apply is its only consumer.
+// index; Apply commits it, Append joins one to another, and an Overlay
+// indexes one to read it.
 //
 // Byte slices: Get returns a copy the caller owns. Iterator.Key and
 // Iterator.Value are valid only until the iterator moves. Keys and values

@@ -61,6 +61,14 @@ func (db *DB) newIter(o *IterOptions, readSeq base.SeqNum) (*Iterator, error) {
 // newIterIn returns an iterator over the pinned read state rs at readSeq;
 // it takes over the caller's reference to rs.
 func (db *DB) newIterIn(o *IterOptions, rs *readState, readSeq base.SeqNum) (*Iterator, error) {
+	return db.newIterOver(o, rs, readSeq, nil)
+}
+
+// newIterOver is newIterIn with top, when not nil, as a source newer than
+// every other (an Overlay's batch): the others then show only the entries
+// below readSeq, and the iterator reads top's entries too, up to its
+// sequence numbers (see Overlay.NewIter).
+func (db *DB) newIterOver(o *IterOptions, rs *readState, readSeq base.SeqNum, top *overlayTop) (*Iterator, error) {
 	it := &Iterator{db: db, rs: rs, readSeq: readSeq, nowMs: db.opts.Now().UnixMilli()}
 	if o != nil {
 		it.lower = bytes.Clone(o.LowerBound)
@@ -88,6 +96,13 @@ func (db *DB) newIterIn(o *IterOptions, rs *readState, readSeq base.SeqNum) (*It
 		if files := rs.version.Files[level]; len(files) > 0 {
 			children = append(children, db.newLevelIter(files, it.lower, it.upper))
 		}
+	}
+	if top != nil {
+		for i, c := range children {
+			children[i] = &seqFilter{InternalIterator: c, below: readSeq}
+		}
+		children = append(children, top.mt.NewIter())
+		it.readSeq = top.readSeq
 	}
 	it.it = iter.NewMergingIter(children...)
 	db.m.openIters.Add(1)

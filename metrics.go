@@ -19,6 +19,7 @@ type dbMetrics struct {
 	flushes, flushBytes           atomic.Int64
 	compactions, moves            atomic.Int64
 	compactRead, compactWritten   atomic.Int64
+	filtered                      atomic.Int64
 	stalls, stallNanos, slowdowns atomic.Int64
 	backgroundErrors              atomic.Int64
 	noSpaceRetries, noSpaceWrites atomic.Int64
@@ -71,6 +72,9 @@ type Metrics struct {
 		// without rewriting it.
 		Count, Moves, BytesRead, BytesWritten int64
 		Running                               int
+		// Filtered counts the entries that flushes and compactions
+		// turned into deletions because the CompactionFilter said so.
+		Filtered int64
 	}
 	Stall struct {
 		// Count and Duration are writes that waited for flush or
@@ -190,6 +194,7 @@ func (db *DB) Metrics() *Metrics {
 	m.Flush.Count, m.Flush.BytesWritten = db.m.flushes.Load(), db.m.flushBytes.Load()
 	m.Compaction.Count, m.Compaction.Moves = db.m.compactions.Load(), db.m.moves.Load()
 	m.Compaction.BytesRead, m.Compaction.BytesWritten = db.m.compactRead.Load(), db.m.compactWritten.Load()
+	m.Compaction.Filtered = db.m.filtered.Load()
 	m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns = db.m.stalls.Load(), time.Duration(db.m.stallNanos.Load()), db.m.slowdowns.Load()
 	m.Cache.Hits, m.Cache.Misses, m.Cache.Bytes, m.Cache.Blocks = db.blockCache.Metrics()
 	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
@@ -222,9 +227,9 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "memtables: %d (%s)\n", m.MemTables.Count, humanBytes(m.MemTables.Bytes))
 	fmt.Fprintf(&b, "wal: %s written, %d syncs, %s dropped by recovery; commits: %d batches in %d groups\n",
 		humanBytes(m.WAL.Bytes), m.WAL.Syncs, humanBytes(m.WAL.RecoveryDroppedBytes), m.Commits.Batches, m.Commits.Groups)
-	fmt.Fprintf(&b, "flush: %d (%s); compactions: %d + %d moves, %d running, read %s, wrote %s; write-amp %.2f\n",
+	fmt.Fprintf(&b, "flush: %d (%s); compactions: %d + %d moves, %d running, read %s, wrote %s, filtered %d; write-amp %.2f\n",
 		m.Flush.Count, humanBytes(m.Flush.BytesWritten), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Running,
-		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten), m.WriteAmplification())
+		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten), m.Compaction.Filtered, m.WriteAmplification())
 	fmt.Fprintf(&b, "stalls: %d (%s), slowdowns: %d\n", m.Stall.Count, m.Stall.Duration, m.Stall.Slowdowns)
 	fmt.Fprintf(&b, "cache: %d hits, %d misses, %s in %d blocks; bloom: %d negatives, %d positives\n",
 		m.Cache.Hits, m.Cache.Misses, humanBytes(m.Cache.Bytes), m.Cache.Blocks, m.Bloom.Negatives, m.Bloom.Positives)

@@ -200,6 +200,12 @@ type Options struct {
 	// half of the blob bytes on disk are garbage, and each live value is
 	// copied at most once per halving. Negative turns collection off.
 	BlobGCThreshold float64
+	// NewCompactionFilter, when set, makes the CompactionFilter of each
+	// flush and compaction from a Reader of the DB's state when it
+	// began; a nil result means no filter for that run. The filter lets
+	// the application reclaim entries it knows are dead (see
+	// CompactionFilter for the rules it must follow).
+	NewCompactionFilter func(state Reader) CompactionFilter
 
 	// blobFileSize, when set (by tests), replaces blobTargetFileSize, so
 	// that a test writing a few hundred KiB sees blob files retired and

@@ -421,7 +421,7 @@ func (r *walReplay) flush() error {
 	if r.mt.Empty() {
 		return nil
 	}
-	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil, nil)
+	out, err := r.db.writeTables(r.mt.NewIter(), nil, false, nil, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ import (
 // argument order, writes the reply and returns true, or returns false
 // having written and committed nothing (every key empty); blockingCommand
 // runs it, then blocks the client when it found nothing (unless inside
-// EXEC: c.inExec makes the command behave as its non-blocking form), and
+// EXEC: c.inExec() makes the command behave as its non-blocking form), and
 // calls timedOut to write the reply of a command that found nothing in
 // time. A disconnect while blocked ends the connection; shutdown replies
 // with an error.
@@ -106,9 +106,9 @@ type blockState struct {
 }
 
 // mayBlock reports whether a blocking command may block: not inside
-// EXEC, where it behaves as its non-blocking form (c.inExec is set by
+// EXEC, where it behaves as its non-blocking form (c.inExec() reports
 // EXEC while it runs the queued commands).
-func (c *conn) mayBlock() bool { return !c.inExec }
+func (c *conn) mayBlock() bool { return !c.inExec() }
 
 // signalReady records that the running command may have made key a
 // non-empty value; key must stay valid until the command finishes.

@@ -64,7 +64,7 @@ func (c *conn) getColl(key []byte, typ byte) (m collMeta, exists, ok bool) {
 // pipeline's view; the caller defers the returned func. Without a view
 // (the DB closing) reads go to the DB.
 func (c *conn) pin() func() {
-	if c.view != nil {
+	if c.view != nil || c.inExec() {
 		return func() {}
 	}
 	v, err := c.s.ks.newView()

@@ -77,20 +77,22 @@ func distinct(keys [][]byte, fn func(key []byte)) {
 }
 
 // cmdDel implements DEL and UNLINK, which are the same here: deleting is
-// one tombstone per key whatever the value's size.
+// one tombstone per key whatever the value's size; a collection's
+// elements are reclaimed later (reclaim.go).
 func cmdDel(c *conn, _ *command, args [][]byte) {
 	held := c.lock(args[1:], 1)
 	defer c.unlock(held)
-	var n int64
+	var deleted []deletedEntry
 	var err error
 	distinct(args[1:], func(key []byte) {
+		var e entry
 		var exists bool
 		if err == nil {
-			exists, err = c.s.ks.exists(c.reader(), &c.scratch, key)
+			e, exists, err = c.s.ks.getEntry(c.reader(), &c.scratch, key)
 		}
 		if exists {
 			c.s.ks.deleteKey(c.batch, &c.scratch, key)
-			n++
+			deleted = append(deleted, deletedEntry{key, e})
 		}
 	})
 	if err != nil {
@@ -101,7 +103,16 @@ func cmdDel(c *conn, _ *command, args [][]byte) {
 	if !c.apply() {
 		return
 	}
-	c.wr.Int(n)
+	for _, d := range deleted {
+		c.s.ks.reclaimDeleted(d.key, d.e)
+	}
+	c.wr.Int(int64(len(deleted)))
+}
+
+// deletedEntry is a key a command deletes and the entry it held.
+type deletedEntry struct {
+	key []byte
+	e   entry
 }
 
 func cmdExists(c *conn, _ *command, args [][]byte) {
@@ -133,14 +144,9 @@ func cmdType(c *conn, _ *command, args [][]byte) {
 func rename(nx bool) handler {
 	return func(c *conn, _ *command, args [][]byte) {
 		src, dst := args[1], args[2]
-		held := c.lock(args[1:3], 1)
+		held, e, ok := c.lockSource(args, func() { c.fail(msgNoSuchKey) })
 		defer c.unlock(held)
-		e, exists, ok := c.getEntry(src)
 		if !ok {
-			return
-		}
-		if !exists {
-			c.fail(msgNoSuchKey)
 			return
 		}
 		if bytes.Equal(src, dst) {
@@ -162,25 +168,14 @@ func rename(nx bool) handler {
 				return
 			}
 		}
-		if e.typ != typeString {
-			// A collection's elements are keyed by its name: they are
-			// copied under a new version, O(elements) in one batch.
-			m, err := decodeMeta(src, e)
-			if err == nil {
-				err = c.s.ks.copyColl(c.reader(), c.batch, &c.scratch, src, dst, m)
-			}
-			if err != nil {
-				c.batch.Reset()
-				c.replyErr(err)
-				return
-			}
-		} else {
-			c.s.ks.putEntry(c.batch, &c.scratch, dst, e)
+		if !c.putCopy(src, dst, e) {
+			return
 		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, src)
 		if !c.apply() {
 			return
 		}
+		c.s.ks.reclaimDeleted(src, e)
 		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 		if nx {
 			c.wr.Int(1)
@@ -259,6 +254,7 @@ func expire(u timeArg) handler {
 			if !c.apply() {
 				return
 			}
+			c.s.ks.reclaimDeleted(args[1], e)
 		} else {
 			e.expireAt = time.UnixMilli(when)
 			c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
@@ -335,7 +331,7 @@ func cmdKeys(c *conn, _ *command, args [][]byte) {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
-	err := c.s.ks.scanKeys(lower, upper, func(key []byte, _ byte, _ bool) bool {
+	err := c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, _ byte, _ bool) bool {
 		if globMatch(pattern, key, false) {
 			keys = append(keys, bytes.Clone(key))
 		}
@@ -405,7 +401,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 		lower, upper = matchRange(pattern, from)
 	}
 	examined := int64(0)
-	err = c.s.ks.scanKeys(lower, upper, func(key []byte, typ byte, _ bool) bool {
+	err = c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, typ byte, _ bool) bool {
 		if examined == count {
 			next = bytes.Clone(key)
 			return false
@@ -435,7 +431,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 
 // cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
 func cmdRandomKey(c *conn, _ *command, _ [][]byte) {
-	key, ok, err := c.s.ks.randomKey()
+	key, ok, err := c.s.ks.randomKey(c.reader())
 	switch {
 	case err != nil:
 		c.replyErr(err)

@@ -795,7 +795,15 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 	}
 	c.blockingCommand([][]byte{src}, timeout, func(key []byte) bool {
 		return c.listMove(src, dst, fromLeft, toLeft, key != nil)
-	}, c.wr.NullArray) // Redis' timeout reply here is a null array too
+	}, func() {
+		// Redis' timeout reply is a null array; inside EXEC the command
+		// runs as LMOVE and answers as LMOVE does.
+		if c.mayBlock() {
+			c.wr.NullArray()
+		} else {
+			c.wr.Null()
+		}
+	})
 }
 
 // popFirst pops from the first non-empty list among keys (only from key

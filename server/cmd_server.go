@@ -13,7 +13,7 @@ func init() {
 	const conn, srv = "connection", "server"
 	fast := flagFast
 	register(
-		spec{name: "ping", arity: -1, flags: fast, group: conn, since: "1.0.0",
+		spec{name: "ping", arity: -1, flags: fast, pipe: pipeSubscribed, group: conn, since: "1.0.0",
 			summary: "Returns the server's liveliness response.", run: cmdPing},
 		spec{name: "echo", arity: 2, flags: fast, group: conn, since: "1.0.0",
 			summary: "Returns the given string.", run: cmdEcho},
@@ -23,9 +23,9 @@ func init() {
 			summary: "Authenticates the connection.", run: cmdAuth},
 		spec{name: "select", arity: 2, flags: flagLoading | flagStale | fast, group: conn, since: "1.0.0",
 			summary: "Changes the selected database.", run: cmdSelect},
-		spec{name: "quit", arity: -1, flags: flagNoAuth | fast, group: conn, since: "1.0.0",
+		spec{name: "quit", arity: -1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "1.0.0",
 			summary: "Closes the connection.", run: cmdQuit},
-		spec{name: "reset", arity: 1, flags: flagNoAuth | fast, group: conn, since: "6.2.0",
+		spec{name: "reset", arity: 1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "6.2.0",
 			summary: "Resets the connection.", run: cmdReset},
 		spec{name: "client", arity: -2, group: conn, since: "2.4.0", summary: "A container for client connection commands.",
 			subs: []spec{
@@ -87,6 +87,17 @@ func cmdHelp(c *conn, cmd *command, _ [][]byte) {
 }
 
 func cmdPing(c *conn, cmd *command, args [][]byte) {
+	if len(args) <= 2 && c.subscribed() && c.wr.Protocol() == 2 {
+		// Redis' subscribed-mode PING: an array, as a message is.
+		c.wr.ArrayHeader(2)
+		c.wr.BulkString("pong")
+		if len(args) == 2 {
+			c.wr.Bulk(args[1])
+		} else {
+			c.wr.BulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.wr.SimpleString("PONG")
@@ -117,6 +128,8 @@ func cmdQuit(c *conn, _ *command, _ [][]byte) {
 }
 
 func cmdReset(c *conn, _ *command, _ [][]byte) {
+	c.discard()
+	c.unsubscribeAll()
 	c.setProtocol(2)
 	c.setAuthed(c.s.config().RequirePass == "")
 	c.info.Lock()
@@ -549,7 +562,7 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) {
 
 func cmdDBSize(c *conn, _ *command, _ [][]byte) {
 	var n int64
-	err := c.s.ks.scanKeys(nil, nil, func([]byte, byte, bool) bool {
+	err := c.s.ks.scanKeys(c.reader(), nil, nil, func([]byte, byte, bool) bool {
 		n++
 		return true
 	})
@@ -565,17 +578,23 @@ func cmdDBSize(c *conn, _ *command, _ [][]byte) {
 const flushBatchKeys = 1000
 
 // cmdFlush implements FLUSHDB and FLUSHALL [ASYNC|SYNC]: a tombstone per
-// key, in batches. Writes racing with it may survive it.
+// key, in batches. Writes racing with it may survive it. Each batch
+// commits holding every stripe, so that it falls wholly before or after
+// any EXEC (whose checks of WATCH rely on holding its keys' stripes).
 func cmdFlush(c *conn, _ *command, args [][]byte) {
 	if len(args) > 2 || len(args) == 2 && !is(args[1], "ASYNC") && !is(args[1], "SYNC") {
 		c.fail(msgSyntax)
 		return
 	}
 	applied := true
-	err := c.s.ks.scanKeys(nil, nil, func(key []byte, _ byte, _ bool) bool {
+	var elems int64 // of the collections deleted, for reclaimAll
+	err := c.s.ks.scanKeys(c.reader(), nil, nil, func(key []byte, typ byte, _ bool) bool {
+		if typ != typeString {
+			elems += c.s.ks.elemCount(&c.scratch, key)
+		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, key)
 		if c.batch.Count() >= flushBatchKeys {
-			applied = c.apply()
+			applied = c.applyHoldingAll()
 		}
 		return applied
 	})
@@ -584,9 +603,19 @@ func cmdFlush(c *conn, _ *command, args [][]byte) {
 	case err != nil:
 		c.batch.Reset()
 		c.replyErr(err)
-	case c.apply():
+	case c.applyHoldingAll():
+		if elems >= reclaimMinElems {
+			c.s.ks.reclaimAll()
+		}
 		c.ok()
 	}
+}
+
+// applyHoldingAll is apply holding every stripe.
+func (c *conn) applyHoldingAll() bool {
+	held := c.lockAll()
+	defer c.unlock(held)
+	return c.apply()
 }
 
 func cmdTime(c *conn, _ *command, _ [][]byte) {

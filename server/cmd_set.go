@@ -39,7 +39,7 @@ func init() {
 			summary: "Stores the union of multiple sets in a key.", run: setAlgebra(setUnion, true)},
 		spec{name: "sdiffstore", arity: -3, flags: rw, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
 			summary: "Stores the difference of multiple sets in a key.", run: setAlgebra(setDiff, true)},
-		spec{name: "sintercard", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
+		spec{name: "sintercard", arity: -3, flags: ro | flagMovableKeys, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
 			summary: "Returns the number of members of the intersect of multiple sets.", run: cmdSInterCard},
 		spec{name: "sscan", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.8.0",
 			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeSet, false) }},

@@ -56,14 +56,27 @@ func init() {
 }
 
 // lock takes the stripes of every step-th key in keys and returns what to
-// pass to unlock.
+// pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
 func (c *conn) lock(keys [][]byte, step int) lockSet {
+	if c.inExec() {
+		return nil
+	}
 	locks := c.s.ks.locks
 	set := c.stripes[:0]
 	for i := 0; i < len(keys); i += step {
 		set = set.add(locks, keys[i])
 	}
 	set = set.lock(locks)
+	c.stripes = set
+	return set
+}
+
+// lockAll takes every stripe, as lock does for keys.
+func (c *conn) lockAll() lockSet {
+	if c.inExec() {
+		return nil
+	}
+	set := allStripes(c.stripes).lock(c.s.ks.locks)
 	c.stripes = set
 	return set
 }
@@ -112,8 +125,18 @@ func (c *conn) maxStringLen(key []byte) int64 {
 }
 
 // apply commits and empties the connection's batch; on failure it replies
-// with the error and returns false.
+// with the error and returns false. Inside EXEC the batch joins the
+// transaction's, which commits at the end of EXEC.
 func (c *conn) apply() bool {
+	if c.inExec() {
+		c.exec.batch.Append(c.batch)
+		c.batch.Reset()
+		if err := c.exec.batch.Err(); err != nil {
+			c.replyErr(err)
+			return false
+		}
+		return true
+	}
 	err := c.s.ks.apply(c.batch)
 	c.batch.Reset()
 	if err != nil {

@@ -28,11 +28,13 @@ import (
 // no earlier collection at the same key has had, so elements left behind
 // by a deleted one are invisible to its successor, and DEL, EXPIRE and
 // FLUSHALL of a collection write only its metadata, whatever its size.
-// Those stale elements stay on disk until a later change reclaims them
-// (doc/server.md says how far that is).
+// Those stale elements stay on disk until the engine's compaction filter
+// drops them (reclaim.go); for that, every command writes a collection's
+// metadata in the batch of the elements it writes, and every element of
+// every type lives in the 'e' range under its collection's version.
 //
 // A list's metadata carries 8 more bytes, the slot of its first element
-// (cmd_list.go).
+// (cmd_list.go); like every type's, it starts with the version.
 const (
 	elemPrefix  = 'e'
 	metaLen     = 16
@@ -231,24 +233,34 @@ func (ks *keyspace) scanElems(r lsmgo.Reader, userKey []byte, m collMeta, from [
 	return it.Close()
 }
 
-// copyColl adds to b a copy of the collection m at src as a new collection
-// at dst, with a version of its own and m's expiry; it reads m's elements
-// through r. The batch grows with the collection.
-func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, src, dst []byte, m collMeta) error {
-	nm, err := ks.newColl(m.typ)
+// copyColl adds to b a copy of the collection in e at src as a new
+// collection at dst, with a version of its own and e's expiry; it reads
+// the elements through r. It knows no type: every collection's metadata
+// starts with its version, which the copy replaces, and every element
+// lives in the collection's 'e' range, which the copy walks whole, so a
+// new collection type copies (COPY, RENAME) without code of its own. The
+// batch grows with the collection.
+func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, src, dst []byte, e entry) error {
+	if len(e.payload) < 8 {
+		return &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", src), Offset: -1,
+			Reason: fmt.Sprintf("%s metadata is %d bytes, too short for a version", typeNames[e.typ], len(e.payload))}
+	}
+	from := collMeta{version: binary.BigEndian.Uint64(e.payload)}
+	to, err := ks.newColl(e.typ)
 	if err != nil {
 		return err
 	}
-	nm.count, nm.expireAt, nm.head = m.count, m.expireAt, m.head
 	var buf []byte
-	err = ks.scanElems(r, src, m, nil, func(elem, val []byte) bool {
-		ks.putElem(b, &buf, dst, nm, elem, val)
+	err = ks.scanElems(r, src, from, nil, func(elem, val []byte) bool {
+		ks.putElem(b, &buf, dst, to, elem, val)
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	ks.putColl(b, scratch, dst, nm)
+	payload := bytes.Clone(e.payload)
+	binary.BigEndian.PutUint64(payload, to.version)
+	ks.putEntry(b, scratch, dst, entry{typ: e.typ, payload: payload, expireAt: e.expireAt})
 	return nil
 }
 

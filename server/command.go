@@ -17,9 +17,13 @@ const (
 	flagFast
 	flagLoading
 	flagStale
+	// flagMovableKeys marks a command whose keys firstKey, lastKey and
+	// step do not locate (a numkeys argument says where they are): EXEC
+	// then locks every stripe for it.
+	flagMovableKeys
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale", "movablekeys"}
 
 func (f cmdFlags) names() []string {
 	var out []string
@@ -45,6 +49,12 @@ const (
 	// any command without the flag closes the view first. A command that
 	// writes must never have it: its reads must see the latest state.
 	pipeView pipeFlags = 1 << iota
+	// pipeNoQueue marks a command that runs at once inside MULTI instead
+	// of being queued (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET).
+	pipeNoQueue
+	// pipeSubscribed marks a command a RESP2 client may send while
+	// subscribed ((P)(UN)SUBSCRIBE, PING, QUIT, RESET).
+	pipeSubscribed
 )
 
 // handler runs a command: cmd is the table entry it runs as (a handler

@@ -120,6 +120,11 @@ type Config struct {
 	// hold together ("maxmemory-clients", live); past it the biggest
 	// clients are closed first. 0 disables the bound. Default 1 GiB.
 	MaxMemoryClients int64
+	// PubsubBufferLimit bounds the messages a subscriber has not read
+	// yet ("client-output-buffer-limit", pubsub class, live): past Hard,
+	// or past Soft for longer than SoftTime, the subscriber is closed.
+	// Default 32 MiB, 8 MiB for 60 s, as in Redis.
+	PubsubBufferLimit outputLimit
 	// ShutdownTimeout bounds a graceful shutdown ("shutdown-timeout",
 	// seconds or a duration such as 500ms, live): clients still busy when
 	// it passes are cut off, pending pipelines are dropped, and the engine
@@ -158,6 +163,7 @@ func DefaultConfig() Config {
 		LogLevel:          "notice",
 		ShutdownTimeout:   30 * time.Second,
 		MaxMemoryClients:  1 << 30,
+		PubsubBufferLimit: outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
 		Images:            true,
 		ImagesAnonymous:   "auto",
 		ImagesMaxBytes:    imgbed.DefaultMaxBytes,
@@ -202,6 +208,7 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
 	sizeSetting("maxmemory-clients", "bytes all clients' query buffers may hold together; the biggest clients are closed first (0: no bound)", true, 0, math.MaxInt64,
 		func(c *Config) *int64 { return &c.MaxMemoryClients }),
+	outputLimitSetting(),
 	sizeSetting("client-query-buffer-limit", "largest unfinished command a client may send, in bytes", true, 1024, math.MaxInt64,
 		func(c *Config) *int64 { return &c.QueryBufferLimit }),
 	durationSetting("slowlog-log-slower-than", "slow log threshold in microseconds (negative: off)", true, time.Microsecond, math.MinInt64,

@@ -80,11 +80,20 @@ type conn struct {
 	// meanwhile.
 	view *lsmgo.View
 
-	// inExec is set while EXEC runs queued commands: a blocking command
-	// then behaves as its non-blocking form (blocking.go).
-	inExec bool
 	// blk is the connection's part in blocking commands (blocking.go).
 	blk blockState
+	// tx is the transaction MULTI opened, nil outside one; exec is set
+	// while EXEC runs its commands (see tx.go). watched lists the keys
+	// WATCH named; watchDirty is set, by any connection's write, once
+	// one of them changed.
+	// sub is the connection's Pub/Sub state, nil until it first
+	// subscribes (pubsub.go).
+	sub *subscriber
+
+	tx         *transaction
+	exec       *execState
+	watched    []watchedKey
+	watchDirty atomic.Bool
 
 	scratch []byte // engine keys and values under construction
 	elemBuf []byte // collection element keys under construction
@@ -119,30 +128,49 @@ type connReader struct{ c *conn }
 
 func (r connReader) Read(p []byte) (int, error) {
 	c := r.c
-	c.closeView()
-	c.commitStaged()
-	if err := c.wr.Flush(); err != nil {
-		return 0, err
-	}
-	c.publish()
-	c.mark = time.Time{}
-	if n, err := c.takeReadAhead(p); n > 0 || err != nil {
+	for {
+		c.closeView()
+		c.commitStaged()
+		c.deliverPushes()
+		if err := c.wr.Flush(); err != nil {
+			return 0, err
+		}
+		c.flushedPushes()
+		c.publish()
+		c.mark = time.Time{}
+		if n, err := c.takeReadAhead(p); n > 0 || err != nil {
+			return n, err
+		}
+		cfg := c.s.config()
+		if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
+			return 0, errQueryBufferLimit
+		}
+		// A subscriber is exempt from the idle timeout, as in Redis; its
+		// deadline is reset each time, since publishers move it to wake
+		// it (pubsub.go).
+		switch {
+		case cfg.Timeout > 0 && !c.subscribed():
+			c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
+		case c.sub != nil:
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		// Checked after arming the deadline: see Server.shutdown.
+		if c.s.closing.Load() {
+			return 0, errShuttingDown
+		}
+		// Checked after arming the deadline too: a message queued
+		// after this check moves the deadline after this arming.
+		if c.pendingPushes() {
+			continue
+		}
+		n, err := c.nc.Read(p)
+		c.s.stats.netIn.Add(int64(n))
+		var ne net.Error
+		if n == 0 && c.sub != nil && errors.As(err, &ne) && ne.Timeout() && c.sub.woken.Swap(false) {
+			continue
+		}
 		return n, err
 	}
-	cfg := c.s.config()
-	if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
-		return 0, errQueryBufferLimit
-	}
-	if cfg.Timeout > 0 {
-		c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
-	}
-	// Checked after arming the deadline: see Server.shutdown.
-	if c.s.closing.Load() {
-		return 0, errShuttingDown
-	}
-	n, err := c.nc.Read(p)
-	c.s.stats.netIn.Add(int64(n))
-	return n, err
 }
 
 // countingWriter counts reply bytes for INFO and /metrics. It publishes
@@ -223,6 +251,8 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.unwatchAll()
+	c.unsubscribeAll()
 	c.closeView()
 	c.publish()
 	c.nc.Close()
@@ -241,7 +271,7 @@ func (c *conn) execute(args [][]byte) {
 	// A batchable write is staged when more input is already buffered, or
 	// when writes are staged already (the last write of a pipeline rides
 	// with the others: the batch commits before the next read anyway).
-	if cmd != nil && cmd.batch != nil && c.authed && cmd.arityOK(len(args)) &&
+	if cmd != nil && cmd.batch != nil && c.authed && c.tx == nil && cmd.arityOK(len(args)) &&
 		(c.rd.Buffered() > 0 || len(c.staged) > 0) && c.stage(cmd, args) {
 		return
 	}
@@ -274,25 +304,36 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgNoAuth)
 		return
 	}
+	if cmd.pipe&pipeSubscribed == 0 && c.subscribed() && c.wr.Protocol() == 2 {
+		c.reject(cmd, msgSubscribedOnly(cmd))
+		return
+	}
+	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
+		c.queue(cmd, args)
+		c.mark = time.Now()
+		c.lastActive.Store(c.mark.UnixNano())
+		return
+	}
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
 		// Without a view (the DB closing) reads go to the DB.
 		c.view, _ = c.s.ks.newView()
 	}
-	start := c.clock()
-	c.failed = false
-	cmd.run(c, cmd, args)
-	if len(c.blk.ready) > 0 && !c.inExec {
+	c.run(cmd, args)
+	// The clients blocked on keys this command filled are served once it
+	// has committed: inside EXEC, once EXEC has.
+	if len(c.blk.ready) > 0 && !c.inExec() {
 		c.s.blocked.serveReady(c)
 	}
-	now := time.Now()
-	c.mark = now
-	c.finished(cmd, args, now.Sub(start), c.failed)
 }
 
-// reader is what the running command reads through: the pipeline's view
-// when the command is a pipeView read inside a pipeline, else the DB's
+// reader is what the running command reads through: inside EXEC, the
+// transaction's state with its writes so far on top; the pipeline's view
+// when the command is a pipeView read inside a pipeline; else the DB's
 // newest state.
 func (c *conn) reader() lsmgo.Reader {
+	if c.exec != nil {
+		return c.exec.overlay
+	}
 	if c.view != nil {
 		return c.view
 	}
@@ -315,15 +356,24 @@ func (c *conn) clock() time.Time {
 	return c.mark
 }
 
+// inExec reports whether the running command runs inside EXEC: a
+// blocking command must not block then, but answer as on timeout.
+func (c *conn) inExec() bool { return c.exec != nil }
+
 // reject answers a command that does not run: cmd, when given, counts it
 // among its rejected calls (Redis counts no command for an unknown command
-// or subcommand). It still counts as activity for the idle timeout.
+// or subcommand). Inside MULTI it fails the transaction. It still counts
+// as activity for the idle timeout.
 func (c *conn) reject(cmd *command, msg string) {
 	if cmd != nil {
 		c.s.cmdStats[cmd.id].rejected.Add(1)
 	}
 	c.s.errors.count(msg)
-	c.wr.Error(msg)
+	if c.tx != nil {
+		c.rejectQueued(cmd, msg)
+	} else {
+		c.wr.Error(msg)
+	}
 	c.mark = time.Now()
 	c.lastActive.Store(c.mark.UnixNano())
 }

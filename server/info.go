@@ -190,6 +190,9 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "evicted_clients", s.clientMem.evicted.Load())
 	field(b, "keyspace_hits", st.hits.Load())
 	field(b, "keyspace_misses", st.misses.Load())
+	field(b, "pubsub_channels", s.pubsub.numChannels())
+	field(b, "pubsub_patterns", s.pubsub.numPatterns())
+	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load())
 	errs, _ := s.errors.totals()
 	field(b, "total_error_replies", errs)
 	return nil
@@ -315,7 +318,7 @@ func (s *Server) infoReplication(b *strings.Builder) error {
 // avg_ttl is reported as 0: it would need every expiry decoded.
 func (s *Server) infoKeyspace(b *strings.Builder) error {
 	var keys, expires int64
-	err := s.ks.scanKeys(nil, nil, func(_ []byte, _ byte, exp bool) bool {
+	err := s.ks.scanKeys(s.ks.latest(), nil, nil, func(_ []byte, _ byte, exp bool) bool {
 		keys++
 		if exp {
 			expires++

@@ -90,6 +90,8 @@ type keyspace struct {
 	db       *lsmgo.DB
 	locks    *keyLocks
 	versions *versionClock
+	reclaim  *reclaimer // nil in tests that build a bare keyspace
+	watches  watchRegistry
 }
 
 // latest is the reader of the DB's newest state.
@@ -102,8 +104,12 @@ func (ks *keyspace) newView() (*lsmgo.View, error) { return ks.db.NewView() }
 // newBatch returns an empty batch for putString and deleteKey.
 func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
 
-// apply commits b atomically.
-func (ks *keyspace) apply(b *lsmgo.Batch) error { return ks.db.Apply(b, nil) }
+// apply commits b atomically, after marking the clients that watch a key
+// it writes (WATCH): every write of the keyspace passes here.
+func (ks *keyspace) apply(b *lsmgo.Batch) error {
+	ks.watches.touch(b)
+	return ks.db.Apply(b, nil)
+}
 
 // checkFormat stamps a new directory with the keyspace format version and
 // refuses one written with another; dir names the directory in the error.
@@ -217,16 +223,17 @@ func trimScratch(b []byte) []byte {
 	return b[:0]
 }
 
-// scanKeys calls fn with each live user key in [from, to), its type and
-// whether it expires, in order, until fn returns false. A nil to means the end of the
-// keyspace. The key passed to fn is valid only during the call.
-func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, typ byte, expires bool) bool) error {
+// scanKeys calls fn with each live user key in [from, to), read through
+// r, its type and whether it expires, in order, until fn returns false. A
+// nil to means the end of the keyspace. The key passed to fn is valid only
+// during the call.
+func (ks *keyspace) scanKeys(r lsmgo.Reader, from, to []byte, fn func(userKey []byte, typ byte, expires bool) bool) error {
 	lower := dataKey(nil, from)
 	upper := []byte{dataEnd}
 	if to != nil {
 		upper = dataKey(nil, to)
 	}
-	it, err := ks.db.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
@@ -247,9 +254,9 @@ func (ks *keyspace) scanKeys(from, to []byte, fn func(userKey []byte, typ byte, 
 // randomKey picks a random position between the first and last keys and
 // returns the user key at or after it; ok is false when the keyspace is
 // empty. Keys that follow large gaps in the key order are picked more
-// often; Redis' own pick is not uniform either.
-func (ks *keyspace) randomKey() (key []byte, ok bool, err error) {
-	it, err := ks.db.NewIter(&lsmgo.IterOptions{LowerBound: []byte{dataPrefix}, UpperBound: []byte{dataEnd}})
+// often; Redis' own pick is not uniform either. It reads through r.
+func (ks *keyspace) randomKey(r lsmgo.Reader) (key []byte, ok bool, err error) {
+	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: []byte{dataPrefix}, UpperBound: []byte{dataEnd}})
 	if err != nil {
 		return nil, false, err
 	}

@@ -241,6 +241,24 @@ func writeValue(b *strings.Builder, v resp.Value, n norm) {
 type diffCmd struct {
 	args []string
 	norm norm
+	// elems, when set, compares an array reply element by element, each
+	// under its own norm: EXEC's reply holds the replies of commands
+	// that each have theirs.
+	elems []norm
+}
+
+// renderReply renders v, the reply to cmd, under cmd's norms.
+func renderReply(v resp.Value, cmd diffCmd) string {
+	if cmd.elems == nil || len(v.Array) != len(cmd.elems) {
+		return render(v, cmd.norm)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%c[%d:", v.Type, len(v.Array))
+	for i, e := range v.Array {
+		writeValue(&b, e, cmd.elems[i])
+		b.WriteByte(',')
+	}
+	return b.String()
 }
 
 // runDiff sends perSeed commands generated from seed to both servers in
@@ -267,7 +285,7 @@ func runDiff(t *testing.T, seed uint64, proto, perSeed int, ours, theirs *diffCo
 		}
 		for i, cmd := range cmds {
 			history = append(history, cmd)
-			if g, w := render(got[i], cmd.norm), render(want[i], cmd.norm); g != w {
+			if g, w := renderReply(got[i], cmd), renderReply(want[i], cmd); g != w {
 				// The commands that touched the failing command's keys.
 				var recent strings.Builder
 				for _, h := range history[max(0, len(history)-1000):] {
@@ -290,6 +308,9 @@ func runDiff(t *testing.T, seed uint64, proto, perSeed int, ours, theirs *diffCo
 type diffGen struct {
 	rng   *rand.Rand
 	proto int
+	// pending holds the rest of a sequence a group generated (such as
+	// MULTI, commands, EXEC): next returns them before anything new.
+	pending []diffCmd
 }
 
 func (g *diffGen) pick(pool ...string) string { return pool[g.rng.IntN(len(pool))] }
@@ -340,14 +361,32 @@ func init() {
 
 func diffCmdOf(n norm, args ...string) diffCmd { return diffCmd{args: args, norm: n} }
 
-// next picks a group by weight and lets it generate a command.
+// next returns the next command of a pending sequence, if any, or picks a
+// group by weight and lets it generate a command (or start a sequence).
 func (g *diffGen) next() diffCmd {
+	if len(g.pending) > 0 {
+		cmd := g.pending[0]
+		g.pending = g.pending[1:]
+		return cmd
+	}
+	return g.fromGroups("")
+}
+
+// fromGroups is next without the pending queue, and without the group
+// named skip: a group that wraps other groups' commands (MULTI … EXEC)
+// asks for them so.
+func (g *diffGen) fromGroups(skip string) diffCmd {
 	total := 0
 	for _, gr := range diffGroups {
-		total += gr.weight
+		if gr.name != skip {
+			total += gr.weight
+		}
 	}
 	n := g.rng.IntN(total)
 	for _, gr := range diffGroups {
+		if gr.name == skip {
+			continue
+		}
 		if n < gr.weight {
 			return gr.gen(g)
 		}

@@ -70,6 +70,7 @@ type Server struct {
 	nextID atomic.Uint64
 	stats  serverStats
 	errors errorStats
+	pubsub pubsubHub
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
@@ -115,14 +116,17 @@ func Start(cfg Config) (*Server, error) {
 		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
 		Logger:                   s.log.With("component", "engine"),
 		FS:                       cfg.FS,
+		NewCompactionFilter:      newElemFilter,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.ks = keyspace{db: s.db, locks: newKeyLocks()}
+	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log)}
 	if err := s.start(&r); err != nil {
 		s.closeListeners()
+		s.ks.reclaim.stop()
 		s.db.Close()
+		s.ks.reclaim.wait()
 		return nil, err
 	}
 	s.log.Info("lsmgo server ready", "version", s.build.Version, "commit", s.build.Commit,
@@ -328,12 +332,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	s.bgWG.Wait()
+	// A reclaiming compaction still running ends when the DB closes.
+	s.ks.reclaim.stop()
 	if ferr := s.db.Flush(); ferr != nil {
 		err = fmt.Errorf("flush: %w", ferr)
 	}
 	if cerr := s.db.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 	}
+	s.ks.reclaim.wait()
 	s.log.Info("lsmgo server stopped", "err", err)
 	return err
 }

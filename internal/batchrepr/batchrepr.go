@@ -95,6 +95,22 @@ func NewReader(repr []byte) (Reader, error) {
 	return Reader{rest: repr[HeaderLen:], size: len(repr), count: Count(repr)}, nil
 }
 
+// NewReaderAt returns a reader of repr positioned at offset, before its
+// record number read, as a reader from NewReader would be after decoding
+// the records before offset: a reader of a batch that grows decodes only
+// the records added since it last looked.
+func NewReaderAt(repr []byte, offset int, read uint32) (Reader, error) {
+	r, err := NewReader(repr)
+	if err != nil {
+		return Reader{}, err
+	}
+	if offset < HeaderLen || offset > len(repr) || read > r.count {
+		return Reader{}, fmt.Errorf("batch of %d bytes and %d records has no record %d at offset %d", len(repr), r.count, read, offset)
+	}
+	r.rest, r.read = repr[offset:], read
+	return r, nil
+}
+
 // Offset returns the position in the repr of the next record, so a caller
 // wrapping an error from Next as corruption can name where it lies.
 func (r *Reader) Offset() int { return r.size - len(r.rest) }

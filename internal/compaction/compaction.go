@@ -81,6 +81,34 @@ type Compaction struct {
 	maxGrandparentOverlap uint64
 }
 
+// InPlace returns the compaction that rewrites the single file f of
+// level (1 or deeper) into the same level: its outputs stay within f's key
+// range, which no other file of the level overlaps. It serves work that
+// must see entries no policy compaction would soon reach, such as the
+// bottom of a DB that stopped growing: blob garbage collection, and the
+// compaction filter's reclaiming. It is Manual, so never a trivial move.
+func InPlace(v *manifest.Version, level int, f *manifest.FileMetadata) *Compaction {
+	c := &Compaction{
+		StartLevel:  level,
+		OutputLevel: level,
+		Inputs:      [2][]*manifest.FileMetadata{{f}, nil},
+		Manual:      true,
+		Smallest:    f.Smallest.UserKey,
+		Largest:     f.Largest.UserKey,
+		Bottommost:  true,
+	}
+	for deeper := level + 1; deeper < manifest.NumLevels; deeper++ {
+		if len(v.Overlaps(deeper, c.Smallest, c.Largest)) > 0 {
+			c.Bottommost = false
+			break
+		}
+	}
+	if level+1 < manifest.NumLevels {
+		c.Grandparents = v.Overlaps(level+1, c.Smallest, c.Largest)
+	}
+	return c
+}
+
 // AllInputs returns the files of both input levels in one new slice: the
 // set the caller marks Compacting and later deletes.
 func (c *Compaction) AllInputs() []*manifest.FileMetadata {

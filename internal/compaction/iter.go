@@ -24,6 +24,12 @@ import (
 // output, so trailing tombstones (the oldest kept versions, while they are
 // deletions) hide nothing and are dropped too.
 //
+// A filter (SetFilter) is asked about the newest version of each user key
+// when that version is a value no snapshot can see; when it says drop, the
+// version becomes a KindDelete with the same sequence number, as an
+// expired one does. Versions a snapshot can see are never offered, so the
+// filter cannot change what a snapshot reads, whatever it decides.
+//
 // Iter buffers the kept versions of one user key, copying them out of the
 // input, because deciding whether the oldest ones survive needs all of
 // them. Key and Value stay valid until the next call to First or Next.
@@ -40,9 +46,13 @@ type Iter struct {
 	values  []byte
 	pos     int
 
-	err     error
-	dropped int64
-	expired int64
+	// drop is the filter, nil when there is none.
+	drop func(userKey []byte) bool
+
+	err      error
+	dropped  int64
+	expired  int64
+	filtered int64
 }
 
 // keptEntry is one surviving version; its value is values[start:end].
@@ -59,6 +69,11 @@ type keptEntry struct {
 func NewIter(input base.InternalIterator, snapshots []base.SeqNum, bottommost bool, nowMs int64) *Iter {
 	return &Iter{input: input, snapshots: snapshots, bottommost: bottommost, nowMs: nowMs}
 }
+
+// SetFilter installs drop as the iterator's filter; call it before First.
+// drop gets the user key of each version offered (see Iter) and must not
+// keep it after returning.
+func (i *Iter) SetFilter(drop func(userKey []byte) bool) { i.drop = drop }
 
 // First positions the iterator on the first kept entry and reports whether
 // there is one.
@@ -102,6 +117,10 @@ func (i *Iter) Error() error { return i.err }
 // tombstone or, in a bottommost compaction, possibly dropped and then
 // counted in dropped as well).
 func (i *Iter) Stats() (dropped int64, expired int64) { return i.dropped, i.expired }
+
+// Filtered returns how many versions the filter has turned into
+// deletions so far.
+func (i *Iter) Filtered() int64 { return i.filtered }
 
 // nextUserKey fills the buffer from the input's next user keys until one
 // keeps at least one entry, and positions on its newest.
@@ -152,6 +171,13 @@ func (i *Iter) fill() bool {
 				k.Trailer = base.MakeTrailer(k.Seq(), base.KindDelete)
 				v = nil
 			}
+		}
+		// Only the newest stripe is above every snapshot, and only its
+		// newest version, the first one met, is kept.
+		if i.drop != nil && stripe == len(i.snapshots) && k.Kind() != base.KindDelete && i.drop(i.userKey) {
+			i.filtered++
+			k.Trailer = base.MakeTrailer(k.Seq(), base.KindDelete)
+			v = nil
 		}
 		start := len(i.values)
 		i.values = append(i.values, v...)

@@ -166,8 +166,9 @@ func randIterCase(r *rand.Rand) (entries []iter.Entry, snapshots []base.SeqNum, 
 	return entries, snapshots, nowMs
 }
 
-func TestIterModel(t *testing.T) {
-	seed := uint64(4242)
+// forRandIterCases calls f with seeded random cases (randIterCase), 5000
+// of them, 1000 under -short; r is the generator, for f's own choices.
+func forRandIterCases(t *testing.T, seed uint64, f func(i int, r *rand.Rand, entries []iter.Entry, snapshots []base.SeqNum, nowMs int64, bottommost bool)) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
 	cases := 5000
@@ -176,13 +177,18 @@ func TestIterModel(t *testing.T) {
 	}
 	for i := range cases {
 		entries, snapshots, nowMs := randIterCase(r)
-		bottommost := r.IntN(2) == 0
+		f(i, r, entries, snapshots, nowMs, r.IntN(2) == 0)
+	}
+}
+
+func TestIterModel(t *testing.T) {
+	forRandIterCases(t, 4242, func(i int, _ *rand.Rand, entries []iter.Entry, snapshots []base.SeqNum, nowMs int64, bottommost bool) {
 		msg, err := checkIter(entries, snapshots, bottommost, nowMs)
 		if err != nil || msg != "" {
 			t.Fatalf("case %d (bottommost=%v now=%d snapshots=%v entries=%v): %s %v",
 				i, bottommost, nowMs, snapshots, entries, msg, err)
 		}
-	}
+	})
 }
 
 // TestIterExamples pins the rules on small hand-written cases.
@@ -371,6 +377,68 @@ func FuzzIter(f *testing.F) {
 			case msg != "":
 				t.Fatal(msg)
 			}
+		}
+	})
+}
+
+// TestIterFilter runs random cases through an Iter whose filter drops
+// some user keys, and checks that every snapshot reads exactly what it
+// read before, that the latest read point no longer finds a dropped key's
+// value, that every other key reads as before, and that Filtered counts
+// the versions the filter turned into deletions.
+func TestIterFilter(t *testing.T) {
+	forRandIterCases(t, 77, func(i int, r *rand.Rand, entries []iter.Entry, snapshots []base.SeqNum, nowMs int64, bottommost bool) {
+		dead := map[string]bool{}
+		for k := range 5 {
+			dead[fmt.Sprintf("k%d", k)] = r.IntN(2) == 0
+		}
+		it := NewIter(iter.NewSliceIter(entries), snapshots, bottommost, nowMs)
+		var asked int64
+		it.SetFilter(func(uk []byte) bool { asked++; return dead[string(uk)] })
+		out := drain(it)
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("case %d (bottommost=%v now=%d snapshots=%v dead=%v entries=%v out=%v): %s",
+				i, bottommost, nowMs, snapshots, dead, entries, out, fmt.Sprintf(format, args...))
+		}
+		if err := it.Error(); err != nil {
+			fail("%v", err)
+		}
+		var filtered int64
+		seen := map[string]bool{}
+		for _, e := range entries {
+			uk := string(e.Key.UserKey)
+			if seen[uk] {
+				continue
+			}
+			seen[uk] = true
+			for _, rp := range append(slices.Clone(snapshots), base.SeqNumMax) {
+				in, got := modelRead(entries, e.Key.UserKey, rp, nowMs), modelRead(out, e.Key.UserKey, rp, nowMs)
+				if bottommost {
+					in.found, got.found = in.found && !in.tomb, got.found && !got.tomb
+					in.tomb, got.tomb = false, false
+				}
+				if rp != base.SeqNumMax || !dead[uk] {
+					if got != in {
+						fail("key %q at read point %d: input reads %+v, output reads %+v", uk, rp, in, got)
+					}
+					continue
+				}
+				// The newest version is offered when no snapshot sees it.
+				newest := e.Key.Seq()
+				offered := len(snapshots) == 0 || snapshots[len(snapshots)-1] <= newest
+				if offered && in.found && !in.tomb {
+					filtered++
+					if got.found && !got.tomb {
+						fail("key %q: the filter dropped it, yet the latest read finds %+v", uk, got)
+					}
+				} else if got != in {
+					fail("key %q, not offered: input reads %+v, output reads %+v", uk, in, got)
+				}
+			}
+		}
+		if it.Filtered() != filtered || asked < filtered {
+			fail("Filtered() = %d after %d questions, want %d", it.Filtered(), asked, filtered)
 		}
 	})
 }

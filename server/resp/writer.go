@@ -170,6 +170,11 @@ func (w *Writer) Verbatim(format string, s string) {
 	w.crlf()
 }
 
+// Raw writes p, replies another Writer encoded, as they are: a server
+// collects the replies of a transaction's commands before it knows
+// whether the transaction commits.
+func (w *Writer) Raw(p []byte) { appendChunked(w, p, false) }
+
 // Flush writes the buffered replies and returns the first error the
 // Writer has met, if any.
 func (w *Writer) Flush() error {

@@ -1,0 +1,475 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/resp"
+)
+
+// Pub/Sub (doc/server.md, "Pub/Sub"). Publishers never write to a
+// subscriber's socket and never wait for one: a message is encoded once
+// per protocol and appended to each subscriber's queue, and the
+// subscriber's own goroutine writes its queue out, in order with its
+// replies, whenever it is about to read (connReader). A publisher wakes a
+// subscriber blocked in a read by moving its read deadline to now. A
+// queue that grows past client-output-buffer-limit pubsub — the hard
+// limit at once, the soft limit for longer than its seconds — gets its
+// connection closed by the publisher that pushed it over, so a
+// subscriber that does not read costs at most the limit in memory.
+
+func init() {
+	const g = "pubsub"
+	f := flagLoading | flagStale
+	register(
+		spec{name: "subscribe", arity: -2, flags: f, pipe: pipeSubscribed, group: g, since: "2.0.0",
+			summary: "Listens for messages published to channels.", run: subscribe(false)},
+		spec{name: "psubscribe", arity: -2, flags: f, pipe: pipeSubscribed, group: g, since: "2.0.0",
+			summary: "Listens for messages published to channels that match one or more patterns.", run: subscribe(true)},
+		spec{name: "unsubscribe", arity: -1, flags: f, pipe: pipeSubscribed, group: g, since: "2.0.0",
+			summary: "Stops listening to messages posted to channels.", run: unsubscribe(false)},
+		spec{name: "punsubscribe", arity: -1, flags: f, pipe: pipeSubscribed, group: g, since: "2.0.0",
+			summary: "Stops listening to messages published to channels that match one or more patterns.", run: unsubscribe(true)},
+		spec{name: "publish", arity: 3, flags: f | flagFast, group: g, since: "2.0.0",
+			summary: "Posts a message to a channel.", run: cmdPublish},
+		spec{name: "pubsub", arity: -2, group: g, since: "2.8.0", summary: "A container for Pub/Sub commands.",
+			subs: []spec{
+				{name: "channels", arity: -2, flags: f, since: "2.8.0", summary: "Returns the active channels.", run: cmdPubsubChannels},
+				{name: "numsub", arity: -2, flags: f, since: "2.8.0", summary: "Returns a count of subscribers to channels.", run: cmdPubsubNumsub},
+				{name: "numpat", arity: 2, flags: f, since: "2.8.0", summary: "Returns a count of unique pattern subscriptions.", run: cmdPubsubNumpat},
+				{name: "help", arity: 2, flags: f, since: "6.2.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
+			}},
+	)
+}
+
+// msgSubscribedOnly is Redis' reply to a RESP2 client that sends another
+// command while subscribed.
+func msgSubscribedOnly(cmd *command) string {
+	return "ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+}
+
+// pubsubHub knows every subscription: which connections listen to each
+// channel and each pattern.
+type pubsubHub struct {
+	mu       sync.RWMutex
+	channels map[string]map[*conn]struct{}
+	patterns map[string]map[*conn]struct{}
+	// limitClosed counts the subscribers closed for passing
+	// client-output-buffer-limit pubsub.
+	limitClosed atomic.Int64
+}
+
+// subscriber is a connection's side of Pub/Sub. channels and patterns
+// belong to the connection's goroutine; the queue is shared with
+// publishers under mu.
+type subscriber struct {
+	channels map[string]struct{}
+	patterns map[string]struct{}
+
+	mu sync.Mutex
+	// queue holds encoded messages not yet handed to the connection's
+	// writer; inflight counts those handed over and not yet flushed. The
+	// limit applies to their sum.
+	queue    []byte
+	spare    []byte
+	inflight int
+	// overSoft is when the sum passed the soft limit, zero while under.
+	overSoft time.Time
+	closed   bool
+	// woken is set when a publisher moved the read deadline to wake the
+	// connection, so that the timeout it causes is not taken for idleness.
+	woken atomic.Bool
+}
+
+func (sub *subscriber) count() int { return len(sub.channels) + len(sub.patterns) }
+
+// subscribed reports whether the connection has any subscription.
+func (c *conn) subscribed() bool { return c.sub != nil && c.sub.count() > 0 }
+
+// subKind names a (un)subscribe confirmation: kind, or its pattern form.
+func subKind(kind string, pattern bool) string {
+	if pattern {
+		return "p" + kind
+	}
+	return kind
+}
+
+// subSets returns the connection's set of channels, or of patterns, and
+// the hub's map of the same.
+func (c *conn) subSets(pattern bool) (mine map[string]struct{}, hub *map[string]map[*conn]struct{}) {
+	if pattern {
+		return c.sub.patterns, &c.s.pubsub.patterns
+	}
+	return c.sub.channels, &c.s.pubsub.channels
+}
+
+// subscribe returns the handler of SUBSCRIBE, or PSUBSCRIBE when pattern.
+func subscribe(pattern bool) handler {
+	kind := subKind("subscribe", pattern)
+	return func(c *conn, _ *command, args [][]byte) {
+		c.deliverPushes()
+		if c.sub == nil {
+			c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
+		}
+		mine, hubSet := c.subSets(pattern)
+		for _, name := range args[1:] {
+			if _, ok := mine[string(name)]; !ok {
+				mine[string(name)] = struct{}{}
+				h := &c.s.pubsub
+				h.mu.Lock()
+				if *hubSet == nil {
+					*hubSet = map[string]map[*conn]struct{}{}
+				}
+				set := (*hubSet)[string(name)]
+				if set == nil {
+					set = map[*conn]struct{}{}
+					(*hubSet)[string(name)] = set
+				}
+				set[c] = struct{}{}
+				h.mu.Unlock()
+			}
+			c.subReply(kind, name, c.sub.count())
+		}
+	}
+}
+
+// unsubscribe returns the handler of UNSUBSCRIBE, or PUNSUBSCRIBE when
+// pattern: from the names given, or from all when none is.
+func unsubscribe(pattern bool) handler {
+	kind := subKind("unsubscribe", pattern)
+	return func(c *conn, _ *command, args [][]byte) {
+		c.deliverPushes()
+		names := args[1:]
+		if len(names) == 0 {
+			for _, name := range c.subscriptions(pattern) {
+				names = append(names, []byte(name))
+			}
+			if len(names) == 0 {
+				c.subReply(kind, nil, c.subCount())
+				return
+			}
+		}
+		for _, name := range names {
+			c.unsubscribeOne(pattern, name)
+			c.subReply(kind, name, c.subCount())
+		}
+	}
+}
+
+func (c *conn) subCount() int {
+	if c.sub == nil {
+		return 0
+	}
+	return c.sub.count()
+}
+
+// subscriptions lists the connection's channels, or patterns, in order.
+func (c *conn) subscriptions(pattern bool) []string {
+	if c.sub == nil {
+		return nil
+	}
+	m, _ := c.subSets(pattern)
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (c *conn) unsubscribeOne(pattern bool, name []byte) {
+	if c.sub == nil {
+		return
+	}
+	mine, hubSet := c.subSets(pattern)
+	if _, ok := mine[string(name)]; !ok {
+		return
+	}
+	delete(mine, string(name))
+	h := &c.s.pubsub
+	h.mu.Lock()
+	set := (*hubSet)[string(name)]
+	delete(set, c)
+	if len(set) == 0 {
+		delete(*hubSet, string(name))
+	}
+	h.mu.Unlock()
+}
+
+// unsubscribeAll ends every subscription: RESET, and a closing
+// connection.
+func (c *conn) unsubscribeAll() {
+	for _, pattern := range []bool{false, true} {
+		for _, name := range c.subscriptions(pattern) {
+			c.unsubscribeOne(pattern, []byte(name))
+		}
+	}
+}
+
+// subReply writes a (un)subscribe confirmation: a push in RESP3.
+func (c *conn) subReply(kind string, name []byte, count int) {
+	c.wr.PushHeader(3)
+	c.wr.BulkString(kind)
+	if name == nil {
+		c.wr.Null()
+	} else {
+		c.wr.Bulk(name)
+	}
+	c.wr.Int(int64(count))
+}
+
+func cmdPublish(c *conn, _ *command, args [][]byte) {
+	n := c.s.pubsub.publish(c.s, args[1], args[2])
+	// A RESP3 client subscribed to the channel gets the message before
+	// the reply, as from Redis.
+	c.deliverPushes()
+	c.wr.Int(n)
+}
+
+// publish delivers msg on channel to its subscribers and to those of
+// matching patterns, and returns how many deliveries it made.
+func (h *pubsubHub) publish(s *Server, channel, msg []byte) int64 {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var n int64
+	// Encoded once per protocol: RESP2 arrays, RESP3 pushes.
+	var plain [2][]byte
+	for c := range h.channels[string(channel)] {
+		p := &plain[c.protoIndex()]
+		if *p == nil {
+			*p = encodeMessage(c.protoIndex(), []byte("message"), channel, msg)
+		}
+		c.push(s, *p)
+		n++
+	}
+	for pat, conns := range h.patterns {
+		if !globMatch([]byte(pat), channel, false) {
+			continue
+		}
+		var enc [2][]byte
+		for c := range conns {
+			p := &enc[c.protoIndex()]
+			if *p == nil {
+				*p = encodeMessage(c.protoIndex(), []byte("pmessage"), []byte(pat), channel, msg)
+			}
+			c.push(s, *p)
+			n++
+		}
+	}
+	return n
+}
+
+// protoIndex is 0 for a RESP2 connection, 1 for RESP3.
+func (c *conn) protoIndex() int {
+	if c.proto.Load() == 3 {
+		return 1
+	}
+	return 0
+}
+
+// encodeMessage encodes a message frame: an array of bulk strings, or in
+// RESP3 (proto 1) the same as a push.
+func encodeMessage(proto int, parts ...[]byte) []byte {
+	b := resp.AppendCommand(nil, parts...)
+	if proto == 1 {
+		b[0] = '>'
+	}
+	return b
+}
+
+// push queues an encoded message for c, closing c instead if its queue
+// would pass client-output-buffer-limit pubsub. Called by publishers.
+func (c *conn) push(s *Server, msg []byte) {
+	sub := c.sub
+	lim := s.config().PubsubBufferLimit
+	sub.mu.Lock()
+	if sub.closed {
+		sub.mu.Unlock()
+		return
+	}
+	wake := len(sub.queue) == 0
+	sub.queue = append(sub.queue, msg...)
+	size := int64(len(sub.queue) + sub.inflight)
+	over := lim.Hard > 0 && size > lim.Hard
+	if lim.Soft > 0 && size > lim.Soft {
+		now := time.Now()
+		if sub.overSoft.IsZero() {
+			sub.overSoft = now
+		}
+		over = over || now.Sub(sub.overSoft) > lim.SoftTime
+	} else {
+		sub.overSoft = time.Time{}
+	}
+	if over {
+		sub.closed, sub.queue, sub.spare = true, nil, nil
+	}
+	sub.mu.Unlock()
+	if over {
+		s.pubsub.limitClosed.Add(1)
+		s.log.Warn("closing subscriber that passed client-output-buffer-limit pubsub", "client", c.id,
+			"addr", c.nc.RemoteAddr().String(), "buffer_bytes", size)
+		c.nc.Close()
+		return
+	}
+	if wake {
+		sub.woken.Store(true)
+		c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+// deliverPushes hands the queued messages to the connection's writer, in
+// order after the replies already written.
+func (c *conn) deliverPushes() {
+	sub := c.sub
+	if sub == nil {
+		return
+	}
+	sub.mu.Lock()
+	q := sub.queue
+	sub.queue = sub.spare[:0]
+	sub.spare = nil
+	sub.inflight += len(q)
+	sub.mu.Unlock()
+	if len(q) > 0 {
+		c.wr.Raw(q)
+	}
+	sub.mu.Lock()
+	if sub.spare == nil && cap(q) <= 64<<10 {
+		sub.spare = q[:0]
+	}
+	sub.mu.Unlock()
+}
+
+// flushedPushes records that everything handed to the writer has been
+// written to the socket.
+func (c *conn) flushedPushes() {
+	if sub := c.sub; sub != nil {
+		sub.mu.Lock()
+		sub.inflight = 0
+		sub.mu.Unlock()
+	}
+}
+
+// pendingPushes reports whether messages wait in the queue.
+func (c *conn) pendingPushes() bool {
+	sub := c.sub
+	if sub == nil {
+		return false
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return len(sub.queue) > 0
+}
+
+func cmdPubsubChannels(c *conn, cmd *command, args [][]byte) {
+	if len(args) > 3 {
+		c.fail("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try PUBSUB HELP.")
+		return
+	}
+	h := &c.s.pubsub
+	h.mu.RLock()
+	var names []string
+	for name := range h.channels {
+		if len(args) < 3 || globMatch(args[2], []byte(name), false) {
+			names = append(names, name)
+		}
+	}
+	h.mu.RUnlock()
+	slices.Sort(names)
+	c.wr.ArrayHeader(len(names))
+	for _, n := range names {
+		c.wr.BulkString(n)
+	}
+}
+
+func cmdPubsubNumsub(c *conn, _ *command, args [][]byte) {
+	h := &c.s.pubsub
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	c.wr.ArrayHeader(2 * (len(args) - 2))
+	for _, name := range args[2:] {
+		c.wr.Bulk(name)
+		c.wr.Int(int64(len(h.channels[string(name)])))
+	}
+}
+
+func cmdPubsubNumpat(c *conn, _ *command, _ [][]byte) {
+	c.wr.Int(int64(c.s.pubsub.numPatterns()))
+}
+
+func (h *pubsubHub) numPatterns() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.patterns)
+}
+
+func (h *pubsubHub) numChannels() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.channels)
+}
+
+// outputLimit is a client-output-buffer-limit class: a hard limit in
+// bytes, and a soft one that may be passed for at most SoftTime (0:
+// none).
+type outputLimit struct {
+	Hard, Soft int64
+	SoftTime   time.Duration
+}
+
+// outputLimitSetting is client-output-buffer-limit. Its value is Redis':
+// classes, each followed by hard limit, soft limit and soft seconds. Only
+// the pubsub class applies here ("32mb 8mb 60" alone means it): normal
+// clients have no output limit (0 0 0, as in Redis) and there are no
+// replicas, whose class is accepted and ignored.
+func outputLimitSetting() *setting {
+	return &setting{name: "client-output-buffer-limit", live: true,
+		usage: "close a subscriber whose pending messages pass: pubsub <hard> <soft> <soft-seconds>",
+		get: func(c *Config) string {
+			l := c.PubsubBufferLimit
+			return fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d", l.Hard, l.Soft, int64(l.SoftTime/time.Second))
+		},
+		set: func(c *Config, v string) error {
+			f := strings.Fields(v)
+			if len(f) == 3 {
+				f = append([]string{"pubsub"}, f...)
+			}
+			if len(f) == 0 || len(f)%4 != 0 {
+				return errors.New("wrong number of arguments")
+			}
+			l := c.PubsubBufferLimit
+			for i := 0; i < len(f); i += 4 {
+				hard, err := parseBound(f[i+1], 0, 1<<62, true)
+				if err != nil {
+					return err
+				}
+				soft, err := parseBound(f[i+2], 0, 1<<62, true)
+				if err != nil {
+					return err
+				}
+				secs, err := strconv.ParseInt(f[i+3], 10, 64)
+				if err != nil || secs < 0 || secs > 1<<32 {
+					return errors.New("argument couldn't be parsed into an integer")
+				}
+				switch strings.ToLower(f[i]) {
+				case "pubsub":
+					l = outputLimit{Hard: hard, Soft: soft, SoftTime: time.Duration(secs) * time.Second}
+				case "normal":
+					if hard != 0 || soft != 0 || secs != 0 {
+						return errors.New("the normal class has no output limit here; only pubsub applies")
+					}
+				case "slave", "replica":
+				default:
+					return errors.New("invalid client class")
+				}
+			}
+			c.PubsubBufferLimit = l
+			return nil
+		}}
+}

@@ -1,0 +1,392 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/resp"
+)
+
+// Transactions: MULTI queues commands, EXEC runs them (doc/server.md,
+// "Transactions").
+//
+// Isolation: EXEC takes the stripe locks of every key its commands name
+// (and of the keys the client watches) before it runs any, and every
+// stripe when a command's keys are not located by its table entry (a
+// keyless command that reads or writes the keyspace, such as FLUSHALL or
+// KEYS, or one flagged flagMovableKeys), so no other client writes those
+// keys until EXEC's batch is committed. Reads go through a View taken
+// once the locks are held, so all of EXEC's reads see one state.
+//
+// One batch: while EXEC runs, conn.apply does not commit a command's
+// batch; it appends it to the transaction's, and conn.reader returns an
+// lsmgo.Overlay of the View with that batch on top, so each command sees
+// the writes of those before it. The batch commits once, at the end: a
+// crash leaves all of the transaction or none of it. Handlers take part
+// without code of their own as long as they read through c.reader() (or
+// c.pin), write through c.batch and c.apply, and lock through c.lock: a
+// new type's commands need only a correct key spec in their table entry.
+//
+// WATCH: every batch the keyspace applies is first shown to the watch
+// registry, which marks the clients watching any key it writes, before
+// the batch commits (ks.apply); EXEC then finds the mark. A watched key
+// that expired since WATCH is found at EXEC, by reading it again.
+
+func init() {
+	const g = "transactions"
+	f := flagFast | flagLoading | flagStale
+	register(
+		spec{name: "multi", arity: 1, flags: f, pipe: pipeNoQueue, group: g, since: "1.2.0",
+			summary: "Starts a transaction.", run: cmdMulti},
+		spec{name: "exec", arity: 1, flags: flagLoading | flagStale, pipe: pipeNoQueue, group: g, since: "1.2.0",
+			summary: "Executes all commands in a transaction.", run: cmdExec},
+		spec{name: "discard", arity: 1, flags: f, pipe: pipeNoQueue, group: g, since: "2.0.0",
+			summary: "Discards a transaction.", run: cmdDiscard},
+		spec{name: "watch", arity: -2, flags: f, pipe: pipeNoQueue, firstKey: 1, lastKey: -1, step: 1, group: g, since: "2.2.0",
+			summary: "Monitors changes to keys to determine the execution of a transaction.", run: cmdWatch},
+		spec{name: "unwatch", arity: 1, flags: f, group: g, since: "2.2.0",
+			summary: "Forgets about watched keys of a transaction.", run: cmdUnwatch},
+	)
+}
+
+// transaction is what MULTI has queued.
+type transaction struct {
+	cmds []queued
+	// bytes counts the queued arguments, bounded by
+	// client-query-buffer-limit.
+	bytes int64
+	// aborted records an error at queue time: EXEC will refuse with
+	// EXECABORT.
+	aborted bool
+}
+
+// queued is one queued command: its table entry (a subcommand's, when
+// it has one) and a copy of its arguments.
+type queued struct {
+	cmd  *command
+	args [][]byte
+}
+
+// execState is a running EXEC's: the batch that collects its commands'
+// writes and the reader that shows them over the locked state.
+type execState struct {
+	batch   *lsmgo.Batch
+	overlay *lsmgo.Overlay
+}
+
+func cmdMulti(c *conn, _ *command, _ [][]byte) {
+	if c.tx != nil {
+		c.fail("ERR MULTI calls can not be nested")
+		return
+	}
+	c.tx = &transaction{}
+	c.ok()
+}
+
+// queue adds a command to the open transaction and answers +QUEUED.
+func (c *conn) queue(cmd *command, args [][]byte) {
+	q := queued{cmd: cmd, args: make([][]byte, len(args))}
+	for i, a := range args {
+		q.args[i] = bytes.Clone(a)
+		c.tx.bytes += int64(len(a))
+	}
+	if c.tx.bytes > c.s.config().QueryBufferLimit {
+		// Queued commands are memory the client holds, like a query
+		// buffer: past the same bound the transaction is refused.
+		c.tx.aborted = true
+		c.tx.cmds = nil
+		c.fail("ERR transaction exceeds client-query-buffer-limit")
+		return
+	}
+	c.tx.cmds = append(c.tx.cmds, q)
+	c.wr.SimpleString("QUEUED")
+}
+
+// rejectQueued records that a command sent inside MULTI was refused
+// before it could be queued. A refused EXEC ends the transaction with
+// Redis' EXECABORT reply carrying the reason; any other refusal makes the
+// coming EXEC fail.
+func (c *conn) rejectQueued(cmd *command, msg string) {
+	if cmd != nil && cmd.run != nil && isExec(cmd) {
+		c.discard()
+		c.wr.Error("EXECABORT Transaction discarded because of: " + trimErrCode(msg))
+		return
+	}
+	c.tx.aborted = true
+	c.wr.Error(msg)
+}
+
+// isExec reports whether cmd is EXEC's table entry.
+func isExec(cmd *command) bool { return cmd == commands["exec"] }
+
+// trimErrCode drops an error's leading "ERR ", as Redis does when it
+// quotes an error inside EXECABORT.
+func trimErrCode(msg string) string {
+	if rest, ok := bytes.CutPrefix([]byte(msg), []byte("ERR ")); ok {
+		return string(rest)
+	}
+	return msg
+}
+
+func cmdDiscard(c *conn, _ *command, _ [][]byte) {
+	if c.tx == nil {
+		c.fail("ERR DISCARD without MULTI")
+		return
+	}
+	c.discard()
+	c.ok()
+}
+
+// discard ends the transaction, if any, and forgets the watched keys.
+func (c *conn) discard() {
+	c.tx = nil
+	c.unwatchAll()
+}
+
+func cmdExec(c *conn, _ *command, _ [][]byte) {
+	tx := c.tx
+	if tx == nil {
+		c.fail("ERR EXEC without MULTI")
+		return
+	}
+	defer c.discard()
+	if tx.aborted {
+		c.fail("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	locks := c.s.ks.locks
+	held := c.txLocks(tx).lock(locks)
+	defer held.unlock(locks)
+	view, err := c.s.ks.newView()
+	if err != nil {
+		c.replyErr(err)
+		return
+	}
+	defer view.Close()
+	if aborted, err := c.watchBroken(view); err != nil || aborted {
+		if err != nil {
+			c.replyErr(err)
+		} else {
+			c.wr.NullArray()
+		}
+		return
+	}
+	batch := c.s.ks.newBatch()
+	c.exec = &execState{batch: batch, overlay: view.Overlay(batch)}
+	// The replies wait until the batch has committed: a transaction
+	// whose batch the engine refuses answers with that error alone, and
+	// no reply claims a write that did not happen.
+	out := c.wr
+	var buf bytes.Buffer
+	c.wr = resp.NewWriter(&buf)
+	c.wr.SetProtocol(out.Protocol())
+	c.wr.ArrayHeader(len(tx.cmds))
+	for _, q := range tx.cmds {
+		c.run(q.cmd, q.args)
+	}
+	c.failed = false // EXEC itself fails only as a whole, below
+	c.wr.Flush()
+	proto := c.wr.Protocol() // a queued HELLO may have changed it
+	c.wr, c.exec = out, nil
+	c.wr.SetProtocol(proto)
+	if batch.Count() > 0 || batch.Err() != nil {
+		if err := c.s.ks.apply(batch); err != nil {
+			c.replyErr(err)
+			return
+		}
+	}
+	c.wr.Raw(buf.Bytes())
+}
+
+// txLocks returns the stripes EXEC holds: those of the watched keys and
+// of every key the queued commands name, or all of them when a command's
+// keys are not where its table entry says (a keyless command that reads
+// or writes the keyspace, or one with flagMovableKeys).
+func (c *conn) txLocks(tx *transaction) lockSet {
+	locks := c.s.ks.locks
+	set := c.stripes[:0]
+	for _, w := range c.watched {
+		set = set.add(locks, w.key)
+	}
+	for _, q := range tx.cmds {
+		cmd := q.cmd
+		if cmd.firstKey <= 0 || cmd.flags&flagMovableKeys != 0 {
+			if cmd.flags&(flagWrite|flagReadonly) != 0 {
+				return allStripes(set)
+			}
+			continue
+		}
+		last := cmd.lastKey
+		if last < 0 {
+			last += len(q.args)
+		}
+		for i := cmd.firstKey; i <= last && i < len(q.args); i += max(cmd.step, 1) {
+			set = set.add(locks, q.args[i])
+		}
+	}
+	return set
+}
+
+// allStripes returns a set of every stripe, reusing set's memory.
+func allStripes(set lockSet) lockSet {
+	set = set[:0]
+	for i := range uint32(numStripes) {
+		set = append(set, i)
+	}
+	return set
+}
+
+// watchedKey is a key this client watches, and whether it held a value
+// when WATCH read it: a value gone by EXEC without a write having marked
+// the client has expired meanwhile.
+type watchedKey struct {
+	key     []byte
+	existed bool
+}
+
+func cmdWatch(c *conn, _ *command, args [][]byte) {
+	if c.tx != nil {
+		c.fail("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	for _, key := range args[1:] {
+		if c.watches(key) {
+			continue
+		}
+		// Registered before it is read: a write in between marks the
+		// client, so no change can fall between the two.
+		c.s.ks.watches.add(c, key)
+		exists, err := c.s.ks.exists(c.s.ks.latest(), &c.scratch, key)
+		if err != nil {
+			c.replyErr(err)
+			return
+		}
+		c.watched = append(c.watched, watchedKey{key: bytes.Clone(key), existed: exists})
+	}
+	c.ok()
+}
+
+func (c *conn) watches(key []byte) bool {
+	for _, w := range c.watched {
+		if bytes.Equal(w.key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func cmdUnwatch(c *conn, _ *command, _ [][]byte) {
+	c.unwatchAll()
+	c.ok()
+}
+
+// unwatchAll forgets the watched keys and any change seen to them.
+func (c *conn) unwatchAll() {
+	for _, w := range c.watched {
+		c.s.ks.watches.remove(c, w.key)
+	}
+	c.watched = nil
+	c.watchDirty.Store(false)
+}
+
+// watchBroken reports whether EXEC must fail for a watched key: written
+// since WATCH (by any client, this one included), or expired since. EXEC
+// calls it holding the watched keys' stripes, with view taken after.
+func (c *conn) watchBroken(view lsmgo.Reader) (bool, error) {
+	if c.watchDirty.Load() {
+		return true, nil
+	}
+	for _, w := range c.watched {
+		if !w.existed {
+			continue
+		}
+		exists, err := c.s.ks.exists(view, &c.scratch, w.key)
+		if err != nil || !exists {
+			return !exists, err
+		}
+	}
+	return false, nil
+}
+
+// watchRegistry knows which clients watch which keys. Every batch the
+// keyspace applies passes through touch first; with no key watched that
+// costs one atomic load.
+type watchRegistry struct {
+	n    atomic.Int64 // keys watched, over all clients
+	mu   sync.Mutex
+	keys map[string]map[*conn]struct{}
+}
+
+func (r *watchRegistry) add(c *conn, key []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys == nil {
+		r.keys = map[string]map[*conn]struct{}{}
+	}
+	w := r.keys[string(key)]
+	if w == nil {
+		w = map[*conn]struct{}{}
+		r.keys[string(key)] = w
+	}
+	w[c] = struct{}{}
+	r.n.Add(1)
+}
+
+func (r *watchRegistry) remove(c *conn, key []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.keys[string(key)]
+	delete(w, c)
+	if len(w) == 0 {
+		delete(r.keys, string(key))
+	}
+	r.n.Add(-1)
+}
+
+// touch marks the clients watching a key that b writes. It runs before b
+// commits, under the writer's stripe locks, so an EXEC holding a watched
+// key's stripe sees either the mark or none of b.
+func (r *watchRegistry) touch(b *lsmgo.Batch) {
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b.ForEachKey(func(k []byte) {
+		if key, ok := userKeyOf(k); ok {
+			for c := range r.keys[string(key)] {
+				c.watchDirty.Store(true)
+			}
+		}
+	})
+}
+
+// userKeyOf returns the user key an engine key belongs to: a key's
+// metadata or value, or one of its elements; ok is false for the
+// server's own entries.
+func userKeyOf(k []byte) ([]byte, bool) {
+	switch {
+	case len(k) > 0 && k[0] == dataPrefix:
+		return k[1:], true
+	case len(k) >= 5 && k[0] == elemPrefix:
+		n := binary.BigEndian.Uint32(k[1:5])
+		if uint64(n) <= uint64(len(k)-5) {
+			return k[5 : 5+n], true
+		}
+	}
+	return nil, false
+}
+
+// run runs cmd, whose checks have passed, and accounts for it.
+func (c *conn) run(cmd *command, args [][]byte) {
+	start := c.clock()
+	c.failed = false
+	cmd.run(c, cmd, args)
+	now := time.Now()
+	c.mark = now
+	c.finished(cmd, args, now.Sub(start), c.failed)
+}
