@@ -462,9 +462,9 @@ func (b *blobFiles) fail(err error) error {
 	return b.syncErr
 }
 
-// read returns the value ptr (an encoded blob.Pointer) points to, read
-// into dst when it has room, verified against the pointer's checksum.
-func (b *blobFiles) read(ptr []byte, dst []byte) ([]byte, error) {
+// read appends the value ptr (an encoded blob.Pointer) points to to dst,
+// verified against the pointer's checksum (blob.Reader.ReadValue).
+func (b *blobFiles) read(dst, ptr []byte) ([]byte, error) {
 	p, err := blob.DecodePointer(ptr)
 	if err != nil {
 		return nil, base.Corruptf("", -1, "blob pointer: %v", err)
@@ -472,6 +472,7 @@ func (b *blobFiles) read(ptr []byte, dst []byte) ([]byte, error) {
 	return b.readPointer(p, dst)
 }
 
+// readPointer appends the value p points to to dst.
 func (b *blobFiles) readPointer(p blob.Pointer, dst []byte) ([]byte, error) {
 	br, err := b.reader(p.FileNum)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -497,6 +499,14 @@ func TestBlobGC(t *testing.T) {
 	if m.Blob.ReferencedBytes != live {
 		t.Errorf("tables reference %d blob bytes after a full compaction; want the %d live ones", m.Blob.ReferencedBytes, live)
 	}
+	closeAndCheckBlobs(t, db, "/db", opts, want)
+}
+
+// closeAndCheckBlobs verifies that db (open on dir with opts) reads every
+// key of want as its value, closes it, and checks the directory: no
+// problem and no warning (an unreferenced blob file would be one).
+func closeAndCheckBlobs(t *testing.T, db *DB, dir string, opts *Options, want map[string][]byte) {
+	t.Helper()
 	for k, v := range want {
 		if got, err := db.Get([]byte(k)); err != nil || !bytes.Equal(got, v) {
 			t.Fatalf("Get(%s) = %d bytes, %v", k, len(got), err)
@@ -505,7 +515,7 @@ func TestBlobGC(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if report, err := Check("/db", opts); err != nil || !report.OK() || len(report.Warnings) > 0 {
+	if report, err := Check(dir, opts); err != nil || !report.OK() || len(report.Warnings) > 0 {
 		t.Fatalf("Check: %v, %v, warnings %v", report, err, report.Warnings)
 	}
 }
@@ -624,5 +634,166 @@ func TestBlobFaultsDuringGC(t *testing.T) {
 				t.Fatalf("Check: %v, %v", report, err)
 			}
 		})
+	}
+}
+
+// TestBlobGCSettles writes every key once and overwrites random keys
+// twice as many times, as lsmgo-bench's fillrandom, overwrite ×2 and
+// settle do, then only flushes: with no further writes the background
+// work must drop every shadowed pointer (references count them as live
+// until a compaction drops them, which hid the garbage from GC) and
+// collect the blob files that are then shown mostly dead, those pointed
+// to from L0 included, until the retired files are within
+// blobSpaceTarget of the live bytes.
+func TestBlobGCSettles(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := blobTestOptions(fs)
+	opts.MemTableSize = 32 << 10 // 256 KiB blob files
+	db := openTestDB(t, "/db", opts)
+	const keys, size = 1000, 1 << 10
+	rng := rand.New(rand.NewPCG(8, 1))
+	want := make(map[string][]byte, keys)
+	set := func(k int) {
+		key := fmt.Sprintf("k%04d", k)
+		v := make([]byte, size)
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		if err := db.Set([]byte(key), v, nil); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = v
+	}
+	for _, k := range rng.Perm(keys) {
+		set(k)
+	}
+	for range 2 * keys {
+		set(rng.IntN(keys))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Settled: the tables point to the live values only (no shadowed
+	// pointer is left to hide garbage), and the files are collected down
+	// to 1.5 times the live bytes (the retired ones to blobSpaceTarget;
+	// the active file stays).
+	live := int64(keys * size)
+	settled := func() bool {
+		m := db.Metrics()
+		return m.Blob.ReferencedBytes == live && m.Blob.Bytes <= live*3/2
+	}
+	for deadline := time.Now().Add(30 * time.Second); !settled() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	m := db.Metrics()
+	t.Logf("%d blob files of %d bytes (%.2f× the %d live), %d referenced; %d GC runs copied %d values; %d compactions",
+		m.Blob.Files, m.Blob.Bytes, float64(m.Blob.Bytes)/float64(live), live, m.Blob.ReferencedBytes, m.Blob.GCRuns, m.Blob.GCValues, m.Compaction.Count)
+	if !settled() {
+		t.Errorf("not settled: tables reference %d blob bytes, blob files hold %d, for %d live value bytes", m.Blob.ReferencedBytes, m.Blob.Bytes, live)
+	}
+	closeAndCheckBlobs(t, db, "/db", opts, want)
+}
+
+// TestGetAppend reads inline and separated values, from the memtable and
+// from tables, expired and missing keys, appending to a buffer: the
+// result is dst followed by the value, and reading a separated value into
+// a buffer with room for it does not allocate the value again.
+func TestGetAppend(t *testing.T) {
+	fs := vfs.NewMem()
+	db := openTestDB(t, "/db", blobTestOptions(fs))
+	defer db.Close()
+	const size = 64 << 10
+	values := map[string][]byte{
+		"inline": []byte("short"),
+		"empty":  {},
+		"large":  bytes.Repeat([]byte("L"), size),
+	}
+	for k, v := range values {
+		if err := db.Set([]byte(k), v, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.SetWithExpiry([]byte("expired"), bytes.Repeat([]byte("E"), 100), time.Now().Add(-time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(where string) {
+		for k, v := range values {
+			for _, dst := range [][]byte{nil, []byte("prefix:"), make([]byte, 3, size+8)} {
+				want := append(append([]byte(nil), dst...), v...)
+				got, err := db.GetAppend(dst, []byte(k))
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s: GetAppend(%d-byte dst, %s) = %d bytes, %v; want %d bytes", where, len(dst), k, len(got), err, len(want))
+				}
+				if len(dst) > 0 && cap(dst) >= len(want) && &got[0] != &dst[0] {
+					t.Fatalf("%s: GetAppend(%s) did not use dst's room", where, k)
+				}
+			}
+		}
+		for _, k := range []string{"expired", "missing"} {
+			if got, err := db.GetAppend([]byte("x"), []byte(k)); !errors.Is(err, ErrNotFound) || string(got) != "x" {
+				t.Fatalf("%s: GetAppend(%s) = %q, %v; want dst and ErrNotFound", where, k, got, err)
+			}
+		}
+	}
+	check("memtable")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("table")
+
+	// 50 reads of the separated value: Get allocates it each time,
+	// GetAppend into one buffer never.
+	allocated := func(read func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 50 {
+			read()
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	buf := make([]byte, 0, size)
+	byGet := allocated(func() { db.Get([]byte("large")) })
+	byAppend := allocated(func() { buf, _ = db.GetAppend(buf[:0], []byte("large")) })
+	t.Logf("50 reads of %d bytes allocated %d bytes with Get, %d with GetAppend", size, byGet, byAppend)
+	if byAppend >= 50*size/4 {
+		t.Errorf("GetAppend into a buffer with room allocated %d bytes in 50 reads of %d bytes", byAppend, size)
+	}
+}
+
+// TestBlobMergeSkipsSmallValueTrees: two overlapping L0 tables of small
+// inline values that also point to one separated value each are not
+// merged for blob liveness: the blob bytes that could die are far below
+// blobMergeGain times the table bytes.
+func TestBlobMergeSkipsSmallValueTrees(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := blobTestOptions(fs)
+	opts.ValueThreshold = 1 << 10
+	opts.L0CompactionThreshold = 100
+	db := openTestDB(t, "/db", opts)
+	defer db.Close()
+	for round := range 2 {
+		for k := range 500 {
+			if err := db.Set(fmt.Appendf(nil, "k%04d", k), bytes.Repeat([]byte{byte(round)}, 100), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Set([]byte("large"), bytes.Repeat([]byte{byte(round)}, 2<<10), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v := db.rs.Load().version
+	// Nothing else is due (L0CompactionThreshold), so any compaction
+	// started or done would be a merge for blob liveness.
+	if n := len(v.Files[0]); n != 2 || db.mu.compacting != 0 {
+		t.Fatalf("%d L0 tables and %d compactions running, want the 2 flushed and none", n, db.mu.compacting)
+	}
+	if c := db.pickBlobMerge(v); c != nil {
+		t.Errorf("pickBlobMerge = %s for a tree of small values", c)
 	}
 }

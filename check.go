@@ -403,7 +403,7 @@ func (c *checker) checkPointer(name string, off int64, kind base.Kind, key, valu
 		c.pointedTo = make(map[base.FileNum]bool)
 	}
 	c.pointedTo[p.FileNum] = true
-	if c.blobBuf, err = c.blobs.readPointer(p, c.blobBuf); err != nil {
+	if c.blobBuf, err = c.blobs.readPointer(p, c.blobBuf[:0]); err != nil {
 		return fmt.Errorf("key %s in %s: %w", quoteKey(key), name, err)
 	}
 	c.report.BlobPointers++

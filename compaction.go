@@ -107,10 +107,19 @@ func (db *DB) maybeScheduleCompaction() {
 	for db.mu.compacting < db.opts.MaxConcurrentCompactions {
 		v := db.rs.Load().version
 		c := db.picker.Pick(v)
+		// blobFrom is what a blob rewrite collects; nil lets the
+		// compaction choose (newBlobGC).
+		var blobFrom map[base.FileNum]bool
 		if c == nil {
-			// Blob garbage collection waits for the tree's own work.
-			if c = db.pickBlobRewrite(v); c == nil {
-				return
+			// Blob garbage collection waits for the tree's own work:
+			// first the merges that make the blob references exact, then
+			// the rewrites that collect the files they show to be mostly
+			// dead.
+			if c = db.pickBlobMerge(v); c == nil {
+				quiet := len(db.mu.imm) == 0 && db.mu.mem != nil && db.mu.mem.blobBytes == 0
+				if c, blobFrom = db.pickBlobRewrite(v, quiet); c == nil {
+					return
+				}
 			}
 		}
 		if !db.compactionFitsLocked(c) {
@@ -119,7 +128,7 @@ func (db *DB) maybeScheduleCompaction() {
 		}
 		db.startCompactionLocked(c)
 		go func() {
-			err := db.runCompaction(c)
+			err := db.runCompaction(c, blobFrom)
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
 			db.mu.Unlock()
@@ -188,8 +197,9 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 
 // runCompaction merges the inputs into new tables of the output level and
 // installs the result. A single input file with nothing to merge below it
-// just moves down a level.
-func (db *DB) runCompaction(c *compaction.Compaction) error {
+// just moves down a level. blobFrom, if not nil, names the blob files
+// whose values it is to copy out (newBlobGC).
+func (db *DB) runCompaction(c *compaction.Compaction, blobFrom map[base.FileNum]bool) error {
 	edit := &manifest.VersionEdit{}
 	for i, files := range c.Inputs {
 		level := c.StartLevel
@@ -215,7 +225,7 @@ func (db *DB) runCompaction(c *compaction.Compaction) error {
 	snapshots := db.mu.snapshots.seqs()
 	db.mu.Unlock()
 	splitter := compaction.NewOutputSplitter(c, db.opts.TargetFileSize)
-	gc := db.newBlobGC(db.rs.Load().version)
+	gc := db.newBlobGC(db.rs.Load().version, blobFrom)
 	metas, err := db.writeTables(input, snapshots, c.Bottommost, splitter, gc, drop)
 	release()
 	if err == nil {

@@ -317,7 +317,7 @@ func (i *Iterator) Key() []byte { return i.key }
 // becomes invalid and Error says why.
 func (i *Iterator) Value() []byte {
 	if i.valid && i.pointer {
-		v, err := i.db.blobs.read(i.value, i.blobBuf)
+		v, err := i.db.blobs.read(i.blobBuf[:0], i.value)
 		if err != nil {
 			i.err, i.valid, i.value = err, false, nil
 			return nil

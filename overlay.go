@@ -62,8 +62,10 @@ func (o *Overlay) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if value, kind, found := top.mt.Get(key, top.readSeq); found {
-		return o.v.db.resolveValue(kind, value, true)
+	if top != nil {
+		if value, kind, found := top.mt.Get(key, top.readSeq); found {
+			return o.v.db.resolveValue(nil, kind, value, true)
+		}
 	}
 	return o.v.GetWithExpiry(key)
 }
@@ -78,6 +80,9 @@ func (o *Overlay) NewIter(opts *IterOptions) (*Iterator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if top == nil {
+		return o.v.NewIter(opts)
+	}
 	o.v.rs.refs.Add(1)
 	// The top's copy is fixed for the iterator: a later index call may
 	// replace the memtable or raise readSeq, neither of which it must see.
@@ -86,12 +91,18 @@ func (o *Overlay) NewIter(opts *IterOptions) (*Iterator, error) {
 }
 
 // index brings the memtable up to date with the batch's records and
-// returns it. A batch that was reset, or that no longer fits the
-// memtable, is indexed afresh into a new one.
+// returns it, or nil while the batch is empty (reads then go to the view
+// alone, and a read-only transaction costs no memtable). A batch that was
+// reset, or that no longer fits the memtable, is indexed afresh into a
+// new one.
 func (o *Overlay) index() (*overlayTop, error) {
 	b := o.b
 	if b.err != nil {
 		return nil, b.err
+	}
+	if b.Count() == 0 {
+		o.top = nil
+		return nil, nil
 	}
 	top := o.top
 	if top == nil || len(b.repr) < top.offset || batchrepr.Count(b.repr) < top.count || len(b.blobs) < top.blobs {
@@ -114,7 +125,7 @@ func (o *Overlay) index() (*overlayTop, error) {
 // batch as it is now.
 func (o *Overlay) fresh(capacity int) *overlayTop {
 	need := memSizeEstimate(o.b.repr) + o.b.blobBytes + base.ExpiryLen*o.b.Count()
-	capacity = max(capacity, 2*need, 64<<10)
+	capacity = max(capacity, 2*need, 16<<10)
 	return &overlayTop{mt: memtable.New(capacity), offset: batchrepr.HeaderLen, readSeq: o.v.seq}
 }
 

@@ -83,6 +83,13 @@ func testOverlayModel(t *testing.T, seed uint64) {
 	for k, val := range model {
 		want[k] = val
 	}
+	// With the batch still empty the overlay is the view.
+	empty, err := o.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIter(t, empty, modelList(want))
+	empty.Close()
 	var iters []*Iterator
 	var iterWants [][]string
 	for step := range 300 {

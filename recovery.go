@@ -402,7 +402,7 @@ func (r *walReplay) checkPointers(name string, off int64, rec []byte) error {
 		if err != nil {
 			return base.Corruptf(name, off, "WAL record: key %s: blob pointer: %v", quoteKey(key), err)
 		}
-		if buf, err = r.db.blobs.readPointer(p, buf); err != nil {
+		if buf, err = r.db.blobs.readPointer(p, buf[:0]); err != nil {
 			if !errors.Is(err, ErrCorruption) {
 				return err
 			}

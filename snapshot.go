@@ -42,7 +42,7 @@ func (s *Snapshot) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 	if s.db.closed.Load() {
 		return nil, time.Time{}, ErrClosed
 	}
-	return s.db.get(key, s.seq)
+	return s.db.get(nil, key, s.seq)
 }
 
 // NewIter returns an iterator over the snapshot.

@@ -54,7 +54,7 @@ func (v *View) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 	if v.rs == nil || v.db.closed.Load() {
 		return nil, time.Time{}, ErrClosed
 	}
-	return v.db.getIn(v.rs, key, v.seq)
+	return v.db.getIn(v.rs, nil, key, v.seq)
 }
 
 // NewIter returns an iterator over the view's state.

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -29,12 +30,17 @@ func lsmgoSettings(cfg EngineConfig) string {
 	}
 	return fmt.Sprintf("lsmgo.Open(dir, &Options{Sync: %s, CacheSize: %d, ValueThreshold: %d}); other options default "+
 		"(memtable %d MiB, snappy, bloom %d bits/key, L0 compaction at %d files, values of %d B or more in blob files, "+
-		"blob GC below %g live); DB.Set/Get/Delete, DB.NewIter",
+		"blob GC below %g live); DB.Set/GetAppend (into a reused buffer)/Delete, DB.NewIter",
 		o.Sync, o.CacheSize, o.ValueThreshold, lsmgo.DefaultMemTableSize>>20, lsmgo.DefaultBloomBitsPerKey,
 		lsmgo.DefaultL0CompactionThreshold, threshold, lsmgo.DefaultBlobGCThreshold)
 }
 
-type lsmgoEngine struct{ db *lsmgo.DB }
+type lsmgoEngine struct {
+	db *lsmgo.DB
+	// bufs holds the buffers Get reads values into (DB.GetAppend, the
+	// API for repeated reads), one per concurrent reader.
+	bufs sync.Pool
+}
 
 func openLsmgo(dir string, cfg EngineConfig) (Engine, error) {
 	db, err := lsmgo.Open(dir, lsmgoOptions(cfg))
@@ -47,7 +53,13 @@ func openLsmgo(dir string, cfg EngineConfig) (Engine, error) {
 func (e *lsmgoEngine) Set(key, value []byte) error { return e.db.Set(key, value, nil) }
 
 func (e *lsmgoEngine) Get(key []byte) (int, bool, error) {
-	v, err := e.db.Get(key)
+	buf, _ := e.bufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	v, err := e.db.GetAppend((*buf)[:0], key)
+	*buf = v
+	e.bufs.Put(buf)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return 0, false, nil
 	}

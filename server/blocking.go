@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/big"
 	"os"
 	"slices"
 	"sync"
@@ -117,32 +118,38 @@ func (c *conn) signalReady(key []byte) {
 }
 
 // serveReady serves the clients blocked on the keys the command that just
-// finished signalled, and on those their tries signal in turn.
+// finished signalled, and on those their tries signal in turn. It works
+// in rounds, as Redis does: the keys signalled while serving one round's
+// keys make the next round, so a key emptied and filled again (BLMOVE
+// a→b while another waits to move b→a) is served again.
 func (r *blockRegistry) serveReady(c *conn) {
-	queue := c.blk.ready
-	c.blk.ready = c.blk.ready[:0]
+	round := c.blk.ready
+	defer func(buf [][]byte) {
+		clear(buf)
+		c.blk.ready = buf[:0] // kept for the next command
+	}(round)
 	// Checked after the commit: a client that registers later tries
 	// once more after registering, so it cannot miss this write.
 	if r.blocked.Load() == 0 {
-		clear(queue)
 		return
 	}
-	for i := 0; i < len(queue); i++ {
-		key := queue[i]
-		if slices.ContainsFunc(queue[:i], func(k []byte) bool { return bytes.Equal(k, key) }) {
-			continue
-		}
-		r.mu.Lock()
-		ws := slices.Clone(r.waiting[string(key)])
-		r.mu.Unlock()
-		for _, w := range ws {
-			st := r.tryServe(w, key, c, &queue)
-			if st == waiting {
-				break // the key is empty again (or not a fit): the rest wait
+	for len(round) > 0 {
+		var next [][]byte // copies: the tries' keys are their clients' arguments
+		for i, key := range round {
+			if slices.ContainsFunc(round[:i], func(k []byte) bool { return bytes.Equal(k, key) }) {
+				continue
+			}
+			r.mu.Lock()
+			ws := slices.Clone(r.waiting[string(key)])
+			r.mu.Unlock()
+			for _, w := range ws {
+				if r.tryServe(w, key, c, &next) == waiting {
+					break // the key is empty again (or not a fit): the rest wait
+				}
 			}
 		}
+		round = next
 	}
-	clear(queue)
 }
 
 // tryServe runs w's try for key unless w has left; it returns served when
@@ -329,26 +336,35 @@ func (c *conn) takeReadAhead(p []byte) (n int, err error) {
 	return 0, err
 }
 
-// parseTimeout parses a blocking command's timeout in seconds as Redis
-// does: a float truncated to whole milliseconds, 0 (or less than a
-// millisecond) blocking forever. It replies itself on error.
+// parseTimeout parses a blocking command's timeout in seconds as the
+// Redis 7.0 that CI runs does: a float read and multiplied by 1000 in long
+// double (64-bit mantissa, as big.Float with precision 64 computes it),
+// rounded up to whole milliseconds, so that 0.0001 waits 1 ms; 0 (and
+// anything above -0.001) blocks forever. It replies itself on error.
 func (c *conn) parseTimeout(arg []byte) (time.Duration, bool) {
 	f, ok := parseFloat(arg)
 	if !ok {
 		c.fail("ERR timeout is not a float or out of range")
 		return 0, false
 	}
-	ms := f * 1000
-	// Redis converts to a 64-bit integer, which overflow makes the most
-	// negative one on amd64.
-	if ms >= math.MaxInt64 || ms <= math.MinInt64 || int64(ms) < 0 {
+	ms := new(big.Float).SetPrec(64)
+	if !math.IsInf(f, 0) {
+		if _, _, err := ms.Parse(string(arg), 0); err != nil {
+			ms.SetFloat64(f)
+		}
+	}
+	ms.Mul(ms, big.NewFloat(1000))
+	// The conversion to a 64-bit integer yields the most negative one
+	// on overflow (amd64), which Redis then finds negative.
+	n, acc := ms.Int64()
+	overflow := acc != big.Exact && (n == math.MaxInt64 || n == math.MinInt64)
+	if acc == big.Below && ms.Sign() > 0 && !overflow {
+		n++ // Int64 truncates; a positive fraction rounds up
+	}
+	if math.IsInf(f, 0) || overflow || n < 0 {
 		c.fail("ERR timeout is negative")
 		return 0, false
 	}
-	if int64(ms) > math.MaxInt64-time.Now().UnixMilli() {
-		c.fail("ERR timeout is out of range")
-		return 0, false
-	}
-	// Durations past ~292 years are as good as forever.
-	return time.Duration(min(int64(ms), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
+	// Redis 7.0 takes any positive timeout; past ~292 years is forever.
+	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
 }

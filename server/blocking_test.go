@@ -92,6 +92,23 @@ var blockScenarios = map[string][]blockStep{
 		{client: 2, args: []string{"BLMPOP", "0.1", "1", "k", "LEFT"}, timesOut: true},
 		{client: 3, args: []string{"BRPOPLPUSH", "k", "d", "0.1"}, timesOut: true},
 	},
+	"inside MULTI": {
+		{client: 0, args: []string{"MULTI"}},
+		{client: 0, args: []string{"BLPOP", "k", "0"}},
+		{client: 0, args: []string{"BLMOVE", "k", "d", "LEFT", "LEFT", "0"}},
+		{client: 0, args: []string{"BLMPOP", "0", "1", "k", "LEFT"}},
+		{client: 0, args: []string{"RPUSH", "k", "a"}},
+		{client: 0, args: []string{"BRPOPLPUSH", "k", "d", "0"}},
+		{client: 0, args: []string{"EXEC"}},
+	},
+	"EXEC wakes once committed": {
+		{client: 0, args: []string{"BLPOP", "k", "0"}, blocks: true},
+		{client: 1, args: []string{"MULTI"}},
+		{client: 1, args: []string{"RPUSH", "k", "a"}},
+		{client: 1, args: []string{"LPUSH", "k", "b"}},
+		{client: 1, args: []string{"EXEC"}},
+		{client: 1, args: []string{"LRANGE", "k", "0", "-1"}},
+	},
 	"disconnect while blocked": {
 		{client: 0, args: []string{"BLPOP", "k", "0"}, blocks: true},
 		{client: 1, args: []string{"BLPOP", "k", "0"}, blocks: true},
@@ -408,4 +425,126 @@ func TestBlockingConcurrent(t *testing.T) {
 	if v, err := ctl.flushRead(1); err != nil || v[0].Int != 0 {
 		t.Errorf("lists left behind: %v %v", render(v[0], exact), err)
 	}
+}
+
+// TestBlockingRandomDiff runs seeded random scenarios on redis-server and
+// lsmgo: clients block on random keys (BLPOP, BRPOP, BLMOVE, BLMPOP)
+// while a pusher pushes and moves elements, and every reply, the blocked
+// clients' included, must match. A client blocks only when all its keys
+// are empty, which the harness reads before sending, so both servers see
+// the same steps; at the end the pusher fills every key until no client
+// is left blocked.
+func TestBlockingRandomDiff(t *testing.T) {
+	redisSock := startRedis(t)
+	s := startServer(t, nil)
+	scenarios := 40
+	if testing.Short() {
+		scenarios = 15
+	}
+	for seed := range scenarios {
+		proto := 2 + seed%2
+		want := runRandomBlocking(t, "unix", redisSock, proto, uint64(seed))
+		got := runRandomBlocking(t, "tcp", s.Addr().String(), proto, uint64(seed))
+		if got != want {
+			t.Fatalf("seed %d:\n lsmgo: %s\n redis: %s", seed, got, want)
+		}
+	}
+}
+
+// runRandomBlocking runs the scenario of seed and returns every client's
+// replies and the keys' final contents, rendered.
+func runRandomBlocking(t *testing.T, network, addr string, proto int, seed uint64) string {
+	t.Helper()
+	rng := newRand(int64(seed))
+	keys := []string{"a", "b", "c"}
+	key := func() string { return keys[rng.IntN(len(keys))] }
+	ctl := dialDiff(t, network, addr, 2)
+	ctl.do(t, "FLUSHALL")
+	const waiters = 6
+	conns := make([]*diffConn, waiters)
+	for i := range conns {
+		conns[i] = dialDiff(t, network, addr, proto)
+	}
+	pusher := dialDiff(t, network, addr, proto)
+	var log []string
+	doPush := func(args ...string) {
+		pusher.send(args)
+		v, err := pusher.flushRead(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, fmt.Sprintf("%q=%s", args, render(v[0], exact)))
+	}
+	empty := func(ks ...string) bool {
+		ctl.send(append([]string{"EXISTS"}, ks...))
+		v, err := ctl.flushRead(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v[0].Int == 0
+	}
+	next := 0 // clients before next are blocked or were served since
+	for range 40 {
+		if next == waiters || rng.IntN(2) == 0 {
+			switch rng.IntN(3) {
+			case 0, 1:
+				args := []string{[]string{"RPUSH", "LPUSH"}[rng.IntN(2)], key()}
+				for range 1 + rng.IntN(3) {
+					args = append(args, strconv.Itoa(rng.IntN(100)))
+				}
+				doPush(args...)
+			default:
+				doPush("LMOVE", key(), key(), "LEFT", "RIGHT")
+			}
+			continue
+		}
+		var args, sources []string
+		k1, k2, timeout := key(), key(), "0"
+		switch rng.IntN(4) {
+		case 0:
+			args, sources = []string{"BLPOP", k1, k2, timeout}, []string{k1, k2}
+		case 1:
+			args, sources = []string{"BRPOP", k1, timeout}, []string{k1}
+		case 2:
+			args, sources = []string{"BLMOVE", k1, k2, "RIGHT", "LEFT", timeout}, []string{k1}
+		default:
+			args, sources = []string{"BLMPOP", timeout, "2", k1, k2, "LEFT", "COUNT", "2"}, []string{k1, k2}
+		}
+		d := conns[next]
+		before := blockedClients(t, ctl)
+		willBlock := empty(sources...)
+		d.send(args)
+		if !willBlock {
+			// Served at once: read the reply before the next step, which
+			// could otherwise reach the server first.
+			v, err := d.flushRead(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log = append(log, fmt.Sprintf("%q=%s", args, render(v[0], exact)))
+			continue
+		}
+		if _, err := d.flushRead(0); err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, fmt.Sprintf("client %d %q", next, args))
+		waitBlocked(t, ctl, before+1)
+		next++
+	}
+	for n := blockedClients(t, ctl); n > 0; n = blockedClients(t, ctl) {
+		for _, k := range keys {
+			doPush("RPUSH", k, "end")
+		}
+	}
+	for i, d := range conns[:next] {
+		v, err := d.flushRead(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, fmt.Sprintf("client %d: %s", i, render(v[0], exact)))
+	}
+	for _, k := range keys {
+		doPush("LRANGE", k, "0", "-1")
+	}
+	return fmt.Sprint(log)
 }

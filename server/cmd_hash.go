@@ -219,23 +219,11 @@ func cmdHGet(c *conn, _ *command, args [][]byte) {
 }
 
 func cmdHMGet(c *conn, _ *command, args [][]byte) {
-	key := args[1]
-	m, exists, ok := c.getColl(key, typeHash)
+	vals, found, exists, ok := c.getElems(args[1], typeHash, nil, args[2:])
 	if !ok {
 		return
 	}
 	c.countLookup(exists)
-	// Read every field before replying, so that an engine error is the
-	// whole reply rather than a broken array.
-	vals := make([][]byte, len(args)-2)
-	found := make([]bool, len(vals))
-	if exists {
-		for i, field := range args[2:] {
-			if vals[i], found[i], ok = c.getElem(key, m, field); !ok {
-				return
-			}
-		}
-	}
 	c.wr.ArrayHeader(len(vals))
 	for i, v := range vals {
 		if found[i] {
@@ -244,6 +232,29 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) {
 			c.wr.Null()
 		}
 	}
+}
+
+// getElems reads the elements named sub+name for each of names from the
+// collection of type typ at key (none found when the key is absent). It
+// reads every one before the caller replies, so that an engine error is
+// the whole reply rather than a broken array; it replies itself on
+// failure.
+func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists, ok bool) {
+	m, exists, ok := c.getColl(key, typ)
+	if !ok {
+		return nil, nil, false, false
+	}
+	vals, found = make([][]byte, len(names)), make([]bool, len(names))
+	if exists {
+		elem := slices.Clone(sub)
+		for i, name := range names {
+			elem = append(elem[:len(sub)], name...)
+			if vals[i], found[i], ok = c.getElem(key, m, elem); !ok {
+				return nil, nil, false, false
+			}
+		}
+	}
+	return vals, found, exists, true
 }
 
 // removeElems returns the handler of HDEL or SREM on collections of typ:
@@ -319,7 +330,12 @@ func cmdHStrlen(c *conn, _ *command, args [][]byte) {
 // readElems returns every element of m at key and its value, read through
 // the command's reader; it replies with the error itself on failure.
 func (c *conn) readElems(key []byte, m collMeta) (elems, vals [][]byte, ok bool) {
-	err := c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
+	return c.readElemsIn(key, m, nil)
+}
+
+// readElemsIn is readElems over the elements under sub (scanElemsIn).
+func (c *conn) readElemsIn(key []byte, m collMeta, sub []byte) (elems, vals [][]byte, ok bool) {
+	err := c.s.ks.scanElemsIn(c.reader(), key, m, sub, nil, func(elem, val []byte) bool {
 		elems = append(elems, bytes.Clone(elem))
 		vals = append(vals, bytes.Clone(val))
 		return true
@@ -479,11 +495,12 @@ func (c *conn) parseScanOpts(opts [][]byte) (o scanOpts, ok bool) {
 	return o, true
 }
 
-// scanColl implements HSCAN (values set) and SSCAN: it examines up to
-// COUNT elements of the collection from where the cursor left off, and
-// replies with the next cursor and the matching elements (with their
-// values for HSCAN). Cursors are server-side positions, as for SCAN.
-func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
+// scanColl implements HSCAN, SSCAN and ZSCAN: it examines up to COUNT
+// elements under sub of the collection from where the cursor left off,
+// and replies with the next cursor and the matching elements, each
+// followed by its value as value prints it unless value is nil (SSCAN).
+// Cursors are server-side positions, as for SCAN.
+func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val []byte) []byte) {
 	cursor, err := strconv.ParseUint(string(args[2]), 10, 64)
 	if err != nil {
 		c.fail("ERR invalid cursor")
@@ -520,7 +537,7 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 	}
 	var next []byte
 	examined := int64(0)
-	err = c.s.ks.scanElems(c.reader(), key, m, from, func(elem, val []byte) bool {
+	err = c.s.ks.scanElemsIn(c.reader(), key, m, sub, from, func(elem, val []byte) bool {
 		if examined == o.count {
 			next = bytes.Clone(elem)
 			return false
@@ -528,7 +545,9 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 		examined++
 		if o.pattern == nil || globMatch(o.pattern, elem, false) {
 			elems = append(elems, bytes.Clone(elem))
-			vals = append(vals, bytes.Clone(val))
+			if value != nil {
+				vals = append(vals, value(nil, val))
+			}
 		}
 		return true
 	})
@@ -542,14 +561,10 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 	} else {
 		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
 	}
-	if values {
-		c.wr.ArrayHeader(2 * len(elems))
-	} else {
-		c.wr.ArrayHeader(len(elems))
-	}
+	c.wr.ArrayHeader(len(elems) + len(vals))
 	for i := range elems {
 		c.wr.Bulk(elems[i])
-		if values {
+		if value != nil {
 			c.wr.Bulk(vals[i])
 		}
 	}
@@ -562,7 +577,9 @@ func (c *conn) scanColl(args [][]byte, typ byte, values bool) {
 // the replies match Redis'.
 const smallColl = 128
 
-func cmdHScan(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeHash, true) }
+func cmdHScan(c *conn, _ *command, args [][]byte) {
+	c.scanColl(args, typeHash, nil, func(dst, val []byte) []byte { return append(dst, val...) })
+}
 
 // maxRandCount is the largest |count| HRANDFIELD and SRANDMEMBER accept,
 // as in Redis, which refuses counts whose doubling could overflow.
@@ -590,27 +607,7 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
-	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeHash)
-	if !ok {
-		return
-	}
-	if len(args) == 2 {
-		if !exists {
-			c.wr.Null()
-			return
-		}
-		elems, _, ok := c.pickElems(key, m, 1)
-		if ok {
-			c.wr.Bulk(elems[0])
-		}
-		return
-	}
-	if !exists || count == 0 {
-		c.wr.ArrayHeader(0)
-		return
-	}
-	elems, vals, ok := c.pickElems(key, m, count)
+	elems, vals, ok := c.randomElems(key, typeHash, nil, len(args) == 2, count)
 	if !ok {
 		return
 	}
@@ -637,30 +634,58 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 	}
 }
 
-// pickElems picks random elements of m at key: count > 0 distinct ones
-// (all when count ≥ the collection's size), or -count with repetition.
-// The picks come in random order. A few picks out of many are made by
-// seeking (keyspace.randomElem); more are made in one pass over the
-// elements.
-func (c *conn) pickElems(key []byte, m collMeta, count int64) (elems, vals [][]byte, ok bool) {
+// randomElems is the common part of HRANDFIELD, SRANDMEMBER and
+// ZRANDMEMBER once their count is parsed (single: none was given): it
+// replies itself for a missing key (null, or with a count an empty
+// array), a zero count, a failure, and without a count with the one
+// element picked; otherwise it returns the picks for the caller's reply.
+func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count int64) (elems, vals [][]byte, ok bool) {
+	defer c.pin()()
+	m, exists, ok := c.getColl(key, typ)
+	switch {
+	case !ok:
+		return nil, nil, false
+	case single && !exists:
+		c.wr.Null()
+		return nil, nil, false
+	case !single && (!exists || count == 0):
+		c.wr.ArrayHeader(0)
+		return nil, nil, false
+	case single:
+		count = 1
+	}
+	elems, vals, ok = c.pickElems(key, m, sub, count)
+	if ok && single {
+		c.wr.Bulk(elems[0])
+		return nil, nil, false
+	}
+	return elems, vals, ok
+}
+
+// pickElems picks random elements under sub of m at key: count > 0
+// distinct ones (all when count ≥ the collection's size), or -count with
+// repetition. The picks come in random order. A few picks out of many are
+// made by seeking (keyspace.randomElem); more are made in one pass over
+// the elements.
+func (c *conn) pickElems(key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, ok bool) {
 	if count >= m.count {
-		if elems, vals, ok = c.readElems(key, m); ok {
+		if elems, vals, ok = c.readElemsIn(key, m, sub); ok {
 			shuffle(elems, vals)
 		}
 		return elems, vals, ok
 	}
 	if n := max(count, -count); m.count >= seekMinSize && n*seekPicks <= m.count {
-		return c.seekElems(key, m, count)
+		return c.seekElems(key, m, sub, count)
 	}
-	return c.passElems(key, m, count)
+	return c.passElems(key, m, sub, count)
 }
 
 // passElems makes pickElems' picks in one pass over the elements: random
 // positions first, then the elements at them.
-func (c *conn) passElems(key []byte, m collMeta, count int64) (elems, vals [][]byte, ok bool) {
+func (c *conn) passElems(key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, ok bool) {
 	positions := randomPositions(m.count, count)
 	pos := int64(0)
-	err := c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
+	err := c.s.ks.scanElemsIn(c.reader(), key, m, sub, nil, func(elem, val []byte) bool {
 		for len(positions) > 0 && positions[0] == pos {
 			elems = append(elems, bytes.Clone(elem))
 			vals = append(vals, bytes.Clone(val))
@@ -692,7 +717,7 @@ const (
 // collection's size, so repeats are rare unless the element names make
 // the picks very uneven: after many redraws it gives up and makes the
 // picks in one pass).
-func (c *conn) seekElems(key []byte, m collMeta, count int64) (elems, vals [][]byte, ok bool) {
+func (c *conn) seekElems(key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, ok bool) {
 	r := c.reader()
 	var seen map[string]bool
 	if count > 0 {
@@ -700,9 +725,9 @@ func (c *conn) seekElems(key []byte, m collMeta, count int64) (elems, vals [][]b
 	}
 	for n, draws := max(count, -count), int64(0); int64(len(elems)) < n; draws++ {
 		if draws > 4*n+16 {
-			return c.passElems(key, m, count)
+			return c.passElems(key, m, sub, count)
 		}
-		elem, val, err := c.s.ks.randomElem(r, key, m)
+		elem, val, err := c.s.ks.randomElem(r, key, m, sub)
 		if err != nil {
 			c.replyErr(err)
 			return nil, nil, false

@@ -812,30 +812,15 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 // false without replying when every list is empty, or, with a key, when it
 // is not a list: a blocked client's try (see blocking.go).
 func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool {
-	if key != nil {
-		keys = [][]byte{key}
-	}
-	held := c.lock(keys, 1)
-	defer c.unlock(held)
-	for _, k := range keys {
-		m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, k, typeList)
-		switch {
-		case key != nil && errors.Is(err, errWrongType):
-			return false
-		case err != nil:
-			c.replyErr(err)
-			return true
-		case !exists:
-			continue
-		}
+	return c.firstColl(keys, key, typeList, func(k []byte, m collMeta) {
 		vals, ok := c.listPopN(k, &m, left, max(count, 1))
 		if !ok {
 			c.batch.Reset()
-			return true
+			return
 		}
 		c.s.ks.putColl(c.batch, &c.scratch, k, m)
 		if !c.apply() {
-			return true
+			return
 		}
 		c.wr.ArrayHeader(2)
 		c.wr.Bulk(k)
@@ -844,9 +829,7 @@ func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool 
 		} else {
 			c.bulks(vals)
 		}
-		return true
-	}
-	return false
+	})
 }
 
 // bpop returns the handler of BLPOP (left) or BRPOP.

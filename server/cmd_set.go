@@ -42,7 +42,7 @@ func init() {
 		spec{name: "sintercard", arity: -3, flags: ro | flagMovableKeys, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
 			summary: "Returns the number of members of the intersect of multiple sets.", run: cmdSInterCard},
 		spec{name: "sscan", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.8.0",
-			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeSet, false) }},
+			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeSet, nil, nil) }},
 	)
 }
 
@@ -77,18 +77,9 @@ func cmdSAdd(c *conn, _ *command, args [][]byte) {
 // SMISMEMBER (an array of them).
 func smIsMember(multi bool) handler {
 	return func(c *conn, _ *command, args [][]byte) {
-		key := args[1]
-		m, exists, ok := c.getColl(key, typeSet)
+		_, found, _, ok := c.getElems(args[1], typeSet, nil, args[2:])
 		if !ok {
 			return
-		}
-		found := make([]bool, len(args)-2)
-		if exists {
-			for i, member := range args[2:] {
-				if _, found[i], ok = c.getElem(key, m, member); !ok {
-					return
-				}
-			}
 		}
 		if multi {
 			c.wr.ArrayHeader(len(found))
@@ -158,7 +149,7 @@ func cmdSPop(c *conn, _ *command, args [][]byte) {
 			return true
 		}
 		var ok bool
-		if popped, _, ok = c.pickElems(key, *m, count); !ok {
+		if popped, _, ok = c.pickElems(key, *m, nil, count); !ok {
 			return false
 		}
 		for _, member := range popped {
@@ -198,27 +189,8 @@ func cmdSRandMember(c *conn, _ *command, args [][]byte) {
 			return
 		}
 	}
-	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeSet)
+	picked, _, ok := c.randomElems(key, typeSet, nil, len(args) == 2, count)
 	if !ok {
-		return
-	}
-	switch {
-	case len(args) == 2 && !exists:
-		c.wr.Null()
-		return
-	case len(args) == 3 && (!exists || count == 0):
-		c.wr.ArrayHeader(0)
-		return
-	case len(args) == 2:
-		count = 1
-	}
-	picked, _, ok := c.pickElems(key, m, count)
-	if !ok {
-		return
-	}
-	if len(args) == 2 {
-		c.wr.Bulk(picked[0])
 		return
 	}
 	c.wr.ArrayHeader(len(picked))
@@ -315,25 +287,11 @@ func setAlgebra(op setOp, store bool) handler {
 			c.setReply(result)
 			return
 		}
-		dst := args[1]
-		if len(result) == 0 {
-			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
-		} else {
-			m, err := c.s.ks.newColl(typeSet)
-			if err != nil {
-				c.batch.Reset()
-				c.replyErr(err)
-				return
-			}
+		c.storeColl(args[1], typeSet, len(result), func(m collMeta) {
 			for _, member := range result {
-				c.s.ks.putElem(c.batch, &c.elemBuf, dst, m, member, nil)
+				c.s.ks.putElem(c.batch, &c.elemBuf, args[1], m, member, nil)
 			}
-			m.count = int64(len(result))
-			c.s.ks.putColl(c.batch, &c.scratch, dst, m)
-		}
-		if c.apply() {
-			c.wr.Int(int64(len(result)))
-		}
+		})
 	}
 }
 

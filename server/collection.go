@@ -12,7 +12,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo"
 )
 
-// Collections (hashes, and later sets, lists and sorted sets) are stored
+// Collections (hashes, sets, sorted sets, and later lists) are stored
 // element by element, so that one key may hold more than fits in memory
 // and a command touches only the elements it needs (doc/server.md,
 // "Keyspace encoding"):
@@ -212,10 +212,18 @@ func (ks *keyspace) deleteElem(b *lsmgo.Batch, buf *[]byte, userKey []byte, m co
 }
 
 // scanElems calls fn with each element of m at userKey and its value, in
-// element order, read through r, until fn returns false. Both slices are
-// valid only during the call.
+// element order, read through r, starting at from, until fn returns false.
+// Both slices are valid only during the call.
 func (ks *keyspace) scanElems(r lsmgo.Reader, userKey []byte, m collMeta, from []byte, fn func(elem, val []byte) bool) error {
-	prefix := elemsKey(nil, userKey, m.version)
+	return ks.scanElemsIn(r, userKey, m, nil, from, fn)
+}
+
+// scanElemsIn is scanElems over the elements whose names start with sub,
+// passed to fn without it: a collection that keeps more than one kind of
+// entry (a sorted set's members and its score index) keeps each kind
+// under a sub-prefix of its own.
+func (ks *keyspace) scanElemsIn(r lsmgo.Reader, userKey []byte, m collMeta, sub, from []byte, fn func(elem, val []byte) bool) error {
+	prefix := append(elemsKey(nil, userKey, m.version), sub...)
 	lower := append(bytes.Clone(prefix), from...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -264,7 +272,7 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 	return nil
 }
 
-// randomElem picks one element of the collection m at userKey, and its
+// randomElem picks one element under sub of the collection m at userKey, and its
 // value, with a few seeks instead of a walk over the elements: it descends
 // the byte-wise trie of the elements, choosing at each depth a byte
 // uniformly between the smallest and the largest element below the
@@ -274,8 +282,8 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 // next element, so sparse element names are picked with some bias (Redis'
 // own pick is biased by its hash table too). It costs about two seeks per
 // distinct byte position.
-func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta) (elem, val []byte, err error) {
-	prefix := elemsKey(nil, userKey, m.version)
+func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub []byte) (elem, val []byte, err error) {
+	prefix := append(elemsKey(nil, userKey, m.version), sub...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, nil, err
@@ -346,4 +354,68 @@ func commonPrefixLen(a, b []byte) int {
 		n++
 	}
 	return n
+}
+
+// firstColl runs pop, under the locks of all keys, on the first of keys
+// that holds a collection of type typ (only on ready when it is not nil),
+// for the pops of LMPOP, ZMPOP and the blocking commands; pop replies. It
+// returns false, having replied nothing, when no key holds one, or, with
+// ready, when that key holds another type: a blocked client's try
+// (blocking.go). Otherwise a key of another type before the first
+// collection is WRONGTYPE.
+func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []byte, m collMeta)) bool {
+	if ready != nil {
+		keys = [][]byte{ready}
+	}
+	held := c.lock(keys, 1)
+	defer c.unlock(held)
+	for _, key := range keys {
+		m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
+		switch {
+		case ready != nil && errors.Is(err, errWrongType):
+			return false
+		case err != nil:
+			c.replyErr(err)
+			return true
+		case !exists:
+			continue
+		}
+		pop(key, m)
+		return true
+	}
+	return false
+}
+
+// storeColl replaces whatever dst holds with a new collection of type
+// typ holding n elements, which put adds to the batch under the new
+// collection's version, commits, and replies with n: the STORE commands
+// (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …). The caller holds dst's lock.
+// An empty result deletes dst only when dst holds a value: as in Redis,
+// deleting nothing is no write, which WATCH must not see.
+func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) {
+	if n == 0 {
+		exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
+		if err != nil {
+			c.batch.Reset()
+			c.replyErr(err)
+			return
+		}
+		if exists {
+			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
+		}
+	} else {
+		m, err := c.s.ks.newColl(typ)
+		if err != nil {
+			c.batch.Reset()
+			c.replyErr(err)
+			return
+		}
+		put(m)
+		m.count = int64(n)
+		c.s.ks.putColl(c.batch, &c.scratch, dst, m)
+		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
+	}
+	if c.apply() {
+		c.wr.Int(int64(n))
+	}
 }

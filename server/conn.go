@@ -163,6 +163,9 @@ func (r connReader) Read(p []byte) (int, error) {
 		if c.pendingPushes() {
 			continue
 		}
+		// A Read that finds data ready returns it even if a publisher
+		// moved the deadline meanwhile: execute delivers the messages
+		// queued before each command runs, so none is overtaken.
 		n, err := c.nc.Read(p)
 		c.s.stats.netIn.Add(int64(n))
 		var ne net.Error
@@ -276,6 +279,11 @@ func (c *conn) execute(args [][]byte) {
 		return
 	}
 	c.commitStaged()
+	// Messages published before this command was read go out before its
+	// reply, as in Redis, where PUBLISH fills the subscribers' output
+	// buffers at once: the connection may have read the command before
+	// the publisher's wake-up reached it.
+	c.deliverPushes()
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(nil, unknownCommand(args))

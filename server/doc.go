@@ -26,6 +26,9 @@
 //     from its first read to the end of its Apply (keyLocks), so
 //     read-modify-write commands are atomic against all other writes.
 //     Reads take no lock.
+//   - A client blocked on keys (BLPOP …, blocking.go) is served by the
+//     goroutine of the write that filled a key, after that write
+//     committed and before its reply is flushed, oldest waiter first.
 //   - Bytes from the network or disk never cause a panic: malformed RESP
 //     closes the connection with Redis' protocol error, and a damaged
 //     value header is reported as a corruption error.

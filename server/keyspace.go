@@ -20,8 +20,8 @@ import (
 //	"m" + name            server metadata, such as the format version
 //
 // The header's low 7 bits name the Redis type ('s' for string, payload =
-// the string; 'h' for a hash, 'S' for a set and 'l' for a list, payload =
-// collection metadata) and its high
+// the string; 'h' for a hash, 'S' for a set, 'l' for a list and 'z' for
+// a sorted set, payload = collection metadata) and its high
 // bit says the entry carries an engine expiry, so INFO can count expiring
 // keys while iterating without decoding the engine's expiry. Every Redis
 // type keeps its metadata under its 'k' key, so one iteration over the 'k'
@@ -34,6 +34,7 @@ const (
 	typeHash    = 'h'
 	typeSet     = 'S'
 	typeList    = 'l'
+	typeZSet    = 'z'
 	flagExpires = 0x80
 
 	// formatKey holds formatVersion; Start refuses a directory written
@@ -44,7 +45,7 @@ const (
 
 // typeNames are the names TYPE replies with, by header type; decodeHeader
 // refuses a header whose type is not here.
-var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list"}
+var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list", typeZSet: "zset"}
 
 // errWrongType is Redis' reply to a command run on a key of another type.
 var errWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")

@@ -266,3 +266,50 @@ func TestConcurrentListWrites(t *testing.T) {
 		t.Errorf("%d elements accounted for, want %d", got, clients*each)
 	}
 }
+
+// TestBigList builds a list of 200,000 elements (20,000 under -short)
+// from both ends and reads slices of it: LRANGE and LINDEX deep inside,
+// LPOS with MAXLEN, a trim of both ends, DEL, which writes the metadata
+// only, and a new list at the same key that sees none of the old slots.
+func TestBigList(t *testing.T) {
+	s := startServer(t, nil)
+	ctx := context.Background()
+	c := newClient(t, s, 2, nil)
+	n := 200_000
+	if testing.Short() {
+		n = 20_000
+	}
+	const chunk = 1000
+	for i := 0; i < n/2; i += chunk {
+		left, right := make([]any, chunk), make([]any, chunk)
+		for j := range chunk {
+			left[j] = strconv.Itoa(-(i + j) - 1) // LPUSH reverses them
+			right[j] = strconv.Itoa(i + j)
+		}
+		pipe := c.Pipeline()
+		pipe.LPush(ctx, "big", left...)
+		pipe.RPush(ctx, "big", right...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The list is -n/2 … n/2-1 in order: index i holds i - n/2.
+	at := func(i int) string { return strconv.Itoa(i - n/2) }
+	runSteps(t, c, []step{
+		{args: []any{"LLEN", "big"}, want: int64(n)},
+		{args: []any{"LINDEX", "big", n / 3}, want: at(n / 3)},
+		{args: []any{"LINDEX", "big", -1}, want: at(n - 1)},
+		{args: []any{"LRANGE", "big", n/2 - 1, n/2 + 1}, want: []any{at(n/2 - 1), at(n / 2), at(n/2 + 1)}},
+		{args: []any{"LPOS", "big", at(n - 10), "MAXLEN", 100}, want: nil},
+		{args: []any{"LPOS", "big", at(n - 10), "RANK", -1, "MAXLEN", 100}, want: int64(n - 10)},
+		{args: []any{"LTRIM", "big", 10, -11}, want: "OK"},
+		{args: []any{"LLEN", "big"}, want: int64(n - 20)},
+		{args: []any{"LINDEX", "big", 0}, want: at(10)},
+		{args: []any{"DEL", "big"}, want: int64(1)},
+		{args: []any{"RPUSH", "big", "x"}, want: int64(1)},
+		{args: []any{"LRANGE", "big", 0, -1}, want: []any{"x"}},
+	})
+	if got := listLayout(t, s, "big"); !slices.Equal(got, []string{"x"}) {
+		t.Errorf("new list holds %q", got)
+	}
+}

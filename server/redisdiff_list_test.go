@@ -70,7 +70,7 @@ func diffLists(g *diffGen) diffCmd {
 		}
 		return diffCmdOf(exact, args...)
 	case 20, 21:
-		return diffCmdOf(exact, g.pick("BLPOP", "BRPOP"), k, g.key(), g.pick("0.001", "0.001", "-1", "x", "0.0001x"))
+		return diffCmdOf(exact, g.pick("BLPOP", "BRPOP"), k, g.key(), g.pick("0.001", "0.0001", "-1", "x", "1e-300", "inf", "-0.5", "1e300", "9223372036854775.808"))
 	case 22:
 		return diffCmdOf(exact, "BLMOVE", k, g.key(), g.pick("LEFT", "RIGHT", "SIDEWAYS"), g.pick("LEFT", "RIGHT"), g.pick("0.001", "-1", "x"))
 	case 23:
@@ -141,23 +141,7 @@ func TestRedisDiffLongLists(t *testing.T) {
 			cmds = append(cmds, args)
 		}
 		cmds = append(cmds, []string{"LRANGE", "L0", "0", "-1"}, []string{"LRANGE", "L1", "0", "-1"})
-		for _, args := range cmds {
-			ours.send(args)
-			theirs.send(args)
-		}
-		got, err := ours.flushRead(len(cmds))
-		if err != nil {
-			t.Fatalf("lsmgo: %v", err)
-		}
-		want, err := theirs.flushRead(len(cmds))
-		if err != nil {
-			t.Fatalf("redis: %v", err)
-		}
-		for i, args := range cmds {
-			if g, w := render(got[i], exact), render(want[i], exact); g != w {
-				t.Fatalf("round %d, %q:\n lsmgo: %s\n redis: %s", round, args, g, w)
-			}
-		}
+		got := diffRound(t, round, cmds, ours, theirs)
 		longest = max(longest, len(got[len(cmds)-1].Array), len(got[len(cmds)-2].Array))
 	}
 	t.Logf("%d rounds; the longest list held %d elements", rounds, longest)

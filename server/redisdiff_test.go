@@ -469,3 +469,27 @@ func diffKeys(g *diffGen) diffCmd {
 		return diffCmdOf(exact, "PEXPIRE", k, "100000")
 	}
 }
+
+// diffRound sends one round of commands to both servers, pipelined, and
+// fails at the first reply that differs; it returns lsmgo's replies.
+func diffRound(t *testing.T, round int, cmds [][]string, ours, theirs *diffConn) []resp.Value {
+	t.Helper()
+	for _, args := range cmds {
+		ours.send(args)
+		theirs.send(args)
+	}
+	got, err := ours.flushRead(len(cmds))
+	if err != nil {
+		t.Fatalf("lsmgo: %v", err)
+	}
+	want, err := theirs.flushRead(len(cmds))
+	if err != nil {
+		t.Fatalf("redis: %v", err)
+	}
+	for i, args := range cmds {
+		if g, w := render(got[i], exact), render(want[i], exact); g != w {
+			t.Fatalf("round %d, %q:\n lsmgo: %s\n redis: %s", round, args, g, w)
+		}
+	}
+	return got
+}

@@ -305,9 +305,9 @@ func TestReadValueErrors(t *testing.T) {
 	_, err = short.ReadValue(ptrs[1], nil)
 	corruptAt(t, "truncated file", err, int64(ptrs[1].Offset))
 
-	buf := make([]byte, 0, 64)
-	if v, err := r.ReadValue(ptrs[1], buf); err != nil || string(v) != "value-b" || &v[0] != &buf[:1][0] {
-		t.Fatalf("ReadValue into dst: %q, %v (reused dst: %v)", v, err, err == nil && &v[0] == &buf[:1][0])
+	buf := append(make([]byte, 0, 64), "x:"...)
+	if v, err := r.ReadValue(ptrs[1], buf); err != nil || string(v) != "x:value-b" || &v[0] != &buf[:1][0] {
+		t.Fatalf("ReadValue appending to dst: %q, %v (reused dst: %v)", v, err, err == nil && &v[0] == &buf[:1][0])
 	}
 }
 

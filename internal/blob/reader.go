@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
@@ -41,8 +42,10 @@ func NewReader(f io.ReaderAt, size int64, opts ReaderOptions) (*Reader, error) {
 	return r, nil
 }
 
-// ReadValue reads the value p points to, appending it to dst[:0] (dst may
-// be nil), and verifies it against p's checksum with that one read. A
+// ReadValue reads the value p points to, appending it to dst (which may
+// be nil), and verifies it against p's checksum with that one read: the
+// bytes go from the file straight into dst, which grows only if it lacks
+// room, and only once the pointer is known to lie inside the file. A
 // pointer past the end of the file, or a value that fails its checksum,
 // is a *base.CorruptionError at the value's offset.
 func (r *Reader) ReadValue(p Pointer, dst []byte) ([]byte, error) {
@@ -53,14 +56,13 @@ func (r *Reader) ReadValue(p Pointer, dst []byte) ([]byte, error) {
 	if p.Offset < uint64(HeaderLen+RecordHeaderLen) || end < p.Offset || end > uint64(r.size) {
 		return nil, r.corrupt(int64(min(p.Offset, uint64(r.size))), "value of %d bytes at offset %d lies outside the file of %d bytes", p.Length, p.Offset, r.size)
 	}
-	if uint64(cap(dst)) < p.Length {
-		dst = make([]byte, p.Length)
-	}
-	dst = dst[:p.Length]
-	if err := r.readAt(dst, int64(p.Offset)); err != nil {
+	n := len(dst)
+	dst = slices.Grow(dst, int(p.Length))[:n+int(p.Length)]
+	v := dst[n:]
+	if err := r.readAt(v, int64(p.Offset)); err != nil {
 		return nil, err
 	}
-	if got := checksum(dst); got != p.Checksum {
+	if got := checksum(v); got != p.Checksum {
 		return nil, r.corrupt(int64(p.Offset), "value of %d bytes: checksum %#08x, the pointer says %#08x", p.Length, got, p.Checksum)
 	}
 	return dst, nil

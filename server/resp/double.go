@@ -5,13 +5,13 @@ import (
 	"strconv"
 )
 
-// appendDouble appends f the way Redis 7.2+ prints doubles in replies
+// AppendDouble appends f the way Redis 7.2+ prints doubles in replies
 // (util.c d2string): "nan", "inf", "-inf", "0", "-0"; integral values within
 // ±2^62 as plain integers; anything else as the shortest decimal that reads
 // back as f, laid out like Redis' fpconv_dtoa: plain digits for moderate
 // exponents, otherwise d.ddde±X with an unpadded exponent. Matching that
 // layout keeps ZSCORE and INCRBYFLOAT replies byte-identical to Redis'.
-func appendDouble(dst []byte, f float64) []byte {
+func AppendDouble(dst []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(dst, "nan"...)

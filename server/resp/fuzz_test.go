@@ -133,7 +133,7 @@ func appendValue(dst []byte, v Value) []byte {
 	case ':':
 		return line(strconv.FormatInt(v.Int, 10))
 	case ',':
-		return line(string(appendDouble(nil, v.Float)))
+		return line(string(AppendDouble(nil, v.Float)))
 	case '#':
 		return line(map[int64]string{0: "f", 1: "t"}[v.Int])
 	case '_':

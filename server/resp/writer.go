@@ -10,7 +10,7 @@ const (
 	writerBufSize = 16 << 10
 	// maxHeaderLen fits a type byte, a 20-digit int64 and CRLF.
 	maxHeaderLen = 32
-	// maxDoubleLen fits any appendDouble output with its framing.
+	// maxDoubleLen fits any AppendDouble output with its framing.
 	maxDoubleLen = 64
 )
 
@@ -121,12 +121,12 @@ func (w *Writer) Double(f float64) {
 	}
 	if w.proto == 3 {
 		w.buf = append(w.buf, ',')
-		w.buf = appendDouble(w.buf, f)
+		w.buf = AppendDouble(w.buf, f)
 		w.buf = append(w.buf, '\r', '\n')
 		return
 	}
 	var tmp [maxDoubleLen]byte
-	d := appendDouble(tmp[:0], f)
+	d := AppendDouble(tmp[:0], f)
 	w.buf = appendHeader(w.buf, '$', int64(len(d)))
 	w.buf = append(w.buf, d...)
 	w.buf = append(w.buf, '\r', '\n')

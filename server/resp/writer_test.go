@@ -185,7 +185,7 @@ func TestAppendDouble(t *testing.T) {
 		{math.Inf(-1), "-inf"},
 		{math.NaN(), "nan"},
 	} {
-		if got := string(appendDouble(nil, tc.f)); got != tc.want {
+		if got := string(AppendDouble(nil, tc.f)); got != tc.want {
 			t.Errorf("%v: got %q, want %q", tc.f, got, tc.want)
 		}
 	}

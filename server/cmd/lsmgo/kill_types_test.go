@@ -47,6 +47,40 @@ var killTypes = []killType{
 		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
 			return rc.SIsMember(ctx, key, elem).Result()
 		}},
+	{"list",
+		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
+			return rc.RPush(ctx, key, toAny(elems)...).Err()
+		},
+		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
+			_, err := rc.LPos(ctx, key, elem, redis.LPosArgs{}).Result()
+			if errors.Is(err, redis.Nil) {
+				return false, nil
+			}
+			return err == nil, err
+		}},
+	// A sorted set member has two entries (member→score and the score
+	// index); ZRANK fails unless the index entry is there too.
+	{"zset",
+		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
+			zs := make([]redis.Z, len(elems))
+			for i, e := range elems {
+				zs[i] = redis.Z{Score: 1.5, Member: e}
+			}
+			return rc.ZAdd(ctx, key, zs...).Err()
+		},
+		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
+			score, err := rc.ZScore(ctx, key, elem).Result()
+			if errors.Is(err, redis.Nil) {
+				return false, nil
+			}
+			if err == nil && score != 1.5 {
+				return false, fmt.Errorf("ZSCORE %s %s = %g", key, elem, score)
+			}
+			if err == nil {
+				err = rc.ZRank(ctx, key, elem).Err()
+			}
+			return err == nil, err
+		}},
 }
 
 func toAny(ss []string) []any {
