@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -54,10 +55,10 @@ func ckptApply(db *DB, g, i int) error {
 }
 
 // ckptState is what writer g's first m operations leave: key -> value.
-func ckptState(g, m int) map[string][]byte {
-	st := map[string][]byte{}
+func ckptState(g, m int) map[string]string {
+	st := map[string]string{}
 	for i := range m {
-		st[ckptKey(g, i)] = ckptValue(g, i)
+		st[ckptKey(g, i)] = string(ckptValue(g, i))
 		if j, ok := ckptDeletes(i); ok {
 			delete(st, ckptKey(g, j))
 		}
@@ -65,8 +66,9 @@ func ckptState(g, m int) map[string][]byte {
 	return st
 }
 
-// readAll returns every key and value of the DB in dir.
-func readAll(t *testing.T, dir string, opts *Options) map[string][]byte {
+// readCheckpoint checks the DB in dir and returns every key and value in
+// it.
+func readCheckpoint(t *testing.T, dir string, opts *Options) map[string]string {
 	t.Helper()
 	if r, err := Check(dir, opts); err != nil {
 		t.Fatalf("Check(%s): %v", dir, err)
@@ -78,15 +80,8 @@ func readAll(t *testing.T, dir string, opts *Options) map[string][]byte {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
 	defer db.Close()
-	it, err := db.NewIter(nil)
+	out, err := readAll(db)
 	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for ok := it.First(); ok; ok = it.Next() {
-		out[string(it.Key())] = bytes.Clone(it.Value())
-	}
-	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -172,18 +167,18 @@ func testCheckpointModel(t *testing.T, seed uint64) {
 	crashed := mem.CrashClone()
 	copts := ckptOptions(crashed)
 	for _, ct := range taken {
-		got := readAll(t, ct.dir, copts)
+		got := readCheckpoint(t, ct.dir, copts)
 		m := make([]int, writers)
 		for g := range writers {
 			m[g] = -1
-			mine := map[string][]byte{}
+			mine := map[string]string{}
 			for k, v := range got {
 				if strings.HasPrefix(k, fmt.Sprintf("g%d-", g)) {
 					mine[k] = v
 				}
 			}
 			for n := ct.acked[g]; n <= ct.started[g]; n++ {
-				if mapsEqualBytes(mine, ckptState(g, n)) {
+				if maps.Equal(mine, ckptState(g, n)) {
 					m[g] = n
 					break
 				}
@@ -207,18 +202,6 @@ func testCheckpointModel(t *testing.T, seed uint64) {
 		}
 		t.Logf("%s: writers' prefixes %v (acknowledged before the call %v)", ct.dir, m, ct.acked)
 	}
-}
-
-func mapsEqualBytes(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestCheckpointRefusesExisting checks that a checkpoint never writes
@@ -247,7 +230,7 @@ func TestCheckpointRefusesExisting(t *testing.T) {
 	if _, err := mem.Stat("/c" + CheckpointTempSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the interrupted checkpoint is still there: %v", err)
 	}
-	if got := readAll(t, "/c", ckptOptions(mem)); string(got["k"]) != "v" || len(got) != 1 {
+	if got := readCheckpoint(t, "/c", ckptOptions(mem)); got["k"] != "v" || len(got) != 1 {
 		t.Fatalf("checkpoint holds %q", got)
 	}
 	db.Close()
@@ -281,7 +264,7 @@ func TestCheckpointCrash(t *testing.T) {
 		if len(cr.points) == 0 {
 			// Returned, the checkpoint survives a crash, the
 			// directories made for it included.
-			if got := readAll(t, ckptDir, ckptOptions(mem.CrashClone())); !mapsEqualBytes(got, ckptState(0, writes)) {
+			if got := readCheckpoint(t, ckptDir, ckptOptions(mem.CrashClone())); !maps.Equal(got, ckptState(0, writes)) {
 				t.Fatalf("after Checkpoint returned, a crash leaves %d keys of %d", len(got), len(ckptState(0, writes)))
 			}
 			t.Logf("checked crashes before each of the %d operations of a checkpoint", n-1)
@@ -297,7 +280,7 @@ func TestCheckpointCrash(t *testing.T) {
 			}
 			again.Close()
 		}
-		if got := readAll(t, ckptDir, ckptOptions(img.fs)); !mapsEqualBytes(got, ckptState(0, writes)) {
+		if got := readCheckpoint(t, ckptDir, ckptOptions(img.fs)); !maps.Equal(got, ckptState(0, writes)) {
 			t.Fatalf("crash before %s: the checkpoint holds %d keys, not the %d written\nfiles:\n%s", img.op, len(got), len(ckptState(0, writes)), img.fs)
 		}
 		db.Close()
