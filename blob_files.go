@@ -214,22 +214,8 @@ func (b *blobFiles) add(key, value []byte) (blob.Pointer, error) {
 func (b *blobFiles) rotate() error {
 	b.syncMu.Lock()
 	defer b.syncMu.Unlock()
-	if old := b.active; old != nil {
-		// The batch being written may have values in the buffer.
-		if err := b.flushActive(); err != nil {
-			return err
-		}
-		if err := b.syncLocked(); err != nil {
-			return err
-		}
-		b.active = nil
-		size := old.w.Size()
-		if err := old.w.Close(); err != nil {
-			return b.fail(fmt.Errorf("lsmgo: close blob file: %w", err))
-		}
-		b.setSize(old.num, size)
-		// The batches that wrote into it hold pins of their own.
-		b.unpin([]base.FileNum{old.num})
+	if err := b.retireLocked(); err != nil {
+		return err
 	}
 	num, f, err := b.create()
 	if err != nil {
@@ -237,6 +223,45 @@ func (b *blobFiles) rotate() error {
 	}
 	b.active = &activeBlob{num: num, file: f, w: blob.NewWriter(f, num, b.path(num))}
 	return nil
+}
+
+// retireLocked retires the active file, if any: synced, closed, its size
+// recorded; it never changes again. appendMu and syncMu are held.
+func (b *blobFiles) retireLocked() error {
+	old := b.active
+	if old == nil {
+		return nil
+	}
+	// The batch being written may have values in the buffer.
+	if err := b.flushActive(); err != nil {
+		return err
+	}
+	if err := b.syncLocked(); err != nil {
+		return err
+	}
+	b.active = nil
+	size := old.w.Size()
+	if err := old.w.Close(); err != nil {
+		return b.fail(fmt.Errorf("lsmgo: close blob file: %w", err))
+	}
+	b.setSize(old.num, size)
+	// The batches that wrote into it hold pins of their own.
+	b.unpin([]base.FileNum{old.num})
+	return nil
+}
+
+// retireActive retires the active file, so that DB.Checkpoint can link it
+// instead of copying what may be hundreds of MiB; the next separated
+// value starts a new file.
+func (b *blobFiles) retireActive() error {
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock()
+	return b.retireLocked()
 }
 
 // create creates a new blob file, known (so Open or removeObsolete can

@@ -576,7 +576,7 @@ func (c *crasher) randomGap(gap int64, phase string) {
 func (c *crasher) MaybeError(op errorfs.Op, path string) error {
 	switch op {
 	case errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync, errorfs.OpClose,
-		errorfs.OpRemove, errorfs.OpRename, errorfs.OpMkdirAll, errorfs.OpLock:
+		errorfs.OpRemove, errorfs.OpRename, errorfs.OpMkdirAll, errorfs.OpLock, errorfs.OpLink:
 	default:
 		return nil
 	}

@@ -9,7 +9,11 @@
 //
 // The API is small: Open returns a DB; Get, Set, SetWithExpiry, Delete and
 // Apply (atomic batches) read and write; NewIter and NewSnapshot give
-// ordered and point-in-time views; Flush, Compact and Metrics manage it.
+// ordered and point-in-time views; Flush, Compact and Metrics manage it;
+// Checkpoint writes a consistent, openable copy of the live DB into a new
+// directory (hard links for the immutable files where the filesystem
+// allows) without stopping writes, which is how to back it up
+// (doc/operations.md, "Backups").
 //
 // # Reading
 //

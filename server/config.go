@@ -49,6 +49,12 @@ type Config struct {
 	// /debug/pprof/ and /debug/vars with "Authorization: Bearer <token>"
 	// ("admin-token", live).
 	AdminToken string
+	// BackupDir is where BGSAVE, SAVE and POST /admin/backup store
+	// backups: a directory, or s3://bucket/prefix?endpoint=URL&region=R
+	// with keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the
+	// shared AWS files ("backup-dir", live). Empty (the default) turns
+	// those commands off.
+	BackupDir string
 	// Images serves the image host (package imgbed) on the HTTP address
 	// ("images"); default true. While it is on, /debug/ requires
 	// AdminToken from every client, loopback included: behind a reverse
@@ -78,8 +84,8 @@ type Config struct {
 	// doc/imgbed.md). Image metadata always stays in the data directory.
 	BlobStore string
 	// S3AccessKey and S3SecretKey are the credentials of an s3://
-	// blob-store ("s3-access-key", "s3-secret-key"); empty: the AWS
-	// environment variables, then the shared AWS files.
+	// blob-store or backup-dir ("s3-access-key", "s3-secret-key"); empty:
+	// the AWS environment variables, then the shared AWS files.
 	S3AccessKey, S3SecretKey string
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
@@ -228,6 +234,8 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.CacheSize }),
 	durationSetting("shutdown-timeout", "how long shutdown waits for busy clients before cutting them off, in seconds", true, time.Second, 0,
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	stringSetting("backup-dir", "where BGSAVE and POST /admin/backup store backups: a directory or s3://bucket/prefix?endpoint=URL (empty: off)", true,
+		func(c *Config) *string { return &c.BackupDir }, nil),
 	boolSetting("images", "serve the image host on the HTTP address", false,
 		func(c *Config) *bool { return &c.Images }),
 	stringSetting("image-tokens", "image upload tokens, name:secret[:admin] separated by commas", true,

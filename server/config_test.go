@@ -209,7 +209,7 @@ func TestSettingUnits(t *testing.T) {
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "requirepass", "admin-token",
 		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
-		"blob-store", "s3-access-key", "s3-secret-key"}
+		"blob-store", "s3-access-key", "s3-secret-key", "backup-dir"}
 	for _, st := range settings {
 		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
 			t.Errorf("setting %q is in neither the unit table nor the list of settings without units", st.name)

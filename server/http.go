@@ -13,9 +13,9 @@ import (
 )
 
 // httpHandler serves /metrics and /healthz to anyone who can reach the
-// HTTP address, the image host at / when it is on, and /debug/pprof/ and
-// /debug/vars only to requests bearing the admin token or, without the
-// image host, to loopback clients: profiles expose memory contents and
+// HTTP address, the image host at / when it is on, and /debug/pprof/,
+// /debug/vars and /admin/backup only to requests bearing the admin token
+// or, without the image host, to loopback clients: profiles expose memory contents and
 // cost CPU, and a public image host is often behind a reverse proxy on the
 // same host, which makes every visitor loopback.
 func (s *Server) httpHandler() http.Handler {
@@ -30,6 +30,7 @@ func (s *Server) httpHandler() http.Handler {
 	debug.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	debug.Handle("/debug/vars", expvar.Handler())
 	mux.Handle("/debug/", s.adminOnly(debug))
+	mux.Handle("/admin/backup", s.adminOnly(http.HandlerFunc(s.serveBackup)))
 	if s.images != nil {
 		mux.Handle("/", s.slowHTTP(s.images.Handler()))
 	}
@@ -65,7 +66,7 @@ func (s *Server) slowHTTP(h http.Handler) http.Handler {
 func (s *Server) adminOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if (s.images != nil || !isLoopbackRemote(r.RemoteAddr)) && !s.hasAdminToken(r) {
-			http.Error(w, "forbidden: /debug/ needs the admin token (or, without the image host, a loopback client)", http.StatusForbidden)
+			http.Error(w, "forbidden: "+r.URL.Path+" needs the admin token (or, without the image host, a loopback client)", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -156,8 +156,20 @@ func (s *Server) infoPersistence(b *strings.Builder) error {
 	b.WriteString("# Persistence\r\n")
 	field(b, "loading", 0)
 	field(b, "async_loading", 0)
-	field(b, "rdb_changes_since_last_save", 0)
-	field(b, "rdb_bgsave_in_progress", 0)
+	// lsmgo's "save" is a backup (BGSAVE): a checkpoint stored in
+	// backup-dir. Changes count engine write batches.
+	bi := s.backupInfo()
+	field(b, "rdb_changes_since_last_save", bi.changes)
+	field(b, "rdb_bgsave_in_progress", boolInt(bi.running))
+	field(b, "rdb_last_save_time", bi.lastSave.Unix())
+	bgsaveStatus := "ok"
+	if !bi.lastOK {
+		bgsaveStatus = "err"
+	}
+	field(b, "rdb_last_bgsave_status", bgsaveStatus)
+	field(b, "rdb_last_bgsave_time_sec", bi.lastSeconds)
+	field(b, "rdb_current_bgsave_time_sec", bi.curSeconds)
+	field(b, "rdb_saves", bi.saves)
 	field(b, "aof_enabled", 1)
 	field(b, "aof_rewrite_in_progress", 0)
 	field(b, "aof_last_write_status", status)

@@ -73,6 +73,8 @@ type Server struct {
 	pubsub pubsubHub
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
+	// backups runs BGSAVE, SAVE and POST /admin/backup.
+	backups backups
 
 	shutdownOnce sync.Once
 	shutdownErr  error

@@ -78,7 +78,10 @@ func NewMem() *MemFS {
 	return &MemFS{root: newMemDir(), locks: map[string]bool{}}
 }
 
-var _ FS = (*MemFS)(nil)
+var (
+	_ FS     = (*MemFS)(nil)
+	_ Linker = (*MemFS)(nil)
+)
 
 // cleanPath maps every spelling of a path to one absolute, cleaned form, so
 // that "a/b", "/a/b" and "a//b/." all name the same file and the same lock.
@@ -241,6 +244,34 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 	}
 	newDir.children[newBase] = n
 	delete(oldDir.children, oldBase)
+	return nil
+}
+
+// Link makes newname a second name of the file oldname: both share one
+// inode, so a write through either is seen through both, and CrashClone
+// keeps them shared where both entries are durable. newname must not
+// exist.
+func (fs *MemFS) Link(oldname, newname string) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	linkErr := func(errno syscall.Errno) error {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errno}
+	}
+	n, err := fs.resolve("link", oldname, cleanPath(oldname))
+	if err != nil {
+		return err
+	}
+	if n.isDir {
+		return linkErr(syscall.EPERM)
+	}
+	dir, base, err := fs.parent("link", newname, cleanPath(newname))
+	if err != nil {
+		return err
+	}
+	if _, ok := dir.children[base]; ok {
+		return linkErr(syscall.EEXIST)
+	}
+	dir.children[base] = n
 	return nil
 }
 

@@ -817,56 +817,63 @@ func TestMemConcurrent(t *testing.T) {
 
 // TestFSContract runs the behaviour the engine relies on against both the
 // OS filesystem and MemFS, so that tests on MemFS mean something for disks.
-func TestFSContract(t *testing.T) {
+// eachFS runs test on the OS filesystem, in a temporary directory, and on
+// a MemFS, in /db; join names a file in that directory.
+func eachFS(t *testing.T, test func(t *testing.T, fs FS, root string, join func(string) string)) {
 	for _, c := range []struct {
 		name string
 		fs   FS
 		root string
 	}{{"os", Default, t.TempDir()}, {"mem", NewMem(), "/db"}} {
 		t.Run(c.name, func(t *testing.T) {
-			fs, join := c.fs, func(name string) string { return c.fs.PathJoin(c.root, name) }
-			if err := fs.MkdirAll(join("sub"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			f := mustCreate(t, fs, join("a"), "12345", true)
-			buf := make([]byte, 3)
-			if n, err := f.ReadAt(buf, 3); n != 2 || err != io.EOF {
-				t.Fatalf("ReadAt across the end = %d, %v", n, err)
-			}
-			f.Close()
-			mustCreate(t, fs, join("b"), "b", false).Close()
-			mustCreate(t, fs, join("sub/c"), "", false).Close()
-			if err := fs.Rename(join("a"), join("b")); err != nil {
-				t.Fatal(err)
-			}
-			if got := readFile(t, fs, join("b")); got != "12345" {
-				t.Fatalf("b after rename over it = %q", got)
-			}
-			if _, err := fs.Open(join("a")); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("Open of the renamed-away name = %v", err)
-			}
-			if err := fs.Remove(join("sub")); err == nil {
-				t.Fatal("Remove of a non-empty directory succeeded")
-			}
-			names := list(t, fs, c.root)
-			slices.Sort(names)
-			if !slices.Equal(names, []string{"b", "sub"}) {
-				t.Fatalf("List = %q", names)
-			}
-			if fi, err := fs.Stat(join("b")); err != nil || fi.Size() != 5 || fi.Name() != "b" {
-				t.Fatalf("Stat = %v, %v", fi, err)
-			}
-			syncDir(t, fs, c.root)
-			l, err := fs.Lock(join("LOCK"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := fs.Lock(join("LOCK")); err == nil {
-				t.Fatal("second Lock succeeded")
-			}
-			l.Close()
+			test(t, c.fs, c.root, func(name string) string { return c.fs.PathJoin(c.root, name) })
 		})
 	}
+}
+
+func TestFSContract(t *testing.T) {
+	eachFS(t, func(t *testing.T, fs FS, root string, join func(string) string) {
+		if err := fs.MkdirAll(join("sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := mustCreate(t, fs, join("a"), "12345", true)
+		buf := make([]byte, 3)
+		if n, err := f.ReadAt(buf, 3); n != 2 || err != io.EOF {
+			t.Fatalf("ReadAt across the end = %d, %v", n, err)
+		}
+		f.Close()
+		mustCreate(t, fs, join("b"), "b", false).Close()
+		mustCreate(t, fs, join("sub/c"), "", false).Close()
+		if err := fs.Rename(join("a"), join("b")); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, fs, join("b")); got != "12345" {
+			t.Fatalf("b after rename over it = %q", got)
+		}
+		if _, err := fs.Open(join("a")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("Open of the renamed-away name = %v", err)
+		}
+		if err := fs.Remove(join("sub")); err == nil {
+			t.Fatal("Remove of a non-empty directory succeeded")
+		}
+		names := list(t, fs, root)
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"b", "sub"}) {
+			t.Fatalf("List = %q", names)
+		}
+		if fi, err := fs.Stat(join("b")); err != nil || fi.Size() != 5 || fi.Name() != "b" {
+			t.Fatalf("Stat = %v, %v", fi, err)
+		}
+		syncDir(t, fs, root)
+		l, err := fs.Lock(join("LOCK"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fs.Lock(join("LOCK")); err == nil {
+			t.Fatal("second Lock succeeded")
+		}
+		l.Close()
+	})
 }
 
 func TestMemString(t *testing.T) {

@@ -108,3 +108,36 @@ func SyncDir(fs FS, dir string) error {
 	}
 	return err
 }
+
+// MkdirAllSynced is MkdirAll that also makes the new directories durable:
+// the entry of each directory it creates is synced in its parent, so a
+// crash cannot take away a directory whose files were synced.
+func MkdirAllSynced(fs FS, dir string, perm os.FileMode) error {
+	// top is the highest directory that does not exist yet.
+	top := ""
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		top = d
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	if top == "" {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if err := SyncDir(fs, filepath.Dir(d)); err != nil {
+			return err
+		}
+		if d == top {
+			return nil
+		}
+	}
+}

@@ -52,6 +52,8 @@ const (
 	OpLock
 	// OpTruncate is vfs.Truncater's Truncate.
 	OpTruncate
+	// OpLink is vfs.Linker's Link.
+	OpLink
 )
 
 var opNames = [...]string{
@@ -69,6 +71,7 @@ var opNames = [...]string{
 	OpStat:     "stat",
 	OpLock:     "lock",
 	OpTruncate: "truncate",
+	OpLink:     "link",
 }
 
 // String returns the operation's lower-case name.
@@ -220,6 +223,15 @@ func (e *errorFS) Truncate(name string, size int64) error {
 		return err
 	}
 	return vfs.Truncate(e.fs, name, size)
+}
+
+// Link passes vfs.Linker through, as OpLink with the path written as for
+// OpRename.
+func (e *errorFS) Link(oldname, newname string) error {
+	if err := maybeError(e.inj, OpLink, oldname+" -> "+newname); err != nil {
+		return err
+	}
+	return vfs.Link(e.fs, oldname, newname)
 }
 
 // DiskUsage passes vfs.DiskUsager through; it is a query, so no fault is

@@ -110,6 +110,7 @@ func TestWrapFailedOpHasNoEffect(t *testing.T) {
 		OpList:     func() error { _, err := fs.List("d"); return err },
 		OpStat:     func() error { _, err := fs.Stat("d/f"); return err },
 		OpLock:     func() error { _, err := fs.Lock("d/LOCK"); return err },
+		OpLink:     func() error { return vfs.Link(fs, "d/f", "d/h") },
 	}
 	for op, call := range calls {
 		rec.fail = map[Op]bool{op: true}

@@ -47,18 +47,28 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 // parseOnePositional parses flags placed before or after the single
 // positional argument, which the flag package alone does not allow.
 func parseOnePositional(fl *flag.FlagSet, args []string) (string, error) {
-	if err := fl.Parse(args); err != nil {
+	pos, err := parsePositionals(fl, args)
+	if err == nil && len(pos) != 1 {
+		err = errUsage
+	}
+	if err != nil {
 		return "", err
 	}
-	if fl.NArg() == 0 {
-		return "", errUsage
+	return pos[0], nil
+}
+
+// parsePositionals parses flags placed before, between or after the
+// positional arguments, and returns those.
+func parsePositionals(fl *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return nil, err
+		}
+		if fl.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fl.Arg(0))
+		args = fl.Args()[1:]
 	}
-	arg := fl.Arg(0)
-	if err := fl.Parse(fl.Args()[1:]); err != nil {
-		return "", err
-	}
-	if fl.NArg() != 0 {
-		return "", errUsage
-	}
-	return arg, nil
 }

@@ -1,6 +1,6 @@
 // Package testutil holds what the server module's tests share: a log
 // buffer that a server under test writes from many goroutines while the
-// test reads it.
+// test reads it, and the contents of a DB directory.
 package testutil
 
 import (
