@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -133,13 +131,7 @@ func TestKill9EveryType(t *testing.T) {
 					}
 				})
 			}
-			for deadline := time.Now().Add(20 * time.Second); total.Load() < 400 && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			<-srv.exited
+			srv.killAfter(t, &total, 400)
 			close(stop)
 			wg.Wait()
 

@@ -82,6 +82,19 @@ func startChild(t *testing.T, args ...string) *child {
 	return c
 }
 
+// killAfter sends SIGKILL to the child once acked reaches n, or after 20
+// seconds whatever it is, and waits for the child to exit.
+func (c *child) killAfter(t *testing.T, acked *atomic.Int64, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); acked.Load() < n && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.exited
+}
+
 func (c *child) client(t *testing.T) *redis.Client {
 	rc := redis.NewClient(&redis.Options{
 		Addr: c.addr, Protocol: 2, MaxRetries: -1, PoolSize: 4,
@@ -163,17 +176,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 				}()
 			}
 			// Kill mid-stream, once a good number of writes are in.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				if ackCount.Load() >= 600 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			<-srv.exited
+			srv.killAfter(t, &ackCount, 600)
 			close(stop)
 			wg.Wait()
 
@@ -312,13 +315,7 @@ func TestKill9TransactionsAllOrNothing(t *testing.T) {
 			}
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); ackCount.Load() < 300 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-srv.exited
+	srv.killAfter(t, &ackCount, 300)
 	wg.Wait()
 
 	rc := startChild(t, args...).client(t)
