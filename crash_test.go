@@ -730,6 +730,7 @@ func (ct *crashTest) round(round int, mem *vfs.MemFS, base durState) (*vfs.MemFS
 
 	h := newDurHistory(crashWriters)
 	var wg sync.WaitGroup
+	var ops atomic.Int64 // the writers' operations so far
 	errs := make(chan error, crashWriters+1)
 	for g := range crashWriters {
 		wg.Go(func() {
@@ -739,6 +740,7 @@ func (ct *crashTest) round(round int, mem *vfs.MemFS, base durState) (*vfs.MemFS
 					errs <- fmt.Errorf("writer %d: %w", g, err)
 					return
 				}
+				ops.Add(1)
 			}
 		})
 	}
@@ -746,12 +748,25 @@ func (ct *crashTest) round(round int, mem *vfs.MemFS, base durState) (*vfs.MemFS
 	var chaos sync.WaitGroup
 	chaosRng := rand.New(rand.NewPCG(ct.seed, uint64(round)))
 	chaos.Go(func() {
-		for {
+		for last := int64(0); ; {
 			select {
 			case <-done:
 				return
 			case <-time.After(time.Duration(chaosRng.IntN(3000)) * time.Microsecond):
 			}
+			// And a few writes since the last flush or compaction: on a
+			// starved machine the writers crawl while the timer does not,
+			// and a flush every few milliseconds would pile up tiny files
+			// whose recovery every nested crash point replays (a CI run
+			// spent 11 minutes of CPU in one TestCrash that way).
+			for next := last + 1 + chaosRng.Int64N(20); ops.Load() < next; {
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Microsecond):
+				}
+			}
+			last = ops.Load()
 			var err error
 			if chaosRng.IntN(3) == 0 {
 				cr.armIn(1+chaosRng.Int64N(15), "compact")
