@@ -585,10 +585,23 @@ func cmdHScan(c *conn, _ *command, args [][]byte) {
 // as in Redis, which refuses counts whose doubling could overflow.
 const maxRandCount = math.MaxInt64 / 2
 
+// randCount parses the count of HRANDFIELD or SRANDMEMBER, answering the
+// error Redis gives for a bad one.
+func (c *conn) randCount(arg []byte) (int64, bool) {
+	count, ok := parseInt(arg)
+	switch {
+	case !ok:
+		c.fail(msgNotInteger)
+	case count < -maxRandCount || count > maxRandCount:
+		c.fail("ERR value is out of range")
+		ok = false
+	}
+	return count, ok
+}
+
 // cmdHRandField implements HRANDFIELD key [count [WITHVALUES]]. Picking
-// needs the elements' positions, which an LSM tree does not index: one
-// pass over the hash picks them (reservoir sampling for distinct fields),
-// so it costs O(fields) time and O(|count|) memory.
+// needs the elements' positions, which an LSM tree does not index: see
+// pickElems for when it seeks and when it makes one pass over the hash.
 func cmdHRandField(c *conn, _ *command, args [][]byte) {
 	if len(args) > 4 || len(args) == 4 && !is(args[3], "WITHVALUES") {
 		c.fail(msgSyntax)
@@ -598,12 +611,7 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 	var count int64
 	if len(args) >= 3 {
 		var ok bool
-		if count, ok = parseInt(args[2]); !ok {
-			c.fail(msgNotInteger)
-			return
-		}
-		if count < -maxRandCount || count > maxRandCount {
-			c.fail("ERR value is out of range")
+		if count, ok = c.randCount(args[2]); !ok {
 			return
 		}
 	}

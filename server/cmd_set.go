@@ -180,12 +180,7 @@ func cmdSRandMember(c *conn, _ *command, args [][]byte) {
 	var count int64
 	if len(args) == 3 {
 		var ok bool
-		if count, ok = parseInt(args[2]); !ok {
-			c.fail(msgNotInteger)
-			return
-		}
-		if count < -maxRandCount || count > maxRandCount {
-			c.fail("ERR value is out of range")
+		if count, ok = c.randCount(args[2]); !ok {
 			return
 		}
 	}
