@@ -16,8 +16,9 @@ package vfs
 type WriteMapper interface {
 	// Allocate gives bytes [off, off+n) of the file disk space now,
 	// extending the file when they lie past its end; bytes never written
-	// read as zeros. It fails with an error matching syscall.ENOSPC when
-	// the disk has no room.
+	// read as zeros. Bytes already in the file are left as they are. It
+	// fails with an error matching syscall.ENOSPC when the disk has no
+	// room.
 	Allocate(off, n int64) error
 	// Map maps bytes [off, off+n) of the file for reading and writing,
 	// shared with the file. off must be a multiple of os.Getpagesize(),

@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"errors"
 	"os"
 	"syscall"
 )
@@ -12,6 +11,34 @@ type mappedFile struct{ *os.File }
 
 // osFile wraps a file Create returned with the capabilities the OS has.
 func osFile(f *os.File) File { return mappedFile{f} }
+
+// allocZeros is what Allocate writes; read-only.
+var allocZeros [64 << 10]byte
+
+// Allocate writes zeros past the file's end, 64 KiB at a time. The write
+// reserves the blocks (a full disk fails it with ENOSPC) and leaves the
+// pages in the page cache in folios of up to 64 KiB, so that a store into
+// the mapping faults once per folio rather than once per 4 KiB page, as it
+// does over fallocate(2)'s unwritten blocks: measured 0.5 µs less CPU per
+// 200-byte commit, a quarter of what the mapping saved. A sync writes a
+// whole dirty folio back, hence no larger writes.
+func (f mappedFile) Allocate(off, n int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if size := fi.Size(); size > off {
+		off, n = size, n-(size-off)
+	}
+	for n > 0 {
+		w, err := f.WriteAt(allocZeros[:min(n, int64(len(allocZeros)))], off)
+		if err != nil {
+			return err
+		}
+		off, n = off+int64(w), n-int64(w)
+	}
+	return nil
+}
 
 // withFd runs fn with the file's descriptor, without Fd's side effects.
 func (f mappedFile) withFd(fn func(fd int) error) error {
@@ -24,46 +51,6 @@ func (f mappedFile) withFd(fn func(fd int) error) error {
 		return err
 	}
 	return ferr
-}
-
-// Allocate uses fallocate(2), which reserves blocks without writing them;
-// on a filesystem without it, it writes zeros past the file's end, which
-// reserves them too (and is all a writer that appends needs).
-func (f mappedFile) Allocate(off, n int64) error {
-	err := f.withFd(func(fd int) error {
-		for {
-			err := syscall.Fallocate(fd, 0, off, n)
-			if err != syscall.EINTR {
-				return err
-			}
-		}
-	})
-	if errors.Is(err, syscall.EOPNOTSUPP) {
-		return f.writeZeros(off, n)
-	}
-	if err != nil {
-		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
-	}
-	return nil
-}
-
-func (f mappedFile) writeZeros(off, n int64) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if size := fi.Size(); size > off {
-		off, n = size, n-(size-off)
-	}
-	zeros := make([]byte, min(n, 64<<10))
-	for n > 0 {
-		w, err := f.WriteAt(zeros[:min(n, int64(len(zeros)))], off)
-		if err != nil {
-			return err
-		}
-		off, n = off+int64(w), n-int64(w)
-	}
-	return nil
 }
 
 func (f mappedFile) Map(off int64, n int) ([]byte, error) {
