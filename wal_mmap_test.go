@@ -159,10 +159,12 @@ func TestWALMappedRotation(t *testing.T) {
 }
 
 // fullAllocFS is the OS filesystem with WAL files whose Allocate fails
-// with ENOSPC while full is set, as fallocate does on a full disk.
+// with ENOSPC while full is set, as on a full disk, and whose Map fails
+// when noMap is set, as on a filesystem that cannot map files.
 type fullAllocFS struct {
 	vfs.FS
 	full   atomic.Bool
+	noMap  bool
 	failed atomic.Int64
 }
 
@@ -196,8 +198,51 @@ func (f *fullAllocFile) Allocate(off, n int64) error {
 	return f.wm.Allocate(off, n)
 }
 
-func (f *fullAllocFile) Map(off int64, n int) ([]byte, error) { return f.wm.Map(off, n) }
-func (f *fullAllocFile) Unmap(b []byte) error                 { return f.wm.Unmap(b) }
+func (f *fullAllocFile) Map(off int64, n int) ([]byte, error) {
+	if f.fs.noMap {
+		return nil, &os.PathError{Op: "mmap", Path: "wal", Err: syscall.ENODEV}
+	}
+	return f.wm.Map(off, n)
+}
+
+func (f *fullAllocFile) Unmap(b []byte) error { return f.wm.Unmap(b) }
+
+// TestWALUnmappable: on a filesystem that refuses to map a WAL file, the
+// DB writes it with write(2) instead, and nothing is lost across a reopen.
+func TestWALUnmappable(t *testing.T) {
+	skipUnlessMapped(t)
+	fs := &fullAllocFS{FS: vfs.Default, noMap: true}
+	dir := t.TempDir()
+	opts := durOptions(fs, SyncNone)
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string][]byte{}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := range 200 {
+		k, v := fmt.Sprintf("k%04d", i), incompressible(rng, 300)
+		if err := db.Set([]byte(k), v, nil); err != nil {
+			t.Fatal(err)
+		}
+		acked[k] = v
+	}
+	db.mu.Lock()
+	mapped := db.wal.cur.mapped != nil
+	db.mu.Unlock()
+	if mapped {
+		t.Fatal("a WAL that cannot be mapped is mapped")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	checkKeys(t, db, acked)
+}
 
 // TestDiskFullWALMapped fills the disk under a mapped WAL: the write whose
 // records need a new chunk fails with ErrNoSpace when allocating it, before

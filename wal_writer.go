@@ -109,13 +109,26 @@ func (l *walWriter) create(num base.FileNum) (walFile, error) {
 		return walFile{}, err
 	}
 	wf := walFile{num: num, file: f}
-	if wm, ok := f.(vfs.WriteMapper); ok && l.mapChunk > 0 {
+	if wm, ok := f.(vfs.WriteMapper); ok && l.mapChunk > 0 && canMap(wm, l.mapChunk) {
 		wf.mapped = &walMap{f: wm, chunk: l.mapChunk}
 		wf.w = record.NewWriter(wf.mapped)
 	} else {
 		wf.w = record.NewWriter(f)
 	}
 	return wf, nil
+}
+
+// canMap tries a mapping of the empty file: a filesystem that cannot map
+// its files (some FUSE and network filesystems) refuses it at once, and
+// the file is then written with write(2) rather than failing its first
+// write. Mapping past the file's end is allowed; only a store there
+// would fault.
+func canMap(wm vfs.WriteMapper, chunk int64) bool {
+	b, err := wm.Map(0, int(chunk))
+	if err != nil {
+		return false
+	}
+	return wm.Unmap(b) == nil
 }
 
 // rotate starts WAL file num and retires the current one; db.mu is held.
