@@ -106,10 +106,7 @@ func TestKillChild(t *testing.T) {
 		os.Exit(3)
 	}
 	report("O")
-	db.mu.Lock()
-	mapped := db.wal.cur.mapped != nil
-	db.mu.Unlock()
-	if mapped {
+	if walMapped(db) {
 		report("W mapped")
 	} else {
 		report("W write")

@@ -36,6 +36,22 @@ func skipUnlessMapped(t *testing.T) {
 	}
 }
 
+// walMapped reports whether db writes its WAL through a mapping.
+func walMapped(db *DB) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.wal.cur.mapped != nil
+}
+
+// reopen closes db and opens dir again; the test's end closes the new DB.
+func reopen(t *testing.T, db *DB, dir string, opts *Options) *DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openTestDB(t, dir, opts)
+}
+
 // TestWALMapWrite writes pieces of random sizes, some larger than the
 // window, through a walMap of one page per chunk, and reads the file back:
 // every byte is where it was written, the rest of the last chunk is zeros,
@@ -98,10 +114,7 @@ func TestWALMappedRotation(t *testing.T) {
 			opts := durOptions(vfs.Default, sync)
 			opts.MemTableSize = 256 << 10
 			opts.ValueThreshold = 1 << 20
-			db, err := Open(dir, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := openTestDB(t, dir, opts)
 			chunk := walMapChunk(opts.MemTableSize)
 			rng := rand.New(rand.NewPCG(5, 6))
 			model := map[string]string{}
@@ -141,14 +154,7 @@ func TestWALMappedRotation(t *testing.T) {
 				t.Fatalf("WAL of %d bytes (chunk %d): records end at %d, the writer at %d, and what follows must be zeros",
 					len(data), chunk, end, cur.w.Size())
 			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			db, err = Open(dir, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db = reopen(t, db, dir, opts)
 			for k, v := range model {
 				if got, err := db.Get([]byte(k)); err != nil || string(got) != v {
 					t.Fatalf("Get(%s) after reopen = %d bytes, %v", k, len(got), err)
@@ -214,10 +220,7 @@ func TestWALUnmappable(t *testing.T) {
 	fs := &fullAllocFS{FS: vfs.Default, noMap: true}
 	dir := t.TempDir()
 	opts := durOptions(fs, SyncNone)
-	db, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, dir, opts)
 	acked := map[string][]byte{}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for i := range 200 {
@@ -227,21 +230,10 @@ func TestWALUnmappable(t *testing.T) {
 		}
 		acked[k] = v
 	}
-	db.mu.Lock()
-	mapped := db.wal.cur.mapped != nil
-	db.mu.Unlock()
-	if mapped {
+	if walMapped(db) {
 		t.Fatal("a WAL that cannot be mapped is mapped")
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	checkKeys(t, db, acked)
+	checkKeys(t, reopen(t, db, dir, opts), acked)
 }
 
 // TestDiskFullWALMapped fills the disk under a mapped WAL: the write whose
@@ -255,10 +247,7 @@ func TestDiskFullWALMapped(t *testing.T) {
 	dir := t.TempDir()
 	opts := durOptions(fs, SyncNone)
 	opts.MemTableSize = 256 << 10
-	db, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t, dir, opts)
 	rng := rand.New(rand.NewPCG(7, 8))
 	acked, refused := map[string][]byte{}, map[string]bool{}
 	set := func(k string) error {
@@ -298,14 +287,7 @@ func TestDiskFullWALMapped(t *testing.T) {
 		}
 	}
 	checkKeys(t, db, acked)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopen(t, db, dir, opts)
 	checkKeys(t, db, acked)
 	for k := range refused {
 		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
