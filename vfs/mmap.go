@@ -10,9 +10,9 @@ package vfs
 //
 // A store into a mapping faults (SIGBUS) where the file has no backing for
 // it: past the file's end, or where the filesystem cannot allocate a block.
-// A writer therefore allocates every byte before it maps it, and maps only
-// what it allocated; then a full disk fails Allocate, with ENOSPC, and never
-// a store.
+// A writer therefore allocates every byte before it stores into it; then a
+// full disk fails Allocate, with ENOSPC, and never a store. (Mapping bytes
+// past the end is allowed; only a store there faults.)
 type WriteMapper interface {
 	// Allocate gives bytes [off, off+n) of the file disk space now,
 	// extending the file when they lie past its end; bytes never written
@@ -21,8 +21,8 @@ type WriteMapper interface {
 	// room.
 	Allocate(off, n int64) error
 	// Map maps bytes [off, off+n) of the file for reading and writing,
-	// shared with the file. off must be a multiple of os.Getpagesize(),
-	// and the bytes must have been allocated.
+	// shared with the file. off must be a multiple of os.Getpagesize().
+	// A filesystem that cannot map files fails it.
 	Map(off int64, n int) ([]byte, error)
 	// Unmap releases a mapping Map returned; b must not be used after.
 	Unmap(b []byte) error
