@@ -113,6 +113,17 @@ func (tc *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (ba
 	return r.NewIter(lower, upper), nil
 }
 
+// newCompactionIter returns an iterator over all of a table's entries
+// that reads ahead and leaves the block cache alone (see
+// sstable.Reader.NewCompactionIter).
+func (tc *tableCache) newCompactionIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
+	r, err := tc.reader(f)
+	if err != nil {
+		return nil, err
+	}
+	return r.NewCompactionIter(), nil
+}
+
 // evict closes the reader of an obsolete table and drops its blocks.
 func (tc *tableCache) evict(num base.FileNum) {
 	tc.mu.Lock()

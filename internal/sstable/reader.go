@@ -255,10 +255,59 @@ func (r *Reader) readStructuredBlock(h blockHandle, what string, alloc *blockAll
 	if err != nil {
 		return nil, err
 	}
+	return r.validated(b, h, what)
+}
+
+func (r *Reader) validated(b []byte, h blockHandle, what string) ([]byte, error) {
 	if reason := validateBlock(b); reason != "" {
 		return nil, r.corrupt(h.offset, "%s block: %s", what, reason)
 	}
 	return b, nil
+}
+
+// scanReadahead is how many bytes a compaction iterator reads from the
+// file at once: 32 blocks of the default size per system call instead of
+// one, and a buffer small enough to keep one per input table.
+const scanReadahead = 128 << 10
+
+// readahead holds the file bytes [off, off+len(buf)) that a compaction
+// iterator read last.
+type readahead struct {
+	buf []byte
+	off uint64
+}
+
+// readDataBlockAhead returns data block k decoded into a buffer of its
+// own, outside the cache, serving it from ra's bytes or refilling ra from
+// the block on. A block read this way is read once and dropped, so it
+// costs no cached block its place.
+func (r *Reader) readDataBlockAhead(ra *readahead, k int) ([]byte, error) {
+	h := r.index.handles[k]
+	if !h.within(r.metaEnd) {
+		return nil, r.corrupt(h.offset, "data block handle (offset %d, length %d) points past the end of the table", h.offset, h.length)
+	}
+	if s := r.opts.Stats; s != nil {
+		s.BlockReads.Add(1)
+	}
+	end := h.offset + h.length + blockTrailerLen
+	if h.offset < ra.off || end > ra.off+uint64(len(ra.buf)) {
+		n := max(end, min(h.offset+scanReadahead, r.metaEnd)) - h.offset
+		if uint64(cap(ra.buf)) < n {
+			ra.buf = make([]byte, n)
+		}
+		ra.buf, ra.off = ra.buf[:n], h.offset
+		if err := r.readAt(ra.buf, int64(h.offset)); err != nil {
+			ra.buf = ra.buf[:0]
+			return nil, err
+		}
+	}
+	// ra.buf is reused for the next bytes, so the block is copied or
+	// decompressed out of it.
+	b, err := r.decodeStored(ra.buf[h.offset-ra.off:end-ra.off], h, "data", false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.validated(b, h, "data")
 }
 
 // readDataBlock returns the data block at h through the cache, with a
@@ -360,6 +409,19 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 	it := new(tableIter)
 	it.data.key, it.data.alt, it.seekBuf = it.bufs[0][:0], it.bufs[1][:0], it.bufs[2][:0]
 	it.init(r, lower, upper)
+	return it
+}
+
+// NewCompactionIter returns an iterator over all the table's entries for
+// a reader that visits each block once, forward, as a compaction does.
+// It neither looks in nor fills the block cache: a compaction's input
+// blocks would evict the ones point reads keep coming back to, and they
+// belong to a table about to be deleted. It reads scanReadahead bytes per
+// system call instead of one block. Reverse moves work but reread the
+// file for every block.
+func (r *Reader) NewCompactionIter() base.InternalIterator {
+	it := r.NewIter(nil, nil).(*tableIter)
+	it.ra = new(readahead)
 	return it
 }
 
