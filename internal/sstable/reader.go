@@ -331,23 +331,37 @@ func (r *Reader) readDataBlock(h blockHandle) (*cache.Block, error) {
 
 // Get returns the newest entry for userKey whose sequence number is below
 // readSeq. The filter is consulted first. For KindDelete found is true and
-// value nil. value is a copy the caller owns: the block it came from is
-// recycled once no reader holds it.
+// value nil. value is a copy the caller owns.
+func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
+	value, kind, found, blk, err := r.GetInBlock(userKey, readSeq)
+	if blk != nil {
+		if kind != base.KindDelete {
+			value = bytes.Clone(value)
+		}
+		blk.Release()
+	}
+	return value, kind, found, err
+}
+
+// GetInBlock is Get without the copy: value aliases the data block blk,
+// whose memory is recycled once released, so the caller reads the value
+// and then calls blk.Release. blk is nil when no block was read (no
+// entry, or an error).
 //
 // Only one data block can hold the answer: the first whose separator is
 // >= the search key. When that block has no entry >= the search key, the
 // separator is a shortened key between the block's last user key and the
 // next block's first, so the next block starts with a different user key.
-func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
+func (r *Reader) GetInBlock(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, blk *cache.Block, err error) {
 	if readSeq == 0 {
-		return nil, 0, false, nil
+		return nil, 0, false, nil, nil
 	}
 	if r.filter != nil {
 		if !r.mayContain(userKey) {
 			if s := r.opts.Stats; s != nil {
 				s.BloomNegatives.Add(1)
 			}
-			return nil, 0, false, nil
+			return nil, 0, false, nil, nil
 		}
 		if s := r.opts.Stats; s != nil {
 			s.BloomPositives.Add(1)
@@ -361,12 +375,12 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 	target := binary.LittleEndian.AppendUint64(append(targetBuf[:0], userKey...), uint64(seq)<<8|0xff)
 	k := r.index.seekGE(target)
 	if k == r.index.len() {
-		return nil, 0, false, nil
+		return nil, 0, false, nil, nil
 	}
 	h := r.index.handles[k]
 	b, err := r.readDataBlock(h)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, nil, err
 	}
 	it := getIterPool.Get().(*blockIter)
 	it.init(b.Data, r.opts.FileName, h.offset)
@@ -377,8 +391,7 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 		} else {
 			kind, found = ik.Kind(), true
 			if kind != base.KindDelete {
-				// The block's memory is recycled once released.
-				value = bytes.Clone(it.val)
+				value = it.val
 			}
 		}
 	}
@@ -387,8 +400,11 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 	}
 	it.reset()
 	getIterPool.Put(it)
-	b.Release()
-	return value, kind, found, err
+	if err != nil || !found {
+		b.Release()
+		return nil, 0, false, nil, err
+	}
+	return value, kind, true, b, nil
 }
 
 func (r *Reader) mayContain(userKey []byte) bool {
