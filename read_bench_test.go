@@ -7,6 +7,9 @@ import (
 	"flag"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,7 +25,9 @@ var readBenchKeys = flag.Int("read-bench-keys", 1_000_000, "keys BenchmarkReadRa
 // keys of 32 bytes with 128-byte values that compress to half (as
 // lsmgo-bench's defaults) in random order, waits for compaction to
 // finish, then reads keys chosen uniformly with GetAppend into a reused
-// buffer, from one goroutine and from two.
+// buffer, from one goroutine and from two, with tables read by pread and
+// then through mappings (Options.MapTables). Besides CPU time per read
+// it reports the resident set at the end of each run (vmrss-MiB).
 //
 //	go test -run '^$' -bench ReadRandom -benchtime 1000000x -cpuprofile cpu.out .
 func BenchmarkReadRandom(b *testing.B) {
@@ -31,11 +36,13 @@ func BenchmarkReadRandom(b *testing.B) {
 	cache.PoisonRecycledBlocks(false)
 	defer cache.PoisonRecycledBlocks(true)
 	n := *readBenchKeys
-	db, err := Open(b.TempDir(), &Options{Sync: SyncNone, CacheSize: 64 << 20, Logger: slog.New(slog.DiscardHandler)})
+	dir := b.TempDir()
+	opts := Options{Sync: SyncNone, CacheSize: 64 << 20, Logger: slog.New(slog.DiscardHandler)}
+	db, err := Open(dir, &opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	defer func() { db.Close() }()
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Values are windows of a pool in which every 100-byte chunk is 50
 	// random printable bytes repeated once.
@@ -94,17 +101,28 @@ func BenchmarkReadRandom(b *testing.B) {
 			buf = v
 		}
 	}
-	b.Run("threads=1", func(b *testing.B) {
-		defer reportCPUPerOp(b)()
-		i := 0
-		read(b, 0, func() bool { i++; return i <= b.N })
-	})
-	b.Run("threads=2", func(b *testing.B) {
-		defer reportCPUPerOp(b)()
-		b.SetParallelism(1)
-		var seed atomic.Uint64
-		b.RunParallel(func(pb *testing.PB) { read(b, seed.Add(1), pb.Next) })
-	})
+	for _, mapped := range []bool{false, true} {
+		// Each variant starts from a reopen, with a cold cache.
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+		opts.MapTables = mapped
+		if db, err = Open(dir, &opts); err != nil {
+			b.Fatal(err)
+		}
+		name := map[bool]string{false: "pread", true: "mapped"}[mapped]
+		b.Run(name+"/threads=1", func(b *testing.B) {
+			defer reportCPUPerOp(b)()
+			i := 0
+			read(b, 0, func() bool { i++; return i <= b.N })
+		})
+		b.Run(name+"/threads=2", func(b *testing.B) {
+			defer reportCPUPerOp(b)()
+			b.SetParallelism(1)
+			var seed atomic.Uint64
+			b.RunParallel(func(pb *testing.PB) { read(b, seed.Add(1), pb.Next) })
+		})
+	}
 }
 
 // reportCPUPerOp starts counting the process's CPU time (user and
@@ -115,6 +133,14 @@ func reportCPUPerOp(b *testing.B) func() {
 	start := processCPU(b)
 	return func() {
 		b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+		if st, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, l := range strings.Split(string(st), "\n") {
+				if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+					kb, _ := strconv.Atoi(f[1])
+					b.ReportMetric(float64(kb)/1024, "vmrss-MiB")
+				}
+			}
+		}
 	}
 }
 

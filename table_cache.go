@@ -22,6 +22,8 @@ type tableCache struct {
 	dir    string
 	blocks *cache.Cache
 	stats  *sstable.Stats
+	// mapTables opens readers with ReaderOptions.Map (Options.MapTables).
+	mapTables bool
 	// readers maps a table to its entry. Every Get looks up one to a few
 	// tables, so lookups take no lock and write no shared memory (a read
 	// lock's counter, written by every reader on every core, cost more
@@ -37,8 +39,8 @@ type tableEntry struct {
 	err  error
 }
 
-func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.Stats) *tableCache {
-	tc := &tableCache{fs: fs, dir: dir, blocks: blocks, stats: stats}
+func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.Stats, mapTables bool) *tableCache {
+	tc := &tableCache{fs: fs, dir: dir, blocks: blocks, stats: stats, mapTables: mapTables}
 	tc.readers.Store(&map[base.FileNum]*tableEntry{})
 	return tc
 }
@@ -115,7 +117,7 @@ func (tc *tableCache) open(num base.FileNum, size uint64) (*sstable.Reader, erro
 		return nil, base.Corruptf(name, -1, "file is %d bytes, the manifest says %d", st.Size(), size)
 	}
 	r, err := sstable.NewReader(file, st.Size(), sstable.ReaderOptions{
-		Cache: tc.blocks, FileNum: num, FileName: name, Stats: tc.stats,
+		Cache: tc.blocks, FileNum: num, FileName: name, Stats: tc.stats, Map: tc.mapTables,
 	})
 	if err != nil {
 		// NewReader owns file and has closed it.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -39,7 +40,18 @@ type ReaderOptions struct {
 	FileName string
 	// Stats, if not nil, receives counts.
 	Stats *Stats
+	// Map reads the blocks that NewReader does not keep (data blocks the
+	// cache misses, and every block VerifyChecksums and Salvage reread)
+	// through a read-only shared mapping of the file instead of one
+	// ReadAt each, when the file is an OS file (one with an Fd method)
+	// on a Unix system. A page the kernel cannot read is reported as an
+	// error like a failed ReadAt (the fault is recovered), never as data.
+	Map bool
 }
+
+// memMapper is a file whose bytes are in memory already; tests map
+// their in-memory tables through it to exercise the mapped path.
+type memMapper interface{ mappedBytes() []byte }
 
 // Reader reads a table. It is safe for concurrent use: Get and NewIter may
 // be called from many goroutines. The index, filter and properties are
@@ -56,6 +68,10 @@ type Reader struct {
 	filterH blockHandle
 	propsH  blockHandle
 	props   Properties
+	// mapped is the whole file when ReaderOptions.Map could map it;
+	// unmap releases it.
+	mapped []byte
+	unmap  func() error
 }
 
 // NewReader opens the table in f, whose size is size. It reads and
@@ -64,6 +80,17 @@ type Reader struct {
 // failure, and Close closes it.
 func NewReader(f vfs.File, size int64, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, opts: opts}
+	if opts.Map {
+		if m, isMem := f.(memMapper); isMem {
+			r.mapped = m.mappedBytes()
+		} else if m, unmap, ok := mapFile(f, size); ok {
+			r.mapped, r.unmap = m, unmap
+		}
+		if r.mapped != nil && int64(len(r.mapped)) != size {
+			r.Close()
+			return nil, fmt.Errorf("sstable: mapping of %s has %d bytes, want %d", opts.FileName, len(r.mapped), size)
+		}
+	}
 	if err := r.open(size); err != nil {
 		r.Close()
 		return nil, err
@@ -167,6 +194,9 @@ func (r *Reader) readBlockHandle(h blockHandle, what string, alloc *blockAlloc) 
 		s.BlockReads.Add(1)
 	}
 	n := h.length + blockTrailerLen
+	if r.mapped != nil {
+		return r.readMapped(h, what, alloc)
+	}
 	if r.props.Compression == NoCompression || n > maxPooledReadLen {
 		buf := alloc.get(int(n))
 		if err := r.readAt(buf, int64(h.offset)); err != nil {
@@ -184,6 +214,27 @@ func (r *Reader) readBlockHandle(h blockHandle, what string, alloc *blockAlloc) 
 		return nil, err
 	}
 	return r.decodeStored(buf, h, what, false, alloc)
+}
+
+// readMapped decodes the block at h from the mapping; its bytes are
+// copied or decompressed out of it, so no block aliases the mapping. A
+// page the kernel cannot supply (an I/O error, a file cut short behind
+// the DB's back) makes the access fault; SetPanicOnFault turns the fault
+// into a panic this recovers as an error, where it would otherwise kill
+// the process.
+func (r *Reader) readMapped(h blockHandle, what string, alloc *blockAlloc) (b []byte, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if e := recover(); e != nil {
+			fault, ok := e.(interface{ Addr() uintptr })
+			if !ok {
+				panic(e)
+			}
+			b, err = nil, fmt.Errorf("sstable: reading %s at offset %d: fault at address %#x in the file's mapping", r.opts.FileName, h.offset, fault.Addr())
+		}
+	}()
+	n := h.length + blockTrailerLen
+	return r.decodeStored(r.mapped[h.offset:h.offset+n:h.offset+n], h, what, false, alloc)
 }
 
 // decodeStored verifies a stored block (payload and trailer) read for h
@@ -521,7 +572,14 @@ func (r *Reader) indexHandle(index *blockIter) (blockHandle, error) {
 
 // Close closes the file. Iterators must be closed first, and no Get may
 // be running.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader) Close() error {
+	var err error
+	if r.unmap != nil {
+		err = r.unmap()
+		r.mapped, r.unmap = nil, nil
+	}
+	return errors.Join(err, r.f.Close())
+}
 
 // Salvage reads each data block on its own, bypassing the cache, and calls
 // fn with the entries of every block that reads intact, in key order. A

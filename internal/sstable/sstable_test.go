@@ -514,9 +514,14 @@ func TestFileSystems(t *testing.T) {
 		if err != nil || uint64(st.Size()) != md.Size {
 			t.Fatalf("%s: size %v, metadata %d (%v)", name, st, md.Size, err)
 		}
-		r, err := NewReader(f, st.Size(), ReaderOptions{FileName: path})
+		// Map: the OS file is read through a mapping; the in-memory one,
+		// which cannot be mapped, with ReadAt.
+		r, err := NewReader(f, st.Size(), ReaderOptions{FileName: path, Map: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if mapped := r.mapped != nil; mapped != (name == "os") {
+			t.Fatalf("%s: mapped %v", name, mapped)
 		}
 		checkGets(t, rng, r, entries)
 		if err := r.VerifyChecksums(); err != nil {
@@ -595,7 +600,8 @@ func TestCorruptionEveryByte(t *testing.T) {
 		for pos := range data {
 			damaged := bytes.Clone(data)
 			damaged[pos] ^= 1 << (pos % 8)
-			r, err := openTable(damaged, ReaderOptions{FileName: "t.sst"})
+			// Odd positions read the table through its mapping.
+			r, err := openTable(damaged, ReaderOptions{FileName: "t.sst", Map: pos%2 == 1})
 			if err == nil {
 				err = exercise(t, r, entries)
 				r.Close()
@@ -610,7 +616,7 @@ func TestCorruptionEveryByte(t *testing.T) {
 		}
 		// Every truncation too.
 		for n := 0; n < len(data); n++ {
-			r, err := openTable(data[:n], ReaderOptions{FileName: "t.sst"})
+			r, err := openTable(data[:n], ReaderOptions{FileName: "t.sst", Map: n%2 == 1})
 			if err == nil {
 				err = exercise(t, r, entries)
 				r.Close()
