@@ -67,7 +67,8 @@ func BenchmarkReadRandom(b *testing.B) {
 	var k []byte
 	for j, i := range rng.Perm(n) {
 		off := (j * 141) % (len(pool) - 128)
-		if err := db.Set(key(k, i), pool[off:off+128], nil); err != nil {
+		k = key(k, i)
+		if err := db.Set(k, pool[off:off+128], nil); err != nil {
 			b.Fatal(err)
 		}
 	}
