@@ -46,6 +46,9 @@ type ReaderOptions struct {
 	// ReadAt each, when the file is an OS file (one with an Fd method)
 	// on a Unix system. A page the kernel cannot read is reported as an
 	// error like a failed ReadAt (the fault is recovered), never as data.
+	// NewCompactionIter still reads ahead with ReadAt: through the
+	// mapping, every page of a table being compacted away would count
+	// in the process's resident set until the table is deleted.
 	Map bool
 }
 
