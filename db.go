@@ -174,7 +174,7 @@ func syncDir(fs vfs.FS, dir string) error {
 func (db *DB) open() error {
 	db.blobs.init(db.fs, db.dirname, &db.m, func() base.FileNum { return db.vs.NewFileNum() })
 	db.blockCache = cache.New(db.opts.CacheSize)
-	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats)
+	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats, db.opts.MapTables)
 	db.picker = compaction.NewPicker(db.compactionConfig())
 	mopts := manifest.Options{
 		FS:             db.fs,
@@ -318,7 +318,7 @@ func (db *DB) get(dst, key []byte, readSeq base.SeqNum) ([]byte, time.Time, erro
 // getIn reads key at readSeq from the pinned read state rs. The value is
 // appended to dst, or with a nil dst returned as a copy the caller owns.
 func (db *DB) getIn(rs *readState, dst, key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
-	value, kind, found, owned, err := rs.get(db, key, readSeq)
+	value, kind, found, blk, err := rs.get(db, key, readSeq)
 	if err != nil {
 		db.noteCorruption(err)
 		return nil, time.Time{}, err
@@ -326,14 +326,19 @@ func (db *DB) getIn(rs *readState, dst, key []byte, readSeq base.SeqNum) ([]byte
 	if !found {
 		return nil, time.Time{}, ErrNotFound
 	}
-	return db.resolveValue(dst, kind, value, !owned)
+	v, expireAt, err := db.resolveValue(dst, kind, value)
+	if blk != nil {
+		blk.Release()
+	}
+	return v, expireAt, err
 }
 
 // resolveValue turns a found entry into what a reader sees: ErrNotFound
 // for tombstones and expired entries, otherwise the user value and its
-// expiry. The value is appended to dst when dst is not nil; otherwise it
-// is copied when copyValue, or read from its blob file into a new slice.
-func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte, copyValue bool) ([]byte, time.Time, error) {
+// expiry. value aliases memory the DB recycles (an arena or a block), so
+// the user value is appended to dst, or with a nil dst copied into (or
+// read from its blob file into) a new slice.
+func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte) ([]byte, time.Time, error) {
 	var expireAt time.Time
 	if kind == base.KindDelete {
 		return nil, time.Time{}, ErrNotFound
@@ -352,13 +357,10 @@ func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte, copyValue b
 		v, err := db.blobs.read(dst, value)
 		return v, expireAt, err
 	}
-	switch {
-	case dst != nil:
-		value = append(dst, value...)
-	case copyValue:
-		value = append(make([]byte, 0, len(value)), value...)
+	if dst == nil {
+		dst = make([]byte, 0, len(value))
 	}
-	return value, expireAt, nil
+	return append(dst, value...), expireAt, nil
 }
 
 // Set writes key=value. A key and value over MaxEntrySize together are
