@@ -35,7 +35,7 @@ const ycsbMaxScan = 100
 // ycsbItems is the item count YCSB's scrambled zipfian draws its ranks
 // from, whatever the record count: the ranks are then hashed onto the
 // records. Drawing from so many items makes the hottest record about half
-// as hot as a zipfian over 1M records would (3.8% of draws against 7%).
+// as hot as a zipfian over 1M records would (3.8% of draws against 6.5%).
 const ycsbItems = 10_000_000_000
 
 // ycsbZipf holds the constants of the rank generator over ycsbItems.
