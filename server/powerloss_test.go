@@ -29,8 +29,10 @@ type powerLossClient struct {
 	ackedIncr atomic.Int64 // the highest INCR reply read
 }
 
-func powerLossKey(id int, n int64) string   { return fmt.Sprintf("p%d:%d", id, n) }
-func powerLossValue(id int, n int64) string { return fmt.Sprintf("v%d-%d-%s", id, n, strings.Repeat("x", int(n%97))) }
+func powerLossKey(id int, n int64) string { return fmt.Sprintf("p%d:%d", id, n) }
+func powerLossValue(id int, n int64) string {
+	return fmt.Sprintf("v%d-%d-%s", id, n, strings.Repeat("x", int(n%97)))
+}
 
 // run writes until stop is closed or the connection fails; a failure
 // after stop is the server going away and is not reported.
