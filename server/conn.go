@@ -168,12 +168,19 @@ func (r connReader) Read(p []byte) (int, error) {
 		// queued before each command runs, so none is overtaken.
 		n, err := c.nc.Read(p)
 		c.s.stats.netIn.Add(int64(n))
-		var ne net.Error
-		if n == 0 && c.sub != nil && errors.As(err, &ne) && ne.Timeout() && c.sub.woken.Swap(false) {
+		if n == 0 && c.sub != nil && isTimeout(err) && c.sub.woken.Swap(false) {
 			continue
 		}
 		return n, err
 	}
+}
+
+// isTimeout reports whether err is a network timeout. It is a function of
+// its own because errors.As moves its target to the heap: declared in
+// connReader.Read, the target cost an allocation on every read.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // countingWriter counts reply bytes for INFO and /metrics. It publishes
@@ -227,8 +234,7 @@ func (c *conn) readFailed(err error) {
 		c.wr.Flush()
 		lingerClose(c.nc)
 	default:
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() && !c.s.closing.Load() {
+		if isTimeout(err) && !c.s.closing.Load() {
 			c.s.log.Debug("closing idle client", "client", c.id)
 		}
 		c.wr.Flush()

@@ -39,7 +39,7 @@ trap 'stop; rm -rf "$B"' EXIT
 {
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
   echo "kernel: $(uname -r)"
-  echo "syscalls: $(cd "$repo/bench-results/imgbed" && go run syscost.go)"
+  echo "syscalls: $(cd "$repo/bench-results" && go run syscost.go)"
   echo "go: $(go version)"; echo "nginx: $(nginx -v 2>&1)"; echo "wrk: $(wrk --version 2>&1 | head -1)"
   echo "image: $(stat -c %s "$B/img.jpg") bytes"; echo "commit: $(cd "$repo" && git rev-parse --short HEAD)"
 } | tee "$out/machine.txt"
