@@ -123,13 +123,18 @@ func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	db := &DB{dirname: dir, opts: o, fs: o.FS}
 	db.memPool.size = o.MemTableSize
-	var zeroChunk int64
+	var zeroChunk, mapChunk int64
 	if o.Sync.kind == syncAlways {
 		// A small memtable means a small WAL: a chunk of an eighth of
 		// it keeps the zeros in proportion.
 		zeroChunk = int64(min(max(o.MemTableSize/8, 4<<10), maxWALZeroChunk))
+	} else {
+		// Without an fsync per write the write(2) per commit is most of
+		// a commit's cost; see doc/durability.md for why SyncAlways
+		// keeps it.
+		mapChunk = walMapChunk(o.MemTableSize)
 	}
-	db.wal.init(db.fs, dir, &db.m, zeroChunk)
+	db.wal.init(db.fs, dir, &db.m, zeroChunk, mapChunk)
 	// No WAL byte may become durable before the blob bytes its pointers
 	// refer to: every WAL fsync is preceded by one of the blob files.
 	db.wal.beforeSync = db.blobs.sync

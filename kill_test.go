@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +22,8 @@ import (
 
 // The kill test runs the test binary itself as a child process that writes
 // to a DB on the real filesystem and reports on stdout: "R" before it opens
-// the DB, "O" once open, "S g i" just before goroutine g applies its
+// the DB, "O" once open, then "W mapped" or "W write" for how its WAL is
+// written (a shared mapping or write(2)), "S g i" just before goroutine g applies its
 // operation i and "A g i" once Apply has returned. The parent kills the
 // child with SIGKILL at a random moment, runs Check on the directory,
 // reopens the DB and checks it with the durability checker of the crash
@@ -103,6 +106,11 @@ func TestKillChild(t *testing.T) {
 		os.Exit(3)
 	}
 	report("O")
+	if walMapped(db) {
+		report("W mapped")
+	} else {
+		report("W write")
+	}
 	for g := range killWriters {
 		go func() {
 			gen := newDurGen(seed, g)
@@ -149,7 +157,7 @@ func TestKill(t *testing.T) {
 	dir := t.TempDir()
 	state := durState{}
 	start := time.Now()
-	var acked, beforeOpen int
+	var acked, beforeOpen, mapped int
 	for cycle := range cycles {
 		cseed := rng.Uint64()
 		// Every fourth cycle kills the child within a few milliseconds of
@@ -170,6 +178,12 @@ func TestKill(t *testing.T) {
 		acked += n
 		if !opened {
 			beforeOpen++
+		}
+		switch {
+		case slices.Contains(lines, "W mapped"):
+			mapped++
+		case slices.Contains(lines, "W write") && killCycleSync(cycle) != "always" && runtime.GOOS == "linux":
+			t.Fatalf("cycle %d (%s): the child wrote its WAL with write(2); on Linux it maps it", cycle, killCycleSync(cycle))
 		}
 		if err := checkImage(vfs.Default, dir); err != nil {
 			t.Fatalf("seed %d cycle %d (%s, killed after %v): %v", seed, cycle, killCycleSync(cycle), delay, err)
@@ -192,8 +206,8 @@ func TestKill(t *testing.T) {
 		}
 		state = st
 	}
-	t.Logf("%d kill -9 cycles (%d killed before Open returned), %d acknowledged writes checked, %d keys at the end, in %v",
-		cycles, beforeOpen, acked, len(state), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d kill -9 cycles (%d killed before Open returned, %d writing a mapped WAL), %d acknowledged writes checked, %d keys at the end, in %v",
+		cycles, beforeOpen, mapped, acked, len(state), time.Since(start).Round(time.Millisecond))
 	if acked == 0 {
 		t.Errorf("no kill came after an acknowledged write, so no cycle checked that one survives")
 	}

@@ -495,7 +495,7 @@ func (db *DB) commitRecovery(metas []*manifest.FileMetadata, maxSeq base.SeqNum)
 		// (say, only its fsync did), and it names the tables: unless it
 		// certainly did not, they stay for the next Open, which removes
 		// them if nothing names them.
-		log.file.Close()
+		log.close()
 		db.removeFile(base.FileTypeLog, newLog)
 		return walFile{}, err
 	}
