@@ -353,37 +353,26 @@ func (s lockSet) add(l *keyLocks, key []byte) lockSet { return append(s, l.strip
 
 // lock takes every stripe in the set exclusively, in ascending order, and
 // returns the set normalized for unlock.
-func (s lockSet) lock(l *keyLocks) lockSet {
-	s = s.normalize()
-	for _, i := range s {
-		l.stripes[i].Lock()
-	}
-	return s
-}
+func (s lockSet) lock(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).Lock) }
 
-func (s lockSet) unlock(l *keyLocks) {
-	for _, i := range s {
-		l.stripes[i].Unlock()
-	}
-}
+func (s lockSet) unlock(l *keyLocks) { s.each(l, (*sync.RWMutex).Unlock) }
 
 // lockShared takes every stripe in the set shared, for blind writes, in
 // ascending order, and returns the set normalized for unlockShared.
-func (s lockSet) lockShared(l *keyLocks) lockSet {
-	s = s.normalize()
-	for _, i := range s {
-		l.stripes[i].RLock()
-	}
+func (s lockSet) lockShared(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).RLock) }
+
+func (s lockSet) unlockShared(l *keyLocks) { s.each(l, (*sync.RWMutex).RUnlock) }
+
+// take sorts the set, drops duplicates and applies lock to each stripe.
+func (s lockSet) take(l *keyLocks, lock func(*sync.RWMutex)) lockSet {
+	slices.Sort(s)
+	s = slices.Compact(s)
+	s.each(l, lock)
 	return s
 }
 
-func (s lockSet) unlockShared(l *keyLocks) {
+func (s lockSet) each(l *keyLocks, f func(*sync.RWMutex)) {
 	for _, i := range s {
-		l.stripes[i].RUnlock()
+		f(&l.stripes[i])
 	}
-}
-
-func (s lockSet) normalize() lockSet {
-	slices.Sort(s)
-	return slices.Compact(s)
 }
