@@ -41,7 +41,18 @@ type commitWriter struct {
 	seq     base.SeqNum
 	count   uint32
 	applied bool // guarded by db.pub.mu
+	// waiting is set, under db.pub.mu, while the writer sleeps in
+	// publish until its batch is visible.
+	waiting bool
 	cond    sync.Cond
+	// wake is how a writer asleep in publish or in walWriter.waitSynced
+	// is woken: whoever finishes what it waits for sends on it, so that
+	// many writers released at once each run at once, instead of all
+	// waking on one condition and then queueing for its mutex one after
+	// the other (measured: under appendfsync always with 512 clients,
+	// that queue was a sixth of the time writers spent blocked). It has
+	// room for one token, and each wait is matched by exactly one send.
+	wake chan struct{}
 }
 
 // Apply commits the batch atomically. It returns once the batch is in the
@@ -86,7 +97,7 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	err := db.finishCommit(w)
 	// The memtable holds its own pins now, if the batch got that far.
 	db.blobs.unpin(pinned)
-	*w = commitWriter{}
+	*w = commitWriter{wake: w.wake}
 	commitWriterPool.Put(w)
 	return err
 }
@@ -127,7 +138,7 @@ func (db *DB) finishCommit(w *commitWriter) error {
 		return err
 	}
 	if err == nil && w.sync {
-		err = db.wal.waitSynced(w.walPos)
+		err = db.wal.waitSynced(w.walPos, w.wake)
 	}
 	if err == nil {
 		err = applyBatch(w.mem.mt, w.repr)
@@ -147,9 +158,10 @@ func (db *DB) finishCommit(w *commitWriter) error {
 // sequence number past every leading batch that is done, and returns only
 // once w's own batch is past it. It waits even for an abandoned batch: the
 // queue holds w until then, and w is recycled as soon as Apply returns.
+// Whoever advances the sequence number wakes exactly the writers it
+// published.
 func (db *DB) publish(w *commitWriter) {
 	db.pub.mu.Lock()
-	defer db.pub.mu.Unlock()
 	w.applied = true
 	q := db.pub.queue
 	n := 0
@@ -159,14 +171,24 @@ func (db *DB) publish(w *commitWriter) {
 	if n > 0 {
 		last := q[n-1]
 		db.visibleSeq.Store(uint64(last.seq) + uint64(last.count))
+		for _, o := range q[:n] {
+			if o.waiting {
+				o.waiting = false
+				o.wake <- struct{}{}
+			}
+		}
 		clear(q[:n])
 		db.pub.queue = q[n:]
+		// For waitVisible and waitPublished.
 		db.pub.cond.Broadcast()
 	}
-	end := uint64(w.seq) + uint64(w.count)
-	for db.visibleSeq.Load() < end {
-		db.pub.cond.Wait()
+	if db.visibleSeq.Load() >= uint64(w.seq)+uint64(w.count) {
+		db.pub.mu.Unlock()
+		return
 	}
+	w.waiting = true
+	db.pub.mu.Unlock()
+	<-w.wake
 }
 
 // waitVisible waits until the visible sequence number is past seq.
@@ -190,7 +212,7 @@ func (db *DB) waitPublished() {
 
 // commitWriterPool saves an allocation per write; a writer is recycled
 // only after it has left the queue.
-var commitWriterPool = sync.Pool{New: func() any { return new(commitWriter) }}
+var commitWriterPool = sync.Pool{New: func() any { return &commitWriter{wake: make(chan struct{}, 1)} }}
 
 // enqueueLocked puts w in the commit queue and returns when it is done,
 // leading a group itself when it reaches the head. db.mu is held.
@@ -218,6 +240,19 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 		}
 		db.finishGroupLocked(leader, group, err)
 		return
+	}
+	if leader.sync {
+		// An fsync in progress cannot cover a group written now: the
+		// group would wait for the next one anyway. Writing it when
+		// that fsync is done instead lets every writer that arrives
+		// meanwhile join it, so the next fsync is preceded by one
+		// write(2) and one hand-over of the lead rather than one per
+		// writer (as Redis writes its AOF once per event loop before
+		// its fsync). The queue holds the other leaders back; db.mu is
+		// free for writers to join.
+		db.mu.Unlock()
+		db.wal.waitSyncDone(leader.wake)
+		db.mu.Lock()
 	}
 	need := memSizeEstimate(leader.repr)
 	err = db.checkReserveLocked()

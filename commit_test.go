@@ -24,7 +24,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	})
 	db := openTestDB(t, "/db", &Options{FS: errorfs.Wrap(vfs.NewMem(), slowSync), Sync: SyncAlways})
 	const writers, each = 16, 40
-	before := db.Metrics().WAL.Syncs
+	before, groupsBefore := db.Metrics().WAL.Syncs, db.Metrics().Commits.Groups
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
@@ -42,6 +42,13 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	t.Logf("%d synced writes took %d WAL fsyncs", writers*each, syncs)
 	if syncs == 0 || syncs > writers*each/4 {
 		t.Errorf("%d synced writes took %d WAL fsyncs; concurrent writers should share them", writers*each, syncs)
+	}
+	// A leader waits for the fsync in progress before it writes, so the
+	// writers that queue meanwhile share its write too.
+	groups := db.Metrics().Commits.Groups - groupsBefore
+	t.Logf("%d synced writes took %d commit groups", writers*each, groups)
+	if groups > writers*each/4 {
+		t.Errorf("%d synced writes took %d commit groups; writers queued during an fsync should share one", writers*each, groups)
 	}
 	for w := range writers {
 		for i := range each {

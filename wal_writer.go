@@ -52,14 +52,22 @@ type walWriter struct {
 	synced  atomic.Uint64
 	syncErr error // guarded by syncMu
 	// syncWait lets the writers that need an fsync share one: at most one
-	// of them syncs at a time (syncing), and when it is done it wakes all
-	// the others at once, so they leave together instead of taking
-	// syncMu one after the other while new writes pile up behind them.
+	// of them syncs at a time (syncing), and the others sleep in waiters.
+	// When it is done it wakes every waiter its fsync covered, each on
+	// its own channel, so they leave together without taking syncMu or
+	// syncWait.mu one after the other, and one waiter it did not cover,
+	// which syncs next.
 	syncWait struct {
 		mu      sync.Mutex
-		cond    sync.Cond
 		syncing bool
+		waiters []syncWaiter
 	}
+}
+
+// syncWaiter is a writer asleep in waitSynced until an fsync covers pos.
+type syncWaiter struct {
+	pos  uint64
+	wake chan<- struct{}
 }
 
 // walFile is one WAL file of the log.
@@ -94,7 +102,6 @@ func (f *walFile) close() error {
 // installs it (DB.resumeWrites).
 func (l *walWriter) init(fs vfs.FS, dir string, m *dbMetrics, zeroChunk int64, mapShape walMap) {
 	l.fs, l.dir, l.m, l.zeroChunk, l.mapShape = fs, dir, m, zeroChunk, mapShape
-	l.syncWait.cond.L = &l.syncWait.mu
 }
 
 // create creates WAL file num and makes its directory entry durable, so a
@@ -267,14 +274,20 @@ func (l *walWriter) preallocate(f *walFile) error {
 
 // waitSynced returns once an fsync covers WAL position pos. One waiter
 // at a time syncs everything written so far; the others sleep until it is
-// done and then either find themselves covered or elect the next syncer.
-func (l *walWriter) waitSynced(pos uint64) error {
+// done and then either find themselves covered or sync next. wake has
+// room for one token and is the caller's own (commitWriter.wake).
+func (l *walWriter) waitSynced(pos uint64, wake chan struct{}) error {
 	sw := &l.syncWait
 	sw.mu.Lock()
-	defer sw.mu.Unlock()
 	for l.synced.Load() < pos {
 		if sw.syncing {
-			sw.cond.Wait()
+			sw.waiters = append(sw.waiters, syncWaiter{pos: pos, wake: wake})
+			sw.mu.Unlock()
+			<-wake
+			if l.synced.Load() >= pos {
+				return nil
+			}
+			sw.mu.Lock()
 			continue
 		}
 		sw.syncing = true
@@ -282,12 +295,52 @@ func (l *walWriter) waitSynced(pos uint64) error {
 		err := l.sync()
 		sw.mu.Lock()
 		sw.syncing = false
-		sw.cond.Broadcast()
+		l.wakeSyncWaitersLocked(err != nil)
 		if err != nil {
+			sw.mu.Unlock()
 			return err
 		}
 	}
+	sw.mu.Unlock()
 	return nil
+}
+
+// waitSyncDone returns once the fsync a waiter is running, if any, is
+// done (or failed). wake is as for waitSynced.
+func (l *walWriter) waitSyncDone(wake chan struct{}) {
+	sw := &l.syncWait
+	sw.mu.Lock()
+	if !sw.syncing {
+		sw.mu.Unlock()
+		return
+	}
+	// Position 0 is covered by any fsync.
+	sw.waiters = append(sw.waiters, syncWaiter{pos: 0, wake: wake})
+	sw.mu.Unlock()
+	<-wake
+}
+
+// wakeSyncWaitersLocked wakes, after an fsync, the waiters it covered, or
+// all of them when it failed (each then meets the failure itself), and
+// the first waiter it did not cover, to sync next. syncWait.mu is held.
+func (l *walWriter) wakeSyncWaitersLocked(failed bool) {
+	sw := &l.syncWait
+	synced := l.synced.Load()
+	kept := sw.waiters[:0]
+	for _, w := range sw.waiters {
+		if failed || w.pos <= synced {
+			w.wake <- struct{}{}
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	if len(kept) > 0 {
+		kept[0].wake <- struct{}{}
+		kept = kept[1:]
+	}
+	n := copy(sw.waiters, kept)
+	clear(sw.waiters[n:])
+	sw.waiters = sw.waiters[:n]
 }
 
 // sync fsyncs the current file if it has unsynced writes.

@@ -86,6 +86,22 @@ func (c *conn) unlock(set lockSet) {
 	c.stripes = set[:0]
 }
 
+// lockBlind takes key's stripe shared, for a write that reads nothing
+// (see keyLocks); unlockBlind releases it.
+func (c *conn) lockBlind(key []byte) lockSet {
+	if c.inExec() {
+		return nil
+	}
+	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
+	c.stripes = set
+	return set
+}
+
+func (c *conn) unlockBlind(set lockSet) {
+	set.unlockShared(c.s.ks.locks)
+	c.stripes = set[:0]
+}
+
 // get reads a string, replying with the error itself when it fails.
 func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
 	v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
@@ -278,13 +294,14 @@ func cmdSet(c *conn, cmd *command, args [][]byte) {
 		return
 	}
 	key := args[1]
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
 	// SET overwrites a key of any type; only GET needs the old value to
-	// be a string.
+	// be a string. Without a read it is a blind write.
 	var old entry
 	var exists bool
-	if o.nx || o.xx || o.get || o.keepTTL {
+	if !o.nx && !o.xx && !o.get && !o.keepTTL {
+		defer c.unlockBlind(c.lockBlind(key))
+	} else {
+		defer c.unlock(c.lock(args[1:2], 1))
 		if old, exists, ok = c.getEntry(key); !ok {
 			return
 		}

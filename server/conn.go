@@ -447,7 +447,8 @@ func (c *conn) stage(cmd *command, args [][]byte) bool {
 }
 
 // lockAtCommit records that a staged write touches key: commitStaged holds
-// the key's stripe while the batch applies.
+// the key's stripe, shared, while the batch applies. Only blind writes are
+// staged (see keyLocks).
 func (c *conn) lockAtCommit(key []byte) {
 	c.stripes = c.stripes.add(c.s.ks.locks, key)
 }
@@ -459,9 +460,9 @@ func (c *conn) commitStaged() {
 		return
 	}
 	locks := c.s.ks.locks
-	held := c.stripes.lock(locks)
+	held := c.stripes.lockShared(locks)
 	err := c.s.ks.apply(c.batch)
-	held.unlock(locks)
+	held.unlockShared(locks)
 	now := time.Now()
 	c.mark = now
 	for _, cmd := range c.staged {

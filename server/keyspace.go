@@ -317,15 +317,26 @@ func prefixEnd(prefix []byte) []byte {
 // keys; 1024 mutexes cost 8 KiB.
 const numStripes = 1024
 
-// keyLocks serializes writers of the same key. Every command that writes
-// holds the stripes of all its keys from its first read to the end of its
-// engine Apply, so a read-modify-write (INCR, APPEND, SET NX …) is atomic
-// with respect to every other write. Readers take no lock: the engine
-// publishes each Apply atomically. Stripes are always taken in ascending
-// order, so multi-key commands cannot deadlock.
+// keyLocks serializes writers of the same key. Every command that reads a
+// key and then writes holds the stripes of all its keys exclusively from
+// its first read to the end of its engine Apply, so a read-modify-write
+// (INCR, APPEND, SET NX …) is atomic with respect to every other write.
+// A blind write, one that writes a value it computed without reading the
+// keyspace (a plain SET), holds its stripes shared instead: it cannot
+// break another blind write's atomicity, and two concurrent blind writes
+// of a key may commit in either order, as the sequence numbers the engine
+// gives them decide. It still excludes, and waits for, every exclusive
+// holder, so it never lands between a read-modify-write's read and its
+// write, and an exclusive holder reads only once every blind write it
+// waited for is visible. Under appendfsync always a write's Apply includes
+// its fsync, so an exclusive stripe would make the blind writes of
+// unrelated keys that share it wait for one fsync after another; shared,
+// they join one commit group. Readers take no lock: the engine publishes
+// each Apply atomically. Stripes are always taken in ascending order, so
+// multi-key commands cannot deadlock.
 type keyLocks struct {
 	seed    maphash.Seed
-	stripes [numStripes]sync.Mutex
+	stripes [numStripes]sync.RWMutex
 }
 
 func newKeyLocks() *keyLocks { return &keyLocks{seed: maphash.MakeSeed()} }
@@ -340,19 +351,28 @@ type lockSet []uint32
 // add records the stripe of key.
 func (s lockSet) add(l *keyLocks, key []byte) lockSet { return append(s, l.stripe(key)) }
 
-// lock takes every stripe in the set in ascending order and returns the
-// set normalized for unlock.
-func (s lockSet) lock(l *keyLocks) lockSet {
+// lock takes every stripe in the set exclusively, in ascending order, and
+// returns the set normalized for unlock.
+func (s lockSet) lock(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).Lock) }
+
+func (s lockSet) unlock(l *keyLocks) { s.each(l, (*sync.RWMutex).Unlock) }
+
+// lockShared takes every stripe in the set shared, for blind writes, in
+// ascending order, and returns the set normalized for unlockShared.
+func (s lockSet) lockShared(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).RLock) }
+
+func (s lockSet) unlockShared(l *keyLocks) { s.each(l, (*sync.RWMutex).RUnlock) }
+
+// take sorts the set, drops duplicates and applies lock to each stripe.
+func (s lockSet) take(l *keyLocks, lock func(*sync.RWMutex)) lockSet {
 	slices.Sort(s)
 	s = slices.Compact(s)
-	for _, i := range s {
-		l.stripes[i].Lock()
-	}
+	s.each(l, lock)
 	return s
 }
 
-func (s lockSet) unlock(l *keyLocks) {
+func (s lockSet) each(l *keyLocks, f func(*sync.RWMutex)) {
 	for _, i := range s {
-		l.stripes[i].Unlock()
+		f(&l.stripes[i])
 	}
 }
