@@ -283,7 +283,7 @@ func (db *DB) compactionInput(c *compaction.Compaction) (base.InternalIterator, 
 		}
 		if level == 0 {
 			for _, f := range files {
-				it, err := db.tables.newIter(f, nil, nil)
+				it, err := db.tables.newCompactionIter(f)
 				if err != nil {
 					closeAll()
 					return nil, err
@@ -291,18 +291,18 @@ func (db *DB) compactionInput(c *compaction.Compaction) (base.InternalIterator, 
 				children = append(children, it)
 			}
 		} else if len(files) > 0 {
-			children = append(children, db.newLevelIter(files, nil, nil))
+			children = append(children, newLevelIter(files, db.tables.newCompactionIter))
 		}
 	}
 	return iter.NewMergingIter(children...), nil
 }
 
-func (db *DB) newLevelIter(files []*manifest.FileMetadata, lower, upper []byte) base.InternalIterator {
+// newLevelIter concatenates the tables of one level (L1 and below),
+// opening each with open when the iterator reaches it.
+func newLevelIter(files []*manifest.FileMetadata, open func(*manifest.FileMetadata) (base.InternalIterator, error)) base.InternalIterator {
 	return iter.NewLevelIter(files,
 		func(f *manifest.FileMetadata) ([]byte, []byte) { return f.Smallest.UserKey, f.Largest.UserKey },
-		func(f *manifest.FileMetadata) (base.InternalIterator, error) {
-			return db.tables.newIter(f, lower, upper)
-		})
+		open)
 }
 
 // writeTables writes what the compaction filter keeps of input into new

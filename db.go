@@ -123,7 +123,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	db := &DB{dirname: dir, opts: o, fs: o.FS}
 	db.memPool.size = o.MemTableSize
-	var zeroChunk, mapChunk int64
+	var zeroChunk int64
+	var mapShape walMap
 	if o.Sync.kind == syncAlways {
 		// A small memtable means a small WAL: a chunk of an eighth of
 		// it keeps the zeros in proportion.
@@ -132,9 +133,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		// Without an fsync per write the write(2) per commit is most of
 		// a commit's cost; see doc/durability.md for why SyncAlways
 		// keeps it.
-		mapChunk = walMapChunk(o.MemTableSize)
+		mapShape = newWALMapShape(o.MemTableSize, o.Sync)
 	}
-	db.wal.init(db.fs, dir, &db.m, zeroChunk, mapChunk)
+	db.wal.init(db.fs, dir, &db.m, zeroChunk, mapShape)
 	// No WAL byte may become durable before the blob bytes its pointers
 	// refer to: every WAL fsync is preceded by one of the blob files.
 	db.wal.beforeSync = db.blobs.sync
@@ -173,7 +174,7 @@ func syncDir(fs vfs.FS, dir string) error {
 func (db *DB) open() error {
 	db.blobs.init(db.fs, db.dirname, &db.m, func() base.FileNum { return db.vs.NewFileNum() })
 	db.blockCache = cache.New(db.opts.CacheSize)
-	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats)
+	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats, db.opts.MapTables)
 	db.picker = compaction.NewPicker(db.compactionConfig())
 	mopts := manifest.Options{
 		FS:             db.fs,
@@ -317,7 +318,7 @@ func (db *DB) get(dst, key []byte, readSeq base.SeqNum) ([]byte, time.Time, erro
 // getIn reads key at readSeq from the pinned read state rs. The value is
 // appended to dst, or with a nil dst returned as a copy the caller owns.
 func (db *DB) getIn(rs *readState, dst, key []byte, readSeq base.SeqNum) ([]byte, time.Time, error) {
-	value, kind, found, owned, err := rs.get(db, key, readSeq)
+	value, kind, found, blk, err := rs.get(db, key, readSeq)
 	if err != nil {
 		db.noteCorruption(err)
 		return nil, time.Time{}, err
@@ -325,14 +326,19 @@ func (db *DB) getIn(rs *readState, dst, key []byte, readSeq base.SeqNum) ([]byte
 	if !found {
 		return nil, time.Time{}, ErrNotFound
 	}
-	return db.resolveValue(dst, kind, value, !owned)
+	v, expireAt, err := db.resolveValue(dst, kind, value)
+	if blk != nil {
+		blk.Release()
+	}
+	return v, expireAt, err
 }
 
 // resolveValue turns a found entry into what a reader sees: ErrNotFound
 // for tombstones and expired entries, otherwise the user value and its
-// expiry. The value is appended to dst when dst is not nil; otherwise it
-// is copied when copyValue, or read from its blob file into a new slice.
-func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte, copyValue bool) ([]byte, time.Time, error) {
+// expiry. value aliases memory the DB recycles (an arena or a block), so
+// the user value is appended to dst, or with a nil dst copied into (or
+// read from its blob file into) a new slice.
+func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte) ([]byte, time.Time, error) {
 	var expireAt time.Time
 	if kind == base.KindDelete {
 		return nil, time.Time{}, ErrNotFound
@@ -351,13 +357,10 @@ func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte, copyValue b
 		v, err := db.blobs.read(dst, value)
 		return v, expireAt, err
 	}
-	switch {
-	case dst != nil:
-		value = append(dst, value...)
-	case copyValue:
-		value = append(make([]byte, 0, len(value)), value...)
+	if dst == nil {
+		dst = make([]byte, 0, len(value))
 	}
-	return value, expireAt, nil
+	return append(dst, value...), expireAt, nil
 }
 
 // Set writes key=value. A key and value over MaxEntrySize together are

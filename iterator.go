@@ -94,7 +94,10 @@ func (db *DB) newIterOver(o *IterOptions, rs *readState, readSeq base.SeqNum, to
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		if files := rs.version.Files[level]; len(files) > 0 {
-			children = append(children, db.newLevelIter(files, it.lower, it.upper))
+			lower, upper := it.lower, it.upper
+			children = append(children, newLevelIter(files, func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+				return db.tables.newIter(f, lower, upper)
+			}))
 		}
 	}
 	if top != nil {

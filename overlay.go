@@ -64,7 +64,7 @@ func (o *Overlay) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 	}
 	if top != nil {
 		if value, kind, found := top.mt.Get(key, top.readSeq); found {
-			return o.v.db.resolveValue(nil, kind, value, true)
+			return o.v.db.resolveValue(nil, kind, value)
 		}
 	}
 	return o.v.GetWithExpiry(key)

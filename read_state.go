@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/cache"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 )
 
@@ -94,17 +95,18 @@ func (db *DB) updateReadStateLocked() {
 }
 
 // get finds the newest entry of key visible at readSeq, from the newest
-// source to the oldest. found is false when no source has the key. A value
-// from a memtable aliases its arena, valid while rs is pinned: the caller
-// copies it once, before it leaves the DB. A value from a table is already
-// a copy (owned), since its block is recycled once released.
-func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found, owned bool, err error) {
+// source to the oldest. found is false when no source has the key. The
+// value is not copied: from a memtable it aliases the arena, valid while
+// rs is pinned; from a table it aliases blk, valid until the caller
+// releases blk (nil for a memtable). The caller copies the value once,
+// before it leaves the DB.
+func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, blk *cache.Block, err error) {
 	if value, kind, found = rs.mem.mt.Get(key, readSeq); found {
-		return value, kind, true, false, nil
+		return value, kind, true, nil, nil
 	}
 	for _, m := range rs.imm {
 		if value, kind, found = m.mt.Get(key, readSeq); found {
-			return value, kind, true, false, nil
+			return value, kind, true, nil, nil
 		}
 	}
 	v := rs.version
@@ -116,8 +118,8 @@ func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte,
 			// Every entry of this table is newer than the reader.
 			continue
 		}
-		if value, kind, found, err = db.tables.get(f, key, readSeq); err != nil || found {
-			return value, kind, found, true, err
+		if value, kind, found, blk, err = db.tables.get(f, key, readSeq); err != nil || found {
+			return value, kind, found, blk, err
 		}
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
@@ -125,11 +127,11 @@ func (rs *readState) get(db *DB, key []byte, readSeq base.SeqNum) (value []byte,
 		if f == nil {
 			continue
 		}
-		if value, kind, found, err = db.tables.get(f, key, readSeq); err != nil || found {
-			return value, kind, found, true, err
+		if value, kind, found, blk, err = db.tables.get(f, key, readSeq); err != nil || found {
+			return value, kind, found, blk, err
 		}
 	}
-	return nil, 0, false, false, nil
+	return nil, 0, false, nil, nil
 }
 
 // findFile returns the file of a sorted, non-overlapping level whose range

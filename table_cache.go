@@ -3,7 +3,9 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/cache"
@@ -20,10 +22,15 @@ type tableCache struct {
 	dir    string
 	blocks *cache.Cache
 	stats  *sstable.Stats
-	// mu guards readers. Every table read looks its reader up, so lookups
-	// share the lock; only opening and evicting take it exclusively.
-	mu      sync.RWMutex
-	readers map[base.FileNum]*tableEntry
+	// mapTables opens readers with ReaderOptions.Map (Options.MapTables).
+	mapTables bool
+	// readers maps a table to its entry. Every Get looks up one to a few
+	// tables, so lookups take no lock and write no shared memory (a read
+	// lock's counter, written by every reader on every core, cost more
+	// than the lookup); the map is replaced whole, under mu, when a table
+	// is opened or evicted, which happens once per table.
+	mu      sync.Mutex
+	readers atomic.Pointer[map[base.FileNum]*tableEntry]
 }
 
 type tableEntry struct {
@@ -32,24 +39,50 @@ type tableEntry struct {
 	err  error
 }
 
-func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.Stats) *tableCache {
-	return &tableCache{fs: fs, dir: dir, blocks: blocks, stats: stats, readers: make(map[base.FileNum]*tableEntry)}
+func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.Stats, mapTables bool) *tableCache {
+	tc := &tableCache{fs: fs, dir: dir, blocks: blocks, stats: stats, mapTables: mapTables}
+	tc.readers.Store(&map[base.FileNum]*tableEntry{})
+	return tc
+}
+
+// entry returns the entry of a table, adding an empty one if it has none.
+func (tc *tableCache) entry(num base.FileNum) *tableEntry {
+	if e := (*tc.readers.Load())[num]; e != nil {
+		return e
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	old := *tc.readers.Load()
+	if e := old[num]; e != nil {
+		return e
+	}
+	e := &tableEntry{}
+	m := maps.Clone(old)
+	m[num] = e
+	tc.readers.Store(&m)
+	return e
+}
+
+// remove drops the entry of a table, if it is e (any entry when e is
+// nil), and returns the entry it dropped.
+func (tc *tableCache) remove(num base.FileNum, e *tableEntry) *tableEntry {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	old := *tc.readers.Load()
+	cur := old[num]
+	if cur == nil || (e != nil && cur != e) {
+		return nil
+	}
+	m := maps.Clone(old)
+	delete(m, num)
+	tc.readers.Store(&m)
+	return cur
 }
 
 // reader returns the open reader of a table.
 func (tc *tableCache) reader(f *manifest.FileMetadata) (*sstable.Reader, error) {
 	for attempt := 0; ; attempt++ {
-		tc.mu.RLock()
-		e := tc.readers[f.FileNum]
-		tc.mu.RUnlock()
-		if e == nil {
-			tc.mu.Lock()
-			if e = tc.readers[f.FileNum]; e == nil {
-				e = &tableEntry{}
-				tc.readers[f.FileNum] = e
-			}
-			tc.mu.Unlock()
-		}
+		e := tc.entry(f.FileNum)
 		opened := false
 		e.once.Do(func() {
 			opened = true
@@ -59,11 +92,7 @@ func (tc *tableCache) reader(f *manifest.FileMetadata) (*sstable.Reader, error) 
 			return e.r, nil
 		}
 		// Forget the failure so a later read retries (the fault may pass).
-		tc.mu.Lock()
-		if tc.readers[f.FileNum] == e {
-			delete(tc.readers, f.FileNum)
-		}
-		tc.mu.Unlock()
+		tc.remove(f.FileNum, e)
 		// A caller that only waited for another goroutine's failed open
 		// may have started after the fault passed: it tries once itself.
 		if opened || attempt > 0 {
@@ -88,7 +117,7 @@ func (tc *tableCache) open(num base.FileNum, size uint64) (*sstable.Reader, erro
 		return nil, base.Corruptf(name, -1, "file is %d bytes, the manifest says %d", st.Size(), size)
 	}
 	r, err := sstable.NewReader(file, st.Size(), sstable.ReaderOptions{
-		Cache: tc.blocks, FileNum: num, FileName: name, Stats: tc.stats,
+		Cache: tc.blocks, FileNum: num, FileName: name, Stats: tc.stats, Map: tc.mapTables,
 	})
 	if err != nil {
 		// NewReader owns file and has closed it.
@@ -97,12 +126,14 @@ func (tc *tableCache) open(num base.FileNum, size uint64) (*sstable.Reader, erro
 	return r, nil
 }
 
-func (tc *tableCache) get(f *manifest.FileMetadata, key []byte, readSeq base.SeqNum) ([]byte, base.Kind, bool, error) {
+// get finds key in a table: the value aliases blk, which the caller
+// releases once done with it (see sstable.Reader.GetInBlock).
+func (tc *tableCache) get(f *manifest.FileMetadata, key []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, blk *cache.Block, err error) {
 	r, err := tc.reader(f)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, nil, err
 	}
-	return r.Get(key, readSeq)
+	return r.GetInBlock(key, readSeq)
 }
 
 func (tc *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
@@ -113,13 +144,20 @@ func (tc *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (ba
 	return r.NewIter(lower, upper), nil
 }
 
+// newCompactionIter returns an iterator over all of a table's entries
+// that reads ahead and leaves the block cache alone (see
+// sstable.Reader.NewCompactionIter).
+func (tc *tableCache) newCompactionIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
+	r, err := tc.reader(f)
+	if err != nil {
+		return nil, err
+	}
+	return r.NewCompactionIter(), nil
+}
+
 // evict closes the reader of an obsolete table and drops its blocks.
 func (tc *tableCache) evict(num base.FileNum) {
-	tc.mu.Lock()
-	e := tc.readers[num]
-	delete(tc.readers, num)
-	tc.mu.Unlock()
-	if e != nil {
+	if e := tc.remove(num, nil); e != nil {
 		e.once.Do(func() {})
 		if e.r != nil {
 			e.r.Close()
@@ -132,12 +170,12 @@ func (tc *tableCache) close() error {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	var err error
-	for num, e := range tc.readers {
+	for _, e := range *tc.readers.Load() {
 		e.once.Do(func() {})
 		if e.r != nil {
 			err = errors.Join(err, e.r.Close())
 		}
-		delete(tc.readers, num)
 	}
+	tc.readers.Store(&map[base.FileNum]*tableEntry{})
 	return err
 }

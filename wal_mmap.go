@@ -2,7 +2,6 @@ package lsmgo
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"runtime/debug"
 
@@ -20,6 +19,9 @@ import (
 type walMap struct {
 	f     vfs.WriteMapper
 	chunk int64 // a multiple of the page size
+	// unit is the size of the zero writes that allocate (see
+	// vfs.WriteMapper.Allocate).
+	unit int
 	// allocated is how much of the file is allocated: a multiple of chunk.
 	allocated int64
 	win       []byte // the mapped window; nil before the first write
@@ -27,17 +29,24 @@ type walMap struct {
 	off       int64  // the file offset of the next byte written
 }
 
-// walMapChunk returns the allocation and window size for a DB with the
-// given memtable size: an eighth of it (a WAL is about as large as its
-// memtable), within [64 KiB, 1 MiB], a whole number of pages. Each chunk
-// costs an allocation (16 writes of 64 KiB of zeros on Linux), an mmap
-// and an munmap: once per 5,000 writes of 200 bytes. A sync may write
-// back what was allocated and not yet overwritten, so a chunk is also the
-// most a sync writes besides records.
-func walMapChunk(memTableSize int) int64 {
-	page := int64(os.Getpagesize())
+// newWALMapShape returns the chunk and unit of the WAL mappings of a DB
+// with the given memtable size and sync mode. A chunk, the allocation and
+// window size, is an eighth of the memtable (a WAL is about as large as
+// its memtable), within [64 KiB, 1 MiB], a whole number of pages. Each
+// chunk costs an allocation (writes of zeros on Linux), an mmap and an
+// munmap: once per 5,000 writes of 200 bytes. A sync may write back what
+// was allocated and not yet overwritten, so a chunk is also the most a
+// sync writes besides records. The unit is 64 KiB, fewest faults, unless
+// the DB syncs on an interval, where each sync carries a few records and
+// would write back a 64 KiB folio for them: then it is a page.
+func newWALMapShape(memTableSize int, sync SyncMode) walMap {
+	page := os.Getpagesize()
 	c := min(max(int64(memTableSize)/8, 64<<10), 1<<20)
-	return (c + page - 1) / page * page
+	shape := walMap{chunk: (c + int64(page) - 1) / int64(page) * int64(page), unit: 64 << 10}
+	if sync.kind == syncInterval {
+		shape.unit = page
+	}
+	return shape
 }
 
 // reserve allocates the file through at least end.
@@ -46,7 +55,7 @@ func (m *walMap) reserve(end int64) error {
 		return nil
 	}
 	target := (end + m.chunk - 1) / m.chunk * m.chunk
-	if err := m.f.Allocate(m.allocated, target-m.allocated); err != nil {
+	if err := m.f.Allocate(m.allocated, target-m.allocated, m.unit); err != nil {
 		return err
 	}
 	m.allocated = target
@@ -67,12 +76,19 @@ func (m *walMap) Write(p []byte) (int, error) {
 				return n, err
 			}
 		}
-		c, err := storeMapped(m.win[m.off-m.winOff:], p[n:])
-		n += c
-		m.off += int64(c)
-		if err != nil {
-			return n, err
+		piece := p[n:min(len(p), n+len(m.win)-int(m.off-m.winOff))]
+		if !storeMapped(m.win[m.off-m.winOff:], piece) {
+			// The filesystem failed to back a page it allocated: a
+			// copy-on-write filesystem out of space, an I/O error, or
+			// the file cut behind the DB's back. Written again through
+			// the file, the bytes get the error write(2) gives (ENOSPC
+			// heals, doc/durability.md) instead of a fault.
+			if _, err := m.f.WriteAt(piece, m.off); err != nil {
+				return n, err
+			}
 		}
+		n += len(piece)
+		m.off += int64(len(piece))
 	}
 	return n, nil
 }
@@ -105,19 +121,20 @@ func (m *walMap) unmap() error {
 	return err
 }
 
-// storeMapped copies src into the mapped dst and turns a fault of the
-// store into an error. Reserve allocated the bytes, so a fault means that
-// the filesystem failed to back a page it had promised (an I/O error, or
-// a copy-on-write filesystem out of space) or that the file was cut behind
-// the DB's back; the write then fails as a failed write(2) would, and the
-// DB turns read-only, instead of the process dying of SIGBUS.
-func storeMapped(dst, src []byte) (n int, err error) {
+// storeMapped copies src into the mapped dst, which is at least as long,
+// and reports false if the store faulted (SIGBUS) instead of letting the
+// fault kill the process. Any other panic is not a fault and goes on.
+func storeMapped(dst, src []byte) (ok bool) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
-			n, err = 0, fmt.Errorf("store into the mapped WAL faulted: %v", r)
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			ok = false
 		}
 	}()
-	return copy(dst, src), nil
+	copy(dst, src)
+	return true
 }

@@ -64,7 +64,7 @@ func TestWALMapWrite(t *testing.T) {
 	}
 	defer f.Close()
 	chunk := int64(os.Getpagesize())
-	m := &walMap{f: f.(vfs.WriteMapper), chunk: chunk}
+	m := &walMap{f: f.(vfs.WriteMapper), chunk: chunk, unit: os.Getpagesize()}
 	rng := rand.New(rand.NewPCG(3, 4))
 	var want []byte
 	for range 200 {
@@ -115,7 +115,7 @@ func TestWALMappedRotation(t *testing.T) {
 			opts.MemTableSize = 256 << 10
 			opts.ValueThreshold = 1 << 20
 			db := openTestDB(t, dir, opts)
-			chunk := walMapChunk(opts.MemTableSize)
+			chunk := newWALMapShape(opts.MemTableSize, sync).chunk
 			rng := rand.New(rand.NewPCG(5, 6))
 			model := map[string]string{}
 			firstLog := db.wal.cur.num
@@ -166,11 +166,15 @@ func TestWALMappedRotation(t *testing.T) {
 
 // fullAllocFS is the OS filesystem with WAL files whose Allocate fails
 // with ENOSPC while full is set, as on a full disk, and whose Map fails
-// when noMap is set, as on a filesystem that cannot map files.
+// when noMap is set, as on a filesystem that cannot map files. With cow
+// set, a full disk shows as a copy-on-write filesystem's does: Allocate
+// succeeds without allocating, so the store into the mapping faults, and
+// writing the bytes again fails with ENOSPC.
 type fullAllocFS struct {
 	vfs.FS
 	full   atomic.Bool
 	noMap  bool
+	cow    bool
 	failed atomic.Int64
 }
 
@@ -196,12 +200,23 @@ func (fs *fullAllocFS) Truncate(name string, size int64) error {
 	return vfs.Truncate(fs.FS, name, size)
 }
 
-func (f *fullAllocFile) Allocate(off, n int64) error {
+func (f *fullAllocFile) Allocate(off, n int64, unit int) error {
+	if f.fs.full.Load() {
+		if f.fs.cow {
+			return nil
+		}
+		f.fs.failed.Add(1)
+		return &os.PathError{Op: "write", Path: "wal", Err: syscall.ENOSPC}
+	}
+	return f.wm.Allocate(off, n, unit)
+}
+
+func (f *fullAllocFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.fs.full.Load() {
 		f.fs.failed.Add(1)
-		return &os.PathError{Op: "fallocate", Path: "wal", Err: syscall.ENOSPC}
+		return 0, &os.PathError{Op: "write", Path: "wal", Err: syscall.ENOSPC}
 	}
-	return f.wm.Allocate(off, n)
+	return f.wm.WriteAt(p, off)
 }
 
 func (f *fullAllocFile) Map(off int64, n int) ([]byte, error) {
@@ -240,10 +255,17 @@ func TestWALUnmappable(t *testing.T) {
 // records need a new chunk fails with ErrNoSpace when allocating it, before
 // anything is stored, the DB stays writable, and once the disk has room
 // writes succeed again; a reopen finds every acknowledged write and none of
-// the refused ones.
+// the refused ones. On a copy-on-write filesystem the store into the
+// allocated chunk faults instead, and the same must hold.
 func TestDiskFullWALMapped(t *testing.T) {
 	skipUnlessMapped(t)
-	fs := &fullAllocFS{FS: vfs.Default}
+	for _, cow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cow=%v", cow), func(t *testing.T) { testDiskFullWALMapped(t, cow) })
+	}
+}
+
+func testDiskFullWALMapped(t *testing.T, cow bool) {
+	fs := &fullAllocFS{FS: vfs.Default, cow: cow}
 	dir := t.TempDir()
 	opts := durOptions(fs, SyncNone)
 	opts.MemTableSize = 256 << 10
@@ -293,5 +315,43 @@ func TestDiskFullWALMapped(t *testing.T) {
 		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("refused write %s: Get = %v, want ErrNotFound", k, err)
 		}
+	}
+}
+
+// TestWALMapStoreFault cuts a mapped WAL file short behind the writer's
+// back, so that stores into its mapping fault (SIGBUS): the writer must
+// survive, write the bytes through the file instead, and leave the file
+// holding everything written.
+func TestWALMapStoreFault(t *testing.T) {
+	skipUnlessMapped(t)
+	name := filepath.Join(t.TempDir(), "log")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := os.Getpagesize()
+	m := &walMap{f: f.(vfs.WriteMapper), chunk: 4 * int64(page), unit: page}
+	defer m.unmap()
+	want := bytes.Repeat([]byte("abcdefg"), page)
+	if err := m.reserve(int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Write(want[:page/2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(name, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.Write(want[page/2:]); n != len(want)-page/2 || err != nil {
+		t.Fatalf("Write after the file was cut = %d, %v", n, err)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first half page went with the cut; the rest was written again.
+	if !bytes.Equal(got[page/2:], want[page/2:]) || !allZero(got[:page/2]) {
+		t.Fatalf("file after the faulting writes: %d bytes, not what was written", len(got))
 	}
 }

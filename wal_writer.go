@@ -34,9 +34,9 @@ type walWriter struct {
 	// zeroChunk is how far ahead of its records a file is extended with
 	// zeros (preallocate); 0 when the DB does not sync every write.
 	zeroChunk int64
-	// mapChunk, when not 0, has files that offer a shared mapping
-	// written through one (walMap), allocated mapChunk bytes at a time.
-	mapChunk int64
+	// mapShape, when its chunk is not 0, has files that offer a shared
+	// mapping written through one: each file's walMap starts as a copy.
+	mapShape walMap
 
 	cur walFile
 	// beforeSync makes durable what the WAL's records refer to (the blob
@@ -92,8 +92,8 @@ func (f *walFile) close() error {
 
 // init prepares an empty walWriter; recovery creates the first file and
 // installs it (DB.resumeWrites).
-func (l *walWriter) init(fs vfs.FS, dir string, m *dbMetrics, zeroChunk, mapChunk int64) {
-	l.fs, l.dir, l.m, l.zeroChunk, l.mapChunk = fs, dir, m, zeroChunk, mapChunk
+func (l *walWriter) init(fs vfs.FS, dir string, m *dbMetrics, zeroChunk int64, mapShape walMap) {
+	l.fs, l.dir, l.m, l.zeroChunk, l.mapShape = fs, dir, m, zeroChunk, mapShape
 	l.syncWait.cond.L = &l.syncWait.mu
 }
 
@@ -109,8 +109,10 @@ func (l *walWriter) create(num base.FileNum) (walFile, error) {
 		return walFile{}, err
 	}
 	wf := walFile{num: num, file: f}
-	if wm, ok := f.(vfs.WriteMapper); ok && l.mapChunk > 0 && canMap(wm, l.mapChunk) {
-		wf.mapped = &walMap{f: wm, chunk: l.mapChunk}
+	if wm, ok := f.(vfs.WriteMapper); ok && l.mapShape.chunk > 0 && canMap(wm, l.mapShape.chunk) {
+		mapped := l.mapShape
+		mapped.f = wm
+		wf.mapped = &mapped
 		wf.w = record.NewWriter(wf.mapped)
 	} else {
 		wf.w = record.NewWriter(f)

@@ -153,6 +153,8 @@ func (ch *child) open(sync, fresh bool) error {
 			return err
 		}
 		ch.st.live, ch.st.full = 0, false
+		ch.st.claimed.Store(0)
+		ch.st.inserted.Store(0)
 	}
 	eng, err := ch.spec.open(ch.job.Dir, EngineConfig{CacheSize: ch.cfg.CacheSize, Sync: sync, ValueThreshold: ch.cfg.ValueThreshold})
 	if err != nil {
@@ -173,7 +175,7 @@ func (ch *child) runWorkload(step int, w WorkloadSpec) Result {
 		ch.st.full = false
 		return res
 	}
-	r := &run{cfg: ch.cfg, def: def, eng: ch.st.eng, threads: res.Threads, pool: ch.pool, zipf: ch.zipf}
+	r := &run{cfg: ch.cfg, def: def, eng: ch.st.eng, threads: res.Threads, pool: ch.pool, zipf: ch.zipf, st: ch.st}
 	r.prepare()
 
 	stopProfile, err := ch.startProfile(step, w.Name)

@@ -116,7 +116,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("lsmgo-bench --mode=engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workloads := fs.String("workloads", strings.Join(WorkloadNames(), ","),
-		"comma-separated workloads, each optionally name:threads (mixed:4)")
+		"comma-separated workloads, each optionally name:threads (mixed:4); ycsb-a ... ycsb-f only when named")
 	engines := fs.String("engines", strings.Join(AvailableEngines(), ","),
 		"comma-separated engines (lsmgo,pebble,badger,bbolt,goleveldb,rocksdb); default all available here")
 	fs.Int64Var(&c.Num, "num", c.Num, "keys in the key space and operations per workload")
@@ -187,7 +187,7 @@ func parseWorkloads(s string) ([]WorkloadSpec, error) {
 		name, threads, hasThreads := strings.Cut(f, ":")
 		w := WorkloadSpec{Name: name}
 		if _, ok := workloads[name]; !ok {
-			return nil, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(WorkloadNames(), ", "))
+			return nil, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(allWorkloadNames(), ", "))
 		}
 		if hasThreads {
 			n, err := strconv.Atoi(threads)

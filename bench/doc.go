@@ -8,7 +8,9 @@
 // per engine (engine_NAME.go, the only files that import a peer, so the
 // lsmgo binary never links one), and the reports: the live table and
 // progress line, results.json, results.csv, results.md and a
-// self-contained report.html.
+// self-contained report.html. YCSB's core workloads A-F (ycsb.go) run
+// there too when --workloads names them, with YCSB's own record choices
+// (scrambled zipfian, latest) and operation mixes.
 //
 // The client mode (client*.go) is a closed-loop load generator for any
 // RESP server (lsmgo serve, redis-server): each connection sends a

@@ -52,6 +52,9 @@ func dbBenchWorkload(c *Config, w WorkloadSpec) (bench string, flags []string, e
 	case "settle":
 		return "flush,waitforcompaction", nil, nil // run by rocksdbRunner.settle
 	}
+	if def := workloads[w.Name]; def != nil && def.mix != nil {
+		return "", nil, fmt.Errorf("db_bench has no YCSB workload (no scrambled zipfian or latest key choice, no scans of random length): run %s on the Go engines", w.Name)
+	}
 	return "", nil, fmt.Errorf("no db_bench benchmark for workload %q", w.Name)
 }
 

@@ -136,10 +136,7 @@ type zipf struct {
 }
 
 func newZipf(n uint64) *zipf {
-	var zetaN float64
-	for i := uint64(1); i <= n; i++ {
-		zetaN += 1 / math.Pow(float64(i), zipfTheta)
-	}
+	zetaN := zeta(n)
 	zeta2 := 1 + 1/math.Pow(2, zipfTheta)
 	return &zipf{
 		n:     n,
@@ -148,6 +145,45 @@ func newZipf(n uint64) *zipf {
 		eta:   (1 - math.Pow(2/float64(n), 1-zipfTheta)) / (1 - zeta2/zetaN),
 		half:  1 + math.Pow(0.5, zipfTheta),
 	}
+}
+
+// zetaExactMax is the largest n whose zeta is summed term by term: every
+// key space --num allows. YCSB's scrambled zipfian draws its ranks from
+// far more items (ycsbItems), whose sum would take minutes.
+const zetaExactMax = 1 << 32
+
+// zetaHead is how many terms zeta sums exactly before it estimates the
+// rest of a sum over more than zetaExactMax items.
+const zetaHead = 1 << 16
+
+// zeta is the sum of 1/i^theta for i in [1, n]. Beyond zetaExactMax it
+// sums the first zetaHead terms and estimates the rest (zetaTail).
+func zeta(n uint64) float64 {
+	if n > zetaExactMax {
+		return zetaSum(zetaHead) + zetaTail(zetaHead, n)
+	}
+	return zetaSum(n)
+}
+
+// zetaSum adds 1/i^theta for i in [1, n] term by term.
+func zetaSum(n uint64) float64 {
+	var sum float64
+	for i := uint64(1); i <= n; i++ {
+		sum += 1 / math.Pow(float64(i), zipfTheta)
+	}
+	return sum
+}
+
+// zetaTail estimates the sum of 1/i^theta for i in (m, n] by
+// Euler-Maclaurin: the integral from m to n, half of the last term less
+// half of the m-th (already counted), and the first-derivative term. The
+// next term is below 1e-18 for m >= zetaHead.
+func zetaTail(m, n uint64) float64 {
+	a, b := float64(m), float64(n)
+	f := func(x float64) float64 { return math.Pow(x, -zipfTheta) }
+	df := func(x float64) float64 { return -zipfTheta * math.Pow(x, -zipfTheta-1) }
+	integral := (math.Pow(b, 1-zipfTheta) - math.Pow(a, 1-zipfTheta)) / (1 - zipfTheta)
+	return integral + (f(b)-f(a))/2 + (df(b)-df(a))/12
 }
 
 // rank returns a rank in [0, n): 0 is the most popular.

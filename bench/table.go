@@ -83,6 +83,10 @@ func rowNote(r *Result) string {
 	switch r.Workload {
 	case "readrandom", "readwhilewriting", "readmissing", "mixed", "seekrandom":
 		parts = append(parts, fmt.Sprintf("found %d", r.Found))
+	default:
+		if d := workloads[r.Workload]; d != nil && d.mix != nil {
+			parts = append(parts, fmt.Sprintf("found %d", r.Found))
+		}
 	}
 	if r.Runs > 1 {
 		parts = append(parts, fmt.Sprintf("median of %d runs, %s-%s", r.Runs, fmtCount(r.OpsPerSecMin), fmtCount(r.OpsPerSecMax)))

@@ -36,6 +36,10 @@ type workloadDef struct {
 	writer func(r *run, w *worker) error
 	// after records what the workload left in the database.
 	after func(st *dbState, done int64)
+	// named workloads run only when --workloads names them.
+	named bool
+	// mix, for YCSB's workloads, is their operation mix.
+	mix *ycsbMix
 }
 
 // fillSyncDivisor: fillsync does Num/100 writes, because synced writes
@@ -48,7 +52,7 @@ const seekNexts = 10
 
 func numOps(c *Config) int64 { return c.Num }
 
-var workloadList = []*workloadDef{
+var workloadList = append([]*workloadDef{
 	{
 		name: "fillseq", doc: "write every key once in key order into an empty DB",
 		fresh: true, ops: numOps, body: fillBody, after: afterFill,
@@ -102,7 +106,7 @@ var workloadList = []*workloadDef{
 		fresh: true, sync: true, ops: func(c *Config) int64 { return max(1, c.Num/fillSyncDivisor) },
 		order: fullPermutation, body: fillBody, after: afterFillSync,
 	},
-}
+}, ycsbWorkloads...)
 
 // workloads indexes workloadList by name.
 var workloads = func() map[string]*workloadDef {
@@ -113,8 +117,20 @@ var workloads = func() map[string]*workloadDef {
 	return m
 }()
 
-// WorkloadNames lists the workloads in their default order.
+// WorkloadNames lists the workloads that run by default, in their
+// default order.
 func WorkloadNames() []string {
+	var names []string
+	for _, w := range workloadList {
+		if !w.named {
+			names = append(names, w.name)
+		}
+	}
+	return names
+}
+
+// allWorkloadNames lists every workload, the named-only ones last.
+func allWorkloadNames() []string {
 	names := make([]string, len(workloadList))
 	for i, w := range workloadList {
 		names[i] = w.name
@@ -143,6 +159,9 @@ type dbState struct {
 	live int64
 	// keySpace is Config.Num.
 	keySpace int64
+	// claimed and inserted count the records YCSB's inserts claimed and
+	// wrote beyond the key space (ycsb.go).
+	claimed, inserted atomic.Int64
 }
 
 func afterFill(st *dbState, done int64) {
@@ -174,6 +193,10 @@ type run struct {
 	order []uint32
 	pool  []byte
 	zipf  *zipf
+	// st is the database's state, which YCSB's inserts advance; ycsb is
+	// the shared state of a YCSB workload.
+	st   *dbState
+	ycsb *ycsbRun
 	// done counts finished client operations, for the progress line.
 	done atomic.Int64
 	// stop ends the clients' loops when --duration has passed;
@@ -297,13 +320,9 @@ func settleBody(r *run, w *worker) error {
 func fillBody(r *run, w *worker) error {
 	for i := int64(0); w.more(i); i++ {
 		putKey(w.key, w.index(i))
-		v := w.values.next()
-		start := time.Now()
-		if err := r.eng.Set(w.key, v); err != nil {
+		if err := w.write(); err != nil {
 			return err
 		}
-		w.record(start, len(w.key)+len(v))
-		w.writes++
 	}
 	return nil
 }
@@ -333,6 +352,11 @@ func overwriteBody(r *run, w *worker) error {
 // write of overwrite, of mixed, or of readwhilewriting's writer.
 func (w *worker) overwrite() error {
 	putKey(w.key, w.keys.next())
+	return w.write()
+}
+
+// write sets w.key to the next value, timed as one operation.
+func (w *worker) write() error {
 	v := w.values.next()
 	start := time.Now()
 	if err := w.r.eng.Set(w.key, v); err != nil {
@@ -341,6 +365,17 @@ func (w *worker) overwrite() error {
 	w.record(start, len(w.key)+len(v))
 	w.writes++
 	return nil
+}
+
+// put sets w.key to the next value untimed, for an operation that times
+// more than the write, and returns the bytes it moved.
+func (w *worker) put() (int, error) {
+	v := w.values.next()
+	if err := w.r.eng.Set(w.key, v); err != nil {
+		return 0, err
+	}
+	w.writes++
+	return len(w.key) + len(v), nil
 }
 
 // pacedWriterBody overwrites like overwriteBody, at most --writer-rate
@@ -385,22 +420,32 @@ func readBody(put func(dst []byte, i uint64)) func(r *run, w *worker) error {
 	}
 }
 
-// read gets w.key and checks that a value found has the size every
-// workload writes, so a broken adapter or engine cannot pass for fast.
+// read gets w.key, timed as one operation.
 func (w *worker) read() error {
 	start := time.Now()
-	n, found, err := w.r.eng.Get(w.key)
+	n, err := w.get()
 	if err != nil {
 		return err
 	}
 	w.record(start, len(w.key)+n)
+	return nil
+}
+
+// get looks w.key up untimed and checks that a value found has the size
+// every workload writes, so a broken adapter or engine cannot pass for
+// fast. It returns the value's length.
+func (w *worker) get() (int, error) {
+	n, found, err := w.r.eng.Get(w.key)
+	if err != nil {
+		return 0, err
+	}
 	if found {
 		if n != w.r.cfg.ValueSize {
-			return fmt.Errorf("key %x: value of %d bytes, want %d", w.key, n, w.r.cfg.ValueSize)
+			return 0, fmt.Errorf("key %x: value of %d bytes, want %d", w.key, n, w.r.cfg.ValueSize)
 		}
 		w.found++
 	}
-	return nil
+	return n, nil
 }
 
 // mixedBody reads or overwrites keys chosen by --distribution, reading
@@ -450,30 +495,40 @@ func scanBody(reverse bool) func(r *run, w *worker) error {
 	}
 }
 
-// seekRandomBody seeks a new iterator to a key chosen by --distribution
-// and reads seekNexts keys after it. The latency includes creating the
-// iterator: for an LSM tree that is a real part of a short scan's cost.
+// seekRandomBody seeks to a key chosen by --distribution and reads it
+// and seekNexts keys after it.
 func seekRandomBody(r *run, w *worker) error {
 	for i := int64(0); w.more(i); i++ {
 		putKey(w.key, w.keys.next())
-		start := time.Now()
-		it, err := r.eng.NewIter(false)
-		if err != nil {
+		if err := w.scan(1 + seekNexts); err != nil {
 			return err
 		}
-		bytes := 0
-		if it.SeekGE(w.key) {
-			w.found++
-			bytes += len(it.Key()) + len(it.Value())
-			for j := 0; j < seekNexts && it.Next(); j++ {
-				bytes += len(it.Key()) + len(it.Value())
-			}
-		}
-		if err := it.Close(); err != nil {
-			return err
-		}
-		w.record(start, bytes)
 	}
+	return nil
+}
+
+// scan reads up to n keys from the first at or after w.key, through a
+// new iterator, timed as one operation; found counts scans that found a
+// first key. The latency includes creating the iterator: for an LSM tree
+// that is a real part of a short scan's cost.
+func (w *worker) scan(n int) error {
+	start := time.Now()
+	it, err := w.r.eng.NewIter(false)
+	if err != nil {
+		return err
+	}
+	bytes := 0
+	if it.SeekGE(w.key) {
+		w.found++
+		bytes += len(it.Key()) + len(it.Value())
+		for j := 1; j < n && it.Next(); j++ {
+			bytes += len(it.Key()) + len(it.Value())
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	w.record(start, bytes)
 	return nil
 }
 
@@ -496,6 +551,9 @@ func (r *run) prepare() {
 		r.limit = min(r.limit, int64(len(r.order)))
 	} else if r.cfg.Duration > 0 {
 		r.limit = math.MaxInt64
+	}
+	if r.def.mix != nil {
+		r.ycsb = newYCSBRun(r.cfg, r.st, r.def.mix)
 	}
 }
 
@@ -583,7 +641,8 @@ func (r *run) execute() (outcome, error) {
 	return out, nil
 }
 
-// WorkloadHelp describes every workload, one line each, in default order.
+// WorkloadHelp describes every workload, one line each, in default order,
+// then those that run only when named.
 func WorkloadHelp() []string {
 	lines := make([]string, len(workloadList))
 	for i, w := range workloadList {

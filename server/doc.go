@@ -9,7 +9,8 @@
 //
 //   - Replies leave in the order commands arrived, and a write's reply is
 //     sent only after its engine Apply returned, which under every
-//     appendfsync mode means the WAL write(2) happened: a killed process
+//     appendfsync mode means the WAL record reached the kernel (a write(2),
+//     or a store into the WAL's shared mapping): a killed process
 //     never loses an acknowledged write.
 //   - A connection flushes its replies exactly when it is about to read
 //     from the network and has nothing left to execute; pipelined commands

@@ -38,8 +38,14 @@ func probeTable(t *testing.T, r *Reader, keys [][]byte) {
 			t.Fatalf("non-corruption error %v", err)
 		}
 	}
-	it := r.NewIter(nil, nil)
+	ci := r.NewCompactionIter()
 	n := 0
+	for ok := ci.First(); ok && n < 10000; ok = ci.Next() {
+		n++
+	}
+	check(ci.Close())
+	it := r.NewIter(nil, nil)
+	n = 0
 	for ok := it.First(); ok && n < 10000; ok = it.Next() {
 		keys = append(keys, it.Key().UserKey)
 		n++
@@ -85,9 +91,10 @@ func FuzzReader(f *testing.F) {
 // compareCached reads every key of r again through a second reader with a
 // block cache too small for the table, twice, so blocks are cached, hit,
 // evicted and their buffers recycled (poisoned in tests) while the answers
-// must stay those of the uncached reader.
+// must stay those of the uncached reader. The second reader reads the
+// table through its mapping (ReaderOptions.Map), the first with ReadAt.
 func compareCached(t *testing.T, r *Reader, data []byte) {
-	c, err := openTable(data, ReaderOptions{FileName: "fuzz.sst", Cache: cache.New(4 << 10), FileNum: 1})
+	c, err := openTable(data, ReaderOptions{FileName: "fuzz.sst", Cache: cache.New(4 << 10), FileNum: 1, Map: true})
 	if err != nil {
 		t.Fatalf("a table that opened once fails to open again: %v", err)
 	}

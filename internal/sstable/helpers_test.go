@@ -47,6 +47,10 @@ func (m *memFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// mappedBytes lets a Reader opened with Map read the table through its
+// mapping code.
+func (m *memFile) mappedBytes() []byte { return m.data }
+
 func (m *memFile) Write(p []byte) (int, error) {
 	m.data = append(m.data, p...)
 	return len(p), nil

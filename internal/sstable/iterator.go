@@ -41,6 +41,9 @@ type tableIter struct {
 	pos          iterPos
 	err          error
 	seekBuf      []byte
+	// ra, when not nil, makes the iterator read blocks ahead, past the
+	// cache (NewCompactionIter).
+	ra *readahead
 	// Initial storage of the key buffers, so that an iterator over keys
 	// of common sizes costs one allocation, not four: a seek opens one
 	// per table it touches.
@@ -63,7 +66,7 @@ func (i *tableIter) init(r *Reader, lower, upper []byte) {
 // release drops references to the reader and its blocks so that a pooled
 // or closed iterator pins no memory but its buffers.
 func (i *tableIter) release() {
-	i.r, i.lower, i.upper = nil, nil, nil
+	i.r, i.lower, i.upper, i.ra = nil, nil, nil, nil
 	i.data.reset()
 	i.ikey = base.InternalKey{}
 }
@@ -78,16 +81,25 @@ func (i *tableIter) fail(err error) bool {
 // loadBlock points the data iterator at data block k.
 func (i *tableIter) loadBlock(k int) bool {
 	h := i.r.index.handles[k]
-	b, err := i.r.readDataBlock(h)
-	if err != nil {
-		return i.fail(err)
+	var data []byte
+	if i.ra != nil {
+		var err error
+		if data, err = i.r.readDataBlockAhead(i.ra, k); err != nil {
+			return i.fail(err)
+		}
+	} else {
+		b, err := i.r.readDataBlock(h)
+		if err != nil {
+			return i.fail(err)
+		}
+		// Keys and values the iterator returns alias the block for as
+		// long as its user likes: its memory must never be recycled.
+		b.Escape()
+		b.Release()
+		data = b.Data
 	}
-	// Keys and values the iterator returns alias the block for as long as
-	// its user likes: its memory must never be recycled.
-	b.Escape()
-	b.Release()
 	i.block = k
-	i.data.init(b.Data, i.r.opts.FileName, h.offset)
+	i.data.init(data, i.r.opts.FileName, h.offset)
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -39,7 +40,21 @@ type ReaderOptions struct {
 	FileName string
 	// Stats, if not nil, receives counts.
 	Stats *Stats
+	// Map reads the blocks that NewReader does not keep (data blocks the
+	// cache misses, and every block VerifyChecksums and Salvage reread)
+	// through a read-only shared mapping of the file instead of one
+	// ReadAt each, when the file is an OS file (one with an Fd method)
+	// on a Unix system. A page the kernel cannot read is reported as an
+	// error like a failed ReadAt (the fault is recovered), never as data.
+	// NewCompactionIter still reads ahead with ReadAt: through the
+	// mapping, every page of a table being compacted away would count
+	// in the process's resident set until the table is deleted.
+	Map bool
 }
+
+// memMapper is a file whose bytes are in memory already; tests map
+// their in-memory tables through it to exercise the mapped path.
+type memMapper interface{ mappedBytes() []byte }
 
 // Reader reads a table. It is safe for concurrent use: Get and NewIter may
 // be called from many goroutines. The index, filter and properties are
@@ -56,6 +71,10 @@ type Reader struct {
 	filterH blockHandle
 	propsH  blockHandle
 	props   Properties
+	// mapped is the whole file when ReaderOptions.Map could map it;
+	// unmap releases it.
+	mapped []byte
+	unmap  func() error
 }
 
 // NewReader opens the table in f, whose size is size. It reads and
@@ -64,6 +83,17 @@ type Reader struct {
 // failure, and Close closes it.
 func NewReader(f vfs.File, size int64, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, opts: opts}
+	if opts.Map {
+		if m, isMem := f.(memMapper); isMem {
+			r.mapped = m.mappedBytes()
+		} else if m, unmap, ok := mapFile(f, size); ok {
+			r.mapped, r.unmap = m, unmap
+		}
+		if r.mapped != nil && int64(len(r.mapped)) != size {
+			r.Close()
+			return nil, fmt.Errorf("sstable: mapping of %s has %d bytes, want %d", opts.FileName, len(r.mapped), size)
+		}
+	}
 	if err := r.open(size); err != nil {
 		r.Close()
 		return nil, err
@@ -167,6 +197,9 @@ func (r *Reader) readBlockHandle(h blockHandle, what string, alloc *blockAlloc) 
 		s.BlockReads.Add(1)
 	}
 	n := h.length + blockTrailerLen
+	if r.mapped != nil {
+		return r.readMapped(h, what, alloc)
+	}
 	if r.props.Compression == NoCompression || n > maxPooledReadLen {
 		buf := alloc.get(int(n))
 		if err := r.readAt(buf, int64(h.offset)); err != nil {
@@ -184,6 +217,27 @@ func (r *Reader) readBlockHandle(h blockHandle, what string, alloc *blockAlloc) 
 		return nil, err
 	}
 	return r.decodeStored(buf, h, what, false, alloc)
+}
+
+// readMapped decodes the block at h from the mapping; its bytes are
+// copied or decompressed out of it, so no block aliases the mapping. A
+// page the kernel cannot supply (an I/O error, a file cut short behind
+// the DB's back) makes the access fault; SetPanicOnFault turns the fault
+// into a panic this recovers as an error, where it would otherwise kill
+// the process.
+func (r *Reader) readMapped(h blockHandle, what string, alloc *blockAlloc) (b []byte, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if e := recover(); e != nil {
+			fault, ok := e.(interface{ Addr() uintptr })
+			if !ok {
+				panic(e)
+			}
+			b, err = nil, fmt.Errorf("sstable: reading %s at offset %d: fault at address %#x in the file's mapping", r.opts.FileName, h.offset, fault.Addr())
+		}
+	}()
+	n := h.length + blockTrailerLen
+	return r.decodeStored(r.mapped[h.offset:h.offset+n:h.offset+n], h, what, false, alloc)
 }
 
 // decodeStored verifies a stored block (payload and trailer) read for h
@@ -255,10 +309,59 @@ func (r *Reader) readStructuredBlock(h blockHandle, what string, alloc *blockAll
 	if err != nil {
 		return nil, err
 	}
+	return r.validated(b, h, what)
+}
+
+func (r *Reader) validated(b []byte, h blockHandle, what string) ([]byte, error) {
 	if reason := validateBlock(b); reason != "" {
 		return nil, r.corrupt(h.offset, "%s block: %s", what, reason)
 	}
 	return b, nil
+}
+
+// scanReadahead is how many bytes a compaction iterator reads from the
+// file at once: 32 blocks of the default size per system call instead of
+// one, and a buffer small enough to keep one per input table.
+const scanReadahead = 128 << 10
+
+// readahead holds the file bytes [off, off+len(buf)) that a compaction
+// iterator read last.
+type readahead struct {
+	buf []byte
+	off uint64
+}
+
+// readDataBlockAhead returns data block k decoded into a buffer of its
+// own, outside the cache, serving it from ra's bytes or refilling ra from
+// the block on. A block read this way is read once and dropped, so it
+// costs no cached block its place.
+func (r *Reader) readDataBlockAhead(ra *readahead, k int) ([]byte, error) {
+	h := r.index.handles[k]
+	if !h.within(r.metaEnd) {
+		return nil, r.corrupt(h.offset, "data block handle (offset %d, length %d) points past the end of the table", h.offset, h.length)
+	}
+	if s := r.opts.Stats; s != nil {
+		s.BlockReads.Add(1)
+	}
+	end := h.offset + h.length + blockTrailerLen
+	if h.offset < ra.off || end > ra.off+uint64(len(ra.buf)) {
+		n := max(end, min(h.offset+scanReadahead, r.metaEnd)) - h.offset
+		if uint64(cap(ra.buf)) < n {
+			ra.buf = make([]byte, n)
+		}
+		ra.buf, ra.off = ra.buf[:n], h.offset
+		if err := r.readAt(ra.buf, int64(h.offset)); err != nil {
+			ra.buf = ra.buf[:0]
+			return nil, err
+		}
+	}
+	// ra.buf is reused for the next bytes, so the block is copied or
+	// decompressed out of it.
+	b, err := r.decodeStored(ra.buf[h.offset-ra.off:end-ra.off], h, "data", false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.validated(b, h, "data")
 }
 
 // readDataBlock returns the data block at h through the cache, with a
@@ -282,23 +385,37 @@ func (r *Reader) readDataBlock(h blockHandle) (*cache.Block, error) {
 
 // Get returns the newest entry for userKey whose sequence number is below
 // readSeq. The filter is consulted first. For KindDelete found is true and
-// value nil. value is a copy the caller owns: the block it came from is
-// recycled once no reader holds it.
+// value nil. value is a copy the caller owns.
+func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
+	value, kind, found, blk, err := r.GetInBlock(userKey, readSeq)
+	if blk != nil {
+		if kind != base.KindDelete {
+			value = bytes.Clone(value)
+		}
+		blk.Release()
+	}
+	return value, kind, found, err
+}
+
+// GetInBlock is Get without the copy: value aliases the data block blk,
+// whose memory is recycled once released, so the caller reads the value
+// and then calls blk.Release. blk is nil when no block was read (no
+// entry, or an error).
 //
 // Only one data block can hold the answer: the first whose separator is
 // >= the search key. When that block has no entry >= the search key, the
 // separator is a shortened key between the block's last user key and the
 // next block's first, so the next block starts with a different user key.
-func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, err error) {
+func (r *Reader) GetInBlock(userKey []byte, readSeq base.SeqNum) (value []byte, kind base.Kind, found bool, blk *cache.Block, err error) {
 	if readSeq == 0 {
-		return nil, 0, false, nil
+		return nil, 0, false, nil, nil
 	}
 	if r.filter != nil {
 		if !r.mayContain(userKey) {
 			if s := r.opts.Stats; s != nil {
 				s.BloomNegatives.Add(1)
 			}
-			return nil, 0, false, nil
+			return nil, 0, false, nil, nil
 		}
 		if s := r.opts.Stats; s != nil {
 			s.BloomPositives.Add(1)
@@ -312,12 +429,12 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 	target := binary.LittleEndian.AppendUint64(append(targetBuf[:0], userKey...), uint64(seq)<<8|0xff)
 	k := r.index.seekGE(target)
 	if k == r.index.len() {
-		return nil, 0, false, nil
+		return nil, 0, false, nil, nil
 	}
 	h := r.index.handles[k]
 	b, err := r.readDataBlock(h)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, nil, err
 	}
 	it := getIterPool.Get().(*blockIter)
 	it.init(b.Data, r.opts.FileName, h.offset)
@@ -328,8 +445,7 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 		} else {
 			kind, found = ik.Kind(), true
 			if kind != base.KindDelete {
-				// The block's memory is recycled once released.
-				value = bytes.Clone(it.val)
+				value = it.val
 			}
 		}
 	}
@@ -338,8 +454,11 @@ func (r *Reader) Get(userKey []byte, readSeq base.SeqNum) (value []byte, kind ba
 	}
 	it.reset()
 	getIterPool.Put(it)
-	b.Release()
-	return value, kind, found, err
+	if err != nil || !found {
+		b.Release()
+		return nil, 0, false, nil, err
+	}
+	return value, kind, true, b, nil
 }
 
 func (r *Reader) mayContain(userKey []byte) bool {
@@ -360,6 +479,19 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 	it := new(tableIter)
 	it.data.key, it.data.alt, it.seekBuf = it.bufs[0][:0], it.bufs[1][:0], it.bufs[2][:0]
 	it.init(r, lower, upper)
+	return it
+}
+
+// NewCompactionIter returns an iterator over all the table's entries for
+// a reader that visits each block once, forward, as a compaction does.
+// It neither looks in nor fills the block cache: a compaction's input
+// blocks would evict the ones point reads keep coming back to, and they
+// belong to a table about to be deleted. It reads scanReadahead bytes per
+// system call instead of one block. Reverse moves work but reread the
+// file for every block.
+func (r *Reader) NewCompactionIter() base.InternalIterator {
+	it := r.NewIter(nil, nil).(*tableIter)
+	it.ra = new(readahead)
 	return it
 }
 
@@ -443,7 +575,14 @@ func (r *Reader) indexHandle(index *blockIter) (blockHandle, error) {
 
 // Close closes the file. Iterators must be closed first, and no Get may
 // be running.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader) Close() error {
+	var err error
+	if r.unmap != nil {
+		err = r.unmap()
+		r.mapped, r.unmap = nil, nil
+	}
+	return errors.Join(err, r.f.Close())
+}
 
 // Salvage reads each data block on its own, bypassing the cache, and calls
 // fn with the entries of every block that reads intact, in key order. A

@@ -321,6 +321,64 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// TestCompactionIter checks that the compaction iterator returns every
+// entry, also over blocks larger than its readahead and after seeks in
+// either direction, without touching the cache.
+func TestCompactionIter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 8))
+	entries := randomEntries(rng, 3000)
+	for _, opts := range []WriterOptions{
+		{BlockSize: 4096, Compression: SnappyCompression},
+		{BlockSize: 1024, Compression: NoCompression},
+		{BlockSize: 2 * scanReadahead, Compression: ZstdCompression},
+	} {
+		data, _ := buildTable(t, entries, opts)
+		c := cache.New(64 << 20)
+		var stats Stats
+		r, err := openTable(data, ReaderOptions{Cache: c, FileNum: 1, Stats: &stats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats.BlockReads.Store(0)
+		it := r.NewCompactionIter()
+		cur := &cursor{m: entries}
+		cur.first()
+		checkPos(t, "first", it, it.First(), cur)
+		for cur.valid() {
+			cur.next()
+			checkPos(t, "next", it, it.Next(), cur)
+		}
+		if got, want := stats.BlockReads.Load(), int64(r.Properties().NumDataBlocks); got != want {
+			t.Fatalf("%+v: a scan read %d blocks, want %d", opts, got, want)
+		}
+		for range 50 {
+			k := entries[rng.IntN(len(entries))].key.UserKey
+			if rng.IntN(2) == 0 {
+				cur.seekGE(k)
+				checkPos(t, "seekGE", it, it.SeekGE(k), cur)
+				for j := 0; j < 40 && cur.valid(); j++ {
+					cur.next()
+					checkPos(t, "next", it, it.Next(), cur)
+				}
+			} else {
+				cur.seekLT(k)
+				checkPos(t, "seekLT", it, it.SeekLT(k), cur)
+				for j := 0; j < 40 && cur.valid(); j++ {
+					cur.prev()
+					checkPos(t, "prev", it, it.Prev(), cur)
+				}
+			}
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if hits, misses, _, count := c.Metrics(); hits+misses+count != 0 {
+			t.Fatalf("%+v: the compaction iterator used the cache: %d hits, %d misses, %d blocks", opts, hits, misses, count)
+		}
+		r.Close()
+	}
+}
+
 func TestEmptyTable(t *testing.T) {
 	for _, opts := range []WriterOptions{{BlockSize: 4096}, {BlockSize: 4096, BloomBitsPerKey: 10, Compression: ZstdCompression}} {
 		data, md := buildTable(t, nil, opts)
@@ -456,9 +514,14 @@ func TestFileSystems(t *testing.T) {
 		if err != nil || uint64(st.Size()) != md.Size {
 			t.Fatalf("%s: size %v, metadata %d (%v)", name, st, md.Size, err)
 		}
-		r, err := NewReader(f, st.Size(), ReaderOptions{FileName: path})
+		// Map: the OS file is read through a mapping; the in-memory one,
+		// which cannot be mapped, with ReadAt.
+		r, err := NewReader(f, st.Size(), ReaderOptions{FileName: path, Map: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if mapped := r.mapped != nil; mapped != (name == "os") {
+			t.Fatalf("%s: mapped %v", name, mapped)
 		}
 		checkGets(t, rng, r, entries)
 		if err := r.VerifyChecksums(); err != nil {
@@ -479,6 +542,17 @@ func exercise(t testing.TB, r *Reader, m model) error {
 			t.Fatalf("damaged table returned %s=%q, want %s=%q", k, v, e.key, e.value)
 		}
 	}
+	// The compaction iterator first, so that every damaged table meets it
+	// before another path reports the damage.
+	ci := r.NewCompactionIter()
+	n := 0
+	for ok := ci.First(); ok; ok = ci.Next() {
+		check(m[n], ci.Key(), ci.Value())
+		n++
+	}
+	if err := ci.Close(); err != nil {
+		return err
+	}
 	for _, e := range m {
 		v, kind, found, err := r.Get(e.key.UserKey, e.key.Seq()+1)
 		if err != nil {
@@ -489,7 +563,7 @@ func exercise(t testing.TB, r *Reader, m model) error {
 		}
 	}
 	it := r.NewIter(nil, nil)
-	n := 0
+	n = 0
 	for ok := it.First(); ok; ok = it.Next() {
 		check(m[n], it.Key(), it.Value())
 		n++
@@ -526,7 +600,8 @@ func TestCorruptionEveryByte(t *testing.T) {
 		for pos := range data {
 			damaged := bytes.Clone(data)
 			damaged[pos] ^= 1 << (pos % 8)
-			r, err := openTable(damaged, ReaderOptions{FileName: "t.sst"})
+			// Odd positions read the table through its mapping.
+			r, err := openTable(damaged, ReaderOptions{FileName: "t.sst", Map: pos%2 == 1})
 			if err == nil {
 				err = exercise(t, r, entries)
 				r.Close()
@@ -541,7 +616,7 @@ func TestCorruptionEveryByte(t *testing.T) {
 		}
 		// Every truncation too.
 		for n := 0; n < len(data); n++ {
-			r, err := openTable(data[:n], ReaderOptions{FileName: "t.sst"})
+			r, err := openTable(data[:n], ReaderOptions{FileName: "t.sst", Map: n%2 == 1})
 			if err == nil {
 				err = exercise(t, r, entries)
 				r.Close()

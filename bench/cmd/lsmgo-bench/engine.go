@@ -22,7 +22,7 @@ func init() {
 func runEngine(args []string, stdout, stderr io.Writer) int {
 	cfg, err := bench.ParseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stderr, "\nworkloads (default order):\n  %s\n", strings.Join(bench.WorkloadHelp(), "\n  "))
+		fmt.Fprintf(stderr, "\nworkloads (default order, then those that run only when named):\n  %s\n", strings.Join(bench.WorkloadHelp(), "\n  "))
 	}
 	return measure(stderr, err, func() ([]bench.Result, error) {
 		rep, err := bench.Run(cfg, stdout, stderr)
