@@ -119,16 +119,20 @@ func enginePermutation() []uint32 {
 	return p
 }
 
+// newEngineBench returns fillrandom's key order, an empty mapped memtable
+// of the engine's default 32 MiB, a key buffer and a value.
+func newEngineBench(b *testing.B) (perm []uint32, m *Memtable, buf, value []byte) {
+	m = NewMapped(32 << 20)
+	b.Cleanup(m.Free)
+	return enginePermutation(), m, make([]byte, 32), make([]byte, engineValueSize)
+}
+
 // BenchmarkAddEngineKeys inserts fillrandom's keys from one goroutine into
 // a mapped memtable of the engine's default 32 MiB, reset when full as the
 // engine's pool recycles it: the cost per Set that the engine's write
 // path pays in the skiplist.
 func BenchmarkAddEngineKeys(b *testing.B) {
-	perm := enginePermutation()
-	m := NewMapped(32 << 20)
-	defer m.Free()
-	buf := make([]byte, 32)
-	value := make([]byte, engineValueSize)
+	perm, m, buf, value := newEngineBench(b)
 	b.SetBytes(32 + engineValueSize)
 	b.ReportAllocs()
 	defer reportCPU(b)()
@@ -149,11 +153,7 @@ func BenchmarkAddEngineKeys(b *testing.B) {
 // BenchmarkGetEngineKeys probes present keys in a full 32 MiB memtable of
 // fillrandom's keys.
 func BenchmarkGetEngineKeys(b *testing.B) {
-	perm := enginePermutation()
-	m := NewMapped(32 << 20)
-	defer m.Free()
-	buf := make([]byte, 32)
-	value := make([]byte, engineValueSize)
+	perm, m, buf, value := newEngineBench(b)
 	n := 0
 	for ; ; n++ {
 		k := base.MakeInternalKey(engineKey(buf, uint64(perm[n])), base.SeqNum(n+1), base.KindSet)
