@@ -90,3 +90,97 @@ func BenchmarkIterNext(b *testing.B) {
 		}
 	}
 }
+
+// engineKeyCount, engineKey and engineValueSize mirror lsmgo-bench's
+// fillrandom at 1M keys: 32-byte keys that hold a big-endian key number
+// in their first 8 bytes and '0' padding after it, 128-byte values, every
+// key written once in random order.
+const (
+	engineKeyCount  = 1_000_000
+	engineValueSize = 128
+)
+
+func engineKey(buf []byte, i uint64) []byte {
+	binary.BigEndian.PutUint64(buf, 2*i)
+	for j := 8; j < 32; j++ {
+		buf[j] = '0'
+	}
+	return buf[:32]
+}
+
+// enginePermutation returns the key numbers [0, engineKeyCount) in a fixed
+// random order.
+func enginePermutation() []uint32 {
+	p := make([]uint32, engineKeyCount)
+	for i := range p {
+		p[i] = uint32(i)
+	}
+	rand.New(rand.NewPCG(7, 7)).Shuffle(len(p), func(i, j int) { p[i], p[j] = p[j], p[i] })
+	return p
+}
+
+// newEngineBench returns fillrandom's key order, an empty mapped memtable
+// of the engine's default 32 MiB, a key buffer and a value.
+func newEngineBench(b *testing.B) (perm []uint32, m *Memtable, buf, value []byte) {
+	m = NewMapped(32 << 20)
+	b.Cleanup(m.Free)
+	return enginePermutation(), m, make([]byte, 32), make([]byte, engineValueSize)
+}
+
+// BenchmarkAddEngineKeys inserts fillrandom's keys from one goroutine into
+// a mapped memtable of the engine's default 32 MiB, reset when full as the
+// engine's pool recycles it: the cost per Set that the engine's write
+// path pays in the skiplist.
+func BenchmarkAddEngineKeys(b *testing.B) {
+	perm, m, buf, value := newEngineBench(b)
+	b.SetBytes(32 + engineValueSize)
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for i := range b.N {
+		k := base.MakeInternalKey(engineKey(buf, uint64(perm[i%engineKeyCount])), base.SeqNum(i+1), base.KindSet)
+		if err := m.Add(k, value); err != nil {
+			if !errors.Is(err, ErrFull) {
+				b.Fatal(err)
+			}
+			m.Reset()
+			if err := m.Add(k, value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkGetEngineKeys probes present keys in a full 32 MiB memtable of
+// fillrandom's keys.
+func BenchmarkGetEngineKeys(b *testing.B) {
+	perm, m, buf, value := newEngineBench(b)
+	n := 0
+	for ; ; n++ {
+		k := base.MakeInternalKey(engineKey(buf, uint64(perm[n])), base.SeqNum(n+1), base.KindSet)
+		if err := m.Add(k, value); errors.Is(err, ErrFull) {
+			break
+		} else if err != nil {
+			b.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for range b.N {
+		if _, _, ok := m.Get(engineKey(buf, uint64(perm[rng.IntN(n)])), base.SeqNumMax); !ok {
+			b.Fatal("key not found")
+		}
+	}
+}
+
+// reportCPU resets the benchmark timer and returns a function that reports
+// the process's CPU time per operation since then: on a shared machine
+// wall time per op moves with other tenants' load, CPU time much less.
+func reportCPU(b *testing.B) func() {
+	b.ResetTimer()
+	start := processCPU(b)
+	return func() {
+		b.StopTimer()
+		b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+	}
+}

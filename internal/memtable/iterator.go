@@ -39,12 +39,14 @@ func (it *iterator) setNode(nd uint32) bool {
 
 // SeekGE moves to the newest version of the first user key >= key.
 func (it *iterator) SeekGE(key []byte) bool {
-	return it.setNode(it.m.findGE(key, math.MaxUint64))
+	sk := makeSearchKey(key, math.MaxUint64)
+	return it.setNode(it.m.findGE(&sk))
 }
 
 // SeekLT moves to the oldest version of the last user key < key.
 func (it *iterator) SeekLT(key []byte) bool {
-	return it.setNode(it.m.findLT(key, math.MaxUint64))
+	sk := makeSearchKey(key, math.MaxUint64)
+	return it.setNode(it.m.findLT(&sk))
 }
 
 // First moves to the first entry.
@@ -67,7 +69,8 @@ func (it *iterator) Prev() bool {
 	if it.nd == 0 {
 		return false
 	}
-	return it.setNode(it.m.findLT(it.key.UserKey, it.key.Trailer))
+	sk := makeSearchKey(it.key.UserKey, it.key.Trailer)
+	return it.setNode(it.m.findLT(&sk))
 }
 
 // Valid reports whether the iterator is on an entry.

@@ -50,6 +50,39 @@ func seedRNG(t testing.TB) (*rand.Rand, uint64) {
 
 func userKey(i int) []byte { return []byte(fmt.Sprintf("key%05d", i)) }
 
+// edgeKey maps i to a key that probes the abbreviated-key comparison:
+// lengths 0 to 12 (so some are shorter than the 8-byte abbreviation and
+// some extend another key by zero bytes), bytes from {0x00, 0x01, 0x7f,
+// 0xff}, and for half of them a shared first 8 bytes, so that they
+// differ only after the abbreviation. Different i may give the same key,
+// which makes more versions of it.
+func edgeKey(i int) []byte {
+	alphabet := [4]byte{0x00, 0x01, 0x7f, 0xff}
+	h := uint64(i) * 0x9E3779B97F4A7C15
+	k := make([]byte, i%13)
+	for j := range k {
+		if j < 8 && h>>63 == 0 {
+			k[j] = 'p'
+			continue
+		}
+		k[j] = alphabet[(h>>(2*j))&3]
+	}
+	return k
+}
+
+// TestAbbreviate checks the property compare relies on: a < b implies
+// abbreviate(a) <= abbreviate(b).
+func TestAbbreviate(t *testing.T) {
+	for i := range 400 {
+		for j := range 400 {
+			a, b := edgeKey(i), edgeKey(j)
+			if bytes.Compare(a, b) < 0 && abbreviate(a) > abbreviate(b) {
+				t.Fatalf("%x < %x but abbreviations %x > %x", a, b, abbreviate(a), abbreviate(b))
+			}
+		}
+	}
+}
+
 // checkIter compares a full scan in both directions with the model.
 func checkIter(t *testing.T, m *Memtable, md model, seed uint64) {
 	t.Helper()
@@ -78,22 +111,26 @@ func checkIter(t *testing.T, m *Memtable, md model, seed uint64) {
 }
 
 func TestRandomAgainstModel(t *testing.T) {
-	t.Run("heap", func(t *testing.T) { testRandomAgainstModel(t, New(1<<20)) })
+	t.Run("heap", func(t *testing.T) { testRandomAgainstModel(t, New(1<<20), userKey) })
 	t.Run("mapped", func(t *testing.T) {
 		m := NewMapped(1 << 20)
 		defer m.Free()
-		testRandomAgainstModel(t, m)
+		testRandomAgainstModel(t, m, userKey)
 	})
+	t.Run("edgekeys", func(t *testing.T) { testRandomAgainstModel(t, New(1<<20), edgeKey) })
 }
 
-func testRandomAgainstModel(t *testing.T, m *Memtable) {
+// testRandomAgainstModel runs random operations on m and the model, with
+// user keys key(0) to key(299) added and key(300) to key(309) only looked
+// up.
+func testRandomAgainstModel(t *testing.T, m *Memtable, key func(int) []byte) {
 	rng, seed := seedRNG(t)
 	var md model
 	nextSeq := base.SeqNum(1)
 	for op := 0; op < 4000; op++ {
 		switch r := rng.IntN(100); {
 		case r < 60:
-			k := base.MakeInternalKey(userKey(rng.IntN(300)), nextSeq, base.Kind(rng.IntN(int(base.KindMax)+1)))
+			k := base.MakeInternalKey(key(rng.IntN(300)), nextSeq, base.Kind(rng.IntN(int(base.KindMax)+1)))
 			nextSeq++
 			var v []byte
 			if k.Kind() != base.KindDelete {
@@ -109,7 +146,7 @@ func testRandomAgainstModel(t *testing.T, m *Memtable) {
 				t.Fatalf("seed %d: re-adding %s: %v, want ErrDuplicate", seed, e.key, err)
 			}
 		case r < 80:
-			uk := userKey(rng.IntN(310))
+			uk := key(rng.IntN(310))
 			readSeq := base.SeqNum(rng.Uint64N(uint64(nextSeq) + 2))
 			want, wantOK := md.get(uk, readSeq)
 			v, kind, ok := m.Get(uk, readSeq)
@@ -119,7 +156,7 @@ func testRandomAgainstModel(t *testing.T, m *Memtable) {
 		case r < 90:
 			// Seek to a user key (sometimes one that is absent), then
 			// step a few times in a random direction.
-			uk := userKey(rng.IntN(310))
+			uk := key(rng.IntN(310))
 			if rng.IntN(2) == 0 {
 				uk = append(uk, 0)
 			}
