@@ -2,6 +2,7 @@ package lsmgo
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -57,5 +58,51 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 				t.Fatalf("Get(%s) = %q, %v", k, v, err)
 			}
 		}
+	}
+}
+
+// TestSyncWaiterNotStranded: a writer woken to run the next fsync that
+// finds itself covered already (a rotation's sync, or the interval syncer,
+// moved the synced position meanwhile) must hand the turn on; returning
+// without it left the other waiters asleep with no one syncing, until some
+// later synced write came by (a reviewer saw 53 such stalls in 1,500
+// rounds of mixed synced and interval writes).
+func TestSyncWaiterNotStranded(t *testing.T) {
+	var l walWriter
+	sw := &l.syncWait
+	sw.syncing = true // a syncer is inside l.sync()
+	waiters := func() int {
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
+		return len(sw.waiters)
+	}
+	a, b := make(chan error, 1), make(chan error, 1)
+	go func() { a <- l.waitSynced(100, make(chan struct{}, 1)) }()
+	for waiters() != 1 {
+		runtime.Gosched()
+	}
+	go func() { b <- l.waitSynced(200, make(chan struct{}, 1)) }()
+	for waiters() != 2 {
+		runtime.Gosched()
+	}
+	// The syncer's fsync covered 50: it wakes A, the first waiter it did
+	// not cover, to sync next, and keeps B asleep. Before A runs, another
+	// sync (a rotation's) covers both.
+	sw.mu.Lock()
+	l.synced.Store(50)
+	sw.syncing = false
+	l.wakeSyncWaitersLocked(false)
+	l.synced.Store(300)
+	sw.mu.Unlock()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-b:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the second waiter was never woken: synced %d, syncing %v, %d waiting", l.synced.Load(), sw.syncing, waiters())
 	}
 }

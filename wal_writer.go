@@ -284,9 +284,6 @@ func (l *walWriter) waitSynced(pos uint64, wake chan struct{}) error {
 			sw.waiters = append(sw.waiters, syncWaiter{pos: pos, wake: wake})
 			sw.mu.Unlock()
 			<-wake
-			if l.synced.Load() >= pos {
-				return nil
-			}
 			sw.mu.Lock()
 			continue
 		}
@@ -300,6 +297,11 @@ func (l *walWriter) waitSynced(pos uint64, wake chan struct{}) error {
 			sw.mu.Unlock()
 			return err
 		}
+	}
+	if !sw.syncing && len(sw.waiters) > 0 {
+		// Covered without syncing (e.g. by a rotation's sync) after being
+		// picked to sync next: hand the turn on rather than strand the rest.
+		l.wakeSyncWaitersLocked(false)
 	}
 	sw.mu.Unlock()
 	return nil
