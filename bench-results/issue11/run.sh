@@ -6,7 +6,7 @@ if [ $((r % 2)) = 1 ]; then order="before after"; sorder="redis before after"; e
 log=$M/r$r.log
 echo "=== round $r start $(date -u +%T) load=$(cut -d' ' -f1-3 /proc/loadavg)" >>$log
 # engine
-for v in $order; do
+for v in ${ENGINE_SIDES-$order}; do
   if [ $v = before ]; then wl=fillrandom,readrandom,readwhilewriting,mixed:4; en=lsmgo
   else wl=fillrandom,readrandom,readwhilewriting,mixed:4,ycsb-c; en=lsmgo,pebble,bbolt; fi
   cmd="$M/$v/lsmgo-bench --mode=engine --num=${NUM:-1000000} --workloads=$wl --engines=$en --progress=off --out=$M/r$r-$v-engine"
