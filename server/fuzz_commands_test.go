@@ -147,7 +147,8 @@ func FuzzCommands(f *testing.F) {
 				if i >= len(setup) {
 					cmd = cmds[i-len(setup)]
 				}
-				t.Fatalf("reply %d, to %q of %q: %v (panics: %d)", i, short(cmd), short2(cmds), err, s.stats.panics.Load())
+				t.Fatalf("reply %d, to %q of %q: %v\n%d panics:\n%s", i, short(cmd), short2(cmds), err,
+					s.stats.panics.Load()-panicsBefore, errLog.String())
 			}
 		}
 		// Undo whatever CONFIG SET the input ran before the next input.
