@@ -645,7 +645,9 @@ func cmdSetRange(c *conn, _ *command, args [][]byte) {
 			c.wr.Int(int64(len(v.val)))
 			return false
 		}
-		if offset+int64(len(patch)) > c.maxStringLen(args[1]) {
+		// Compared as offset > max-len: offset+len would wrap past
+		// 2^63 and pass.
+		if offset > c.maxStringLen(args[1])-int64(len(patch)) {
 			c.fail(msgStringTooBig)
 			return false
 		}

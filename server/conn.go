@@ -90,8 +90,11 @@ type conn struct {
 	// subscribes (pubsub.go).
 	sub *subscriber
 
-	tx         *transaction
-	exec       *execState
+	tx   *transaction
+	exec *execState
+	// depth counts the runs in progress: 2 while EXEC runs a queued
+	// command. recoverHandler acts at depth 0.
+	depth      int
 	watched    []watchedKey
 	watchDirty atomic.Bool
 

@@ -85,6 +85,8 @@ type serverStats struct {
 	connections, rejected, commands atomic.Int64
 	hits, misses                    atomic.Int64
 	netIn, netOut                   atomic.Int64
+	// panics counts handler panics recovered by recoverHandler.
+	panics atomic.Int64
 }
 
 // Start resolves cfg (defaults, config file, overrides), opens the engine
