@@ -402,7 +402,7 @@ func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed boo
 	}
 	cfg := c.s.config()
 	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
-		c.s.slowlog.add(c, args, d, cfg.SlowlogMaxLen)
+		c.s.slowlog.add(c, redactArgs(cmd, args), d, cfg.SlowlogMaxLen)
 	}
 }
 
