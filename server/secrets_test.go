@@ -1,14 +1,13 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -52,30 +51,12 @@ func TestSecretSettingsTable(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination tests can read while the server writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestSecretsNeverShown sets every secret setting, changes the live ones
 // with CONFIG SET, authenticates with AUTH and HELLO while every command
 // enters the slow log, then reads everything a client or a scraper can
 // read: none of it may hold a secret.
 func TestSecretsNeverShown(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	s := startServer(t, func(c *Config) {
 		c.Overrides = map[string]string{"slowlog-log-slower-than": "0", "loglevel": "debug"}
 		for name, sample := range secretSettings {
