@@ -530,7 +530,7 @@ func cmdConfigGet(c *conn, _ *command, args [][]byte) {
 	c.wr.MapHeader(len(names))
 	for _, name := range names {
 		c.wr.BulkString(name)
-		c.wr.BulkString(lookupSetting(name).get(cfg))
+		c.wr.BulkString(lookupSetting(name).shown(cfg))
 	}
 }
 
