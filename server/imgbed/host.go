@@ -18,7 +18,7 @@ type Host struct {
 	st      *store
 	auth    atomic.Pointer[tokenSet]
 	limiter *rateLimiter
-	uploads chan struct{} // slots for uploads reading their bodies
+	uploads *uploadSlots
 	thumbs  *thumbnailer
 	metrics *metrics
 	now     func() time.Time
@@ -36,7 +36,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		cfg:     cfg,
 		st:      newStore(db, cfg.ChunkSize),
 		limiter: newRateLimiter(cfg.UploadRate, cfg.UploadBurst),
-		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
+		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient),
 		now:     time.Now,
 	}
 	if cfg.BlobStore != "" {
