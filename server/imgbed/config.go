@@ -89,7 +89,9 @@ type Config struct {
 	// ChunkSize is the size of the engine values an image is cut into.
 	ChunkSize int
 	// SpoolDir holds the temporary files of uploads larger than the
-	// in-memory head; empty means os.TempDir().
+	// in-memory head; New creates it and removes the spool files a crash
+	// left there, so it must belong to this host alone (the server uses
+	// DIR/tmp). Empty means os.TempDir(), where nothing is cleaned.
 	SpoolDir string
 	// KeepGPS keeps EXIF GPS data in stored JPEG originals; by default it
 	// is removed before hashing, so the stored bytes never locate the
