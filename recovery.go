@@ -516,7 +516,10 @@ func (r *walReplay) reportDropped() {
 		switch {
 		case e.closed:
 			// The close marker's loss, reported below, counts the entries.
-			log.Error("lsmgo: WAL ends early though the DB was closed cleanly after it: acknowledged writes are lost; recovered the records before the offset", append(args, "err", e.err)...)
+			if e.damaged {
+				args = append(args, "err", e.err)
+			}
+			log.Error("lsmgo: WAL ends early though the DB was closed cleanly after it: acknowledged writes are lost; recovered the records before the offset", args...)
 		case e.damaged:
 			db.m.walRecoveryLost.Add(e.intact.entries)
 			log.Error("lsmgo: WAL damaged before intact records; recovered the records before the damage and dropped the rest "+
