@@ -115,7 +115,7 @@ type lossCase struct {
 	damage func(fx *lossFixture, data []byte) []byte
 	// crash removes the close marker too: the directory a crash leaves.
 	crash, strict bool
-	want lossOutcome
+	want          lossOutcome
 }
 
 // lossOutcome is what Check and Open say about a damaged directory.
@@ -136,7 +136,7 @@ func (o lossOutcome) String() string {
 		o.checkOK, o.openErr, o.kept, o.lost, o.errorLogged, o.tableReadErr)
 }
 
-func theWAL(fx *lossFixture) string      { return fx.wal }
+func theWAL(fx *lossFixture) string       { return fx.wal }
 func markerFile(fx *lossFixture) string   { return fx.marker }
 func manifestFile(fx *lossFixture) string { return fx.manifest }
 func tableFile(fx *lossFixture) string    { return fx.table }
