@@ -1,17 +1,16 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // TestRecoveryLossReported: a data directory whose WAL was cut after a
@@ -41,7 +40,7 @@ func TestRecoveryLossReported(t *testing.T) {
 	if err := os.Truncate(logs[0], 5); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out testutil.SyncBuffer
 	s := startServer(t, func(c *Config) { c.Dir = dir; c.LogOutput = &out })
 	if log := out.String(); !strings.Contains(log, "level=ERROR") || !strings.Contains(log, fmt.Sprintf("lost_entries=%d", keys)) {
 		t.Errorf("the start logged no ERROR with lost_entries=%d:\n%s", keys, log)
@@ -53,23 +52,4 @@ func TestRecoveryLossReported(t *testing.T) {
 	if want := fmt.Sprintf("wal_recovery_lost_entries:%d", keys); !strings.Contains(info, want) {
 		t.Errorf("INFO lacks %q:\n%s", want, info)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer for a log written from several
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

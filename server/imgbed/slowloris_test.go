@@ -118,16 +118,7 @@ func slowUpload(ctx context.Context, addr string, local *net.TCPAddr, body []byt
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	answered := make(chan int, 1)
-	go func() {
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			answered <- 0
-			return
-		}
-		resp.Body.Close()
-		answered <- resp.StatusCode
-	}()
+	answered := awaitStatus(conn)
 	fmt.Fprintf(conn, "POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nContent-Type: image/png\r\nContent-Length: %d\r\n\r\n", len(body))
 	r := bytes.NewReader(body)
 	buf := make([]byte, 64)
@@ -147,6 +138,22 @@ func slowUpload(ctx context.Context, addr string, local *net.TCPAddr, body []byt
 	}
 }
 
+// awaitStatus reads the response to a request sent on conn and delivers
+// its status, or 0 when none came.
+func awaitStatus(conn net.Conn) <-chan int {
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	return answered
+}
+
 // TestMinUploadRate: a body that trickles below the minimum rate is cut
 // off with 408 once it falls a window behind, long before the idle and
 // upload timeouts; one that keeps to the rate, in small pieces with
@@ -160,16 +167,7 @@ func TestMinUploadRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		answered := make(chan int, 1)
-		go func() {
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				answered <- 0
-				return
-			}
-			resp.Body.Close()
-			answered <- resp.StatusCode
-		}()
+		answered := awaitStatus(conn)
 		start := time.Now()
 		fmt.Fprintf(conn, "POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n", len(jpg))
 		for off := 0; off < len(jpg); off += piece {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,16 +24,7 @@ const spoolKillUploads = 3
 func TestKill9Spools(t *testing.T) {
 	dir := t.TempDir()
 	spool := filepath.Join(dir, "tmp")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKill9SpoolsChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "IMGBED_KILL_DIR="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startKillChild(t, "TestKill9SpoolsChild", dir)
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
 	lines := bufio.NewScanner(out)
