@@ -73,6 +73,9 @@ func isCloseMarker(rec []byte) bool { return batchrepr.Count(rec) == 0 }
 // isValidCloseMarker reports whether the WAL record rec is a valid batch
 // and a close marker.
 func isValidCloseMarker(rec []byte) bool {
+	if len(rec) < batchrepr.HeaderLen || !isCloseMarker(rec) {
+		return false // most records: not worth decoding twice
+	}
 	_, _, err := checkBatch(rec)
-	return err == nil && isCloseMarker(rec)
+	return err == nil
 }
