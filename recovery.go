@@ -259,6 +259,7 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 	}
 	end.dropped = max(dataEnd-end.off, 0)
 	if from, ok := lr.IntactAfter(); ok {
+		end.intactFollows = true
 		end.intact = droppedRecords(f, name, from)
 	}
 	r.ends = append(r.ends, end)
@@ -520,11 +521,16 @@ func (r *walReplay) reportDropped() {
 				args = append(args, "err", e.err)
 			}
 			log.Error("lsmgo: WAL ends early though the DB was closed cleanly after it: acknowledged writes are lost; recovered the records before the offset", args...)
-		case e.damaged:
+		case e.damaged && e.intactFollows:
 			db.m.walRecoveryLost.Add(e.intact.entries)
 			log.Error("lsmgo: WAL damaged before intact records; recovered the records before the damage and dropped the rest "+
 				"(a power failure can leave the unsynced end of the log so, but so does lost data: "+
 				"Options.StrictWALRecovery refuses to open instead)", append(args, "err", e.err)...)
+		case e.damaged:
+			// A record whose blob value never reached the disk: the
+			// unsynced end of the log after a power failure.
+			log.Warn("lsmgo: WAL damaged; recovered the records before the damage and dropped the rest",
+				append(args, "err", e.err)...)
 		default:
 			log.Warn("lsmgo: WAL ends in a torn write; recovered up to it", args...)
 		}
@@ -655,10 +661,13 @@ type walStop struct {
 	// of the damaged record. Every record before it was replayed.
 	off     int64
 	dropped int64
-	// damaged is set for damage followed by an intact record, as opposed
-	// to a torn tail; intact are the records after the damage.
-	damaged bool
-	intact  droppedRange
+	// damaged is set for damage followed by an intact record, or a
+	// record whose blob value is missing, as opposed to a torn tail.
+	// intactFollows is set for the first, and intact are the records
+	// after the damage.
+	damaged       bool
+	intactFollows bool
+	intact        droppedRange
 	// closed is set when a close marker follows: the WAL was whole.
 	closed bool
 	// err is what Open returns should a later WAL hold records.
