@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"image"
 	"image/png"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -135,5 +138,23 @@ func TestImageUploadRate(t *testing.T) {
 		if rate < 0 && refused != 0 || rate > 0 && refused == 0 {
 			t.Errorf("images-upload-rate %d: %d of %d quick uploads refused", rate, refused, n)
 		}
+	}
+}
+
+// TestImageSpoolDir: the image host spools into DIR/tmp, and a start
+// removes the spool files a crash left there (imgbed's TestKill9Spools
+// kills a process in the middle of spooling).
+func TestImageSpoolDir(t *testing.T) {
+	dir := t.TempDir()
+	leftover := filepath.Join(SpoolDir(dir), "imgbed-upload-123")
+	if err := os.MkdirAll(SpoolDir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftover, []byte("half an upload"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startServer(t, func(c *Config) { c.Dir = dir })
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the leftover spool file is still there after the start: %v", err)
 	}
 }

@@ -348,6 +348,7 @@ func (s *Server) infoEngine(b *strings.Builder) error {
 	field(b, "wal_bytes", m.WAL.Bytes)
 	field(b, "wal_syncs", m.WAL.Syncs)
 	field(b, "wal_recovery_dropped_bytes", m.WAL.RecoveryDroppedBytes)
+	field(b, "wal_recovery_lost_entries", m.WAL.RecoveryLostEntries)
 	field(b, "commit_batches", m.Commits.Batches)
 	field(b, "commit_groups", m.Commits.Groups)
 	field(b, "flushes", m.Flush.Count)
