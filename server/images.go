@@ -23,17 +23,21 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		spool = SpoolDir(r.Dir)
 	}
 	return imgbed.New(s.db, imgbed.Config{
-		SpoolDir:    spool,
-		BaseURL:     r.ImagesBaseURL,
-		MaxBytes:    r.ImagesMaxBytes,
-		Anonymous:   anonymous[r.ImagesAnonymous],
-		Tokens:      imageTokens(r),
-		UploadRate:  float64(r.ImagesUploadRate),
-		UploadBurst: 4 * max(1, r.ImagesUploadRate),
-		BlobStore:   r.BlobStore,
-		S3AccessKey: r.S3AccessKey,
-		S3SecretKey: r.S3SecretKey,
-		Registerer:  s.metrics.registry,
+		SpoolDir:            spool,
+		BaseURL:             r.ImagesBaseURL,
+		MaxBytes:            r.ImagesMaxBytes,
+		Anonymous:           anonymous[r.ImagesAnonymous],
+		Tokens:              imageTokens(r),
+		UploadRate:          float64(r.ImagesUploadRate),
+		UploadBurst:         4 * max(1, r.ImagesUploadRate),
+		MaxUploadsPerClient: r.ImagesUploadsPerClient,
+		UploadQueueWait:     r.ImagesUploadQueueWait,
+		MinUploadRate:       r.ImagesMinUploadRate,
+		MinUploadRateWindow: r.ImagesMinUploadRateWindow,
+		BlobStore:           r.BlobStore,
+		S3AccessKey:         r.S3AccessKey,
+		S3SecretKey:         r.S3SecretKey,
+		Registerer:          s.metrics.registry,
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // upload posts a PNG to the server's image host and returns the status and
@@ -157,4 +158,57 @@ func TestImageSpoolDir(t *testing.T) {
 	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the leftover spool file is still there after the start: %v", err)
 	}
+}
+
+// TestImageUploadSlotSettings checks that images-uploads-per-client and
+// images-upload-queue-wait reach the image host: with one slot per client,
+// an upload whose body stalls holds it, and the same client's next upload
+// gets 503 with Retry-After once the short queue wait has passed.
+func TestImageUploadSlotSettings(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.ImagesUploadsPerClient = 1
+		c.ImagesUploadQueueWait = 200 * time.Millisecond
+		c.ImagesUploadRate = -1
+	})
+	base := "http://" + s.HTTPAddr()
+	body, stall := io.Pipe()
+	defer stall.Close()
+	stalled := make(chan struct{})
+	go func() {
+		defer close(stalled)
+		req, _ := http.NewRequest("POST", base+"/api/v1/upload", body)
+		req.Header.Set("Content-Type", "image/png")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	stall.Write([]byte("\x89PNG\r\n\x1a\n")) // the slot is taken once the body starts
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 8, 8)))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest("POST", base+"/api/v1/upload", bytes.NewReader(buf.Bytes()))
+		req.Header.Set("Content-Type", "image/png")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if resp.Header.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			if waited := time.Since(start); waited > 5*time.Second {
+				t.Errorf("the 503 came after %v: images-upload-queue-wait is 200 ms", waited)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second upload of a client holding its one slot got %d, want 503", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond) // the stalled upload may not hold its slot yet
+	}
+	stall.CloseWithError(errors.New("test over"))
+	<-stalled
 }
