@@ -419,3 +419,58 @@ func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) {
 		c.wr.Int(int64(n))
 	}
 }
+
+// getColl reads the metadata of the collection of type typ at key through
+// the command's reader, replying with the error itself (WRONGTYPE among
+// them) when it fails.
+func (c *conn) getColl(key []byte, typ byte) (m collMeta, exists, ok bool) {
+	m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
+	if err != nil {
+		c.replyErr(err)
+		return m, false, false
+	}
+	return m, exists, true
+}
+
+// getElem reads one element of m at key through the command's reader,
+// replying with the error itself when the read fails.
+func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists, ok bool) {
+	val, exists, err := c.s.ks.getElem(c.reader(), &c.elemBuf, key, m, elem)
+	if err != nil {
+		c.replyErr(err)
+		return nil, false, false
+	}
+	return val, exists, true
+}
+
+// editColl runs a write of the collection of type typ at key under the
+// key's lock: fn gets the metadata (a new collection's when the key is
+// absent), adds its element writes to c.batch and adjusts m.count, or
+// replies itself and returns false. editColl then writes the metadata
+// (deleting an emptied collection) and commits everything as one batch;
+// it reports whether it did, having replied on false.
+func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool) bool) bool {
+	held := c.lock([][]byte{key}, 1)
+	defer c.unlock(held)
+	m, exists, ok := c.getColl(key, typ)
+	if !ok {
+		return false
+	}
+	if !exists {
+		var err error
+		if m, err = c.s.ks.newColl(typ); err != nil {
+			c.replyErr(err)
+			return false
+		}
+	}
+	before := m.count
+	if !fn(&m, exists) {
+		c.batch.Reset()
+		return false
+	}
+	if m.count == before && c.batch.Count() == 0 {
+		return true
+	}
+	c.s.ks.putColl(c.batch, &c.scratch, key, m)
+	return c.apply()
+}

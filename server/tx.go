@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
@@ -231,15 +230,6 @@ func (c *conn) txLocks(tx *transaction) lockSet {
 	return set
 }
 
-// allStripes returns a set of every stripe, reusing set's memory.
-func allStripes(set lockSet) lockSet {
-	set = set[:0]
-	for i := range uint32(numStripes) {
-		set = append(set, i)
-	}
-	return set
-}
-
 // watchedKey is a key this client watches, and whether it held a value
 // when WATCH read it: a value gone by EXEC without a write having marked
 // the client has expired meanwhile.
@@ -379,14 +369,4 @@ func userKeyOf(k []byte) ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-// run runs cmd, whose checks have passed, and accounts for it.
-func (c *conn) run(cmd *command, args [][]byte) {
-	start := c.clock()
-	c.failed = false
-	cmd.run(c, cmd, args)
-	now := time.Now()
-	c.mark = now
-	c.finished(cmd, args, now.Sub(start), c.failed)
 }
