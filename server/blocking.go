@@ -311,7 +311,7 @@ func (c *conn) readAheadWhileBlocked() (stop func(), gone <-chan struct{}) {
 	return func() {
 		c.nc.SetReadDeadline(aLongTimeAgo)
 		<-exited
-		// connReader.Read arms the idle deadline again, and checks for
+		// conn.awaitInput arms the idle deadline again, and checks for
 		// shutdown after doing so.
 		c.nc.SetReadDeadline(time.Time{})
 	}, goneCh

@@ -12,8 +12,8 @@ func init() {
 	register(
 		spec{name: "get", arity: 2, flags: ro | flagFast, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Returns the string value of a key.", run: cmdGet},
-		spec{name: "set", arity: -3, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet, batch: stageSet},
+		spec{name: "set", arity: -3, flags: rw, pipe: pipeDefer, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet},
 		spec{name: "setnx", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Set the string value of a key only when the key doesn't exist.", run: cmdSetNX},
 		spec{name: "setex", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
@@ -64,17 +64,6 @@ func cmdGet(c *conn, _ *command, args [][]byte) {
 	}
 	c.countLookup(exists)
 	c.bulkOrNull(v, exists)
-}
-
-// stageSet is SET's batch function: a plain "SET key value" joins the
-// connection's pending batch.
-func stageSet(c *conn, args [][]byte) bool {
-	if len(args) != 3 || int64(len(args[2])) > c.s.ks.maxString(args[1]) {
-		return false // cmdSet refuses it alone, without failing the batch
-	}
-	c.s.ks.putString(c.batch, &c.scratch, args[1], stringValue{val: args[2]})
-	c.lockAtCommit(args[1])
-	return true
 }
 
 // expiryOpts are the parsed options of SET and GETEX.

@@ -13,14 +13,6 @@ import (
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
-// Pipelined batchable writes are staged into one engine batch up to these
-// bounds; past them the batch commits so replies keep flowing and memory
-// stays bounded.
-const (
-	maxStaged          = 1024
-	maxStagedBatchSize = 1 << 20
-)
-
 var (
 	errQueryBufferLimit = errors.New("client query buffer limit exceeded")
 	errShuttingDown     = errors.New("server shutting down")
@@ -64,14 +56,12 @@ type conn struct {
 	// command.
 	mark time.Time
 
-	// batch is empty except while pipelined batchable writes are staged
-	// in it (staged lists their commands); every other command commits
-	// it first, so replies stay in order. The staged commands all count
-	// their latency from stagedAt, when the first of them started.
-	batch    *lsmgo.Batch
-	staged   []*command
-	stagedAt time.Time
-	stripes  lockSet
+	// batch collects the running command's writes until apply.
+	batch *lsmgo.Batch
+	// pending holds pipelined writes that have run but not committed
+	// (pipeline.go).
+	pending pendingWrites
+	stripes lockSet
 
 	// view serves a run of pipelined pipeView reads from one pinned
 	// engine state (see reader). Every other command, and every network
@@ -118,66 +108,24 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	return c
 }
 
-// connReader is the io.Reader under the RESP reader. The RESP reader calls
-// it only when it has no complete command left, so this is the moment
-// everything received so far has been executed: staged writes commit and
-// replies go out before the goroutine may block on the network. That is
-// how pipelining gets one write(2) per batch of commands without ever
-// holding a reply back.
+// connReader is the io.Reader under the RESP reader: the input read while
+// the client was blocked (blocking.go), then the network. The connection
+// loop (serve) decides when it is called.
 type connReader struct{ c *conn }
 
 func (r connReader) Read(p []byte) (int, error) {
 	c := r.c
-	for {
-		c.closeView()
-		c.commitStaged()
-		c.deliverPushes()
-		if err := c.wr.Flush(); err != nil {
-			return 0, err
-		}
-		c.flushedPushes()
-		c.publish()
-		c.mark = time.Time{}
-		if n, err := c.takeReadAhead(p); n > 0 || err != nil {
-			return n, err
-		}
-		cfg := c.s.config()
-		if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
-			return 0, errQueryBufferLimit
-		}
-		// A subscriber is exempt from the idle timeout, as in Redis; its
-		// deadline is reset each time, since publishers move it to wake
-		// it (pubsub.go).
-		switch {
-		case cfg.Timeout > 0 && !c.subscribed():
-			c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
-		case c.sub != nil:
-			c.nc.SetReadDeadline(time.Time{})
-		}
-		// Checked after arming the deadline: see Server.shutdown.
-		if c.s.closing.Load() {
-			return 0, errShuttingDown
-		}
-		// Checked after arming the deadline too: a message queued
-		// after this check moves the deadline after this arming.
-		if c.pendingPushes() {
-			continue
-		}
-		// A Read that finds data ready returns it even if a publisher
-		// moved the deadline meanwhile: execute delivers the messages
-		// queued before each command runs, so none is overtaken.
-		n, err := c.nc.Read(p)
-		c.s.stats.netIn.Add(int64(n))
-		if n == 0 && c.sub != nil && isTimeout(err) && c.sub.woken.Swap(false) {
-			continue
-		}
+	if n, err := c.takeReadAhead(p); n > 0 || err != nil {
 		return n, err
 	}
+	n, err := c.nc.Read(p)
+	c.s.stats.netIn.Add(int64(n))
+	return n, err
 }
 
 // isTimeout reports whether err is a network timeout. It is a function of
 // its own because errors.As moves its target to the heap: declared in
-// connReader.Read, the target cost an allocation on every read.
+// conn.awaitInput, the target cost an allocation on every read.
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -195,27 +143,97 @@ func (w countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// serve is the connection loop. It runs every command the client has
+// sent so far, in order; when the input buffered holds no complete
+// command, the batch of received commands has ended: it commits the
+// writes they left pending, delivers Pub/Sub messages, flushes the
+// replies, and only then may block on the network. That is how a
+// pipeline gets one write(2) per batch of commands without a reply ever
+// waiting for later input, or leaving before its write is in the WAL.
 func (c *conn) serve() {
 	defer c.close()
 	// Here rather than in newConn: the budget may evict other clients,
 	// which takes clientsMu, held while a connection is admitted.
 	c.rd.SetBudget(connBudget{c})
 	for !c.quit && !c.s.cutoff.Load() {
-		args, err := c.rd.ReadCommand()
+		args, ok, err := c.rd.ReadBuffered()
+		if ok {
+			c.execute(args)
+			continue
+		}
+		if err == nil {
+			err = c.endBatch()
+		}
+		if err == nil {
+			err = c.awaitInput()
+		}
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
-		c.execute(args)
 	}
-	c.commitStaged()
+	c.commitPending()
 	c.wr.Flush()
+}
+
+// endBatch finishes the commands received so far: their pending writes
+// commit, queued messages go out, and the replies are flushed.
+func (c *conn) endBatch() error {
+	c.closeView()
+	c.commitPending()
+	c.deliverPushes()
+	if err := c.wr.Flush(); err != nil {
+		return err
+	}
+	c.flushedPushes()
+	c.publish()
+	c.mark = time.Time{}
+	return nil
+}
+
+// awaitInput reads more input from the client, or returns nil without
+// reading when messages wait to be delivered (the loop's endBatch sends
+// them). It arms the idle timeout and enforces the query buffer limit and
+// shutdown first.
+func (c *conn) awaitInput() error {
+	if c.blk.readAhead == nil && c.blk.readErr == nil {
+		cfg := c.s.config()
+		if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
+			return errQueryBufferLimit
+		}
+		// A subscriber is exempt from the idle timeout, as in Redis; its
+		// deadline is reset each time, since publishers move it to wake
+		// it (pubsub.go).
+		switch {
+		case cfg.Timeout > 0 && !c.subscribed():
+			c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
+		case c.sub != nil:
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		// Checked after arming the deadline: see Server.shutdown.
+		if c.s.closing.Load() {
+			return errShuttingDown
+		}
+		// Checked after arming the deadline too: a message queued
+		// after this check moves the deadline after this arming.
+		if c.pendingPushes() {
+			return nil
+		}
+	}
+	// A read that finds data ready returns it even if a publisher moved
+	// the deadline meanwhile: execute delivers the messages queued before
+	// each command runs, so none is overtaken.
+	err := c.rd.Fill()
+	if c.sub != nil && isTimeout(err) && c.sub.woken.Swap(false) {
+		return nil // woken by a publisher: deliver, then read again
+	}
+	return err
 }
 
 // readFailed ends the connection after a read error: a protocol error gets
 // Redis' reply first; timeouts, limits and disconnects just close.
 func (c *conn) readFailed(err error) {
-	c.commitStaged()
+	c.commitPending()
 	var pe *resp.ProtocolError
 	switch {
 	case errors.As(err, &pe):

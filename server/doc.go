@@ -12,17 +12,23 @@
 //     appendfsync mode means the WAL record reached the kernel (a write(2),
 //     or a store into the WAL's shared mapping): a killed process
 //     never loses an acknowledged write.
-//   - A connection flushes its replies exactly when it is about to read
-//     from the network and has nothing left to execute; pipelined commands
-//     therefore share write(2) calls, and no reply waits for later input.
-//   - Pipelined batchable writes (plain SETs: a command table entry with a
-//     batch function) become one engine batch; it commits before any
-//     other command of the connection runs and before any read, so the
-//     batching is invisible to clients except in speed.
+//   - The connection loop (conn.serve) owns the order of work: it runs
+//     every command already received, and when the buffered input holds
+//     no complete command (resp.Reader.ReadBuffered) that batch has ended:
+//     it commits the writes the batch left pending, delivers Pub/Sub
+//     messages, flushes the replies, and only then blocks on the network.
+//     Pipelined commands therefore share write(2) calls, and no reply
+//     waits for later input.
+//   - Pipelined writes of commands flagged pipeDefer (today SET without
+//     NX, XX, GET or KEEPTTL) join the connection's pending batch
+//     (pipeline.go); it commits as one engine batch before any other
+//     command of the connection runs and before the loop reads again, and
+//     their replies are released only after it did, so the batching is
+//     invisible to clients except in speed.
 //   - The connection loop knows no command by name: a command's table
-//     entry (its handler, batch function and pipe flags) decides how it
-//     runs, and every engine read and write goes through the keyspace
-//     (keyspace.go), so a new Redis type adds an encoding and handlers.
+//     entry (its handler and pipe flags) decides how it runs, and every
+//     engine read and write goes through the keyspace (keyspace.go), so a
+//     new Redis type adds an encoding and handlers.
 //   - Every command that writes holds the key-stripe locks of all its keys
 //     from its first read to the end of its Apply (keyLocks), so
 //     read-modify-write commands are atomic against all other writes.
@@ -36,5 +42,5 @@
 //
 // Each connection is served by one goroutine; the resp.Reader's argument
 // slices are valid only until the next read, so anything that outlives a
-// command (the staged batch, SCAN cursors, the slow log) is copied.
+// command (the pending batch, SCAN cursors, the slow log) is copied.
 package server

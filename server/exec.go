@@ -17,20 +17,17 @@ import (
 
 // execute runs one command and writes its reply. It knows commands only
 // by their table entries: the pipelined fast paths are chosen by an
-// entry's batch function and pipe flags.
+// entry's pipe flags.
 func (c *conn) execute(args [][]byte) {
 	cmd := lookup(commands, &c.nameBuf, args[0])
 	if cmd == nil || cmd.pipe&pipeView == 0 {
 		c.closeView()
 	}
-	// A batchable write is staged when more input is already buffered, or
-	// when writes are staged already (the last write of a pipeline rides
-	// with the others: the batch commits before the next read anyway).
-	if cmd != nil && cmd.batch != nil && c.authed && c.tx == nil && cmd.arityOK(len(args)) &&
-		(c.rd.Buffered() > 0 || len(c.staged) > 0) && c.stage(cmd, args) {
+	if cmd != nil && c.mayDefer(cmd, args) {
+		c.runDeferring(cmd, args)
 		return
 	}
-	c.commitStaged()
+	c.commitPending()
 	// Messages published before this command was read go out before its
 	// reply, as in Redis, where PUBLISH fills the subscribers' output
 	// buffers at once: the connection may have read the command before
@@ -93,14 +90,21 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	cmd.run(c, cmd, args)
 	now := time.Now()
 	c.mark = now
+	if c.pending.deferred {
+		c.pending.deferred = false
+		c.pending.add(cmd, start)
+		return
+	}
 	c.finished(cmd, args, now.Sub(start), c.failed)
 }
 
 // reader is what the running command reads through: inside EXEC, the
 // transaction's state with its writes so far on top; the pipeline's view
 // when the command is a pipeView read inside a pipeline; else the DB's
-// newest state.
+// newest state. A command that reads commits the pipeline's pending
+// writes first (leaveDeferring), so that it sees them.
 func (c *conn) reader() lsmgo.Reader {
+	c.leaveDeferring()
 	if c.exec != nil {
 		return c.exec.overlay
 	}
@@ -162,56 +166,6 @@ func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed boo
 	}
 }
 
-// stage lets cmd's batch function add the command's write to the pending
-// batch, and reports whether it did. A staged command's reply is written
-// when the batch commits, which happens before any other command runs or
-// any read may block, so the client sees replies in order and each only
-// after its write is in the WAL.
-func (c *conn) stage(cmd *command, args [][]byte) bool {
-	if !cmd.batch(c, args) {
-		return false
-	}
-	if len(c.staged) == 0 {
-		c.stagedAt = c.clock()
-	}
-	c.staged = append(c.staged, cmd)
-	if len(c.staged) >= maxStaged || c.batch.Len() >= maxStagedBatchSize {
-		c.commitStaged()
-	}
-	return true
-}
-
-// commitStaged commits the staged writes, if any, and writes their
-// replies.
-func (c *conn) commitStaged() {
-	if len(c.staged) == 0 {
-		return
-	}
-	locks := c.s.ks.locks
-	held := c.stripes.lockShared(locks)
-	err := c.s.ks.apply(c.batch)
-	held.unlockShared(locks)
-	now := time.Now()
-	c.mark = now
-	for _, cmd := range c.staged {
-		if err != nil {
-			msg := engineError(err)
-			c.s.errors.count(msg)
-			c.wr.Error(msg)
-		} else {
-			c.wr.SimpleString("OK")
-		}
-		c.finished(cmd, nil, now.Sub(c.stagedAt), err != nil)
-	}
-	c.batch.Reset()
-	clear(c.staged)
-	c.staged = c.staged[:0]
-	c.stripes = c.stripes[:0]
-	if cap(c.stripes) > maxStaged {
-		c.stripes = nil
-	}
-}
-
 // Reply helpers. Every error reply goes through fail so that the command
 // is counted as failed.
 
@@ -246,8 +200,13 @@ func engineError(err error) string {
 
 // apply commits and empties the connection's batch; on failure it replies
 // with the error and returns false. Inside EXEC the batch joins the
-// transaction's, which commits at the end of EXEC.
+// transaction's, which commits at the end of EXEC; in a pipeline it may
+// join the pending batch (deferWrite), which the connection loop commits
+// before any of its replies leaves.
 func (c *conn) apply() bool {
+	if c.deferWrite() {
+		return true
+	}
 	if c.inExec() {
 		c.exec.batch.Append(c.batch)
 		c.batch.Reset()

@@ -83,16 +83,10 @@ func allStripes(set lockSet) lockSet {
 	return set
 }
 
-// lockAtCommit records that a staged write touches key: commitStaged holds
-// the key's stripe, shared, while the batch applies. Only blind writes are
-// staged (see keyLocks).
-func (c *conn) lockAtCommit(key []byte) {
-	c.stripes = c.stripes.add(c.s.ks.locks, key)
-}
-
 // lock takes the stripes of every step-th key in keys and returns what to
 // pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
 func (c *conn) lock(keys [][]byte, step int) lockSet {
+	c.leaveDeferring()
 	if c.inExec() {
 		return nil
 	}
@@ -108,6 +102,7 @@ func (c *conn) lock(keys [][]byte, step int) lockSet {
 
 // lockAll takes every stripe, as lock does for keys.
 func (c *conn) lockAll() lockSet {
+	c.leaveDeferring()
 	if c.inExec() {
 		return nil
 	}
@@ -122,9 +117,14 @@ func (c *conn) unlock(set lockSet) {
 }
 
 // lockBlind takes key's stripe shared, for a write that reads nothing
-// (see keyLocks); unlockBlind releases it.
+// (see keyLocks); unlockBlind releases it. A write that may join the
+// pipeline's pending batch takes nothing now: the commit holds the stripe.
 func (c *conn) lockBlind(key []byte) lockSet {
 	if c.inExec() {
+		return nil
+	}
+	if c.pending.open {
+		c.pending.stripes = c.pending.stripes.add(c.s.ks.locks, key)
 		return nil
 	}
 	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
@@ -133,6 +133,9 @@ func (c *conn) lockBlind(key []byte) lockSet {
 }
 
 func (c *conn) unlockBlind(set lockSet) {
+	if set == nil {
+		return // nothing taken: see lockBlind
+	}
 	set.unlockShared(c.s.ks.locks)
 	c.stripes = set[:0]
 }
