@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 )
@@ -57,20 +56,19 @@ func hset(ok bool) handler {
 		}
 		key := args[1]
 		var added int64
-		if !c.editColl(key, typeHash, func(m *collMeta, existed bool) bool {
+		if err := c.editColl(key, typeHash, func(m *collMeta, existed bool) error {
 			var fresh map[string]struct{}
 			for i := 2; i < len(args); i += 2 {
 				field, val := args[i], args[i+1]
 				if int64(len(field)+len(val)) > maxElem(key) {
-					c.fail(msgStringTooBig)
-					return false
+					return errStringTooBig
 				}
 				if _, dup := fresh[string(field)]; !dup {
 					old := false
 					if existed {
-						var ok bool
-						if _, old, ok = c.getElem(key, *m, field); !ok {
-							return false
+						var err error
+						if _, old, err = c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, field); err != nil {
+							return err
 						}
 					}
 					if !old {
@@ -84,8 +82,9 @@ func hset(ok bool) handler {
 				c.s.ks.putElem(c.batch, &c.elemBuf, key, *m, field, val)
 			}
 			m.count += added
-			return true
-		}) {
+			return nil
+		}); err != nil {
+			c.replyErr(err)
 			return
 		}
 		if ok {
@@ -99,25 +98,22 @@ func hset(ok bool) handler {
 func cmdHSetNX(c *conn, _ *command, args [][]byte) {
 	key, field, val := args[1], args[2], args[3]
 	set := false
-	if !c.editColl(key, typeHash, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeHash, func(m *collMeta, existed bool) error {
 		if existed {
-			_, old, ok := c.getElem(key, *m, field)
-			if !ok {
-				return false
-			}
-			if old {
-				return true
+			_, old, err := c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, field)
+			if err != nil || old {
+				return err
 			}
 		}
 		if int64(len(field)+len(val)) > maxElem(key) {
-			c.fail(msgStringTooBig)
-			return false
+			return errStringTooBig
 		}
 		c.s.ks.putElem(c.batch, &c.elemBuf, key, *m, field, val)
 		m.count++
 		set = true
-		return true
-	}) {
+		return nil
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	if set {
@@ -193,15 +189,15 @@ func removeElems(typ byte) handler {
 	return func(c *conn, _ *command, args [][]byte) {
 		key := args[1]
 		var removed int64
-		if !c.editColl(key, typ, func(m *collMeta, existed bool) bool {
+		if err := c.editColl(key, typ, func(m *collMeta, existed bool) error {
 			if !existed {
-				return true
+				return nil
 			}
-			ok := true
+			var err error
 			distinct(args[2:], func(elem []byte) {
 				var found bool
-				if ok {
-					_, found, ok = c.getElem(key, *m, elem)
+				if err == nil {
+					_, found, err = c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, elem)
 				}
 				if found {
 					c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, elem)
@@ -209,8 +205,9 @@ func removeElems(typ byte) handler {
 				}
 			})
 			m.count -= removed
-			return ok
-		}) {
+			return err
+		}); err != nil {
+			c.replyErr(err)
 			return
 		}
 		c.wr.Int(removed)
@@ -256,26 +253,6 @@ func cmdHStrlen(c *conn, _ *command, args [][]byte) {
 	c.wr.Int(int64(len(val)))
 }
 
-// readElems returns every element of m at key and its value, read through
-// the command's reader; it replies with the error itself on failure.
-func (c *conn) readElems(key []byte, m collMeta) (elems, vals [][]byte, ok bool) {
-	return c.readElemsIn(key, m, nil)
-}
-
-// readElemsIn is readElems over the elements under sub (scanElemsIn).
-func (c *conn) readElemsIn(key []byte, m collMeta, sub []byte) (elems, vals [][]byte, ok bool) {
-	err := c.s.ks.scanElemsIn(c.reader(), key, m, sub, nil, func(elem, val []byte) bool {
-		elems = append(elems, bytes.Clone(elem))
-		vals = append(vals, bytes.Clone(val))
-		return true
-	})
-	if err != nil {
-		c.replyErr(err)
-		return nil, nil, false
-	}
-	return elems, vals, true
-}
-
 // hgetAll returns the handler of HGETALL (fields and values: a map in
 // RESP3), HKEYS (fields) or HVALS (values). The reply lists fields in
 // byte order; Redis' order is its hash table's.
@@ -288,7 +265,9 @@ func hgetAll(fields, values bool) handler {
 		}
 		var elems, vals [][]byte
 		if exists {
-			if elems, vals, ok = c.readElems(args[1], m); !ok {
+			var err error
+			if elems, vals, err = c.s.ks.readElems(c.reader(), args[1], m, nil); err != nil {
+				c.replyErr(err)
 				return
 			}
 		}
@@ -310,28 +289,29 @@ func hgetAll(fields, values bool) handler {
 
 // hashIncr runs a read-modify-write of one hash field for HINCRBY and
 // HINCRBYFLOAT: fn gets the field's current value (nil when absent) and
-// returns the new one, or replies itself and returns nil.
-func (c *conn) hashIncr(key, field []byte, fn func(old []byte, found bool) []byte) ([]byte, bool) {
+// returns the new one, or an error.
+func (c *conn) hashIncr(key, field []byte, fn func(old []byte, found bool) ([]byte, error)) ([]byte, error) {
 	var result []byte
-	ok := c.editColl(key, typeHash, func(m *collMeta, existed bool) bool {
+	err := c.editColl(key, typeHash, func(m *collMeta, existed bool) error {
 		var old []byte
 		found := false
 		if existed {
-			var ok bool
-			if old, found, ok = c.getElem(key, *m, field); !ok {
-				return false
+			var err error
+			if old, found, err = c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, field); err != nil {
+				return err
 			}
 		}
-		if result = fn(old, found); result == nil {
-			return false
+		var err error
+		if result, err = fn(old, found); err != nil {
+			return err
 		}
 		if !found {
 			m.count++
 		}
 		c.s.ks.putElem(c.batch, &c.elemBuf, key, *m, field, result)
-		return true
+		return nil
 	})
-	return result, ok
+	return result, err
 }
 
 func cmdHIncrBy(c *conn, _ *command, args [][]byte) {
@@ -341,23 +321,24 @@ func cmdHIncrBy(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	var n int64
-	if _, ok := c.hashIncr(args[1], args[2], func(old []byte, found bool) []byte {
+	_, err := c.hashIncr(args[1], args[2], func(old []byte, found bool) ([]byte, error) {
 		if found {
 			var ok bool
 			if n, ok = parseInt(old); !ok {
-				c.fail("ERR hash value is not an integer")
-				return nil
+				return nil, redisError("ERR hash value is not an integer")
 			}
 		}
 		if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
-			c.fail(msgOverflow)
-			return nil
+			return nil, redisError(msgOverflow)
 		}
 		n += delta
-		return strconv.AppendInt(nil, n, 10)
-	}); ok {
-		c.wr.Int(n)
+		return strconv.AppendInt(nil, n, 10), nil
+	})
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
+	c.wr.Int(n)
 }
 
 func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) {
@@ -370,24 +351,25 @@ func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) {
 		c.fail("ERR value is NaN or Infinity")
 		return
 	}
-	if result, ok := c.hashIncr(args[1], args[2], func(old []byte, found bool) []byte {
+	result, err := c.hashIncr(args[1], args[2], func(old []byte, found bool) ([]byte, error) {
 		var f float64
 		if found {
 			var ok bool
 			if f, ok = parseFloat(old); !ok {
-				c.fail("ERR hash value is not a float")
-				return nil
+				return nil, redisError("ERR hash value is not a float")
 			}
 		}
 		f += delta
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			c.fail("ERR increment would produce NaN or Infinity")
-			return nil
+			return nil, redisError("ERR increment would produce NaN or Infinity")
 		}
-		return []byte(formatFloat(f))
-	}); ok {
-		c.wr.Bulk(result)
+		return []byte(formatFloat(f)), nil
+	})
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
+	c.wr.Bulk(result)
 }
 
 // scanOpts are the parsed options of HSCAN and SSCAN.
@@ -591,123 +573,14 @@ func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count 
 	case single:
 		count = 1
 	}
-	elems, vals, ok = c.pickElems(key, m, sub, count)
-	if ok && single {
-		c.wr.Bulk(elems[0])
-		return nil, nil, false
-	}
-	return elems, vals, ok
-}
-
-// pickElems picks random elements under sub of m at key: count > 0
-// distinct ones (all when count ≥ the collection's size), or -count with
-// repetition. The picks come in random order. A few picks out of many are
-// made by seeking (keyspace.randomElem); more are made in one pass over
-// the elements.
-func (c *conn) pickElems(key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, ok bool) {
-	if count >= m.count {
-		if elems, vals, ok = c.readElemsIn(key, m, sub); ok {
-			shuffle(elems, vals)
-		}
-		return elems, vals, ok
-	}
-	if n := max(count, -count); m.count >= seekMinSize && n*seekPicks <= m.count {
-		return c.seekElems(key, m, sub, count)
-	}
-	return c.passElems(key, m, sub, count)
-}
-
-// passElems makes pickElems' picks in one pass over the elements: random
-// positions first, then the elements at them.
-func (c *conn) passElems(key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, ok bool) {
-	positions := randomPositions(m.count, count)
-	pos := int64(0)
-	err := c.s.ks.scanElemsIn(c.reader(), key, m, sub, nil, func(elem, val []byte) bool {
-		for len(positions) > 0 && positions[0] == pos {
-			elems = append(elems, bytes.Clone(elem))
-			vals = append(vals, bytes.Clone(val))
-			positions = positions[1:]
-		}
-		pos++
-		return len(positions) > 0
-	})
+	elems, vals, err := c.s.ks.pickElems(c.reader(), key, m, sub, count)
 	if err != nil {
 		c.replyErr(err)
 		return nil, nil, false
 	}
-	shuffle(elems, vals)
-	return elems, vals, true
-}
-
-// Picks are made by seeking in a collection of at least seekMinSize
-// elements holding seekPicks elements or more per pick: a pick then costs
-// a few seeks where a pass costs a step per element. Smaller collections
-// get exactly uniform picks from a pass; seeking is uniform only for
-// element names spread evenly over their bytes (see randomElem).
-const (
-	seekMinSize = 1024
-	seekPicks   = 64
-)
-
-// seekElems picks count elements by seeking: -count with repetition, or
-// count distinct ones, redrawing a repeat (count is small against the
-// collection's size, so repeats are rare unless the element names make
-// the picks very uneven: after many redraws it gives up and makes the
-// picks in one pass).
-func (c *conn) seekElems(key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, ok bool) {
-	r := c.reader()
-	var seen map[string]bool
-	if count > 0 {
-		seen = make(map[string]bool, count)
+	if single {
+		c.wr.Bulk(elems[0])
+		return nil, nil, false
 	}
-	for n, draws := max(count, -count), int64(0); int64(len(elems)) < n; draws++ {
-		if draws > 4*n+16 {
-			return c.passElems(key, m, sub, count)
-		}
-		elem, val, err := c.s.ks.randomElem(r, key, m, sub)
-		if err != nil {
-			c.replyErr(err)
-			return nil, nil, false
-		}
-		if seen != nil {
-			if seen[string(elem)] {
-				continue
-			}
-			seen[string(elem)] = true
-		}
-		elems, vals = append(elems, elem), append(vals, val)
-	}
-	return elems, vals, true
-}
-
-// randomPositions returns, sorted, -count positions below n drawn with
-// repetition when count < 0, or count distinct ones (count < n) drawn by
-// Floyd's method, which needs memory for the picks only.
-func randomPositions(n, count int64) []int64 {
-	var positions []int64
-	if count < 0 {
-		positions = make([]int64, -count)
-		for i := range positions {
-			positions[i] = rand.Int64N(n)
-		}
-	} else {
-		picked := make(map[int64]struct{}, count)
-		for j := n - count; j < n; j++ {
-			t := rand.Int64N(j + 1)
-			if _, dup := picked[t]; dup {
-				t = j
-			}
-			picked[t] = struct{}{}
-			positions = append(positions, t)
-		}
-	}
-	slices.Sort(positions)
-	return positions
-}
-
-func shuffle(elems, vals [][]byte) {
-	rand.Shuffle(len(elems), func(i, j int) {
-		elems[i], elems[j] = elems[j], elems[i]
-		vals[i], vals[j] = vals[j], vals[i]
-	})
+	return elems, vals, ok
 }

@@ -2,30 +2,13 @@ package server
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
-
-	"github.com/lsmgo-dev/lsmgo"
+	"slices"
 )
 
-// Lists are collections (collection.go) whose elements sit in numbered
-// slots: slot s of the list version v at key is the engine entry
-//
-//	'e' + len(key) (4, BE) + key + v (8, BE) + (s XOR 1<<63) (8, BE)  →  the element
-//
-// so the engine's key order is slot order, and slot order is list order.
-// The metadata adds the slot of the first element (head, signed) to the
-// version and count: the list is slots head … head+count-1. LPUSH writes
-// slot head-1 and RPUSH slot head+count, LPOP and RPOP delete an end slot:
-// one metadata read, one element write or delete, whatever the length.
-// LINDEX and LSET are one point access; LRANGE iterates only the slots it
-// returns. Inserting or removing in the middle (LINSERT, LREM) moves the
-// elements of the shorter side of the change one slot (or, for LREM, as
-// many slots as were removed on that side), so it costs O(min(p, n-p))
-// element rewrites for position p in a list of n, all in the command's
-// one batch; Redis' own LINSERT and LREM are O(n) too.
+// The list commands: they parse arguments and reply; list.go has the
+// encoding.
 
 func init() {
 	const g = "list"
@@ -84,167 +67,28 @@ const (
 	msgMustBePositve = "ERR value is out of range, must be positive"
 )
 
-// slotKey appends to dst the engine key of slot of the list m at key.
-func slotKey(dst, key []byte, m collMeta, slot int64) []byte {
-	dst = elemsKey(dst, key, m.version)
-	return binary.BigEndian.AppendUint64(dst, uint64(slot)^1<<63)
-}
-
-// listElemFits reports whether val may be a list element at key, replying
-// when it may not.
-func (c *conn) listElemFits(key, val []byte) bool {
-	if int64(len(val))+8 > maxElem(key) {
-		c.fail(msgStringTooBig)
-		return false
-	}
-	return true
-}
-
-// listPut adds to c.batch the write of val at offset i of the list m.
-func (c *conn) listPut(key []byte, m collMeta, i int64, val []byte) {
-	c.elemBuf = slotKey(c.elemBuf, key, m, m.head+i)
-	c.batch.Set(c.elemBuf, val)
-}
-
-// listDelete adds to c.batch the deletion of offsets [from, to) of m.
-func (c *conn) listDelete(key []byte, m collMeta, from, to int64) {
-	for i := from; i < to; i++ {
-		c.elemBuf = slotKey(c.elemBuf, key, m, m.head+i)
-		c.batch.Delete(c.elemBuf)
-	}
-}
-
-// listPush adds val at the head (left) or tail of m.
-func (c *conn) listPush(key []byte, m *collMeta, left bool, val []byte) {
-	if left {
-		m.head--
-		c.listPut(key, *m, 0, val)
-	} else {
-		c.listPut(key, *m, m.count, val)
-	}
-	m.count++
-}
-
-// errMissingElem reports a slot the metadata counts but the engine lacks.
-func errMissingElem(key []byte, i int64) error {
-	return &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", key), Offset: -1,
-		Reason: fmt.Sprintf("list element at index %d is missing", i)}
-}
-
-// listGet reads offset i of m through the command's reader, replying on
-// failure.
-func (c *conn) listGet(key []byte, m collMeta, i int64) ([]byte, bool) {
-	c.elemBuf = slotKey(c.elemBuf, key, m, m.head+i)
-	val, err := c.reader().Get(c.elemBuf)
-	if errors.Is(err, lsmgo.ErrNotFound) {
-		err = errMissingElem(key, i)
-	}
-	if err != nil {
-		c.replyErr(err)
-		return nil, false
-	}
-	return val, true
-}
-
-// listScan calls fn with the offsets from … to (inclusive, within the
-// list) of m and their elements, read through the command's reader, in
-// order or in reverse, until fn returns false. The element is valid only
-// during the call. It replies on failure, a missing element included.
-func (c *conn) listScan(key []byte, m collMeta, from, to int64, reverse bool, fn func(i int64, val []byte) bool) bool {
-	lower := slotKey(nil, key, m, m.head+from)
-	upper := slotKey(nil, key, m, m.head+to+1)
-	it, err := c.reader().NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		c.replyErr(err)
-		return false
-	}
-	want, step, valid, advance := from, int64(1), it.First(), it.Next
-	if reverse {
-		want, step, valid, advance = to, -1, it.Last(), it.Prev
-	}
-	prefix := len(lower) - 8
-	for ; valid; valid = advance() {
-		slot := int64(binary.BigEndian.Uint64(it.Key()[prefix:])^1<<63) - m.head
-		if slot != want {
-			break
-		}
-		if !fn(slot, it.Value()) {
-			return c.closeIter(it, nil)
-		}
-		want += step
-	}
-	var missing error
-	if (!reverse && want <= to) || (reverse && want >= from) {
-		missing = errMissingElem(key, want)
-	}
-	return c.closeIter(it, missing)
-}
-
-// closeIter closes it and replies with the first error among it's, the
-// close's and err.
-func (c *conn) closeIter(it *lsmgo.Iterator, err error) bool {
-	if ierr := it.Error(); ierr != nil {
-		err = ierr
-	}
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		c.replyErr(err)
-		return false
-	}
-	return true
-}
-
-// listPopN removes up to n elements from the head (left) or tail of m and
-// returns them in pop order, replying on failure.
-func (c *conn) listPopN(key []byte, m *collMeta, left bool, n int64) ([][]byte, bool) {
-	n = min(n, m.count)
-	vals := make([][]byte, 0, n)
-	from, to := int64(0), n-1
-	if !left {
-		from, to = m.count-n, m.count-1
-	}
-	if n == 1 {
-		v, ok := c.listGet(key, *m, from)
-		if !ok {
-			return nil, false
-		}
-		vals = append(vals, v)
-	} else if !c.listScan(key, *m, from, to, !left, func(_ int64, val []byte) bool {
-		vals = append(vals, bytes.Clone(val))
-		return true
-	}) {
-		return nil, false
-	}
-	c.listDelete(key, *m, from, to+1)
-	if left {
-		m.head += n
-	}
-	m.count -= n
-	return vals, true
-}
-
 // push returns the handler of LPUSH (left) or RPUSH, or with existing of
 // LPUSHX or RPUSHX, which push only onto an existing list.
 func push(left, existing bool) handler {
 	return func(c *conn, _ *command, args [][]byte) {
 		key := args[1]
 		for _, v := range args[2:] {
-			if !c.listElemFits(key, v) {
+			if err := checkListElem(key, v); err != nil {
+				c.replyErr(err)
 				return
 			}
 		}
 		var n int64
-		if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+		if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 			if existed || !existing {
 				for _, v := range args[2:] {
-					c.listPush(key, m, left, v)
+					c.s.ks.listPush(c.batch, &c.elemBuf, key, m, left, v)
 				}
 				n = m.count
 			}
-			return true
-		}) {
+			return nil
+		}); err != nil {
+			c.replyErr(err)
 			return
 		}
 		if n > 0 {
@@ -272,15 +116,16 @@ func pop(left bool) handler {
 		key := args[1]
 		var vals [][]byte
 		var exists bool
-		if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+		if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 			exists = existed
 			if !existed || count == 0 {
-				return true
+				return nil
 			}
-			var ok bool
-			vals, ok = c.listPopN(key, m, left, count)
-			return ok
-		}) {
+			var err error
+			vals, err = c.s.ks.listPopN(c.reader(), c.batch, &c.elemBuf, key, m, left, count)
+			return err
+		}); err != nil {
+			c.replyErr(err)
 			return
 		}
 		switch {
@@ -359,10 +204,11 @@ func cmdLRange(c *conn, _ *command, args [][]byte) {
 	// failure after the header cannot be a reply any more; the
 	// connection closes instead.
 	c.wr.ArrayHeader(int(to - from + 1))
-	if !c.listScan(key, m, from, to, false, func(_ int64, val []byte) bool {
+	if err := c.s.ks.listScan(c.reader(), key, m, from, to, false, func(_ int64, val []byte) bool {
 		c.wr.Bulk(val)
 		return true
-	}) {
+	}); err != nil {
+		c.replyErr(err)
 		c.quit = true
 	}
 }
@@ -390,64 +236,40 @@ func cmdLIndex(c *conn, _ *command, args [][]byte) {
 		c.wr.Null()
 		return
 	}
-	if val, ok := c.listGet(key, m, i); ok {
-		c.wr.Bulk(val)
+	val, err := c.s.ks.listGet(c.reader(), &c.elemBuf, key, m, i)
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
+	c.wr.Bulk(val)
 }
 
 func cmdLSet(c *conn, _ *command, args [][]byte) {
 	key, val := args[1], args[3]
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			c.fail(msgNoSuchKey)
-			return false
+			return redisError(msgNoSuchKey)
 		}
 		i, ok := parseInt(args[2])
 		if !ok {
-			c.fail(msgNotInteger)
-			return false
+			return redisError(msgNotInteger)
 		}
 		if i < 0 {
 			i += m.count
 		}
 		if i < 0 || i >= m.count {
-			c.fail(msgOutOfRange)
-			return false
+			return redisError(msgOutOfRange)
 		}
-		if !c.listElemFits(key, val) {
-			return false
+		if err := checkListElem(key, val); err != nil {
+			return err
 		}
-		c.listPut(key, *m, i, val)
-		return true
-	}) {
+		c.s.ks.listPut(c.batch, &c.elemBuf, key, *m, i, val)
+		return nil
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	c.ok()
-}
-
-// listInsert inserts val at offset i of m (0 ≤ i ≤ count), moving the
-// shorter side of the list one slot outwards.
-func (c *conn) listInsert(key []byte, m *collMeta, i int64, val []byte) bool {
-	if i <= m.count-i {
-		// Offsets 0 … i-1 move one slot left, into a new head.
-		moved := *m
-		moved.head--
-		if i > 0 && !c.listScan(key, *m, 0, i-1, false, func(j int64, v []byte) bool {
-			c.listPut(key, moved, j, v)
-			return true
-		}) {
-			return false
-		}
-		*m = moved
-	} else if !c.listScan(key, *m, i, m.count-1, false, func(j int64, v []byte) bool {
-		c.listPut(key, *m, j+1, v)
-		return true
-	}) {
-		return false
-	}
-	c.listPut(key, *m, i, val)
-	m.count++
-	return true
 }
 
 func cmdLInsert(c *conn, _ *command, args [][]byte) {
@@ -462,75 +284,40 @@ func cmdLInsert(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	var n int64
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			return true
+			return nil
 		}
 		at := int64(-1)
-		if !c.listScan(key, *m, 0, m.count-1, false, func(i int64, v []byte) bool {
+		if err := c.s.ks.listScan(c.reader(), key, *m, 0, m.count-1, false, func(i int64, v []byte) bool {
 			if bytes.Equal(v, pivot) {
 				at = i
 				return false
 			}
 			return true
-		}) {
-			return false
+		}); err != nil {
+			return err
 		}
 		if at < 0 {
 			n = -1
-			return true
+			return nil
 		}
 		if after {
 			at++
 		}
-		if !c.listElemFits(key, val) || !c.listInsert(key, m, at, val) {
-			return false
+		if err := checkListElem(key, val); err != nil {
+			return err
+		}
+		if err := c.s.ks.listInsert(c.reader(), c.batch, &c.elemBuf, key, m, at, val); err != nil {
+			return err
 		}
 		n = m.count
-		return true
-	}) {
+		return nil
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	c.wr.Int(n)
-}
-
-// listRemove removes the offsets in rm (ascending) from m, closing the
-// gaps from the side that moves fewer elements: either the elements after
-// the first removed one move left, or those before the last one move
-// right.
-func (c *conn) listRemove(key []byte, m *collMeta, rm []int64) bool {
-	k := int64(len(rm))
-	first, last := rm[0], rm[k-1]
-	if m.count-first-k <= last+1-k {
-		gap := int64(0)
-		if !c.listScan(key, *m, first, m.count-1, false, func(i int64, v []byte) bool {
-			if gap < k && rm[gap] == i {
-				gap++
-			} else {
-				c.listPut(key, *m, i-gap, v)
-			}
-			return true
-		}) {
-			return false
-		}
-		c.listDelete(key, *m, m.count-k, m.count)
-	} else {
-		gap := int64(0)
-		if !c.listScan(key, *m, 0, last, true, func(i int64, v []byte) bool {
-			if gap < k && rm[k-1-gap] == i {
-				gap++
-			} else {
-				c.listPut(key, *m, i+gap, v)
-			}
-			return true
-		}) {
-			return false
-		}
-		c.listDelete(key, *m, 0, k)
-		m.head += k
-	}
-	m.count -= k
-	return true
 }
 
 func cmdLRem(c *conn, _ *command, args [][]byte) {
@@ -541,34 +328,33 @@ func cmdLRem(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	var removed int64
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			return true
+			return nil
 		}
 		limit := count
 		if limit < 0 {
 			limit = -limit
 		}
 		var rm []int64
-		if !c.listScan(key, *m, 0, m.count-1, count < 0, func(i int64, v []byte) bool {
+		if err := c.s.ks.listScan(c.reader(), key, *m, 0, m.count-1, count < 0, func(i int64, v []byte) bool {
 			if bytes.Equal(v, val) {
 				rm = append(rm, i)
 			}
 			return limit == 0 || int64(len(rm)) < limit
-		}) {
-			return false
+		}); err != nil {
+			return err
 		}
 		if len(rm) == 0 {
-			return true
+			return nil
 		}
 		if count < 0 {
-			for i, j := 0, len(rm)-1; i < j; i, j = i+1, j-1 {
-				rm[i], rm[j] = rm[j], rm[i]
-			}
+			slices.Reverse(rm)
 		}
 		removed = int64(len(rm))
-		return c.listRemove(key, m, rm)
-	}) {
+		return c.s.ks.listRemove(c.reader(), c.batch, &c.elemBuf, key, m, rm)
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	c.wr.Int(removed)
@@ -580,21 +366,22 @@ func cmdLTrim(c *conn, _ *command, args [][]byte) {
 		return
 	}
 	key := args[1]
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			return true
+			return nil
 		}
 		from, to, empty := listRange(start, end, m.count)
 		if empty {
 			from, to = m.count, m.count-1
 		}
 		// Deleting needs no reads: the slots are known.
-		c.listDelete(key, *m, 0, from)
-		c.listDelete(key, *m, to+1, m.count)
+		c.s.ks.listDelete(c.batch, &c.elemBuf, key, *m, 0, from)
+		c.s.ks.listDelete(c.batch, &c.elemBuf, key, *m, to+1, m.count)
 		m.head += from
 		m.count = to + 1 - from
-		return true
-	}) {
+		return nil
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	c.ok()
@@ -669,7 +456,7 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 	}
 	var found []int64
 	matches := int64(0)
-	if !c.listScan(key, m, from, to, reverse, func(i int64, v []byte) bool {
+	if err := c.s.ks.listScan(c.reader(), key, m, from, to, reverse, func(i int64, v []byte) bool {
 		if !bytes.Equal(v, val) {
 			return true
 		}
@@ -680,7 +467,8 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 		found = append(found, i)
 		// COUNT 0 asks for every match; no COUNT for the first.
 		return count == 0 || count > 0 && int64(len(found)) < count
-	}) {
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	switch {
@@ -739,9 +527,10 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 			}
 		}
 	}
-	vals, ok := c.listPopN(src, &sm, fromLeft, 1)
-	if !ok {
+	vals, err := c.s.ks.listPopN(c.reader(), c.batch, &c.elemBuf, src, &sm, fromLeft, 1)
+	if err != nil {
 		c.batch.Reset()
+		c.replyErr(err)
 		return true
 	}
 	if same {
@@ -749,7 +538,7 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 	} else {
 		c.s.ks.putColl(c.batch, &c.scratch, src, sm)
 	}
-	c.listPush(dst, &dm, toLeft, vals[0])
+	c.s.ks.listPush(c.batch, &c.elemBuf, dst, &dm, toLeft, vals[0])
 	c.s.ks.putColl(c.batch, &c.scratch, dst, dm)
 	if c.apply() {
 		c.signalReady(dst)
@@ -813,9 +602,10 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 // is not a list: a blocked client's try (see blocking.go).
 func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool {
 	return c.firstColl(keys, key, typeList, func(k []byte, m collMeta) {
-		vals, ok := c.listPopN(k, &m, left, max(count, 1))
-		if !ok {
+		vals, err := c.s.ks.listPopN(c.reader(), c.batch, &c.elemBuf, k, &m, left, max(count, 1))
+		if err != nil {
 			c.batch.Reset()
+			c.replyErr(err)
 			return
 		}
 		c.s.ks.putColl(c.batch, &c.scratch, k, m)

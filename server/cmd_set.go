@@ -49,25 +49,25 @@ func init() {
 func cmdSAdd(c *conn, _ *command, args [][]byte) {
 	key := args[1]
 	var added int64
-	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
-		ok := true
+	if err := c.editColl(key, typeSet, func(m *collMeta, existed bool) error {
+		var err error
 		distinct(args[2:], func(member []byte) {
 			var found bool
-			if ok && existed {
-				_, found, ok = c.getElem(key, *m, member)
+			if err == nil && existed {
+				_, found, err = c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, member)
 			}
-			if ok && int64(len(member)) > maxElem(key) {
-				c.fail(msgStringTooBig)
-				ok = false
+			if err == nil && int64(len(member)) > maxElem(key) {
+				err = errStringTooBig
 			}
-			if ok && !found {
+			if err == nil && !found {
 				c.s.ks.putElem(c.batch, &c.elemBuf, key, *m, member, nil)
 				added++
 			}
 		})
 		m.count += added
-		return ok
-	}) {
+		return err
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	c.wr.Int(added)
@@ -101,8 +101,12 @@ func (c *conn) members(key []byte) (members [][]byte, ok bool) {
 	if !ok || !exists {
 		return nil, ok
 	}
-	members, _, ok = c.readElems(key, m)
-	return members, ok
+	members, _, err := c.s.ks.readElems(c.reader(), key, m, nil)
+	if err != nil {
+		c.replyErr(err)
+		return nil, false
+	}
+	return members, true
 }
 
 // setReply writes members as a set: "~" in RESP3, an array in RESP2.
@@ -144,20 +148,21 @@ func cmdSPop(c *conn, _ *command, args [][]byte) {
 	}
 	key := args[1]
 	var popped [][]byte
-	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeSet, func(m *collMeta, existed bool) error {
 		if !existed || count == 0 {
-			return true
+			return nil
 		}
-		var ok bool
-		if popped, _, ok = c.pickElems(key, *m, nil, count); !ok {
-			return false
+		var err error
+		if popped, _, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count); err != nil {
+			return err
 		}
 		for _, member := range popped {
 			c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, member)
 		}
 		m.count -= int64(len(popped))
-		return true
-	}) {
+		return nil
+	}); err != nil {
+		c.replyErr(err)
 		return
 	}
 	if len(args) == 2 {
@@ -310,8 +315,9 @@ func (c *conn) combine(op setOp, keys [][]byte) ([][]byte, bool) {
 		if !exists[i] {
 			continue
 		}
-		members, _, ok := c.readElems(key, metas[i])
-		if !ok {
+		members, _, err := c.s.ks.readElems(c.reader(), key, metas[i], nil)
+		if err != nil {
+			c.replyErr(err)
 			return nil, false
 		}
 		switch {

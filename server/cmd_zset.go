@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 
@@ -204,13 +205,26 @@ func (e *zedit) flush() bool {
 }
 
 // editZSet runs fn on the sorted set at key under editColl, with a zedit
-// whose changes it writes when fn succeeds.
+// whose changes it writes when fn succeeds. fn and the zedit still reply
+// themselves on failure (errReplied); editZSet replies editColl's errors
+// and reports whether the write committed.
 func (c *conn) editZSet(key []byte, fn func(e *zedit) bool) bool {
-	return c.editColl(key, typeZSet, func(m *collMeta, existed bool) bool {
+	err := c.editColl(key, typeZSet, func(m *collMeta, existed bool) error {
 		e := c.newZEdit(key, m, existed)
-		return fn(e) && e.flush()
+		if !fn(e) || !e.flush() {
+			return errReplied
+		}
+		return nil
 	})
+	if err != nil && err != errReplied {
+		c.replyErr(err)
+	}
+	return err == nil
 }
+
+// errReplied passes through editColl a failure that the sorted-set
+// helpers have replied with already.
+var errReplied = errors.New("replied already")
 
 // zadd returns the handler of ZADD, or of ZINCRBY when incrBy: Redis
 // parses both alike (ZINCRBY is ZADD INCR with no room for options).
@@ -943,11 +957,15 @@ func (c *conn) load(s *zsource) bool {
 		return true
 	}
 	if s.m.typ == typeSet {
-		members, _, ok := c.readElems(s.key, s.m)
+		members, _, err := c.s.ks.readElems(c.reader(), s.key, s.m, nil)
+		if err != nil {
+			c.replyErr(err)
+			return false
+		}
 		for _, mb := range members {
 			s.scores[string(mb)] = 1
 		}
-		return ok
+		return true
 	}
 	err := c.s.ks.zwalk(c.reader(), s.key, s.m, nil, nil, false, func(score float64, member []byte) bool {
 		s.scores[string(member)] = score

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 )
 
-// Collections (hashes, sets, sorted sets, and later lists) are stored
+// Collections (hashes, sets, lists and sorted sets) are stored
 // element by element, so that one key may hold more than fits in memory
 // and a command touches only the elements it needs (doc/server.md,
 // "Keyspace encoding"):
@@ -34,9 +35,9 @@ import (
 // every type lives in the 'e' range under its collection's version.
 //
 // A list's metadata carries 8 more bytes, the slot of its first element
-// (cmd_list.go); like every type's, it starts with the version.
+// (list.go); like every type's, it starts with the version.
 const (
-	elemPrefix  = 'e'
+	elemPrefix  = keylayout.Elem
 	metaLen     = 16
 	listMetaLen = metaLen + 8
 )
@@ -66,7 +67,7 @@ type versionClock struct {
 }
 
 const (
-	versionsKey = "mversions"
+	versionsKey = string(keylayout.Meta) + "versions"
 	// versionBlock is how many versions one synced write reserves.
 	versionBlock = 1 << 20
 )
@@ -446,31 +447,43 @@ func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists,
 // editColl runs a write of the collection of type typ at key under the
 // key's lock: fn gets the metadata (a new collection's when the key is
 // absent), adds its element writes to c.batch and adjusts m.count, or
-// replies itself and returns false. editColl then writes the metadata
-// (deleting an emptied collection) and commits everything as one batch;
-// it reports whether it did, having replied on false.
-func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool) bool) bool {
+// returns an error. editColl then writes the metadata (deleting an
+// emptied collection) and commits everything as one batch. It replies
+// nothing: the caller replies with the error, or with its result.
+func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool) error) error {
 	held := c.lock([][]byte{key}, 1)
 	defer c.unlock(held)
-	m, exists, ok := c.getColl(key, typ)
-	if !ok {
-		return false
+	m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
+	if err != nil {
+		return err
 	}
 	if !exists {
-		var err error
 		if m, err = c.s.ks.newColl(typ); err != nil {
-			c.replyErr(err)
-			return false
+			return err
 		}
 	}
 	before := m.count
-	if !fn(&m, exists) {
+	if err := fn(&m, exists); err != nil {
 		c.batch.Reset()
-		return false
+		return err
 	}
 	if m.count == before && c.batch.Count() == 0 {
-		return true
+		return nil
 	}
 	c.s.ks.putColl(c.batch, &c.scratch, key, m)
-	return c.apply()
+	return c.commit()
+}
+
+// readElems returns every element under sub of m at key (scanElemsIn)
+// and its value, read through r.
+func (ks *keyspace) readElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte) (elems, vals [][]byte, err error) {
+	err = ks.scanElemsIn(r, key, m, sub, nil, func(elem, val []byte) bool {
+		elems = append(elems, bytes.Clone(elem))
+		vals = append(vals, bytes.Clone(val))
+		return true
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return elems, vals, nil
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -180,49 +179,32 @@ func (c *conn) ok() { c.wr.SimpleString("OK") }
 // replyErr writes err, which must be non-nil, as a command error.
 func (c *conn) replyErr(err error) { c.fail(engineError(err)) }
 
-// engineError turns an engine error into a Redis error reply. A read-only
-// engine gets MISCONF, which Redis uses when it cannot persist writes.
-func engineError(err error) string {
-	switch {
-	case errors.Is(err, errWrongType):
-		return err.Error()
-	case errors.Is(err, lsmgo.ErrReadOnly):
-		return "MISCONF Errors writing to disk; writes are refused until an operator runs LSMGO.RESUME (or restarts the server): " + err.Error()
-	case errors.Is(err, lsmgo.ErrNoSpace):
-		// Redis, too, answers MISCONF while it cannot persist; unlike
-		// the read-only case this one heals once space is freed.
-		return "MISCONF Disk full; writes resume by themselves once space is freed: " + err.Error()
-	case errors.Is(err, lsmgo.ErrClosed):
-		return "ERR server is shutting down"
-	}
-	return "ERR " + err.Error()
-}
-
 // apply commits and empties the connection's batch; on failure it replies
-// with the error and returns false. Inside EXEC the batch joins the
-// transaction's, which commits at the end of EXEC; in a pipeline it may
-// join the pending batch (deferWrite), which the connection loop commits
-// before any of its replies leaves.
+// with the error and returns false.
 func (c *conn) apply() bool {
-	if c.deferWrite() {
-		return true
-	}
-	if c.inExec() {
-		c.exec.batch.Append(c.batch)
-		c.batch.Reset()
-		if err := c.exec.batch.Err(); err != nil {
-			c.replyErr(err)
-			return false
-		}
-		return true
-	}
-	err := c.s.ks.apply(c.batch)
-	c.batch.Reset()
-	if err != nil {
+	if err := c.commit(); err != nil {
 		c.replyErr(err)
 		return false
 	}
 	return true
+}
+
+// commit commits and empties the connection's batch. Inside EXEC the batch
+// joins the transaction's, which commits at the end of EXEC; in a pipeline
+// it may join the pending batch (deferWrite), which the connection loop
+// commits before any of its replies leaves.
+func (c *conn) commit() error {
+	if c.deferWrite() {
+		return nil
+	}
+	if c.inExec() {
+		c.exec.batch.Append(c.batch)
+		c.batch.Reset()
+		return c.exec.batch.Err()
+	}
+	err := c.s.ks.apply(c.batch)
+	c.batch.Reset()
+	return err
 }
 
 // pin makes the running read command see one engine state through all

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 )
 
-// The server's keyspace inside the engine (doc/server.md has the layout):
+// The server's keyspace inside the engine (doc/server.md has the layout;
+// internal/keylayout names every prefix and its owner):
 //
 //	engine key            engine value
 //	'k' + user key        header byte + payload
@@ -25,7 +27,7 @@ import (
 // range visits each key exactly once whatever its type; collections keep
 // their elements in the 'e' range (collection.go).
 const (
-	dataPrefix  = 'k'
+	dataPrefix  = keylayout.Data
 	dataEnd     = dataPrefix + 1
 	typeString  = 's'
 	typeHash    = 'h'
@@ -36,16 +38,13 @@ const (
 
 	// formatKey holds formatVersion; Start refuses a directory written
 	// with another version.
-	formatKey     = "mformat"
+	formatKey     = string(keylayout.Meta) + "format"
 	formatVersion = "1"
 )
 
 // typeNames are the names TYPE replies with, by header type; decodeHeader
 // refuses a header whose type is not here.
 var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list", typeZSet: "zset"}
-
-// errWrongType is Redis' reply to a command run on a key of another type.
-var errWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 // dataKey appends the engine key of userKey to dst.
 func dataKey(dst, userKey []byte) []byte {
