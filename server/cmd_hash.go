@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"math"
-	"slices"
 	"strconv"
 )
 
@@ -156,61 +154,6 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) {
 		} else {
 			c.wr.Null()
 		}
-	}
-}
-
-// getElems reads the elements named sub+name for each of names from the
-// collection of type typ at key (none found when the key is absent). It
-// reads every one before the caller replies, so that an engine error is
-// the whole reply rather than a broken array; it replies itself on
-// failure.
-func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists, ok bool) {
-	m, exists, ok := c.getColl(key, typ)
-	if !ok {
-		return nil, nil, false, false
-	}
-	vals, found = make([][]byte, len(names)), make([]bool, len(names))
-	if exists {
-		elem := slices.Clone(sub)
-		for i, name := range names {
-			elem = append(elem[:len(sub)], name...)
-			if vals[i], found[i], ok = c.getElem(key, m, elem); !ok {
-				return nil, nil, false, false
-			}
-		}
-	}
-	return vals, found, exists, true
-}
-
-// removeElems returns the handler of HDEL or SREM on collections of typ:
-// it deletes the distinct elements named after the key and replies with
-// how many were there.
-func removeElems(typ byte) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		key := args[1]
-		var removed int64
-		if err := c.editColl(key, typ, func(m *collMeta, existed bool) error {
-			if !existed {
-				return nil
-			}
-			var err error
-			distinct(args[2:], func(elem []byte) {
-				var found bool
-				if err == nil {
-					_, found, err = c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, elem)
-				}
-				if found {
-					c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, elem)
-					removed++
-				}
-			})
-			m.count -= removed
-			return err
-		}); err != nil {
-			c.replyErr(err)
-			return
-		}
-		c.wr.Int(removed)
 	}
 }
 
@@ -372,142 +315,8 @@ func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) {
 	c.wr.Bulk(result)
 }
 
-// scanOpts are the parsed options of HSCAN and SSCAN.
-type scanOpts struct {
-	pattern []byte
-	count   int64
-}
-
-// parseScanOpts parses [MATCH pattern] [COUNT n] with Redis' errors.
-func (c *conn) parseScanOpts(opts [][]byte) (o scanOpts, ok bool) {
-	o.count = 10
-	for i := 0; i < len(opts); i++ {
-		switch a := opts[i]; {
-		case i+1 < len(opts) && is(a, "MATCH"):
-			o.pattern = opts[i+1]
-			i++
-		case i+1 < len(opts) && is(a, "COUNT"):
-			n, ok := parseInt(opts[i+1])
-			if !ok {
-				c.fail(msgNotInteger)
-				return o, false
-			}
-			if n < 1 {
-				c.fail(msgSyntax)
-				return o, false
-			}
-			o.count = n
-			i++
-		default:
-			c.fail(msgSyntax)
-			return o, false
-		}
-	}
-	return o, true
-}
-
-// scanColl implements HSCAN, SSCAN and ZSCAN: it examines up to COUNT
-// elements under sub of the collection from where the cursor left off,
-// and replies with the next cursor and the matching elements, each
-// followed by its value as value prints it unless value is nil (SSCAN).
-// Cursors are server-side positions, as for SCAN.
-func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val []byte) []byte) {
-	cursor, err := strconv.ParseUint(string(args[2]), 10, 64)
-	if err != nil {
-		c.fail("ERR invalid cursor")
-		return
-	}
-	key := args[1]
-	defer c.pin()()
-	m, exists, ok := c.getColl(key, typ)
-	if !ok {
-		return
-	}
-	if !exists {
-		// As in Redis, a missing key answers before the options are
-		// parsed.
-		c.wr.ArrayHeader(2)
-		c.wr.BulkString("0")
-		c.wr.ArrayHeader(0)
-		return
-	}
-	o, ok := c.parseScanOpts(args[3:])
-	if !ok {
-		return
-	}
-	var from []byte
-	if cursor != 0 {
-		if from, ok = c.s.cursors.get(cursor); !ok {
-			c.fail("ERR invalid cursor")
-			return
-		}
-	}
-	var elems, vals [][]byte
-	if m.count <= smallColl {
-		o.count = smallColl
-	}
-	var next []byte
-	examined := int64(0)
-	err = c.s.ks.scanElemsIn(c.reader(), key, m, sub, from, func(elem, val []byte) bool {
-		if examined == o.count {
-			next = bytes.Clone(elem)
-			return false
-		}
-		examined++
-		if o.pattern == nil || globMatch(o.pattern, elem, false) {
-			elems = append(elems, bytes.Clone(elem))
-			if value != nil {
-				vals = append(vals, value(nil, val))
-			}
-		}
-		return true
-	})
-	if err != nil {
-		c.replyErr(err)
-		return
-	}
-	c.wr.ArrayHeader(2)
-	if next == nil {
-		c.wr.BulkString("0")
-	} else {
-		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
-	}
-	c.wr.ArrayHeader(len(elems) + len(vals))
-	for i := range elems {
-		c.wr.Bulk(elems[i])
-		if value != nil {
-			c.wr.Bulk(vals[i])
-		}
-	}
-}
-
-// smallColl is the size up to which HSCAN and SSCAN return a whole
-// collection in one call whatever COUNT says, as Redis does for its
-// compact encodings (hash-max-listpack-entries, set-max-intset-entries
-// are 128 by default and 512): clients then need one round trip, and
-// the replies match Redis'.
-const smallColl = 128
-
 func cmdHScan(c *conn, _ *command, args [][]byte) {
 	c.scanColl(args, typeHash, nil, func(dst, val []byte) []byte { return append(dst, val...) })
-}
-
-// maxRandCount is the largest |count| HRANDFIELD and SRANDMEMBER accept,
-// as in Redis, which refuses counts whose doubling could overflow.
-const maxRandCount = math.MaxInt64 / 2
-
-// randCount parses the count of HRANDFIELD or SRANDMEMBER, answering the
-// error Redis gives for a bad one.
-func (c *conn) randCount(arg []byte) (int64, bool) {
-	count, ok := parseInt(arg)
-	switch {
-	case !ok:
-		c.fail(msgNotInteger)
-	case count < -maxRandCount || count > maxRandCount:
-		c.fail("ERR value is out of range")
-		ok = false
-	}
-	return count, ok
 }
 
 // cmdHRandField implements HRANDFIELD key [count [WITHVALUES]]. Picking
@@ -551,36 +360,4 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			c.wr.Bulk(vals[i])
 		}
 	}
-}
-
-// randomElems is the common part of HRANDFIELD, SRANDMEMBER and
-// ZRANDMEMBER once their count is parsed (single: none was given): it
-// replies itself for a missing key (null, or with a count an empty
-// array), a zero count, a failure, and without a count with the one
-// element picked; otherwise it returns the picks for the caller's reply.
-func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count int64) (elems, vals [][]byte, ok bool) {
-	defer c.pin()()
-	m, exists, ok := c.getColl(key, typ)
-	switch {
-	case !ok:
-		return nil, nil, false
-	case single && !exists:
-		c.wr.Null()
-		return nil, nil, false
-	case !single && (!exists || count == 0):
-		c.wr.ArrayHeader(0)
-		return nil, nil, false
-	case single:
-		count = 1
-	}
-	elems, vals, err := c.s.ks.pickElems(c.reader(), key, m, sub, count)
-	if err != nil {
-		c.replyErr(err)
-		return nil, nil, false
-	}
-	if single {
-		c.wr.Bulk(elems[0])
-		return nil, nil, false
-	}
-	return elems, vals, ok
 }

@@ -6,52 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
-
-func init() {
-	const g = "generic"
-	w, wf, rf := flagWrite, flagWrite|flagFast, flagReadonly|flagFast
-	register(
-		spec{name: "del", arity: -2, flags: w, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
-			summary: "Deletes one or more keys.", run: cmdDel},
-		spec{name: "unlink", arity: -2, flags: wf, firstKey: 1, lastKey: -1, step: 1, group: g, since: "4.0.0",
-			summary: "Asynchronously deletes one or more keys.", run: cmdDel},
-		spec{name: "exists", arity: -2, flags: rf, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
-			summary: "Determines whether one or more keys exist.", run: cmdExists},
-		spec{name: "type", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Determines the type of value stored at a key.", run: cmdType},
-		spec{name: "rename", arity: 3, flags: w, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
-			summary: "Renames a key and overwrites the destination.", run: rename(false)},
-		spec{name: "renamenx", arity: 3, flags: wf, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
-			summary: "Renames a key only when the target key name doesn't exist.", run: rename(true)},
-		spec{name: "expire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Sets the expiration time of a key in seconds.", run: expire(inSeconds)},
-		spec{name: "pexpire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Sets the expiration time of a key in milliseconds.", run: expire(inMillis)},
-		spec{name: "expireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.2.0",
-			summary: "Sets the expiration time of a key to a Unix timestamp.", run: expire(atSeconds)},
-		spec{name: "pexpireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.", run: expire(atMillis)},
-		spec{name: "ttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Returns the expiration time in seconds of a key.", run: ttl(inSeconds)},
-		spec{name: "pttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Returns the expiration time in milliseconds of a key.", run: ttl(inMillis)},
-		spec{name: "expiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix timestamp.", run: ttl(atSeconds)},
-		spec{name: "pexpiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", run: ttl(atMillis)},
-		spec{name: "persist", arity: 2, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.2.0",
-			summary: "Removes the expiration time of a key.", run: cmdPersist},
-		spec{name: "keys", arity: 2, flags: flagReadonly, group: g, since: "1.0.0",
-			summary: "Returns all key names that match a pattern.", run: cmdKeys},
-		spec{name: "scan", arity: -2, flags: flagReadonly, group: g, since: "2.8.0",
-			summary: "Iterates over the key names in the database.", run: cmdScan},
-		spec{name: "randomkey", arity: 1, flags: flagReadonly, group: g, since: "1.0.0",
-			summary: "Returns a random key name from the database.", run: cmdRandomKey},
-	)
-}
 
 // distinct calls fn once per distinct key, in argument order.
 func distinct(keys [][]byte, fn func(key []byte)) {
@@ -357,35 +313,12 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 		c.fail("ERR invalid cursor")
 		return
 	}
-	count := int64(10)
-	var pattern []byte
-	typeFilter := ""
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.fail(msgSyntax)
-			return
-		}
-		switch v := args[i+1]; {
-		case is(args[i], "MATCH"):
-			pattern = v
-		case is(args[i], "COUNT"):
-			n, ok := parseInt(v)
-			if !ok {
-				c.fail(msgNotInteger)
-				return
-			}
-			if n < 1 {
-				c.fail(msgSyntax)
-				return
-			}
-			count = n
-		case is(args[i], "TYPE"):
-			typeFilter = string(toUpper(v))
-		default:
-			c.fail(msgSyntax)
-			return
-		}
+	o, err := parseScanOpts(args[2:], true)
+	if err != nil {
+		c.replyErr(err)
+		return
 	}
+	count, pattern, typeFilter := o.count, o.pattern, o.typ
 	var from []byte
 	if cursor != 0 {
 		var ok bool
@@ -442,53 +375,10 @@ func cmdRandomKey(c *conn, _ *command, _ [][]byte) {
 	}
 }
 
-// maxCursors bounds the SCAN positions the server remembers. A client that
-// comes back with a cursor older than the newest maxCursors gets "ERR
-// invalid cursor" and must restart its scan.
-const maxCursors = 1 << 14
-
-// cursorTable maps SCAN cursors to the key where the scan resumes. A
-// server-side table keeps cursors exact and numeric — go-redis and other
-// clients parse the cursor as an unsigned 64-bit integer — which no
-// encoding of an arbitrary key into 64 bits could.
-type cursorTable struct {
-	mu    sync.Mutex
-	next  uint64
-	keys  map[uint64][]byte
-	order []uint64 // FIFO ring of live ids, for eviction
-	head  int
-}
-
 // init starts ids at a random point below 2^40, so that a cursor from
 // before a restart is unlikely to name a position of a new scan, and ids
 // stay exact even in clients that hold numbers as float64.
 func (t *cursorTable) init() {
 	t.next = rand.Uint64N(1<<40) + 1
 	t.keys = make(map[uint64][]byte)
-}
-
-// put records key and returns its cursor id, never 0.
-func (t *cursorTable) put(key []byte) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := t.next
-	t.next++
-	if len(t.order) < maxCursors {
-		t.order = append(t.order, id)
-	} else {
-		delete(t.keys, t.order[t.head])
-		t.order[t.head] = id
-		t.head = (t.head + 1) % maxCursors
-	}
-	t.keys[id] = key
-	return id
-}
-
-// get returns the resume key of cursor id. It is kept, so a client may
-// retry a SCAN call whose reply it lost.
-func (t *cursorTable) get(id uint64) ([]byte, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k, ok := t.keys[id]
-	return k, ok
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/netutil"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
@@ -123,14 +124,6 @@ func (r connReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// isTimeout reports whether err is a network timeout. It is a function of
-// its own because errors.As moves its target to the heap: declared in
-// conn.awaitInput, the target cost an allocation on every read.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
 // countingWriter counts reply bytes for INFO and /metrics. It publishes
 // the connection's tally first, so that a client that has read a reply
 // finds its command counted.
@@ -224,7 +217,7 @@ func (c *conn) awaitInput() error {
 	// the deadline meanwhile: execute delivers the messages queued before
 	// each command runs, so none is overtaken.
 	err := c.rd.Fill()
-	if c.sub != nil && isTimeout(err) && c.sub.woken.Swap(false) {
+	if c.sub != nil && netutil.IsTimeout(err) && c.sub.woken.Swap(false) {
 		return nil // woken by a publisher: deliver, then read again
 	}
 	return err
@@ -252,7 +245,7 @@ func (c *conn) readFailed(err error) {
 		c.wr.Flush()
 		lingerClose(c.nc)
 	default:
-		if isTimeout(err) && !c.s.closing.Load() {
+		if netutil.IsTimeout(err) && !c.s.closing.Load() {
 			c.s.log.Debug("closing idle client", "client", c.id)
 		}
 		c.wr.Flush()

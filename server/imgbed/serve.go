@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/netutil"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -52,18 +53,13 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 	}
 	d.rc.SetReadDeadline(deadline)
 	n, err := d.r.Read(p)
-	if err != nil && isTimeout(err) {
+	if err != nil && netutil.IsTimeout(err) {
 		err = errUploadTimeout
 	}
 	return n, err
 }
 
 var errUploadTimeout = &apiError{http.StatusRequestTimeout, "timeout", "request body too slow"}
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
-}
 
 // parseFile splits "{id}.{ext}" and checks both parts; anything else
 // (traversal, junk, overlong ids) is simply not found.
