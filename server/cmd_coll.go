@@ -12,31 +12,30 @@ import (
 // getElems reads the elements named sub+name for each of names from the
 // collection of type typ at key (none found when the key is absent). It
 // reads every one before the caller replies, so that an engine error is
-// the whole reply rather than a broken array; it replies itself on
-// failure.
-func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists, ok bool) {
-	m, exists, ok := c.getColl(key, typ)
-	if !ok {
-		return nil, nil, false, false
+// the whole reply rather than a broken array.
+func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists bool, err error) {
+	m, exists, err := c.getColl(key, typ)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	vals, found = make([][]byte, len(names)), make([]bool, len(names))
 	if exists {
 		elem := slices.Clone(sub)
 		for i, name := range names {
 			elem = append(elem[:len(sub)], name...)
-			if vals[i], found[i], ok = c.getElem(key, m, elem); !ok {
-				return nil, nil, false, false
+			if vals[i], found[i], err = c.getElem(key, m, elem); err != nil {
+				return nil, nil, false, err
 			}
 		}
 	}
-	return vals, found, exists, true
+	return vals, found, exists, nil
 }
 
 // removeElems returns the handler of HDEL or SREM on collections of typ:
 // it deletes the distinct elements named after the key and replies with
 // how many were there.
 func removeElems(typ byte) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		key := args[1]
 		var removed int64
 		if err := c.editColl(key, typ, func(m *collMeta, existed bool) error {
@@ -57,10 +56,10 @@ func removeElems(typ byte) handler {
 			m.count -= removed
 			return err
 		}); err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		c.wr.Int(removed)
+		return nil
 	}
 }
 
@@ -70,46 +69,45 @@ const maxRandCount = math.MaxInt64 / 2
 
 // randCount parses the count of HRANDFIELD or SRANDMEMBER, answering the
 // error Redis gives for a bad one.
-func (c *conn) randCount(arg []byte) (int64, bool) {
+func randCount(arg []byte) (int64, error) {
 	count, ok := parseInt(arg)
 	switch {
 	case !ok:
-		c.fail(msgNotInteger)
+		return 0, redisError(msgNotInteger)
 	case count < -maxRandCount || count > maxRandCount:
-		c.fail("ERR value is out of range")
-		ok = false
+		return 0, redisError("ERR value is out of range")
 	}
-	return count, ok
+	return count, nil
 }
 
 // randomElems is the common part of HRANDFIELD, SRANDMEMBER and
-// ZRANDMEMBER once their count is parsed (single: none was given): it
-// replies itself for a missing key (null, or with a count an empty
-// array), a zero count, a failure, and without a count with the one
-// element picked; otherwise it returns the picks for the caller's reply.
-func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count int64) (elems, vals [][]byte, ok bool) {
+// ZRANDMEMBER once their count is parsed (single: none was given). For a
+// missing key (null, or with a count an empty array), a zero count, and
+// without a count (the one element picked) it writes the whole reply and
+// returns done; otherwise it returns the picks for the caller's reply, or
+// an error, having written nothing.
+func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count int64) (elems, vals [][]byte, done bool, err error) {
 	defer c.pin()()
-	m, exists, ok := c.getColl(key, typ)
+	m, exists, err := c.getColl(key, typ)
 	switch {
-	case !ok:
-		return nil, nil, false
+	case err != nil:
+		return nil, nil, false, err
 	case single && !exists:
 		c.wr.Null()
-		return nil, nil, false
+		return nil, nil, true, nil
 	case !single && (!exists || count == 0):
 		c.wr.ArrayHeader(0)
-		return nil, nil, false
+		return nil, nil, true, nil
 	case single:
 		count = 1
 	}
-	elems, vals, err := c.s.ks.pickElems(c.reader(), key, m, sub, count)
+	elems, vals, err = c.s.ks.pickElems(c.reader(), key, m, sub, count)
 	if err != nil {
-		c.replyErr(err)
-		return nil, nil, false
+		return nil, nil, false, err
 	}
 	if single {
 		c.wr.Bulk(elems[0])
-		return nil, nil, false
+		return nil, nil, true, nil
 	}
-	return elems, vals, ok
+	return elems, vals, false, nil
 }

@@ -47,10 +47,9 @@ func init() {
 // hset returns the handler of HSET, or of HMSET when ok (its reply is +OK
 // instead of the count of new fields).
 func hset(ok bool) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		if len(args)%2 != 0 {
-			c.fail(wrongArity(cmd))
-			return
+			return redisError(wrongArity(cmd))
 		}
 		key := args[1]
 		var added int64
@@ -82,18 +81,18 @@ func hset(ok bool) handler {
 			m.count += added
 			return nil
 		}); err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		if ok {
 			c.ok()
 		} else {
 			c.wr.Int(added)
 		}
+		return nil
 	}
 }
 
-func cmdHSetNX(c *conn, _ *command, args [][]byte) {
+func cmdHSetNX(c *conn, _ *command, args [][]byte) error {
 	key, field, val := args[1], args[2], args[3]
 	set := false
 	if err := c.editColl(key, typeHash, func(m *collMeta, existed bool) error {
@@ -111,40 +110,42 @@ func cmdHSetNX(c *conn, _ *command, args [][]byte) {
 		set = true
 		return nil
 	}); err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	if set {
 		c.wr.Int(1)
 	} else {
 		c.wr.Int(0)
 	}
+	return nil
 }
 
-func cmdHGet(c *conn, _ *command, args [][]byte) {
-	m, exists, ok := c.getColl(args[1], typeHash)
-	if !ok {
-		return
+func cmdHGet(c *conn, _ *command, args [][]byte) error {
+	m, exists, err := c.getColl(args[1], typeHash)
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	if !exists {
 		c.wr.Null()
-		return
+		return nil
 	}
-	val, found, ok := c.getElem(args[1], m, args[2])
+	val, found, err := c.getElem(args[1], m, args[2])
 	switch {
-	case !ok:
+	case err != nil:
+		return err
 	case found:
 		c.wr.Bulk(val)
 	default:
 		c.wr.Null()
 	}
+	return nil
 }
 
-func cmdHMGet(c *conn, _ *command, args [][]byte) {
-	vals, found, exists, ok := c.getElems(args[1], typeHash, nil, args[2:])
-	if !ok {
-		return
+func cmdHMGet(c *conn, _ *command, args [][]byte) error {
+	vals, found, exists, err := c.getElems(args[1], typeHash, nil, args[2:])
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	c.wr.ArrayHeader(len(vals))
@@ -155,17 +156,18 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) {
 			c.wr.Null()
 		}
 	}
+	return nil
 }
 
-func cmdHExists(c *conn, _ *command, args [][]byte) {
-	m, exists, ok := c.getColl(args[1], typeHash)
-	if !ok {
-		return
+func cmdHExists(c *conn, _ *command, args [][]byte) error {
+	m, exists, err := c.getColl(args[1], typeHash)
+	if err != nil {
+		return err
 	}
 	found := false
 	if exists {
-		if _, found, ok = c.getElem(args[1], m, args[2]); !ok {
-			return
+		if _, found, err = c.getElem(args[1], m, args[2]); err != nil {
+			return err
 		}
 	}
 	if found {
@@ -173,45 +175,48 @@ func cmdHExists(c *conn, _ *command, args [][]byte) {
 	} else {
 		c.wr.Int(0)
 	}
+	return nil
 }
 
-func cmdHLen(c *conn, _ *command, args [][]byte) {
-	m, _, ok := c.getColl(args[1], typeHash)
-	if ok {
-		c.wr.Int(m.count)
+func cmdHLen(c *conn, _ *command, args [][]byte) error {
+	m, _, err := c.getColl(args[1], typeHash)
+	if err != nil {
+		return err
 	}
+	c.wr.Int(m.count)
+	return nil
 }
 
-func cmdHStrlen(c *conn, _ *command, args [][]byte) {
-	m, exists, ok := c.getColl(args[1], typeHash)
-	if !ok {
-		return
+func cmdHStrlen(c *conn, _ *command, args [][]byte) error {
+	m, exists, err := c.getColl(args[1], typeHash)
+	if err != nil {
+		return err
 	}
 	var val []byte
 	if exists {
-		if val, _, ok = c.getElem(args[1], m, args[2]); !ok {
-			return
+		if val, _, err = c.getElem(args[1], m, args[2]); err != nil {
+			return err
 		}
 	}
 	c.wr.Int(int64(len(val)))
+	return nil
 }
 
 // hgetAll returns the handler of HGETALL (fields and values: a map in
 // RESP3), HKEYS (fields) or HVALS (values). The reply lists fields in
 // byte order; Redis' order is its hash table's.
 func hgetAll(fields, values bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		defer c.pin()()
-		m, exists, ok := c.getColl(args[1], typeHash)
-		if !ok {
-			return
+		m, exists, err := c.getColl(args[1], typeHash)
+		if err != nil {
+			return err
 		}
 		var elems, vals [][]byte
 		if exists {
 			var err error
 			if elems, vals, err = c.s.ks.readElems(c.reader(), args[1], m, nil); err != nil {
-				c.replyErr(err)
-				return
+				return err
 			}
 		}
 		if fields && values {
@@ -227,6 +232,7 @@ func hgetAll(fields, values bool) handler {
 				c.wr.Bulk(vals[i])
 			}
 		}
+		return nil
 	}
 }
 
@@ -257,11 +263,10 @@ func (c *conn) hashIncr(key, field []byte, fn func(old []byte, found bool) ([]by
 	return result, err
 }
 
-func cmdHIncrBy(c *conn, _ *command, args [][]byte) {
+func cmdHIncrBy(c *conn, _ *command, args [][]byte) error {
 	delta, ok := parseInt(args[3])
 	if !ok {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
 	var n int64
 	_, err := c.hashIncr(args[1], args[2], func(old []byte, found bool) ([]byte, error) {
@@ -278,21 +283,19 @@ func cmdHIncrBy(c *conn, _ *command, args [][]byte) {
 		return strconv.AppendInt(nil, n, 10), nil
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.Int(n)
+	return nil
 }
 
-func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) {
+func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) error {
 	delta, ok := parseFloat(args[3])
 	if !ok {
-		c.fail(msgNotFloat)
-		return
+		return redisError(msgNotFloat)
 	}
 	if math.IsInf(delta, 0) {
-		c.fail("ERR value is NaN or Infinity")
-		return
+		return redisError("ERR value is NaN or Infinity")
 	}
 	result, err := c.hashIncr(args[1], args[2], func(old []byte, found bool) ([]byte, error) {
 		var f float64
@@ -309,35 +312,34 @@ func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) {
 		return []byte(formatFloat(f)), nil
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.Bulk(result)
+	return nil
 }
 
-func cmdHScan(c *conn, _ *command, args [][]byte) {
-	c.scanColl(args, typeHash, nil, func(dst, val []byte) []byte { return append(dst, val...) })
+func cmdHScan(c *conn, _ *command, args [][]byte) error {
+	return c.scanColl(args, typeHash, nil, func(dst, val []byte) []byte { return append(dst, val...) })
 }
 
 // cmdHRandField implements HRANDFIELD key [count [WITHVALUES]]. Picking
 // needs the elements' positions, which an LSM tree does not index: see
 // pickElems for when it seeks and when it makes one pass over the hash.
-func cmdHRandField(c *conn, _ *command, args [][]byte) {
+func cmdHRandField(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 4 || len(args) == 4 && !is(args[3], "WITHVALUES") {
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
 	key := args[1]
 	var count int64
 	if len(args) >= 3 {
-		var ok bool
-		if count, ok = c.randCount(args[2]); !ok {
-			return
+		var err error
+		if count, err = randCount(args[2]); err != nil {
+			return err
 		}
 	}
-	elems, vals, ok := c.randomElems(key, typeHash, nil, len(args) == 2, count)
-	if !ok {
-		return
+	elems, vals, done, err := c.randomElems(key, typeHash, nil, len(args) == 2, count)
+	if err != nil || done {
+		return err
 	}
 	withValues := len(args) == 4
 	if withValues && c.wr.Protocol() == 3 {
@@ -347,7 +349,7 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			c.wr.Bulk(elems[i])
 			c.wr.Bulk(vals[i])
 		}
-		return
+		return nil
 	}
 	if withValues {
 		c.wr.ArrayHeader(2 * len(elems))
@@ -360,4 +362,5 @@ func cmdHRandField(c *conn, _ *command, args [][]byte) {
 			c.wr.Bulk(vals[i])
 		}
 	}
+	return nil
 }

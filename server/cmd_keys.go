@@ -35,7 +35,7 @@ func distinct(keys [][]byte, fn func(key []byte)) {
 // cmdDel implements DEL and UNLINK, which are the same here: deleting is
 // one tombstone per key whatever the value's size; a collection's
 // elements are reclaimed later (reclaim.go).
-func cmdDel(c *conn, _ *command, args [][]byte) {
+func cmdDel(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[1:], 1)
 	defer c.unlock(held)
 	var deleted []deletedEntry
@@ -53,16 +53,16 @@ func cmdDel(c *conn, _ *command, args [][]byte) {
 	})
 	if err != nil {
 		c.batch.Reset()
-		c.replyErr(err)
-		return
+		return err
 	}
-	if !c.apply() {
-		return
+	if err := c.commit(); err != nil {
+		return err
 	}
 	for _, d := range deleted {
 		c.s.ks.reclaimDeleted(d.key, d.e)
 	}
 	c.wr.Int(int64(len(deleted)))
+	return nil
 }
 
 // deletedEntry is a key a command deletes and the entry it held.
@@ -71,39 +71,42 @@ type deletedEntry struct {
 	e   entry
 }
 
-func cmdExists(c *conn, _ *command, args [][]byte) {
+func cmdExists(c *conn, _ *command, args [][]byte) error {
 	var n int64
 	for _, key := range args[1:] {
 		exists, err := c.s.ks.exists(c.reader(), &c.scratch, key)
 		if err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		if exists {
 			n++
 		}
 	}
 	c.wr.Int(n)
+	return nil
 }
 
-func cmdType(c *conn, _ *command, args [][]byte) {
+func cmdType(c *conn, _ *command, args [][]byte) error {
 	name, err := c.s.ks.typeOf(c.reader(), &c.scratch, args[1])
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.SimpleString(name)
+	return nil
 }
 
 // rename returns the handler of RENAME, or of RENAMENX when nx; the value
 // keeps its expiry.
 func rename(nx bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		src, dst := args[1], args[2]
-		held, e, ok := c.lockSource(args, func() { c.fail(msgNoSuchKey) })
+		held, e, exists, err := c.lockSource(args)
 		defer c.unlock(held)
-		if !ok {
-			return
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return redisError(msgNoSuchKey)
 		}
 		if bytes.Equal(src, dst) {
 			if nx {
@@ -111,25 +114,24 @@ func rename(nx bool) handler {
 			} else {
 				c.ok()
 			}
-			return
+			return nil
 		}
 		if nx {
 			taken, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
 			if err != nil {
-				c.replyErr(err)
-				return
+				return err
 			}
 			if taken {
 				c.wr.Int(0)
-				return
+				return nil
 			}
 		}
-		if !c.putCopy(src, dst, e) {
-			return
+		if err := c.putCopy(src, dst, e); err != nil {
+			return err
 		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, src)
-		if !c.apply() {
-			return
+		if err := c.commit(); err != nil {
+			return err
 		}
 		c.s.ks.reclaimDeleted(src, e)
 		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
@@ -138,6 +140,7 @@ func rename(nx bool) handler {
 		} else {
 			c.ok()
 		}
+		return nil
 	}
 }
 
@@ -147,7 +150,7 @@ func rename(nx bool) handler {
 // value is rewritten with the new expiry under the key's lock, so no
 // concurrent write is lost.
 func expire(u timeArg) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		var nx, xx, gt, lt bool
 		for _, a := range args[3:] {
 			switch {
@@ -160,65 +163,60 @@ func expire(u timeArg) handler {
 			case is(a, "LT"):
 				lt = true
 			default:
-				c.fail("ERR Unsupported option " + string(a))
-				return
+				return redisError("ERR Unsupported option " + string(a))
 			}
 		}
 		if nx && (xx || gt || lt) {
-			c.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
-			return
+			return redisError("ERR NX and XX, GT or LT options at the same time are not compatible")
 		}
 		if gt && lt {
-			c.fail("ERR GT and LT options at the same time are not compatible")
-			return
+			return redisError("ERR GT and LT options at the same time are not compatible")
 		}
 		when, ok := parseInt(args[2])
 		if !ok {
-			c.fail(msgNotInteger)
-			return
+			return redisError(msgNotInteger)
 		}
 		if u.seconds {
 			if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
-				c.fail(invalidExpire(cmd))
-				return
+				return redisError(invalidExpire(cmd))
 			}
 			when *= 1000
 		}
 		now := time.Now().UnixMilli()
 		if u.relative {
 			if when > math.MaxInt64-now {
-				c.fail(invalidExpire(cmd))
-				return
+				return redisError(invalidExpire(cmd))
 			}
 			when += now
 		}
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
-		e, exists, ok := c.getEntry(args[1])
-		if !ok {
-			return
+		e, exists, err := c.getEntry(args[1])
+		if err != nil {
+			return err
 		}
 		volatile := !e.expireAt.IsZero()
 		cur := e.expireAt.UnixMilli()
 		if !exists || nx && volatile || xx && !volatile ||
 			gt && (!volatile || when <= cur) || lt && volatile && when >= cur {
 			c.wr.Int(0)
-			return
+			return nil
 		}
 		if when <= now {
 			c.s.ks.deleteKey(c.batch, &c.scratch, args[1])
-			if !c.apply() {
-				return
+			if err := c.commit(); err != nil {
+				return err
 			}
 			c.s.ks.reclaimDeleted(args[1], e)
 		} else {
 			e.expireAt = time.UnixMilli(when)
 			c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
-			if !c.apply() {
-				return
+			if err := c.commit(); err != nil {
+				return err
 			}
 		}
 		c.wr.Int(1)
+		return nil
 	}
 }
 
@@ -226,17 +224,17 @@ func expire(u timeArg) handler {
 // EXPIRETIME (atSeconds) or PEXPIRETIME (atMillis): -2 for a missing key,
 // -1 for a key without expiry.
 func ttl(u timeArg) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		e, exists, ok := c.getEntry(args[1])
+	return func(c *conn, _ *command, args [][]byte) error {
+		e, exists, err := c.getEntry(args[1])
 		switch {
-		case !ok:
-			return
+		case err != nil:
+			return err
 		case !exists:
 			c.wr.Int(-2)
-			return
+			return nil
 		case e.expireAt.IsZero():
 			c.wr.Int(-1)
-			return
+			return nil
 		}
 		at := e.expireAt.UnixMilli()
 		left := max(at-time.Now().UnixMilli(), 0)
@@ -250,26 +248,28 @@ func ttl(u timeArg) handler {
 		default:
 			c.wr.Int(at)
 		}
+		return nil
 	}
 }
 
-func cmdPersist(c *conn, _ *command, args [][]byte) {
+func cmdPersist(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	e, exists, ok := c.getEntry(args[1])
-	if !ok {
-		return
+	e, exists, err := c.getEntry(args[1])
+	if err != nil {
+		return err
 	}
 	if !exists || e.expireAt.IsZero() {
 		c.wr.Int(0)
-		return
+		return nil
 	}
 	e.expireAt = time.Time{}
 	c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
-	if !c.apply() {
-		return
+	if err := c.commit(); err != nil {
+		return err
 	}
 	c.wr.Int(1)
+	return nil
 }
 
 // matchRange narrows a scan to the keys that can match pattern, starting
@@ -283,7 +283,7 @@ func matchRange(pattern, from []byte) (lower, upper []byte) {
 	return lower, prefixEnd(prefix)
 }
 
-func cmdKeys(c *conn, _ *command, args [][]byte) {
+func cmdKeys(c *conn, _ *command, args [][]byte) error {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
@@ -294,37 +294,34 @@ func cmdKeys(c *conn, _ *command, args [][]byte) {
 		return true
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.ArrayHeader(len(keys))
 	for _, k := range keys {
 		c.wr.Bulk(k)
 	}
+	return nil
 }
 
 // cmdScan implements SCAN cursor [MATCH pattern] [COUNT n] [TYPE type].
 // The cursor names a server-side record of the next key (see
 // cursorTable), so it is exact: every key present for the whole scan is
 // returned exactly once, whatever is written meanwhile.
-func cmdScan(c *conn, _ *command, args [][]byte) {
+func cmdScan(c *conn, _ *command, args [][]byte) error {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
-		c.fail("ERR invalid cursor")
-		return
+		return redisError("ERR invalid cursor")
 	}
 	o, err := parseScanOpts(args[2:], true)
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	count, pattern, typeFilter := o.count, o.pattern, o.typ
 	var from []byte
 	if cursor != 0 {
 		var ok bool
 		if from, ok = c.s.cursors.get(cursor); !ok {
-			c.fail("ERR invalid cursor")
-			return
+			return redisError("ERR invalid cursor")
 		}
 	}
 	var keys [][]byte
@@ -347,8 +344,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 		return true
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.ArrayHeader(2)
 	if next == nil {
@@ -360,19 +356,21 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 	for _, k := range keys {
 		c.wr.Bulk(k)
 	}
+	return nil
 }
 
 // cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
-func cmdRandomKey(c *conn, _ *command, _ [][]byte) {
+func cmdRandomKey(c *conn, _ *command, _ [][]byte) error {
 	key, ok, err := c.s.ks.randomKey(c.reader())
 	switch {
 	case err != nil:
-		c.replyErr(err)
+		return err
 	case !ok:
 		c.wr.Null()
 	default:
 		c.wr.Bulk(key)
 	}
+	return nil
 }
 
 // init starts ids at a random point below 2^40, so that a cursor from

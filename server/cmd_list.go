@@ -70,12 +70,11 @@ const (
 // push returns the handler of LPUSH (left) or RPUSH, or with existing of
 // LPUSHX or RPUSHX, which push only onto an existing list.
 func push(left, existing bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		key := args[1]
 		for _, v := range args[2:] {
 			if err := checkListElem(key, v); err != nil {
-				c.replyErr(err)
-				return
+				return err
 			}
 		}
 		var n int64
@@ -88,29 +87,27 @@ func push(left, existing bool) handler {
 			}
 			return nil
 		}); err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		if n > 0 {
 			c.signalReady(key)
 		}
 		c.wr.Int(n)
+		return nil
 	}
 }
 
 // pop returns the handler of LPOP (left) or RPOP, with an optional count.
 func pop(left bool) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		if len(args) > 3 {
-			c.fail(wrongArity(cmd))
-			return
+			return redisError(wrongArity(cmd))
 		}
 		count := int64(1)
 		if len(args) == 3 {
 			var ok bool
 			if count, ok = parseInt(args[2]); !ok || count < 0 {
-				c.fail(msgMustBePositve)
-				return
+				return redisError(msgMustBePositve)
 			}
 		}
 		key := args[1]
@@ -125,8 +122,7 @@ func pop(left bool) handler {
 			vals, err = c.s.ks.listPopN(c.reader(), c.batch, &c.elemBuf, key, m, left, count)
 			return err
 		}); err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		switch {
 		case len(args) == 2 && !exists:
@@ -138,6 +134,7 @@ func pop(left bool) handler {
 		default:
 			c.bulks(vals)
 		}
+		return nil
 	}
 }
 
@@ -149,10 +146,13 @@ func (c *conn) bulks(vals [][]byte) {
 	}
 }
 
-func cmdLLen(c *conn, _ *command, args [][]byte) {
-	if m, _, ok := c.getColl(args[1], typeList); ok {
-		c.wr.Int(m.count)
+func cmdLLen(c *conn, _ *command, args [][]byte) error {
+	m, _, err := c.getColl(args[1], typeList)
+	if err != nil {
+		return err
 	}
+	c.wr.Int(m.count)
+	return nil
 }
 
 // listRange clamps Redis' start and end indexes (negative ones count from
@@ -173,32 +173,31 @@ func listRange(start, end, n int64) (from, to int64, empty bool) {
 
 // parseRange parses LRANGE's and LTRIM's start and end, replying on
 // error.
-func (c *conn) parseRange(startArg, endArg []byte) (start, end int64, ok bool) {
+func parseRange(startArg, endArg []byte) (start, end int64, err error) {
 	start, ok1 := parseInt(startArg)
 	end, ok2 := parseInt(endArg)
 	if !ok1 || !ok2 {
-		c.fail(msgNotInteger)
-		return 0, 0, false
+		return 0, 0, redisError(msgNotInteger)
 	}
-	return start, end, true
+	return start, end, nil
 }
 
-func cmdLRange(c *conn, _ *command, args [][]byte) {
-	start, end, ok := c.parseRange(args[2], args[3])
-	if !ok {
-		return
+func cmdLRange(c *conn, _ *command, args [][]byte) error {
+	start, end, err := parseRange(args[2], args[3])
+	if err != nil {
+		return err
 	}
 	key := args[1]
 	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeList)
-	if !ok {
-		return
+	m, exists, err := c.getColl(key, typeList)
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	from, to, empty := listRange(start, end, m.count)
 	if empty {
 		c.wr.ArrayHeader(0)
-		return
+		return nil
 	}
 	// Streamed: a range bigger than memory goes out as it is read. A
 	// failure after the header cannot be a reply any more; the
@@ -211,40 +210,40 @@ func cmdLRange(c *conn, _ *command, args [][]byte) {
 		c.replyErr(err)
 		c.quit = true
 	}
+	return nil
 }
 
-func cmdLIndex(c *conn, _ *command, args [][]byte) {
+func cmdLIndex(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
-	m, exists, ok := c.getColl(key, typeList)
-	if !ok {
-		return
+	m, exists, err := c.getColl(key, typeList)
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	if !exists {
 		c.wr.Null()
-		return
+		return nil
 	}
 	i, ok := parseInt(args[2])
 	if !ok {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
 	if i < 0 {
 		i += m.count
 	}
 	if i < 0 || i >= m.count {
 		c.wr.Null()
-		return
+		return nil
 	}
 	val, err := c.s.ks.listGet(c.reader(), &c.elemBuf, key, m, i)
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.Bulk(val)
+	return nil
 }
 
-func cmdLSet(c *conn, _ *command, args [][]byte) {
+func cmdLSet(c *conn, _ *command, args [][]byte) error {
 	key, val := args[1], args[3]
 	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
@@ -266,13 +265,13 @@ func cmdLSet(c *conn, _ *command, args [][]byte) {
 		c.s.ks.listPut(c.batch, &c.elemBuf, key, *m, i, val)
 		return nil
 	}); err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.ok()
+	return nil
 }
 
-func cmdLInsert(c *conn, _ *command, args [][]byte) {
+func cmdLInsert(c *conn, _ *command, args [][]byte) error {
 	key, pivot, val := args[1], args[3], args[4]
 	var after bool
 	switch {
@@ -280,8 +279,7 @@ func cmdLInsert(c *conn, _ *command, args [][]byte) {
 		after = true
 	case is(args[2], "BEFORE"):
 	default:
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
 	var n int64
 	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
@@ -314,18 +312,17 @@ func cmdLInsert(c *conn, _ *command, args [][]byte) {
 		n = m.count
 		return nil
 	}); err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.Int(n)
+	return nil
 }
 
-func cmdLRem(c *conn, _ *command, args [][]byte) {
+func cmdLRem(c *conn, _ *command, args [][]byte) error {
 	key, val := args[1], args[3]
 	count, ok := parseInt(args[2])
 	if !ok {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
 	var removed int64
 	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
@@ -354,16 +351,16 @@ func cmdLRem(c *conn, _ *command, args [][]byte) {
 		removed = int64(len(rm))
 		return c.s.ks.listRemove(c.reader(), c.batch, &c.elemBuf, key, m, rm)
 	}); err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.Int(removed)
+	return nil
 }
 
-func cmdLTrim(c *conn, _ *command, args [][]byte) {
-	start, end, ok := c.parseRange(args[2], args[3])
-	if !ok {
-		return
+func cmdLTrim(c *conn, _ *command, args [][]byte) error {
+	start, end, err := parseRange(args[2], args[3])
+	if err != nil {
+		return err
 	}
 	key := args[1]
 	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
@@ -381,16 +378,16 @@ func cmdLTrim(c *conn, _ *command, args [][]byte) {
 		m.count = to + 1 - from
 		return nil
 	}); err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.ok()
+	return nil
 }
 
 // cmdLPos implements LPOS key element [RANK rank] [COUNT n] [MAXLEN len],
 // which scans from the head (or the tail for a negative rank) and stops
 // at the matches it needs or after MAXLEN elements.
-func cmdLPos(c *conn, _ *command, args [][]byte) {
+func cmdLPos(c *conn, _ *command, args [][]byte) error {
 	key, val := args[1], args[2]
 	rank, count, maxLen := int64(1), int64(-1), int64(0)
 	for j := 3; j < len(args); j++ {
@@ -400,38 +397,32 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 		case is(args[j], "RANK") && more:
 			j++
 			if rank, ok = parseInt(args[j]); !ok {
-				c.fail(msgNotInteger)
-				return
+				return redisError(msgNotInteger)
 			}
 			if rank == math.MinInt64 {
-				c.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-				return
+				return redisError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 			}
 			if rank == 0 {
-				c.fail("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-				return
+				return redisError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
 			}
 		case is(args[j], "COUNT") && more:
 			j++
 			if count, ok = parseInt(args[j]); !ok || count < 0 {
-				c.fail("ERR COUNT can't be negative")
-				return
+				return redisError("ERR COUNT can't be negative")
 			}
 		case is(args[j], "MAXLEN") && more:
 			j++
 			if maxLen, ok = parseInt(args[j]); !ok || maxLen < 0 {
-				c.fail("ERR MAXLEN can't be negative")
-				return
+				return redisError("ERR MAXLEN can't be negative")
 			}
 		default:
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 	}
 	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeList)
-	if !ok {
-		return
+	m, exists, err := c.getColl(key, typeList)
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	if !exists {
@@ -440,7 +431,7 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 		} else {
 			c.wr.Null()
 		}
-		return
+		return nil
 	}
 	reverse := rank < 0
 	if reverse {
@@ -468,8 +459,7 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 		// COUNT 0 asks for every match; no COUNT for the first.
 		return count == 0 || count > 0 && int64(len(found)) < count
 	}); err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	switch {
 	case count >= 0:
@@ -482,18 +472,18 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 	default:
 		c.wr.Null()
 	}
+	return nil
 }
 
 // parseWhere parses LEFT or RIGHT, replying on error.
-func (c *conn) parseWhere(arg []byte) (left, ok bool) {
+func parseWhere(arg []byte) (left bool, err error) {
 	switch {
 	case is(arg, "LEFT"):
-		return true, true
+		return true, nil
 	case is(arg, "RIGHT"):
-		return false, true
+		return false, nil
 	}
-	c.fail(msgSyntax)
-	return false, false
+	return false, redisError(msgSyntax)
 }
 
 // listMove pops an element from src's head (fromLeft) or tail and pushes
@@ -516,8 +506,9 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 	same := bytes.Equal(src, dst)
 	dm := sm
 	if !same {
-		var dstExists, ok bool
-		if dm, dstExists, ok = c.getColl(dst, typeList); !ok {
+		var dstExists bool
+		if dm, dstExists, err = c.getColl(dst, typeList); err != nil {
+			c.replyErr(err)
 			return true
 		}
 		if !dstExists {
@@ -540,47 +531,49 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 	}
 	c.s.ks.listPush(c.batch, &c.elemBuf, dst, &dm, toLeft, vals[0])
 	c.s.ks.putColl(c.batch, &c.scratch, dst, dm)
-	if c.apply() {
-		c.signalReady(dst)
-		c.wr.Bulk(vals[0])
+	if err := c.commit(); err != nil {
+		c.replyErr(err)
+		return true
 	}
+	c.signalReady(dst)
+	c.wr.Bulk(vals[0])
 	return true
 }
 
 // lmove returns the handler of LMOVE, or with block of BLMOVE.
 func lmove(block bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		fromLeft, ok := c.parseWhere(args[3])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		fromLeft, err := parseWhere(args[3])
+		if err != nil {
+			return err
 		}
-		toLeft, ok := c.parseWhere(args[4])
-		if !ok {
-			return
+		toLeft, err := parseWhere(args[4])
+		if err != nil {
+			return err
 		}
-		c.moveCommand(args[1], args[2], fromLeft, toLeft, block, args[len(args)-1])
+		return c.moveCommand(args[1], args[2], fromLeft, toLeft, block, args[len(args)-1])
 	}
 }
 
 // rpoplpush returns the handler of RPOPLPUSH, or with block of
 // BRPOPLPUSH.
 func rpoplpush(block bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		c.moveCommand(args[1], args[2], false, true, block, args[len(args)-1])
+	return func(c *conn, _ *command, args [][]byte) error {
+		return c.moveCommand(args[1], args[2], false, true, block, args[len(args)-1])
 	}
 }
 
 // moveCommand runs LMOVE, or when block BLMOVE with the timeout argument.
-func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeoutArg []byte) {
+func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeoutArg []byte) error {
 	if !block {
 		if !c.listMove(src, dst, fromLeft, toLeft, false) {
 			c.wr.Null()
 		}
-		return
+		return nil
 	}
-	timeout, ok := c.parseTimeout(timeoutArg)
-	if !ok {
-		return
+	timeout, err := parseTimeout(timeoutArg)
+	if err != nil {
+		return err
 	}
 	c.blockingCommand([][]byte{src}, timeout, func(key []byte) bool {
 		return c.listMove(src, dst, fromLeft, toLeft, key != nil)
@@ -593,6 +586,7 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 			c.wr.Null()
 		}
 	})
+	return nil
 }
 
 // popFirst pops from the first non-empty list among keys (only from key
@@ -609,7 +603,8 @@ func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool 
 			return
 		}
 		c.s.ks.putColl(c.batch, &c.scratch, k, m)
-		if !c.apply() {
+		if err := c.commit(); err != nil {
+			c.replyErr(err)
 			return
 		}
 		c.wr.ArrayHeader(2)
@@ -624,51 +619,48 @@ func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool 
 
 // bpop returns the handler of BLPOP (left) or BRPOP.
 func bpop(left bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		timeout, ok := c.parseTimeout(args[len(args)-1])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		timeout, err := parseTimeout(args[len(args)-1])
+		if err != nil {
+			return err
 		}
 		keys := args[1 : len(args)-1]
 		c.blockingCommand(keys, timeout, func(key []byte) bool {
 			return c.popFirst(keys, key, left, 0)
 		}, c.wr.NullArray)
+		return nil
 	}
 }
 
 // mpop returns the handler of LMPOP numkeys key … LEFT|RIGHT [COUNT n],
 // or with block of BLMPOP timeout numkeys ….
 func mpop(block bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		at := 1
 		if block {
 			at = 2
 		}
 		numKeys, ok := parseInt(args[at])
 		if !ok || numKeys < 1 {
-			c.fail("ERR numkeys should be greater than 0")
-			return
+			return redisError("ERR numkeys should be greater than 0")
 		}
 		if numKeys >= int64(len(args)-at-1) {
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 		keys := args[at+1 : at+1+int(numKeys)]
 		rest := args[at+1+int(numKeys):]
-		left, ok := c.parseWhere(rest[0])
-		if !ok {
-			return
+		left, err := parseWhere(rest[0])
+		if err != nil {
+			return err
 		}
 		count := int64(-1)
 		for j := 1; j < len(rest); j++ {
 			if count != -1 || !is(rest[j], "COUNT") || j+1 == len(rest) {
-				c.fail(msgSyntax)
-				return
+				return redisError(msgSyntax)
 			}
 			j++
 			if count, ok = parseInt(rest[j]); !ok || count < 1 {
-				c.fail("ERR count should be greater than 0")
-				return
+				return redisError("ERR count should be greater than 0")
 			}
 		}
 		count = max(count, 1)
@@ -676,14 +668,15 @@ func mpop(block bool) handler {
 			if !c.popFirst(keys, nil, left, count) {
 				c.wr.NullArray()
 			}
-			return
+			return nil
 		}
-		timeout, ok := c.parseTimeout(args[1])
-		if !ok {
-			return
+		timeout, err := parseTimeout(args[1])
+		if err != nil {
+			return err
 		}
 		c.blockingCommand(keys, timeout, func(key []byte) bool {
 			return c.popFirst(keys, key, left, count)
 		}, c.wr.NullArray)
+		return nil
 	}
 }

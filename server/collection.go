@@ -393,13 +393,12 @@ func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []b
 // (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …). The caller holds dst's lock.
 // An empty result deletes dst only when dst holds a value: as in Redis,
 // deleting nothing is no write, which WATCH must not see.
-func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) {
+func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) error {
 	if n == 0 {
 		exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
 		if err != nil {
 			c.batch.Reset()
-			c.replyErr(err)
-			return
+			return err
 		}
 		if exists {
 			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
@@ -408,40 +407,30 @@ func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) {
 		m, err := c.s.ks.newColl(typ)
 		if err != nil {
 			c.batch.Reset()
-			c.replyErr(err)
-			return
+			return err
 		}
 		put(m)
 		m.count = int64(n)
 		c.s.ks.putColl(c.batch, &c.scratch, dst, m)
 		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 	}
-	if c.apply() {
-		c.wr.Int(int64(n))
+	if err := c.commit(); err != nil {
+		return err
 	}
+	c.wr.Int(int64(n))
+	return nil
 }
 
-// getColl reads the metadata of the collection of type typ at key through
-// the command's reader, replying with the error itself (WRONGTYPE among
-// them) when it fails.
-func (c *conn) getColl(key []byte, typ byte) (m collMeta, exists, ok bool) {
-	m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
-	if err != nil {
-		c.replyErr(err)
-		return m, false, false
-	}
-	return m, exists, true
+// getColl reads the metadata of the collection of type typ at key
+// through the command's reader; err is errWrongType when key holds
+// another type.
+func (c *conn) getColl(key []byte, typ byte) (m collMeta, exists bool, err error) {
+	return c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
 }
 
-// getElem reads one element of m at key through the command's reader,
-// replying with the error itself when the read fails.
-func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists, ok bool) {
-	val, exists, err := c.s.ks.getElem(c.reader(), &c.elemBuf, key, m, elem)
-	if err != nil {
-		c.replyErr(err)
-		return nil, false, false
-	}
-	return val, exists, true
+// getElem reads one element of m at key through the command's reader.
+func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists bool, err error) {
+	return c.s.ks.getElem(c.reader(), &c.elemBuf, key, m, elem)
 }
 
 // editColl runs a write of the collection of type typ at key under the

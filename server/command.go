@@ -65,8 +65,11 @@ const (
 
 // handler runs a command: cmd is the table entry it runs as (a handler
 // may serve several commands and tells them apart by the entry, never by
-// args[0]), args the command's arguments, name first.
-type handler func(c *conn, cmd *command, args [][]byte)
+// args[0]), args the command's arguments, name first. It writes its reply,
+// or returns the error that is its reply (a redisError, or an engine
+// error that engineError words): conn.run writes that, once. A handler
+// that returns an error has written nothing.
+type handler func(c *conn, cmd *command, args [][]byte) error
 
 // command is one entry of the command table.
 type command struct {

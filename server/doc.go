@@ -36,9 +36,29 @@
 //   - A client blocked on keys (BLPOP …, blocking.go) is served by the
 //     goroutine of the write that filled a key, after that write
 //     committed and before its reply is flushed, oldest waiter first.
+//   - Every command replies exactly once. A handler either writes its
+//     reply or returns an error, which conn.run writes (replyErr): a
+//     redisError carries Redis' text, any other error is worded by
+//     engineError. Helpers return errors and reply nothing, except the
+//     tries of blocking commands (listMove, popFirst, zpopFirst,
+//     firstColl), which run for a blocked client on another client's
+//     goroutine and reply for it.
 //   - Bytes from the network or disk never cause a panic: malformed RESP
 //     closes the connection with Redis' protocol error, and a damaged
 //     value header is reported as a corruption error.
+//
+// # Layout
+//
+// The command path is exec.go (checks, MULTI queueing, the one call of a
+// handler, accounting), pipeline.go (pipelined writes deferred into one
+// batch), tx.go (MULTI/EXEC/WATCH), keylocks.go, errors.go and conn.go
+// (the connection loop). Each type's encoding is one file of keyspace
+// methods (string.go, collection.go for what every collection shares and
+// for hashes and sets, list.go, zset.go and zset_range.go; random picks
+// in randompick.go), and its commands are cmd_<type>.go, which parse
+// arguments and reply; cmd_coll.go and scan.go hold the command parts the
+// collection types share. internal/keylayout names every engine key
+// prefix and its owner.
 //
 // Each connection is served by one goroutine; the resp.Reader's argument
 // slices are valid only until the next read, so anything that outlives a

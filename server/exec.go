@@ -11,7 +11,7 @@ import (
 // subscriber mode), queues it inside MULTI, or runs it through conn.run,
 // which calls the handler and accounts for it (statistics, slow log).
 // Handlers read through conn.reader and write through conn.batch and
-// conn.apply; EXEC (tx.go) and pipelining change what those mean without
+// conn.commit; EXEC (tx.go) and pipelining change what those mean without
 // the handlers knowing.
 
 // execute runs one command and writes its reply. It knows commands only
@@ -86,7 +86,9 @@ func (c *conn) execute(args [][]byte) {
 func (c *conn) run(cmd *command, args [][]byte) {
 	start := c.clock()
 	c.failed = false
-	cmd.run(c, cmd, args)
+	if err := cmd.run(c, cmd, args); err != nil {
+		c.replyErr(err)
+	}
 	now := time.Now()
 	c.mark = now
 	if c.pending.deferred {
@@ -178,16 +180,6 @@ func (c *conn) ok() { c.wr.SimpleString("OK") }
 
 // replyErr writes err, which must be non-nil, as a command error.
 func (c *conn) replyErr(err error) { c.fail(engineError(err)) }
-
-// apply commits and empties the connection's batch; on failure it replies
-// with the error and returns false.
-func (c *conn) apply() bool {
-	if err := c.commit(); err != nil {
-		c.replyErr(err)
-		return false
-	}
-	return true
-}
 
 // commit commits and empties the connection's batch. Inside EXEC the batch
 // joins the transaction's, which commits at the end of EXEC; in a pipeline

@@ -274,13 +274,8 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-// getEntry reads the entry at key whatever its type, replying with the
-// error itself when the read fails.
-func (c *conn) getEntry(key []byte) (e entry, exists, ok bool) {
-	e, exists, err := c.s.ks.getEntry(c.reader(), &c.scratch, key)
-	if err != nil {
-		c.replyErr(err)
-		return e, false, false
-	}
-	return e, exists, true
+// getEntry reads the entry at key whatever its type through the command's
+// reader.
+func (c *conn) getEntry(key []byte) (e entry, exists bool, err error) {
+	return c.s.ks.getEntry(c.reader(), &c.scratch, key)
 }

@@ -10,6 +10,10 @@ import (
 // and ZSCAN over a collection share their options and their cursors,
 // which are server-side positions.
 
+// errInvalidCursor answers a cursor that is not a number, or not one the
+// server handed out.
+var errInvalidCursor = redisError("ERR invalid cursor")
+
 // scanOpts are the parsed options of the SCAN family.
 type scanOpts struct {
 	pattern []byte
@@ -52,17 +56,16 @@ func parseScanOpts(opts [][]byte, withType bool) (o scanOpts, err error) {
 // and replies with the next cursor and the matching elements, each
 // followed by its value as value prints it unless value is nil (SSCAN).
 // Cursors are server-side positions, as for SCAN.
-func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val []byte) []byte) {
+func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val []byte) []byte) error {
 	cursor, err := strconv.ParseUint(string(args[2]), 10, 64)
 	if err != nil {
-		c.fail("ERR invalid cursor")
-		return
+		return errInvalidCursor
 	}
 	key := args[1]
 	defer c.pin()()
-	m, exists, ok := c.getColl(key, typ)
-	if !ok {
-		return
+	m, exists, err := c.getColl(key, typ)
+	if err != nil {
+		return err
 	}
 	if !exists {
 		// As in Redis, a missing key answers before the options are
@@ -70,18 +73,17 @@ func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val
 		c.wr.ArrayHeader(2)
 		c.wr.BulkString("0")
 		c.wr.ArrayHeader(0)
-		return
+		return nil
 	}
 	o, err := parseScanOpts(args[3:], false)
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	var from []byte
 	if cursor != 0 {
+		var ok bool
 		if from, ok = c.s.cursors.get(cursor); !ok {
-			c.fail("ERR invalid cursor")
-			return
+			return errInvalidCursor
 		}
 	}
 	var elems, vals [][]byte
@@ -105,8 +107,7 @@ func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val
 		return true
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.ArrayHeader(2)
 	if next == nil {
@@ -121,6 +122,7 @@ func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val
 			c.wr.Bulk(vals[i])
 		}
 	}
+	return nil
 }
 
 // maxCursors bounds the SCAN positions the server remembers. A client that

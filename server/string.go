@@ -44,25 +44,18 @@ func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v
 	ks.putEntry(b, scratch, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
 }
 
-// get reads a string, replying with the error itself when it fails.
-func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
-	v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
-	if err != nil {
-		c.replyErr(err)
-		return v, false, false
-	}
-	return v, exists, true
+// get reads the string at key through the command's reader.
+func (c *conn) get(key []byte) (v stringValue, exists bool, err error) {
+	return c.s.ks.getString(c.reader(), &c.scratch, key)
 }
 
-// put writes one string through the connection's batch. Like get, it
-// replies with the error itself and returns false when the write failed.
-func (c *conn) put(key []byte, v stringValue) bool {
+// put writes one string through the connection's batch and commits it.
+func (c *conn) put(key []byte, v stringValue) error {
 	if int64(len(v.val)) > c.maxStringLen(key) {
-		c.fail(msgStringTooBig)
-		return false
+		return errStringTooBig
 	}
 	c.s.ks.putString(c.batch, &c.scratch, key, v)
-	return c.apply()
+	return c.commit()
 }
 
 // maxStringLen is the longest string a command may leave at key: Redis'
