@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"math"
 )
 
 func init() {
@@ -22,15 +21,8 @@ func cmdCopy(c *conn, _ *command, args [][]byte) error {
 			replace = true
 		case is(args[i], "DB") && i+1 < len(args):
 			i++
-			db, ok := parseInt(args[i])
-			switch {
-			case !ok:
-				return redisError(msgNotInteger)
-			case db < math.MinInt32 || db > math.MaxInt32:
-				// Redis reads the index as a C int.
-				return redisError("ERR value is out of range, value must between -2147483648 and 2147483647")
-			case db != 0:
-				return redisError("ERR DB index is out of range")
+			if err := checkDB(args[i]); err != nil {
+				return err
 			}
 		default:
 			return redisError(msgSyntax)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 )
 
@@ -290,26 +291,26 @@ func cmdHIncrBy(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) error {
-	delta, ok := parseFloat(args[3])
+	delta, ok := parseLongDouble(args[3])
 	if !ok {
 		return redisError(msgNotFloat)
 	}
-	if math.IsInf(delta, 0) {
+	if delta.IsInf() {
 		return redisError("ERR value is NaN or Infinity")
 	}
 	result, err := c.hashIncr(args[1], args[2], func(old []byte, found bool) ([]byte, error) {
-		var f float64
+		cur := new(big.Float)
 		if found {
 			var ok bool
-			if f, ok = parseFloat(old); !ok {
+			if cur, ok = parseLongDouble(old); !ok {
 				return nil, redisError("ERR hash value is not a float")
 			}
 		}
-		f += delta
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		sum, ok := addLongDouble(cur, delta)
+		if !ok {
 			return nil, redisError("ERR increment would produce NaN or Infinity")
 		}
-		return []byte(formatFloat(f)), nil
+		return []byte(sum), nil
 	})
 	if err != nil {
 		return err

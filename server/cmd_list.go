@@ -329,8 +329,10 @@ func cmdLRem(c *conn, _ *command, args [][]byte) error {
 		if !existed {
 			return nil
 		}
-		limit := count
-		if limit < 0 {
+		// In uint64 so that -(-2^63) is 2^63, not -2^63 again: Redis
+		// removes every match then.
+		limit := uint64(count)
+		if count < 0 {
 			limit = -limit
 		}
 		var rm []int64
@@ -338,7 +340,7 @@ func cmdLRem(c *conn, _ *command, args [][]byte) error {
 			if bytes.Equal(v, val) {
 				rm = append(rm, i)
 			}
-			return limit == 0 || int64(len(rm)) < limit
+			return limit == 0 || uint64(len(rm)) < limit
 		}); err != nil {
 			return err
 		}

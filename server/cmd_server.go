@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,14 +114,25 @@ func cmdPing(c *conn, cmd *command, args [][]byte) error {
 func cmdEcho(c *conn, _ *command, args [][]byte) error { c.wr.Bulk(args[1]); return nil }
 
 func cmdSelect(c *conn, _ *command, args [][]byte) error {
-	n, ok := parseInt(args[1])
+	if err := checkDB(args[1]); err != nil {
+		return err
+	}
+	c.ok()
+	return nil
+}
+
+// checkDB accepts database index 0, the only one lsmgo has, and refuses
+// any other with Redis' error: a value outside a C int first, as Redis
+// reads the index into one.
+func checkDB(arg []byte) error {
+	db, ok := parseInt(arg)
 	switch {
 	case !ok:
 		return redisError(msgNotInteger)
-	case n != 0:
+	case db < math.MinInt32 || db > math.MaxInt32:
+		return redisError("ERR value is out of range, value must between -2147483648 and 2147483647")
+	case db != 0:
 		return redisError("ERR DB index is out of range")
-	default:
-		c.ok()
 	}
 	return nil
 }
@@ -527,7 +539,7 @@ func cmdConfigGet(c *conn, _ *command, args [][]byte) error {
 	c.wr.MapHeader(len(names))
 	for _, name := range names {
 		c.wr.BulkString(name)
-		c.wr.BulkString(lookupSetting(name).get(cfg))
+		c.wr.BulkString(lookupSetting(name).shown(cfg))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"math"
+	"math/big"
 	"strconv"
 	"time"
 )
@@ -408,22 +409,22 @@ func incrBy(sign int64) handler {
 func cmdIncrByFloat(c *conn, _ *command, args [][]byte) error {
 	var result []byte
 	if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
-		var f float64
+		cur := new(big.Float)
 		if exists {
 			var ok bool
-			if f, ok = parseFloat(v.val); !ok {
+			if cur, ok = parseLongDouble(v.val); !ok {
 				return redisError(msgNotFloat)
 			}
 		}
-		delta, ok := parseFloat(args[2])
+		delta, ok := parseLongDouble(args[2])
 		if !ok {
 			return redisError(msgNotFloat)
 		}
-		f += delta
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		sum, ok := addLongDouble(cur, delta)
+		if !ok {
 			return redisError("ERR increment would produce NaN or Infinity")
 		}
-		v.val = []byte(formatFloat(f))
+		v.val = []byte(sum)
 		result = v.val
 		return nil
 	}); err != nil {
@@ -511,7 +512,9 @@ func cmdSetRange(c *conn, _ *command, args [][]byte) error {
 			n = len(v.val)
 			return errNothingToStore
 		}
-		if offset+int64(len(patch)) > c.maxStringLen(args[1]) {
+		// Compared as offset > max-len: offset+len would wrap past
+		// 2^63 and pass.
+		if offset > c.maxStringLen(args[1])-int64(len(patch)) {
 			return redisError(msgStringTooBig)
 		}
 		if need := int(offset) + len(patch); need > len(v.val) {

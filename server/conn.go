@@ -81,8 +81,11 @@ type conn struct {
 	// subscribes (pubsub.go).
 	sub *subscriber
 
-	tx         *transaction
-	exec       *execState
+	tx   *transaction
+	exec *execState
+	// depth counts the runs in progress: 2 while EXEC runs a queued
+	// command. recoverHandler acts at depth 0.
+	depth      int
 	watched    []watchedKey
 	watchDirty atomic.Bool
 
@@ -95,6 +98,9 @@ type conn struct {
 	// chose this client to close.
 	mem      atomic.Int64
 	evicting atomic.Bool
+	// inBytes counts the input read from the socket, in the connection's
+	// goroutine or while blocked; Pub/Sub orders messages by it (push).
+	inBytes atomic.Int64
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
@@ -121,6 +127,7 @@ func (r connReader) Read(p []byte) (int, error) {
 	}
 	n, err := c.nc.Read(p)
 	c.s.stats.netIn.Add(int64(n))
+	c.inBytes.Add(int64(n))
 	return n, err
 }
 
@@ -170,11 +177,12 @@ func (c *conn) serve() {
 }
 
 // endBatch finishes the commands received so far: their pending writes
-// commit, queued messages go out, and the replies are flushed.
+// commit, the messages published before the input read so far arrived
+// go out (readEnd), and the replies are flushed.
 func (c *conn) endBatch() error {
 	c.closeView()
 	c.commitPending()
-	c.deliverPushes()
+	c.deliverPushes(c.readEnd())
 	if err := c.wr.Flush(); err != nil {
 		return err
 	}
@@ -182,6 +190,13 @@ func (c *conn) endBatch() error {
 	c.publish()
 	c.mark = time.Time{}
 	return nil
+}
+
+// readEnd is the input position every complete command read has run
+// to: between batches, all the input read but not handed over from a
+// blocked read-ahead. Pub/Sub orders messages by it (push).
+func (c *conn) readEnd() int64 {
+	return c.inBytes.Load() - int64(len(c.blk.readAhead)) + 1
 }
 
 // awaitInput reads more input from the client, or returns nil without
@@ -209,7 +224,7 @@ func (c *conn) awaitInput() error {
 		}
 		// Checked after arming the deadline too: a message queued
 		// after this check moves the deadline after this arming.
-		if c.pendingPushes() {
+		if c.readyPushes(c.readEnd()) {
 			return nil
 		}
 	}

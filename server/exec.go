@@ -31,7 +31,7 @@ func (c *conn) execute(args [][]byte) {
 	// reply, as in Redis, where PUBLISH fills the subscribers' output
 	// buffers at once: the connection may have read the command before
 	// the publisher's wake-up reached it.
-	c.deliverPushes()
+	c.deliverPushes(c.inputEnd())
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(nil, unknownCommand(args))
@@ -86,6 +86,8 @@ func (c *conn) execute(args [][]byte) {
 func (c *conn) run(cmd *command, args [][]byte) {
 	start := c.clock()
 	c.failed = false
+	c.depth++
+	defer c.recoverHandler(cmd)
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
 	}
@@ -163,7 +165,7 @@ func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed boo
 	}
 	cfg := c.s.config()
 	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
-		c.s.slowlog.add(c, args, d, cfg.SlowlogMaxLen)
+		c.s.slowlog.add(c, redactArgs(cmd, args), d, cfg.SlowlogMaxLen)
 	}
 }
 

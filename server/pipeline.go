@@ -92,7 +92,7 @@ func (c *conn) runDeferring(cmd *command, args [][]byte) {
 		// It replied without deferring a write (a syntax error, a value
 		// too big): its reply follows the pending ones.
 		c.commitPending()
-		c.deliverPushes()
+		c.deliverPushes(c.inputEnd())
 		c.releaseReplies(p.replies.Len())
 	}
 	if len(p.cmds) >= maxPending || p.batch.Len() >= maxPendingBatchSize {
@@ -131,7 +131,7 @@ func (c *conn) leaveDeferring() {
 	p.open, p.deferred = false, false // a write it deferred commits now
 	c.wr = p.out
 	c.commitPending()
-	c.deliverPushes()
+	c.deliverPushes(c.inputEnd())
 	c.releaseReplies(p.replies.Len())
 }
 
@@ -185,4 +185,20 @@ func (c *conn) releaseReplies(n int) {
 	if c.pending.replies.Len() == 0 {
 		c.pending.replies.Reset()
 	}
+}
+
+// dropPending forgets the pending writes and their replies, unapplied:
+// after a handler panicked, the connection closes without answering them.
+func (c *conn) dropPending() {
+	p := &c.pending
+	if p.open {
+		p.open, p.deferred = false, false
+		c.wr = p.out
+	}
+	if p.batch != nil {
+		p.batch.Reset()
+	}
+	clear(p.cmds)
+	p.cmds, p.ends, p.stripes = p.cmds[:0], p.ends[:0], p.stripes[:0]
+	p.replies.Reset()
 }
