@@ -9,29 +9,6 @@ import (
 	"time"
 )
 
-// distinct calls fn once per distinct key, in argument order.
-func distinct(keys [][]byte, fn func(key []byte)) {
-	if len(keys) <= 8 {
-		for i, k := range keys {
-			seen := false
-			for _, prev := range keys[:i] {
-				seen = seen || bytes.Equal(prev, k)
-			}
-			if !seen {
-				fn(k)
-			}
-		}
-		return
-	}
-	seen := make(map[string]struct{}, len(keys))
-	for _, k := range keys {
-		if _, dup := seen[string(k)]; !dup {
-			seen[string(k)] = struct{}{}
-			fn(k)
-		}
-	}
-}
-
 // cmdDel implements DEL and UNLINK, which are the same here: deleting is
 // one tombstone per key whatever the value's size; a collection's
 // elements are reclaimed later (reclaim.go).

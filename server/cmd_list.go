@@ -155,22 +155,6 @@ func cmdLLen(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
-// listRange clamps Redis' start and end indexes (negative ones count from
-// the end) to the list of n elements; empty is true when nothing is left.
-func listRange(start, end, n int64) (from, to int64, empty bool) {
-	if start < 0 {
-		start += n
-	}
-	if end < 0 {
-		end += n
-	}
-	start = max(start, 0)
-	if start > end || start >= n {
-		return 0, 0, true
-	}
-	return start, min(end, n-1), false
-}
-
 // parseRange parses LRANGE's and LTRIM's start and end, replying on
 // error.
 func parseRange(startArg, endArg []byte) (start, end int64, err error) {

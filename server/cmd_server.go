@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/subtle"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,22 +117,6 @@ func cmdSelect(c *conn, _ *command, args [][]byte) error {
 		return err
 	}
 	c.ok()
-	return nil
-}
-
-// checkDB accepts database index 0, the only one lsmgo has, and refuses
-// any other with Redis' error: a value outside a C int first, as Redis
-// reads the index into one.
-func checkDB(arg []byte) error {
-	db, ok := parseInt(arg)
-	switch {
-	case !ok:
-		return redisError(msgNotInteger)
-	case db < math.MinInt32 || db > math.MaxInt32:
-		return redisError("ERR value is out of range, value must between -2147483648 and 2147483647")
-	case db != 0:
-		return redisError("ERR DB index is out of range")
-	}
 	return nil
 }
 

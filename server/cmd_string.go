@@ -110,44 +110,6 @@ func parseExpiryOpts(cmd *command, opts [][]byte, getex bool) (o expiryOpts, err
 	return o, nil
 }
 
-// timeArg says how a command's time argument, or its reply, counts:
-// seconds or milliseconds, from now or from the Unix epoch.
-type timeArg struct{ seconds, relative bool }
-
-// The four ways Redis commands count time: EX/EXPIRE/TTL, PX/PEXPIRE/PTTL,
-// EXAT/EXPIREAT/EXPIRETIME and PXAT/PEXPIREAT/PEXPIRETIME.
-var (
-	inSeconds = timeArg{seconds: true, relative: true}
-	inMillis  = timeArg{relative: true}
-	atSeconds = timeArg{seconds: true}
-	atMillis  = timeArg{}
-)
-
-// parseExpireTime turns an EX/PX/EXAT/PXAT value into an absolute time
-// with Redis' checks: an integer, positive, and no overflow on the way to
-// absolute milliseconds.
-func parseExpireTime(cmd *command, arg []byte, u timeArg) (time.Time, error) {
-	seconds, relative := u.seconds, u.relative
-	n, ok := parseInt(arg)
-	if !ok {
-		return time.Time{}, redisError(msgNotInteger)
-	}
-	if n <= 0 || seconds && n > math.MaxInt64/1000 {
-		return time.Time{}, redisError(invalidExpire(cmd))
-	}
-	if seconds {
-		n *= 1000
-	}
-	if relative {
-		now := time.Now().UnixMilli()
-		if n > math.MaxInt64-now {
-			return time.Time{}, redisError(invalidExpire(cmd))
-		}
-		n += now
-	}
-	return time.UnixMilli(n), nil
-}
-
 func cmdSet(c *conn, cmd *command, args [][]byte) error {
 	o, err := parseExpiryOpts(cmd, args[3:], false)
 	if err != nil {
