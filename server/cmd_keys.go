@@ -323,13 +323,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.wr.ArrayHeader(2)
-	if next == nil {
-		c.wr.BulkString("0")
-	} else {
-		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
-	}
-	c.wr.ArrayHeader(len(keys))
+	c.scanReplyHeader(next, len(keys))
 	for _, k := range keys {
 		c.wr.Bulk(k)
 	}

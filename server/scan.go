@@ -70,9 +70,7 @@ func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val
 	if !exists {
 		// As in Redis, a missing key answers before the options are
 		// parsed.
-		c.wr.ArrayHeader(2)
-		c.wr.BulkString("0")
-		c.wr.ArrayHeader(0)
+		c.scanReplyHeader(nil, 0)
 		return nil
 	}
 	o, err := parseScanOpts(args[3:], false)
@@ -109,13 +107,7 @@ func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val
 	if err != nil {
 		return err
 	}
-	c.wr.ArrayHeader(2)
-	if next == nil {
-		c.wr.BulkString("0")
-	} else {
-		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
-	}
-	c.wr.ArrayHeader(len(elems) + len(vals))
+	c.scanReplyHeader(next, len(elems)+len(vals))
 	for i := range elems {
 		c.wr.Bulk(elems[i])
 		if value != nil {
@@ -123,6 +115,19 @@ func (c *conn) scanColl(args [][]byte, typ byte, sub []byte, value func(dst, val
 		}
 	}
 	return nil
+}
+
+// scanReplyHeader starts a SCAN-family reply: the cursor that resumes at
+// next ("0" when the scan is over), then the header of the n items that
+// follow.
+func (c *conn) scanReplyHeader(next []byte, n int) {
+	c.wr.ArrayHeader(2)
+	if next == nil {
+		c.wr.BulkString("0")
+	} else {
+		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
+	}
+	c.wr.ArrayHeader(n)
 }
 
 // maxCursors bounds the SCAN positions the server remembers. A client that
