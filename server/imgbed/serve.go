@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/netutil"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -77,7 +78,7 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 		waited := time.Since(now).Seconds()
 		d.allowance = min(d.maxAllowance, d.allowance-waited*d.minRate+float64(n))
 	}
-	if err != nil && isTimeout(err) {
+	if err != nil && netutil.IsTimeout(err) {
 		err = errUploadTimeout
 		if slow {
 			err = errUploadTooSlow
@@ -90,11 +91,6 @@ var (
 	errUploadTimeout = &apiError{http.StatusRequestTimeout, "timeout", "request body too slow"}
 	errUploadTooSlow = &apiError{http.StatusRequestTimeout, "timeout", "request body slower than the minimum upload rate"}
 )
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
-}
 
 // parseFile splits "{id}.{ext}" and checks both parts; anything else
 // (traversal, junk, overlong ids) is simply not found.
