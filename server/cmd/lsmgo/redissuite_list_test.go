@@ -8,11 +8,12 @@ import (
 
 // suiteFailure is one line of the known-failures file: a test of a unit
 // that lsmgo fails, and why. The test abortedTest stands for a unit that
-// stops early; the tests after that point are not judged.
+// stops early, wholly or one server block of it; the tests it did not
+// reach are not judged.
 type suiteFailure struct{ unit, test, reason string }
 
 const (
-	abortedTest    = "(unit aborted)"
+	abortedTest    = "(stopped early)"
 	todoReason     = "TODO: reason"
 	redisTooReason = "fails on Redis 7.0.15 too in this mode"
 )
@@ -22,8 +23,9 @@ const suiteListHeader = `# Tests of Redis 7.0.15's own suite (../shared/redis-te
 # unit<TAB>test<TAB>reason. TestRedisSuite (redissuite_test.go) fails when
 # a test fails that is not here (a regression) and when a test here no
 # longer fails (delete its line): the list can only shrink.
-# A test named "(unit aborted)" marks a unit that stops before its end;
-# the reason says where. Its tests after that point are not judged.
+# A test named "(stopped early)" marks a unit that stops before its end,
+# or one of whose server blocks does (an error outside any test); the
+# reason says where. The tests it did not reach are not judged.
 # Regenerate (keeps reasons; new lines get "TODO: reason" for a human, or
 # the Redis one when redis-server fails the test too), from the repository
 # root, for all units or some:

@@ -60,6 +60,11 @@ func parseSuiteLog(log string) suiteResult {
 			r.failed = append(r.failed, errLine.FindStringSubmatch(l)[1])
 		case skipLine.MatchString(l):
 			r.skipped = append(r.skipped, skipLine.FindStringSubmatch(l)[1])
+		case strings.HasPrefix(l, "[err]: ") && r.aborted == "":
+			// With --durable, an error outside any test skips the rest of
+			// its start_server block and reports "[err]: " and the error
+			// (its first ten bytes cut) without a test name.
+			r.aborted = "a server block stopped: " + oneLine(strings.Join(lines[i+1:min(i+2, len(lines))], " "))
 		case strings.HasPrefix(l, "[exception]: ") && r.aborted == "":
 			r.aborted = oneLine(strings.Join(lines[i:min(i+3, len(lines))], " "))
 		case doneLine.MatchString(l):
