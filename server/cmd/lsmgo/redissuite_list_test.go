@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -67,6 +68,9 @@ func writeSuiteList(path string, units []string, list []suiteFailure) error {
 				fmt.Fprintf(&b, "%s\t%s\t%s\n", f.unit, f.test, f.reason)
 			}
 		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
