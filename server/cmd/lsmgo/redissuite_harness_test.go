@@ -40,7 +40,7 @@ func TestParseSuiteLog(t *testing.T) {
 // TestCompareUnit: a failure not listed and a listed test that passes
 // are both problems; a listed test a stopped unit did not reach is not.
 func TestCompareUnit(t *testing.T) {
-	listed := []suiteFailure{{"u", "B", "r"}, {"u", "C", "r"}, {"u", "D", "r"}}
+	listed := []suiteFailure{{"u", "B", "r"}, {"u", "C", "r"}, {"u", "D", "r"}, {"u", "A", flakyPrefix + "r"}}
 	got := suiteResult{passed: []string{"A", "C"}, failed: []string{"B", "E"}}
 	problems := compareUnit("u", listed, got)
 	want := []string{`"E" fails and is not in the list`, `"C" is listed but no longer fails`, `"D" is listed but no longer fails`}
@@ -53,7 +53,7 @@ func TestCompareUnit(t *testing.T) {
 		}
 	}
 	got.aborted = "stop"
-	listed = append(listed, suiteFailure{"u", "E", "r"}, suiteFailure{"u", abortedTest, "r"})
+	listed = append(listed[:3], suiteFailure{"u", "E", "r"}, suiteFailure{"u", abortedTest, "r"})
 	if problems := compareUnit("u", listed, got); len(problems) != 1 || !strings.Contains(problems[0], `"C"`) {
 		t.Errorf("stopped unit: problems %q, want only C's", problems)
 	}
@@ -65,12 +65,12 @@ func TestCompareUnit(t *testing.T) {
 // TestUpdateUnit keeps reasons, marks new failures, takes the reference's
 // verdict and keeps listed tests a stopped unit did not reach.
 func TestUpdateUnit(t *testing.T) {
-	listed := []suiteFailure{{"u", "B", "known"}, {"u", "D", "later"}, {"u", "C", todoReason}}
-	got := suiteResult{passed: []string{"A"}, failed: []string{"B", "C", "E", "E"}, aborted: "stop"}
+	listed := []suiteFailure{{"u", "B", "known"}, {"u", "D", "later"}, {"u", "C", todoReason}, {"u", "F", flakyPrefix + "x"}}
+	got := suiteResult{passed: []string{"A", "F"}, failed: []string{"B", "C", "E", "E"}, aborted: "stop"}
 	out := updateUnit("u", listed, got, map[string]bool{"C": true})
 	want := []suiteFailure{
 		{"u", "B", "known"}, {"u", "C", redisTooReason}, {"u", "E", todoReason},
-		{"u", "D", "later"}, {"u", abortedTest, "TODO: reason; stop"},
+		{"u", "D", "later"}, {"u", "F", flakyPrefix + "x"}, {"u", abortedTest, "TODO: reason; stop"},
 	}
 	if !reflect.DeepEqual(out, want) {
 		t.Errorf("updated\n%q\nwant\n%q", out, want)

@@ -17,6 +17,9 @@ const (
 	abortedTest    = "(stopped early)"
 	todoReason     = "TODO: reason"
 	redisTooReason = "fails on Redis 7.0.15 too in this mode"
+	// flakyPrefix starts the reason of a test that fails only sometimes:
+	// its passing is no reason to delete its line.
+	flakyPrefix = "flaky: "
 )
 
 const suiteListHeader = `# Tests of Redis 7.0.15's own suite (../shared/redis-tests, external
@@ -112,7 +115,8 @@ func compareUnit(unit string, listed []suiteFailure, got suiteResult) []string {
 	}
 	failed, passed := got.failedSet(), nameSet(got.passed)
 	for _, f := range listed {
-		if f.test == abortedTest || failed[f.test] || (got.aborted != "" && !passed[f.test]) {
+		if f.test == abortedTest || failed[f.test] || strings.HasPrefix(f.reason, flakyPrefix) ||
+			(got.aborted != "" && !passed[f.test]) {
 			continue
 		}
 		problems = append(problems, fmt.Sprintf("%s: %q is listed but no longer fails: delete its line from the list", unit, f.test))
@@ -122,7 +126,8 @@ func compareUnit(unit string, listed []suiteFailure, got suiteResult) []string {
 
 // updateUnit is the new list entries of unit after a run: its failures,
 // with the reason they had, or the reference's, or todoReason. Listed
-// tests a unit that stopped early did not reach keep their lines.
+// tests a unit that stopped early did not reach, and flaky ones, keep
+// their lines.
 // redisFails holds the tests the reference fails, and abortedTest when
 // it stopped early too.
 func updateUnit(unit string, listed []suiteFailure, got suiteResult, redisFails map[string]bool) []suiteFailure {
@@ -147,13 +152,14 @@ func updateUnit(unit string, listed []suiteFailure, got suiteResult, redisFails 
 			out = append(out, suiteFailure{unit, name, reasonOf(name, todoReason)})
 		}
 	}
-	if got.aborted != "" {
-		reached := nameSet(append(append([]string{}, got.failed...), got.passed...))
-		for _, f := range listed {
-			if f.test != abortedTest && !reached[f.test] {
-				out = append(out, f)
-			}
+	reached := nameSet(got.passed)
+	for _, f := range listed {
+		keep := strings.HasPrefix(f.reason, flakyPrefix) || (got.aborted != "" && !reached[f.test])
+		if f.test != abortedTest && !seen[f.test] && keep {
+			out = append(out, f)
 		}
+	}
+	if got.aborted != "" {
 		out = append(out, suiteFailure{unit, abortedTest, reasonOf(abortedTest, "TODO: reason; "+got.aborted)})
 	}
 	return out
