@@ -16,7 +16,8 @@ func init() {
 }
 
 // runCheck implements `lsmgo check DIR`: one line per problem and per
-// warning, then a summary. Exit status 0 means no problem (warnings
+// warning, one with the options the DB was last opened with, then a
+// summary. Exit status 0 means no problem (warnings
 // allowed), 1 means a problem or a failure to check, 2 a usage error.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("check", flag.ContinueOnError)
@@ -42,9 +43,24 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, w := range report.Warnings {
 		fmt.Fprintf(stdout, "warning: %v\n", w)
 	}
+	printOptions(stdout, report.Options)
 	fmt.Fprintln(stdout, report)
 	if !report.OK() {
 		return 1
 	}
 	return 0
+}
+
+// printOptions writes the options the DB was last opened with (its
+// OPTIONS file) on one line.
+func printOptions(w io.Writer, options []lsmgo.OptionSetting) {
+	if options == nil {
+		fmt.Fprintln(w, "options: none recorded (no OPTIONS file: last opened by a version that did not write one)")
+		return
+	}
+	fmt.Fprint(w, "options:")
+	for _, o := range options {
+		fmt.Fprintf(w, " %s=%s", o.Name, o.Value)
+	}
+	fmt.Fprintln(w)
 }
