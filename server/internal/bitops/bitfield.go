@@ -8,17 +8,18 @@ type Field struct {
 	Bits   uint
 }
 
-// ParseField parses a type argument such as "i16" or "u8" (either case).
-// Redis reads the width as a C string, so a NUL ends it.
+// ParseField parses a type argument such as "i16" or "u8" (lower case
+// only, as in Redis). Redis reads the width as a C string, so a NUL ends
+// it.
 func ParseField(arg []byte, parseInt func([]byte) (int64, bool)) (Field, bool) {
 	if len(arg) == 0 {
 		return Field{}, false
 	}
 	var f Field
 	switch arg[0] {
-	case 'i', 'I':
+	case 'i':
 		f.Signed = true
-	case 'u', 'U':
+	case 'u':
 	default:
 		return Field{}, false
 	}

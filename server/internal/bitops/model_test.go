@@ -277,7 +277,7 @@ func TestParseField(t *testing.T) {
 		want Field
 		ok   bool
 	}{
-		{"i64", Field{true, 64}, true}, {"u63", Field{false, 63}, true}, {"U1", Field{false, 1}, true},
+		{"i64", Field{true, 64}, true}, {"u63", Field{false, 63}, true}, {"u1", Field{false, 1}, true}, {"U1", Field{}, false}, {"I8", Field{}, false},
 		{"u64", Field{}, false}, {"i65", Field{}, false}, {"i0", Field{}, false}, {"x8", Field{}, false},
 		{"", Field{}, false}, {"i", Field{}, false}, {"u8\x00z", Field{false, 8}, true},
 	} {

@@ -44,12 +44,14 @@ func Check(v []byte) error {
 	return nil
 }
 
-// New returns an empty HyperLogLog: sparse, one long zero run, cached
-// cardinality 0 (valid).
+// New returns an empty HyperLogLog: sparse, one long zero run, with the
+// cached cardinality marked invalid, as every Redis command that creates
+// one (PFADD, PFMERGE) leaves it.
 func New() []byte {
 	v := make([]byte, headerSize, headerSize+2)
 	copy(v, "HYLL")
 	v[4] = encSparse
+	invalidateCache(v)
 	return appendZeroRun(v, Registers)
 }
 

@@ -94,7 +94,6 @@ func (r *redisHLL) ourAdd(key string, elems [][]byte) (int64, error) {
 		return 0, err
 	}
 	if !exists {
-		invalidateCache(out)
 		changed = true
 	}
 	r.ours[key] = out

@@ -1,0 +1,144 @@
+package server
+
+import (
+	"github.com/lsmgo-dev/lsmgo/server/internal/hll"
+)
+
+// HyperLogLog commands keep Redis' HLL bytes (package hll) in plain
+// string values, so GET, DUMP and SET see what Redis would show.
+func init() {
+	const g = "hyperloglog"
+	register(
+		spec{name: "pfadd", arity: -2, flags: flagWrite | flagDenyOOM | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.8.9",
+			summary: "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", run: cmdPFAdd},
+		// PFCOUNT of one key writes the cached cardinality back, as in
+		// Redis, which still flags it read-only.
+		spec{name: "pfcount", arity: -2, flags: flagReadonly, firstKey: 1, lastKey: -1, step: 1, group: g, since: "2.8.9",
+			summary: "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", run: cmdPFCount},
+		spec{name: "pfmerge", arity: -2, flags: flagWrite | flagDenyOOM, firstKey: 1, lastKey: -1, step: 1, group: g, since: "2.8.9",
+			summary: "Merges one or more HyperLogLog values into a single key.", run: cmdPFMerge},
+	)
+}
+
+// getHLL reads key as a HyperLogLog, replying with Redis' error when it
+// holds another type or a string that is not one.
+func (c *conn) getHLL(key []byte) (v stringValue, exists, ok bool) {
+	if v, exists, ok = c.get(key); !ok || !exists {
+		return v, exists, ok
+	}
+	if err := hll.Check(v.val); err != nil {
+		c.fail(err.Error())
+		return v, exists, false
+	}
+	return v, exists, true
+}
+
+func cmdPFAdd(c *conn, _ *command, args [][]byte) {
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.getHLL(args[1])
+	if !ok {
+		return
+	}
+	cur := v.val
+	if !exists {
+		cur = hll.New()
+	}
+	out, changed, err := hll.Add(cur, args[2:], c.s.config().HLLSparseMaxBytes)
+	if err != nil {
+		c.fail(err.Error())
+		return
+	}
+	// Creating the key counts as a change, even with no elements.
+	if changed || !exists {
+		v.val = out
+		if !c.put(args[1], v) {
+			return
+		}
+		c.wr.Int(1)
+		return
+	}
+	c.wr.Int(0)
+}
+
+func cmdPFCount(c *conn, _ *command, args [][]byte) {
+	if len(args) > 2 {
+		var u hll.Union
+		for _, key := range args[1:] {
+			v, exists, ok := c.getHLL(key)
+			if !ok {
+				return
+			}
+			if !exists {
+				continue
+			}
+			if err := u.Merge(v.val); err != nil {
+				c.fail(err.Error())
+				return
+			}
+		}
+		c.wr.Int(int64(u.Count()))
+		return
+	}
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.getHLL(args[1])
+	if !ok {
+		return
+	}
+	if !exists {
+		c.wr.Int(0)
+		return
+	}
+	card, updated, err := hll.Count(v.val)
+	if err != nil {
+		c.fail(err.Error())
+		return
+	}
+	if updated != nil {
+		v.val = updated
+		if !c.put(args[1], v) {
+			return
+		}
+	}
+	c.wr.Int(int64(card))
+}
+
+func cmdPFMerge(c *conn, _ *command, args [][]byte) {
+	held := c.lock(args[1:], 1)
+	defer c.unlock(held)
+	var u hll.Union
+	var dest stringValue
+	destExists := false
+	// The destination is merged first, as Redis counts it among the
+	// sources.
+	for i, key := range args[1:] {
+		v, exists, ok := c.getHLL(key)
+		if !ok {
+			return
+		}
+		if i == 0 {
+			dest, destExists = v, exists
+		}
+		if !exists {
+			continue
+		}
+		if err := u.Merge(v.val); err != nil {
+			c.fail(err.Error())
+			return
+		}
+	}
+	var cur []byte
+	if destExists {
+		cur = dest.val
+	}
+	out, err := u.Store(cur, c.s.config().HLLSparseMaxBytes)
+	if err != nil {
+		c.fail(err.Error())
+		return
+	}
+	dest.val = out
+	if c.put(args[1], dest) {
+		c.ok()
+	}
+}
