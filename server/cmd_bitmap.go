@@ -65,6 +65,14 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) {
 		c.fail(msgBitValue)
 		return
 	}
+	// Setting a bit to the value it has, inside the string, is a read:
+	// no lock, no write, as Redis does not count it as a change either.
+	if v, exists, ok := c.get(args[1]); !ok {
+		return
+	} else if exists && offset>>3 < uint64(len(v.val)) && int64(bitops.GetBit(v.val, offset)) == on {
+		c.wr.Int(on)
+		return
+	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
 	v, exists, ok := c.get(args[1])

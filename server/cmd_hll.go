@@ -34,6 +34,15 @@ func (c *conn) getHLL(key []byte) (v stringValue, exists, ok bool) {
 }
 
 func cmdPFAdd(c *conn, _ *command, args [][]byte) {
+	// Most adds to a filled HyperLogLog raise no register. Such an add is
+	// a read, and like other reads needs no lock: it takes effect at the
+	// moment of the read.
+	if v, exists, ok := c.getHLL(args[1]); !ok {
+		return
+	} else if exists && !hll.WouldChange(v.val, args[2:]) {
+		c.wr.Int(0)
+		return
+	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
 	v, exists, ok := c.getHLL(args[1])
@@ -80,10 +89,23 @@ func cmdPFCount(c *conn, _ *command, args [][]byte) {
 		c.wr.Int(int64(u.Count()))
 		return
 	}
-	held := c.lock(args[1:2], 1)
-	defer c.unlock(held)
+	// A valid cached cardinality is a plain read; only a stale one is
+	// computed and written back, under the lock.
 	v, exists, ok := c.getHLL(args[1])
 	if !ok {
+		return
+	}
+	if !exists {
+		c.wr.Int(0)
+		return
+	}
+	if card, ok := hll.Cached(v.val); ok {
+		c.wr.Int(int64(card))
+		return
+	}
+	held := c.lock(args[1:2], 1)
+	defer c.unlock(held)
+	if v, exists, ok = c.getHLL(args[1]); !ok {
 		return
 	}
 	if !exists {

@@ -27,6 +27,9 @@ func FuzzValue(f *testing.F) {
 		if !bytes.Equal(v, orig) {
 			t.Fatal("a decoder modified its input")
 		}
+		if !WouldChange(v, [][]byte{elem}) && (addErr != nil || !bytes.Equal(out, v)) {
+			t.Fatalf("WouldChange said no change, Add gave %v and a different value", addErr)
+		}
 		if v[4] == encSparse && (countErr == nil) != (mergeErr == nil) && v[15]&0x80 != 0 {
 			t.Fatalf("Count says %v, Merge says %v", countErr, mergeErr)
 		}

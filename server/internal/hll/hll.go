@@ -57,6 +57,44 @@ func New() []byte {
 
 func invalidateCache(v []byte) { v[15] |= 0x80 }
 
+// WouldChange reports whether adding elems to the HyperLogLog v (checked
+// with Check first) would raise a register, without copying v: most adds
+// to a well-filled HyperLogLog change nothing, and then need no write.
+// A corrupt value where an element's register lies answers true, so that
+// Add reports the corruption.
+func WouldChange(v []byte, elems [][]byte) bool {
+	for _, e := range elems {
+		index, count := registerOf(e)
+		cur, ok := registerAt(v, index)
+		if !ok || count > cur {
+			return true
+		}
+	}
+	return false
+}
+
+// registerAt reads one register; ok is false when a sparse body ends
+// before it.
+func registerAt(v []byte, index int) (uint8, bool) {
+	if v[4] == encDense {
+		return denseGet(v[headerSize:], index), true
+	}
+	body := v[headerSize:]
+	first := 0
+	for p := 0; p < len(body); {
+		span, size := opLen(body, p)
+		if index < first+span {
+			if isVal(body[p]) {
+				return valValue(body[p]), true
+			}
+			return 0, true
+		}
+		first += span
+		p += size
+	}
+	return 0, false
+}
+
 // Add adds elems to the HyperLogLog v (checked with Check first) and
 // returns the new value and whether any register grew. v is not modified;
 // the result may share no memory with it. sparseMax is hll-sparse-max-bytes.
@@ -89,13 +127,18 @@ func set(v []byte, index int, count uint8, sparseMax int) ([]byte, bool, error) 
 	return sparseSet(v, index, count, sparseMax)
 }
 
+// Cached returns v's cached cardinality, if valid.
+func Cached(v []byte) (uint64, bool) {
+	return binary.LittleEndian.Uint64(v[8:16]), v[15]&0x80 == 0
+}
+
 // Count returns v's cardinality: the cached one when valid, else the
 // estimate. When it computed the estimate, updated is v with the estimate
 // cached (a new slice: the caller stores it, as Redis' PFCOUNT writes its
 // key); else updated is nil.
 func Count(v []byte) (card uint64, updated []byte, err error) {
-	if v[15]&0x80 == 0 {
-		return binary.LittleEndian.Uint64(v[8:16]), nil, nil
+	if card, ok := Cached(v); ok {
+		return card, nil, nil
 	}
 	var hist histogram
 	if v[4] == encDense {

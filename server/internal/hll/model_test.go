@@ -49,6 +49,9 @@ func TestAddAgainstModel(t *testing.T) {
 						grows = true
 					}
 				}
+				if WouldChange(v, elems) != grows {
+					t.Fatalf("step %d: WouldChange = %v, model says %v", step, !grows, grows)
+				}
 				out, changed, err := Add(v, elems, sparseMax)
 				if err != nil {
 					t.Fatal(err)
