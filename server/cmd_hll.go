@@ -17,6 +17,10 @@ func init() {
 			summary: "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", run: cmdPFCount},
 		spec{name: "pfmerge", arity: -2, flags: flagWrite | flagDenyOOM, firstKey: 1, lastKey: -1, step: 1, group: g, since: "2.8.9",
 			summary: "Merges one or more HyperLogLog values into a single key.", run: cmdPFMerge},
+		spec{name: "pfdebug", arity: 3, flags: flagWrite | flagDenyOOM | flagAdmin, firstKey: 2, lastKey: 2, step: 1, group: g, since: "2.8.9",
+			summary: "Internal commands for debugging HyperLogLog values.", run: cmdPFDebug},
+		spec{name: "pfselftest", arity: 1, flags: flagAdmin, group: g, since: "2.8.9",
+			summary: "An internal command for testing HyperLogLog values.", run: cmdPFSelfTest},
 	)
 }
 
@@ -163,4 +167,68 @@ func cmdPFMerge(c *conn, _ *command, args [][]byte) {
 	if c.put(args[1], dest) {
 		c.ok()
 	}
+}
+
+// cmdPFDebug implements PFDEBUG GETREG, DECODE, ENCODING and TODENSE with
+// Redis' replies; GETREG and TODENSE store a sparse value converted to
+// dense, as Redis does.
+func cmdPFDebug(c *conn, _ *command, args [][]byte) {
+	held := c.lock(args[2:3], 1)
+	defer c.unlock(held)
+	v, exists, ok := c.getHLL(args[2])
+	if !ok {
+		return
+	}
+	if !exists {
+		c.fail("ERR The specified key does not exist")
+		return
+	}
+	sub := args[1]
+	switch {
+	case is(sub, "GETREG"), is(sub, "TODENSE"):
+		wasSparse := hll.Sparse(v.val)
+		dense, err := hll.ToDense(v.val)
+		if err != nil {
+			c.fail(err.Error())
+			return
+		}
+		if wasSparse {
+			v.val = dense
+			if !c.put(args[2], v) {
+				return
+			}
+		}
+		if is(sub, "TODENSE") {
+			c.wr.Int(int64(boolInt(wasSparse)))
+			return
+		}
+		regs := hll.DenseRegisters(dense)
+		c.wr.ArrayHeader(len(regs))
+		for _, r := range regs {
+			c.wr.Int(int64(r))
+		}
+	case is(sub, "DECODE"):
+		text, err := hll.Decode(v.val)
+		if err != nil {
+			c.fail(err.Error())
+			return
+		}
+		c.wr.BulkString(text)
+	case is(sub, "ENCODING"):
+		if hll.Sparse(v.val) {
+			c.wr.SimpleString("sparse")
+		} else {
+			c.wr.SimpleString("dense")
+		}
+	default:
+		c.fail("ERR Unknown PFDEBUG subcommand '" + string(sub) + "'")
+	}
+}
+
+func cmdPFSelfTest(c *conn, _ *command, _ [][]byte) {
+	if err := hll.SelfTest(); err != nil {
+		c.fail(err.Error())
+		return
+	}
+	c.ok()
 }

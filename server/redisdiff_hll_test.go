@@ -4,7 +4,7 @@ import "strconv"
 
 func init() { diffGroups = append(diffGroups, diffGroup{"hyperloglog", 10, diffHLL}) }
 
-// diffHLL generates PFADD, PFCOUNT and PFMERGE over keys of their own
+// diffHLL generates PFADD, PFCOUNT, PFMERGE and PFDEBUG over keys of their own
 // ("hll0" to "hll3") and the shared keys (strings that are not HLLs, and
 // other types), compares the HLL bytes with GET, and damages values with
 // SETRANGE and APPEND. After a damaged value meets a PF command the key
@@ -15,7 +15,7 @@ func diffHLL(g *diffGen) diffCmd {
 	if g.rng.IntN(10) == 0 {
 		key = g.key()
 	}
-	switch g.rng.IntN(20) {
+	switch g.rng.IntN(21) {
 	case 0, 1, 2, 3, 4, 5, 6:
 		// Universes of varied size, so that keys stay sparse, reach the
 		// sparse limit, or turn dense.
@@ -52,6 +52,12 @@ func diffHLL(g *diffGen) diffCmd {
 			diffCmdOf(exact, g.pick("PFADD", "PFCOUNT", "PFMERGE"), key, "a", "b", "c", "d", "e", "f"),
 			diffCmdOf(exact, "DEL", key))
 		return damage
+	case 19:
+		args := []string{"PFDEBUG", g.pick("ENCODING", "DECODE", "TODENSE", "GETREG", "encoding", "decode", "FOO"), key}
+		if g.rng.IntN(8) == 0 {
+			args = append(args, "extra")
+		}
+		return diffCmdOf(exact, args...)
 	default:
 		return diffCmdOf(exact, "DEL", key)
 	}

@@ -97,3 +97,29 @@ func TestEstimateAccuracy(t *testing.T) {
 		}
 	}
 }
+
+func TestSelfTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adds 10,000 elements to a sparse and a dense HyperLogLog")
+	}
+	if err := SelfTest(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDecode checks DECODE's text on a value with each opcode.
+func TestDecode(t *testing.T) {
+	v := append(New()[:headerSize], 0x00, 0x8d, 0x7f, 0xfc)
+	got, err := Decode(v)
+	if want := "z:1 v:4,2 Z:16381"; err != nil || got != want {
+		t.Fatalf("Decode = %q, %v; want %q", got, err, want)
+	}
+	d, _ := ToDense(v)
+	if _, err := Decode(d); err != ErrNotSparse {
+		t.Fatalf("Decode of a dense value: %v", err)
+	}
+	regs := DenseRegisters(d)
+	if regs[0] != 0 || regs[1] != 4 || regs[2] != 4 || regs[3] != 0 {
+		t.Fatalf("registers %v", regs[:4])
+	}
+}
