@@ -3,7 +3,6 @@ package server
 import (
 	"math"
 	"strconv"
-	"strings"
 )
 
 // parseInt parses a decimal int64 as Redis' string2ll does, which is what
@@ -40,23 +39,6 @@ func parseFloat(b []byte) (float64, bool) {
 
 func isSpaceByte(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
-
-// formatFloat prints an INCRBYFLOAT result like Redis: plain decimal
-// notation, at most 17 fractional digits, no trailing zeros. Redis
-// computes in long double; the shortest float64 representation gives the
-// same text for the values people type ("10.6", not "10.59999…").
-func formatFloat(f float64) string {
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if dot := strings.IndexByte(s, '.'); dot >= 0 && len(s)-dot-1 > 17 {
-		s = strconv.FormatFloat(f, 'f', 17, 64)
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
-		if s == "-0" {
-			s = "0"
-		}
-	}
-	return s
 }
 
 // is reports whether arg equals the upper-case option name opt, ignoring

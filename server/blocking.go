@@ -299,6 +299,7 @@ func (c *conn) readAheadWhileBlocked() (stop func(), gone <-chan struct{}) {
 			n, err := c.nc.Read(buf)
 			c.blk.readAhead = append(c.blk.readAhead, buf[:n]...)
 			c.s.stats.netIn.Add(int64(n))
+			c.inBytes.Add(int64(n))
 			if err != nil {
 				if !errors.Is(err, os.ErrDeadlineExceeded) {
 					c.blk.readErr = err

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"math"
 )
 
 func init() {
@@ -22,17 +21,7 @@ func cmdCopy(c *conn, _ *command, args [][]byte) {
 			replace = true
 		case is(args[i], "DB") && i+1 < len(args):
 			i++
-			db, ok := parseInt(args[i])
-			switch {
-			case !ok:
-				c.fail(msgNotInteger)
-				return
-			case db < math.MinInt32 || db > math.MaxInt32:
-				// Redis reads the index as a C int.
-				c.fail("ERR value is out of range, value must between -2147483648 and 2147483647")
-				return
-			case db != 0:
-				c.fail("ERR DB index is out of range")
+			if !c.checkDB(args[i]) {
 				return
 			}
 		default:

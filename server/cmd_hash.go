@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -432,30 +433,30 @@ func cmdHIncrBy(c *conn, _ *command, args [][]byte) {
 }
 
 func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) {
-	delta, ok := parseFloat(args[3])
+	delta, ok := parseLongDouble(args[3])
 	if !ok {
 		c.fail(msgNotFloat)
 		return
 	}
-	if math.IsInf(delta, 0) {
+	if delta.IsInf() {
 		c.fail("ERR value is NaN or Infinity")
 		return
 	}
 	if result, ok := c.hashIncr(args[1], args[2], func(old []byte, found bool) []byte {
-		var f float64
+		cur := new(big.Float)
 		if found {
 			var ok bool
-			if f, ok = parseFloat(old); !ok {
+			if cur, ok = parseLongDouble(old); !ok {
 				c.fail("ERR hash value is not a float")
 				return nil
 			}
 		}
-		f += delta
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		sum, ok := addLongDouble(cur, delta)
+		if !ok {
 			c.fail("ERR increment would produce NaN or Infinity")
 			return nil
 		}
-		return []byte(formatFloat(f))
+		return []byte(sum)
 	}); ok {
 		c.wr.Bulk(result)
 	}

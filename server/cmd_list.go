@@ -545,8 +545,10 @@ func cmdLRem(c *conn, _ *command, args [][]byte) {
 		if !existed {
 			return true
 		}
-		limit := count
-		if limit < 0 {
+		// In uint64 so that -(-2^63) is 2^63, not -2^63 again: Redis
+		// removes every match then.
+		limit := uint64(count)
+		if count < 0 {
 			limit = -limit
 		}
 		var rm []int64
@@ -554,7 +556,7 @@ func cmdLRem(c *conn, _ *command, args [][]byte) {
 			if bytes.Equal(v, val) {
 				rm = append(rm, i)
 			}
-			return limit == 0 || int64(len(rm)) < limit
+			return limit == 0 || uint64(len(rm)) < limit
 		}) {
 			return false
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,15 +112,27 @@ func cmdPing(c *conn, cmd *command, args [][]byte) {
 func cmdEcho(c *conn, _ *command, args [][]byte) { c.wr.Bulk(args[1]) }
 
 func cmdSelect(c *conn, _ *command, args [][]byte) {
-	n, ok := parseInt(args[1])
+	if c.checkDB(args[1]) {
+		c.ok()
+	}
+}
+
+// checkDB accepts database index 0, the only one lsmgo has, and answers
+// any other with Redis' error: a value outside a C int first, as Redis
+// reads the index into one.
+func (c *conn) checkDB(arg []byte) bool {
+	db, ok := parseInt(arg)
 	switch {
 	case !ok:
 		c.fail(msgNotInteger)
-	case n != 0:
+	case db < math.MinInt32 || db > math.MaxInt32:
+		c.fail("ERR value is out of range, value must between -2147483648 and 2147483647")
+	case db != 0:
 		c.fail("ERR DB index is out of range")
 	default:
-		c.ok()
+		return true
 	}
+	return false
 }
 
 func cmdQuit(c *conn, _ *command, _ [][]byte) {
@@ -517,7 +530,7 @@ func cmdConfigGet(c *conn, _ *command, args [][]byte) {
 	c.wr.MapHeader(len(names))
 	for _, name := range names {
 		c.wr.BulkString(name)
-		c.wr.BulkString(lookupSetting(name).get(cfg))
+		c.wr.BulkString(lookupSetting(name).shown(cfg))
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"math"
+	"math/big"
 	"strconv"
 	"time"
 )
@@ -540,25 +541,25 @@ func incrBy(sign int64) handler {
 func cmdIncrByFloat(c *conn, _ *command, args [][]byte) {
 	var result []byte
 	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
-		var f float64
+		cur := new(big.Float)
 		if exists {
 			var ok bool
-			if f, ok = parseFloat(v.val); !ok {
+			if cur, ok = parseLongDouble(v.val); !ok {
 				c.fail(msgNotFloat)
 				return false
 			}
 		}
-		delta, ok := parseFloat(args[2])
+		delta, ok := parseLongDouble(args[2])
 		if !ok {
 			c.fail(msgNotFloat)
 			return false
 		}
-		f += delta
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		sum, ok := addLongDouble(cur, delta)
+		if !ok {
 			c.fail("ERR increment would produce NaN or Infinity")
 			return false
 		}
-		v.val = []byte(formatFloat(f))
+		v.val = []byte(sum)
 		result = v.val
 		return true
 	}) {
@@ -645,7 +646,9 @@ func cmdSetRange(c *conn, _ *command, args [][]byte) {
 			c.wr.Int(int64(len(v.val)))
 			return false
 		}
-		if offset+int64(len(patch)) > c.maxStringLen(args[1]) {
+		// Compared as offset > max-len: offset+len would wrap past
+		// 2^63 and pass.
+		if offset > c.maxStringLen(args[1])-int64(len(patch)) {
 			c.fail(msgStringTooBig)
 			return false
 		}

@@ -196,8 +196,12 @@ type setting struct {
 	// fixed settings exist for client compatibility (redis-benchmark
 	// asks for "save" and "appendonly"); they cannot be set at all.
 	fixed bool
-	get   func(*Config) string
-	set   func(*Config, string) error
+	// secret settings hold credentials: CONFIG GET shows redactedMarker
+	// instead of a set value, and the slow log hides the value a CONFIG
+	// SET gave them.
+	secret bool
+	get    func(*Config) string
+	set    func(*Config, string) error
 }
 
 var settings = []*setting{
@@ -209,10 +213,10 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.AppendFsync }, oneOf("everysec", "always", "no")),
 	boolSetting("protected-mode", "refuse a non-loopback addr without requirepass", false,
 		func(c *Config) *bool { return &c.ProtectedMode }),
-	stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,
-		func(c *Config) *string { return &c.RequirePass }, nil),
-	stringSetting("admin-token", "bearer token that opens /debug/ to non-loopback HTTP clients", true,
-		func(c *Config) *string { return &c.AdminToken }, nil),
+	secret(stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,
+		func(c *Config) *string { return &c.RequirePass }, nil)),
+	secret(stringSetting("admin-token", "bearer token that opens /debug/ to non-loopback HTTP clients", true,
+		func(c *Config) *string { return &c.AdminToken }, nil)),
 	intSetting("maxclients", "maximum simultaneous clients", true, 1, math.MaxInt32,
 		func(c *Config) *int { return &c.MaxClients }),
 	durationSetting("timeout", "close clients idle for this many seconds (0: never)", true, time.Second, 0,
@@ -246,8 +250,8 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.BackupDir }, nil),
 	boolSetting("images", "serve the image host on the HTTP address", false,
 		func(c *Config) *bool { return &c.Images }),
-	stringSetting("image-tokens", "image upload tokens, name:secret[:admin] separated by commas", true,
-		func(c *Config) *string { return &c.ImageTokens }, checkImageTokens),
+	secret(stringSetting("image-tokens", "image upload tokens, name:secret[:admin] separated by commas", true,
+		func(c *Config) *string { return &c.ImageTokens }, checkImageTokens)),
 	stringSetting("images-anonymous", "who may upload images without a token: auto (loopback HTTP address), yes or no", false,
 		func(c *Config) *string { return &c.ImagesAnonymous }, oneOf("auto", "yes", "no")),
 	stringSetting("images-base-url", "public prefix of image links (empty: the request's Host)", false,
@@ -258,10 +262,10 @@ var settings = []*setting{
 		func(c *Config) *int { return &c.ImagesUploadRate }),
 	stringSetting("blob-store", "where image bytes go: empty (the data directory) or s3://bucket/prefix?endpoint=URL&region=R", false,
 		func(c *Config) *string { return &c.BlobStore }, imgbed.CheckBlobStore),
-	stringSetting("s3-access-key", "access key of an s3:// blob-store (empty: AWS_ACCESS_KEY_ID, then ~/.aws files)", false,
-		func(c *Config) *string { return &c.S3AccessKey }, nil),
-	stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
-		func(c *Config) *string { return &c.S3SecretKey }, nil),
+	secret(stringSetting("s3-access-key", "access key of an s3:// blob-store (empty: AWS_ACCESS_KEY_ID, then ~/.aws files)", false,
+		func(c *Config) *string { return &c.S3AccessKey }, nil)),
+	secret(stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
+		func(c *Config) *string { return &c.S3SecretKey }, nil)),
 	fixedSetting("appendonly", "yes"),
 	fixedSetting("save", ""),
 	fixedSetting("databases", "1"),
@@ -360,6 +364,11 @@ func fixedSetting(name, value string) *setting {
 		set: func(*Config, string) error { return errImmutable }}
 }
 
+// redactedMarker stands in for a secret: CONFIG GET shows it for a set
+// secret setting, and the slow log for a password or secret argument.
+// Redis uses the same words for the arguments it hides.
+const redactedMarker = "(redacted)"
+
 var errImmutable = errors.New("can't set immutable config")
 
 func nonEmpty(v string) error {
@@ -435,14 +444,15 @@ func parseDuration(v string, unit time.Duration, lo int64) (time.Duration, error
 
 // RegisterFlags defines one flag per setting on fs, plus --config. Parsed
 // values land in c.Overrides and c.ConfigFile, so that Start can layer
-// them over the config file; the defaults shown are c's current values.
+// them over the config file; the defaults shown are c's current values,
+// secrets redacted.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "TOML config `file`; live settings reload when it changes")
 	for _, s := range settings {
 		if s.fixed {
 			continue
 		}
-		fs.Var(&settingFlag{cfg: c, s: s, def: s.get(c)}, s.name, s.usage)
+		fs.Var(&settingFlag{cfg: c, s: s, def: s.shown(c)}, s.name, s.usage)
 	}
 }
 

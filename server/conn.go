@@ -90,8 +90,11 @@ type conn struct {
 	// subscribes (pubsub.go).
 	sub *subscriber
 
-	tx         *transaction
-	exec       *execState
+	tx   *transaction
+	exec *execState
+	// depth counts the runs in progress: 2 while EXEC runs a queued
+	// command. recoverHandler acts at depth 0.
+	depth      int
 	watched    []watchedKey
 	watchDirty atomic.Bool
 
@@ -104,6 +107,9 @@ type conn struct {
 	// chose this client to close.
 	mem      atomic.Int64
 	evicting atomic.Bool
+	// inBytes counts the input read from the socket, in the connection's
+	// goroutine or while blocked; Pub/Sub orders messages by it (push).
+	inBytes atomic.Int64
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
@@ -131,7 +137,10 @@ func (r connReader) Read(p []byte) (int, error) {
 	for {
 		c.closeView()
 		c.commitStaged()
-		c.deliverPushes()
+		// Every complete command read has run: what was published before
+		// the input read so far arrived goes out.
+		readEnd := c.inBytes.Load() - int64(len(c.blk.readAhead)) + 1
+		c.deliverPushes(readEnd)
 		if err := c.wr.Flush(); err != nil {
 			return 0, err
 		}
@@ -160,7 +169,7 @@ func (r connReader) Read(p []byte) (int, error) {
 		}
 		// Checked after arming the deadline too: a message queued
 		// after this check moves the deadline after this arming.
-		if c.pendingPushes() {
+		if c.readyPushes(readEnd) {
 			continue
 		}
 		// A Read that finds data ready returns it even if a publisher
@@ -168,6 +177,7 @@ func (r connReader) Read(p []byte) (int, error) {
 		// queued before each command runs, so none is overtaken.
 		n, err := c.nc.Read(p)
 		c.s.stats.netIn.Add(int64(n))
+		c.inBytes.Add(int64(n))
 		if n == 0 && c.sub != nil && isTimeout(err) && c.sub.woken.Swap(false) {
 			continue
 		}
@@ -289,7 +299,7 @@ func (c *conn) execute(args [][]byte) {
 	// reply, as in Redis, where PUBLISH fills the subscribers' output
 	// buffers at once: the connection may have read the command before
 	// the publisher's wake-up reached it.
-	c.deliverPushes()
+	c.deliverPushes(c.inputEnd())
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(nil, unknownCommand(args))
@@ -402,7 +412,7 @@ func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed boo
 	}
 	cfg := c.s.config()
 	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
-		c.s.slowlog.add(c, args, d, cfg.SlowlogMaxLen)
+		c.s.slowlog.add(c, redactArgs(cmd, args), d, cfg.SlowlogMaxLen)
 	}
 }
 

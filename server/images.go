@@ -39,13 +39,17 @@ func imageTokens(c *Config) []imgbed.Token {
 // commas.
 func parseImageTokens(v string) ([]imgbed.Token, error) {
 	var tokens []imgbed.Token
+	n := 0
 	for entry := range strings.SplitSeq(v, ",") {
+		n++
 		if entry = strings.TrimSpace(entry); entry == "" {
 			continue
 		}
 		f := strings.Split(entry, ":")
 		if len(f) < 2 || len(f) > 3 || f[0] == "" || f[1] == "" || len(f) == 3 && f[2] != "admin" {
-			return nil, fmt.Errorf("image token %q is not name:secret[:admin]", f[0])
+			// By position, not content: a malformed entry may be a bare
+			// secret, and this error reaches the logs on a reload.
+			return nil, fmt.Errorf("image token %d is not name:secret[:admin]", n)
 		}
 		tokens = append(tokens, imgbed.Token{Name: f[0], Secret: f[1], Admin: len(f) == 3})
 	}

@@ -195,6 +195,7 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load())
 	errs, _ := s.errors.totals()
 	field(b, "total_error_replies", errs)
+	field(b, "total_command_panics", st.panics.Load())
 	return nil
 }
 

@@ -107,6 +107,7 @@ var (
 	clientMemDesc   = prometheus.NewDesc("lsmgo_client_buffer_bytes", "Bytes held by all clients' query buffers (bounded by maxmemory-clients).", nil, nil)
 	netInDesc       = prometheus.NewDesc("lsmgo_net_input_bytes_total", "Bytes read from clients.", nil, nil)
 	netOutDesc      = prometheus.NewDesc("lsmgo_net_output_bytes_total", "Bytes written to clients.", nil, nil)
+	panicsDesc      = prometheus.NewDesc("lsmgo_command_panics_total", "Command handlers that panicked; each closed its connection (a bug: please report).", nil, nil)
 
 	callsDesc    = prometheus.NewDesc("lsmgo_commands_total", "Commands executed, by command.", []string{"cmd"}, nil)
 	failuresDesc = prometheus.NewDesc("lsmgo_command_errors_total", "Commands that replied with an error, by command.", []string{"cmd"}, nil)
@@ -120,7 +121,7 @@ func (sc serverCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- em.desc
 	}
 	for _, d := range []*prometheus.Desc{levelFilesDesc, levelBytesDesc, levelScoreDesc,
-		connectedDesc, connectionsDesc, rejectedDesc, evictedDesc, clientMemDesc, netInDesc, netOutDesc,
+		connectedDesc, connectionsDesc, rejectedDesc, evictedDesc, clientMemDesc, netInDesc, netOutDesc, panicsDesc,
 		callsDesc, failuresDesc, latencyDesc} {
 		ch <- d
 	}
@@ -145,6 +146,7 @@ func (sc serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(clientMemDesc, prometheus.GaugeValue, float64(s.clientMem.total.Load()))
 	ch <- prometheus.MustNewConstMetric(netInDesc, prometheus.CounterValue, float64(s.stats.netIn.Load()))
 	ch <- prometheus.MustNewConstMetric(netOutDesc, prometheus.CounterValue, float64(s.stats.netOut.Load()))
+	ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(s.stats.panics.Load()))
 	for _, cmd := range allCommands {
 		collectCommand(ch, cmd, s.cmdStats[cmd.id])
 	}

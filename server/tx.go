@@ -385,6 +385,8 @@ func userKeyOf(k []byte) ([]byte, bool) {
 func (c *conn) run(cmd *command, args [][]byte) {
 	start := c.clock()
 	c.failed = false
+	c.depth++
+	defer c.recoverHandler(cmd)
 	cmd.run(c, cmd, args)
 	now := time.Now()
 	c.mark = now
