@@ -39,7 +39,7 @@ const (
 // fields of width bits; the product wraps as Redis' does. Offsets whose
 // byte lies at or past proto-max-bulk-len are refused (2^32-1 is the
 // largest by default).
-func (c *conn) bitOffset(arg []byte, width uint) (uint64, bool) {
+func (c *conn) bitOffset(arg []byte, width uint) (uint64, error) {
 	hash := width > 0 && len(arg) > 0 && arg[0] == '#'
 	if hash {
 		arg = arg[1:]
@@ -49,35 +49,33 @@ func (c *conn) bitOffset(arg []byte, width uint) (uint64, bool) {
 		n *= int64(width)
 	}
 	if !ok || n < 0 || n>>3 >= c.s.config().ProtoMaxBulkLen {
-		c.fail(msgBitOffset)
-		return 0, false
+		return 0, redisError(msgBitOffset)
 	}
-	return uint64(n), true
+	return uint64(n), nil
 }
 
-func cmdSetBit(c *conn, _ *command, args [][]byte) {
-	offset, ok := c.bitOffset(args[2], 0)
-	if !ok {
-		return
+func cmdSetBit(c *conn, _ *command, args [][]byte) error {
+	offset, err := c.bitOffset(args[2], 0)
+	if err != nil {
+		return err
 	}
 	on, ok := parseInt(args[3])
 	if !ok || on&^1 != 0 {
-		c.fail(msgBitValue)
-		return
+		return redisError(msgBitValue)
 	}
 	// Setting a bit to the value it has, inside the string, is a read:
 	// no lock, no write, as Redis does not count it as a change either.
-	if v, exists, ok := c.get(args[1]); !ok {
-		return
+	if v, exists, err := c.get(args[1]); err != nil {
+		return err
 	} else if exists && offset>>3 < uint64(len(v.val)) && int64(bitops.GetBit(v.val, offset)) == on {
 		c.wr.Int(on)
-		return
+		return nil
 	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
+	v, exists, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	grown := bitops.Grow(v.val, offset)
 	old := bitops.SetBit(grown, offset, on == 1)
@@ -85,119 +83,125 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) {
 	// in Redis: no engine write, no WATCH invalidation.
 	if !exists || len(grown) != len(v.val) || int64(old) != on {
 		v.val = grown
-		if !c.put(args[1], v) {
-			return
+		if err := c.put(args[1], v); err != nil {
+			return err
 		}
 	}
 	c.wr.Int(int64(old))
+	return nil
 }
 
-func cmdGetBit(c *conn, _ *command, args [][]byte) {
-	offset, ok := c.bitOffset(args[2], 0)
-	if !ok {
-		return
+func cmdGetBit(c *conn, _ *command, args [][]byte) error {
+	offset, err := c.bitOffset(args[2], 0)
+	if err != nil {
+		return err
 	}
-	if v, _, ok := c.get(args[1]); ok {
-		c.wr.Int(int64(bitops.GetBit(v.val, offset)))
+	v, _, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
+	c.wr.Int(int64(bitops.GetBit(v.val, offset)))
+	return nil
 }
 
 // bitRange parses BITCOUNT's and BITPOS's start, end and unit
 // arguments (end and unit may be absent). Redis checks them in the order
 // start, end, unit for BITCOUNT but start, unit, end for BITPOS (unitFirst),
 // which decides the error when several are bad.
-func (c *conn) bitRange(args [][]byte, unitFirst bool) (r bitops.Range, ok bool) {
+func bitRange(args [][]byte, unitFirst bool) (r bitops.Range, err error) {
+	var ok bool
 	if r.Start, ok = parseInt(args[0]); !ok {
-		c.fail(msgNotInteger)
-		return r, false
+		return r, redisError(msgNotInteger)
 	}
-	end := func() bool {
+	end := func() error {
 		r.End = -1
 		if len(args) > 1 {
 			if r.End, ok = parseInt(args[1]); !ok {
-				c.fail(msgNotInteger)
-				return false
+				return redisError(msgNotInteger)
 			}
 		}
-		return true
+		return nil
 	}
-	unit := func() bool {
+	unit := func() error {
 		if len(args) > 2 {
 			switch {
 			case is(args[2], "BIT"):
 				r.Bit = true
 			case !is(args[2], "BYTE"):
-				c.fail(msgSyntax)
-				return false
+				return redisError(msgSyntax)
 			}
 		}
-		return true
+		return nil
 	}
 	if unitFirst {
-		return r, unit() && end()
+		if err := unit(); err != nil {
+			return r, err
+		}
+		return r, end()
 	}
-	return r, end() && unit()
+	if err := end(); err != nil {
+		return r, err
+	}
+	return r, unit()
 }
 
-func cmdBitCount(c *conn, _ *command, args [][]byte) {
+func cmdBitCount(c *conn, _ *command, args [][]byte) error {
 	var r bitops.Range
 	switch len(args) {
 	case 2:
 	case 4, 5:
-		var ok bool
-		if r, ok = c.bitRange(args[2:], false); !ok {
-			return
+		var err error
+		if r, err = bitRange(args[2:], false); err != nil {
+			return err
 		}
 	default:
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
-	v, _, ok := c.get(args[1])
-	if !ok {
-		return
+	v, _, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	if len(args) == 2 {
 		c.wr.Int(bitops.CountAll(v.val))
-		return
+	} else {
+		c.wr.Int(bitops.Count(v.val, r))
 	}
-	c.wr.Int(bitops.Count(v.val, r))
+	return nil
 }
 
-func cmdBitPos(c *conn, _ *command, args [][]byte) {
+func cmdBitPos(c *conn, _ *command, args [][]byte) error {
 	bit, ok := parseInt(args[2])
 	if !ok {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
 	if bit != 0 && bit != 1 {
-		c.fail("ERR The bit argument must be 1 or 0.")
-		return
+		return redisError("ERR The bit argument must be 1 or 0.")
+	}
+	if len(args) > 6 {
+		return redisError(msgSyntax)
 	}
 	var r *bitops.Range
-	if len(args) > 6 {
-		c.fail(msgSyntax)
-		return
-	}
 	if len(args) > 3 {
-		parsed, ok := c.bitRange(args[3:], true)
-		if !ok {
-			return
+		parsed, err := bitRange(args[3:], true)
+		if err != nil {
+			return err
 		}
 		r = &parsed
 	}
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
+	v, exists, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	if !exists {
 		// A missing key reads as endless zeros.
 		c.wr.Int(-bit)
-		return
+		return nil
 	}
 	c.wr.Int(bitops.Pos(v.val, int(bit), r, len(args) > 4))
+	return nil
 }
 
-func cmdBitOp(c *conn, _ *command, args [][]byte) {
+func cmdBitOp(c *conn, _ *command, args [][]byte) error {
 	var op bitops.Op
 	switch {
 	case is(args[1], "AND"):
@@ -209,46 +213,45 @@ func cmdBitOp(c *conn, _ *command, args [][]byte) {
 	case is(args[1], "NOT"):
 		op = bitops.Not
 	default:
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
 	if op == bitops.Not && len(args) != 4 {
-		c.fail("ERR BITOP NOT must be called with a single source key.")
-		return
+		return redisError("ERR BITOP NOT must be called with a single source key.")
 	}
 	held := c.lock(args[2:], 1)
 	defer c.unlock(held)
 	srcs := make([][]byte, len(args)-3)
 	for i, key := range args[3:] {
-		v, _, ok := c.get(key)
-		if !ok {
-			return
+		v, _, err := c.get(key)
+		if err != nil {
+			return err
 		}
 		srcs[i] = v.val
 	}
 	dest := args[2]
-	old, existed, ok := c.getEntry(dest)
-	if !ok {
-		return
+	old, existed, err := c.getEntry(dest)
+	if err != nil {
+		return err
 	}
 	res := bitops.Apply(op, srcs)
 	switch {
 	case len(res) > 0:
 		// The result replaces the destination whatever its type, without
 		// its expiry.
-		if !c.put(dest, stringValue{val: res}) {
-			return
+		if err := c.put(dest, stringValue{val: res}); err != nil {
+			return err
 		}
 	case existed:
 		c.s.ks.deleteKey(c.batch, &c.scratch, dest)
-		if !c.apply() {
-			return
+		if err := c.commit(); err != nil {
+			return err
 		}
 	}
 	if existed {
 		c.s.ks.reclaimDeleted(dest, old)
 	}
 	c.wr.Int(int64(len(res)))
+	return nil
 }
 
 // bitFieldOp is one parsed BITFIELD subcommand.
@@ -261,8 +264,9 @@ type bitFieldOp struct {
 }
 
 // parseBitField parses BITFIELD's subcommands, all before any runs, as
-// Redis does; it replies itself on error.
-func (c *conn) parseBitField(cmd *command, args [][]byte) (ops []bitFieldOp, ok bool) {
+// Redis does.
+func (c *conn) parseBitField(cmd *command, args [][]byte) ([]bitFieldOp, error) {
+	var ops []bitFieldOp
 	overflow := bitops.Wrap
 	for j := 0; j < len(args); j++ {
 		rest := len(args) - j - 1
@@ -283,27 +287,25 @@ func (c *conn) parseBitField(cmd *command, args [][]byte) (ops []bitFieldOp, ok 
 			case is(args[j], "FAIL"):
 				overflow = bitops.Fail
 			default:
-				c.fail("ERR Invalid OVERFLOW type specified")
-				return nil, false
+				return nil, redisError("ERR Invalid OVERFLOW type specified")
 			}
 			continue
 		default:
-			c.fail(msgSyntax)
-			return nil, false
+			return nil, redisError(msgSyntax)
 		}
+		var ok bool
 		if op.field, ok = bitops.ParseField(args[j+1], parseInt); !ok {
-			c.fail("ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.")
-			return nil, false
+			return nil, redisError("ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.")
 		}
-		if op.offset, ok = c.bitOffset(args[j+2], op.field.Bits); !ok {
-			return nil, false
+		var err error
+		if op.offset, err = c.bitOffset(args[j+2], op.field.Bits); err != nil {
+			return nil, err
 		}
 		j += 2
 		if op.write {
 			j++
 			if op.value, ok = parseInt(args[j]); !ok {
-				c.fail(msgNotInteger)
-				return nil, false
+				return nil, redisError(msgNotInteger)
 			}
 		}
 		op.overflow = overflow
@@ -312,17 +314,16 @@ func (c *conn) parseBitField(cmd *command, args [][]byte) (ops []bitFieldOp, ok 
 	// Redis refuses writes in BITFIELD_RO only once all parsed.
 	for _, op := range ops {
 		if op.write && cmd.flags&flagWrite == 0 {
-			c.fail("ERR BITFIELD_RO only supports the GET subcommand")
-			return nil, false
+			return nil, redisError("ERR BITFIELD_RO only supports the GET subcommand")
 		}
 	}
-	return ops, true
+	return ops, nil
 }
 
-func cmdBitField(c *conn, cmd *command, args [][]byte) {
-	ops, ok := c.parseBitField(cmd, args[2:])
-	if !ok {
-		return
+func cmdBitField(c *conn, cmd *command, args [][]byte) error {
+	ops, err := c.parseBitField(cmd, args[2:])
+	if err != nil {
+		return err
 	}
 	var maxBit uint64
 	write := false
@@ -336,9 +337,9 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) {
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
 	}
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
+	v, exists, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	s := v.val
 	if write {
@@ -363,8 +364,8 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) {
 	// Redis creates or grows the key even when every write failed.
 	if write && (!exists || !bytes.Equal(s, v.val)) {
 		v.val = s
-		if !c.put(args[1], v) {
-			return
+		if err := c.put(args[1], v); err != nil {
+			return err
 		}
 	}
 	c.wr.ArrayHeader(len(ops))
@@ -375,4 +376,5 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) {
 			c.wr.Null()
 		}
 	}
+	return nil
 }

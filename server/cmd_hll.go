@@ -24,34 +24,36 @@ func init() {
 	)
 }
 
-// getHLL reads key as a HyperLogLog, replying with Redis' error when it
-// holds another type or a string that is not one.
-func (c *conn) getHLL(key []byte) (v stringValue, exists, ok bool) {
-	if v, exists, ok = c.get(key); !ok || !exists {
-		return v, exists, ok
+// getHLL reads key as a HyperLogLog: Redis' error when it holds another
+// type or a string that is not one.
+func (c *conn) getHLL(key []byte) (v stringValue, exists bool, err error) {
+	if v, exists, err = c.get(key); err != nil || !exists {
+		return v, exists, err
 	}
 	if err := hll.Check(v.val); err != nil {
-		c.fail(err.Error())
-		return v, exists, false
+		return v, exists, redisError(err.Error())
 	}
-	return v, exists, true
+	return v, exists, nil
 }
 
-func cmdPFAdd(c *conn, _ *command, args [][]byte) {
+// hllError turns the hll package's errors into replies.
+func hllError(err error) error { return redisError(err.Error()) }
+
+func cmdPFAdd(c *conn, _ *command, args [][]byte) error {
 	// Most adds to a filled HyperLogLog raise no register. Such an add is
 	// a read, and like other reads needs no lock: it takes effect at the
 	// moment of the read.
-	if v, exists, ok := c.getHLL(args[1]); !ok {
-		return
+	if v, exists, err := c.getHLL(args[1]); err != nil {
+		return err
 	} else if exists && !hll.WouldChange(v.val, args[2:]) {
 		c.wr.Int(0)
-		return
+		return nil
 	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	v, exists, ok := c.getHLL(args[1])
-	if !ok {
-		return
+	v, exists, err := c.getHLL(args[1])
+	if err != nil {
+		return err
 	}
 	cur := v.val
 	if !exists {
@@ -59,78 +61,75 @@ func cmdPFAdd(c *conn, _ *command, args [][]byte) {
 	}
 	out, changed, err := hll.Add(cur, args[2:], c.s.config().HLLSparseMaxBytes)
 	if err != nil {
-		c.fail(err.Error())
-		return
+		return hllError(err)
 	}
 	// Creating the key counts as a change, even with no elements.
-	if changed || !exists {
-		v.val = out
-		if !c.put(args[1], v) {
-			return
-		}
-		c.wr.Int(1)
-		return
+	if !changed && exists {
+		c.wr.Int(0)
+		return nil
 	}
-	c.wr.Int(0)
+	v.val = out
+	if err := c.put(args[1], v); err != nil {
+		return err
+	}
+	c.wr.Int(1)
+	return nil
 }
 
-func cmdPFCount(c *conn, _ *command, args [][]byte) {
+func cmdPFCount(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 2 {
 		var u hll.Union
 		for _, key := range args[1:] {
-			v, exists, ok := c.getHLL(key)
-			if !ok {
-				return
+			v, exists, err := c.getHLL(key)
+			if err != nil {
+				return err
 			}
 			if !exists {
 				continue
 			}
 			if err := u.Merge(v.val); err != nil {
-				c.fail(err.Error())
-				return
+				return hllError(err)
 			}
 		}
 		c.wr.Int(int64(u.Count()))
-		return
+		return nil
 	}
 	// A valid cached cardinality is a plain read; only a stale one is
 	// computed and written back, under the lock.
-	v, exists, ok := c.getHLL(args[1])
-	if !ok {
-		return
+	v, exists, err := c.getHLL(args[1])
+	if err != nil {
+		return err
 	}
-	if !exists {
-		c.wr.Int(0)
-		return
-	}
-	if card, ok := hll.Cached(v.val); ok {
-		c.wr.Int(int64(card))
-		return
+	if exists {
+		if card, ok := hll.Cached(v.val); ok {
+			c.wr.Int(int64(card))
+			return nil
+		}
 	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	if v, exists, ok = c.getHLL(args[1]); !ok {
-		return
+	if v, exists, err = c.getHLL(args[1]); err != nil {
+		return err
 	}
 	if !exists {
 		c.wr.Int(0)
-		return
+		return nil
 	}
 	card, updated, err := hll.Count(v.val)
 	if err != nil {
-		c.fail(err.Error())
-		return
+		return hllError(err)
 	}
 	if updated != nil {
 		v.val = updated
-		if !c.put(args[1], v) {
-			return
+		if err := c.put(args[1], v); err != nil {
+			return err
 		}
 	}
 	c.wr.Int(int64(card))
+	return nil
 }
 
-func cmdPFMerge(c *conn, _ *command, args [][]byte) {
+func cmdPFMerge(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[1:], 1)
 	defer c.unlock(held)
 	var u hll.Union
@@ -139,9 +138,9 @@ func cmdPFMerge(c *conn, _ *command, args [][]byte) {
 	// The destination is merged first, as Redis counts it among the
 	// sources.
 	for i, key := range args[1:] {
-		v, exists, ok := c.getHLL(key)
-		if !ok {
-			return
+		v, exists, err := c.getHLL(key)
+		if err != nil {
+			return err
 		}
 		if i == 0 {
 			dest, destExists = v, exists
@@ -150,8 +149,7 @@ func cmdPFMerge(c *conn, _ *command, args [][]byte) {
 			continue
 		}
 		if err := u.Merge(v.val); err != nil {
-			c.fail(err.Error())
-			return
+			return hllError(err)
 		}
 	}
 	var cur []byte
@@ -160,28 +158,28 @@ func cmdPFMerge(c *conn, _ *command, args [][]byte) {
 	}
 	out, err := u.Store(cur, c.s.config().HLLSparseMaxBytes)
 	if err != nil {
-		c.fail(err.Error())
-		return
+		return hllError(err)
 	}
 	dest.val = out
-	if c.put(args[1], dest) {
-		c.ok()
+	if err := c.put(args[1], dest); err != nil {
+		return err
 	}
+	c.ok()
+	return nil
 }
 
 // cmdPFDebug implements PFDEBUG GETREG, DECODE, ENCODING and TODENSE with
 // Redis' replies; GETREG and TODENSE store a sparse value converted to
 // dense, as Redis does.
-func cmdPFDebug(c *conn, _ *command, args [][]byte) {
+func cmdPFDebug(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[2:3], 1)
 	defer c.unlock(held)
-	v, exists, ok := c.getHLL(args[2])
-	if !ok {
-		return
+	v, exists, err := c.getHLL(args[2])
+	if err != nil {
+		return err
 	}
 	if !exists {
-		c.fail("ERR The specified key does not exist")
-		return
+		return redisError("ERR The specified key does not exist")
 	}
 	sub := args[1]
 	switch {
@@ -189,18 +187,17 @@ func cmdPFDebug(c *conn, _ *command, args [][]byte) {
 		wasSparse := hll.Sparse(v.val)
 		dense, err := hll.ToDense(v.val)
 		if err != nil {
-			c.fail(err.Error())
-			return
+			return hllError(err)
 		}
 		if wasSparse {
 			v.val = dense
-			if !c.put(args[2], v) {
-				return
+			if err := c.put(args[2], v); err != nil {
+				return err
 			}
 		}
 		if is(sub, "TODENSE") {
 			c.wr.Int(int64(boolInt(wasSparse)))
-			return
+			return nil
 		}
 		regs := hll.DenseRegisters(dense)
 		c.wr.ArrayHeader(len(regs))
@@ -210,8 +207,7 @@ func cmdPFDebug(c *conn, _ *command, args [][]byte) {
 	case is(sub, "DECODE"):
 		text, err := hll.Decode(v.val)
 		if err != nil {
-			c.fail(err.Error())
-			return
+			return hllError(err)
 		}
 		c.wr.BulkString(text)
 	case is(sub, "ENCODING"):
@@ -221,14 +217,15 @@ func cmdPFDebug(c *conn, _ *command, args [][]byte) {
 			c.wr.SimpleString("dense")
 		}
 	default:
-		c.fail("ERR Unknown PFDEBUG subcommand '" + string(sub) + "'")
+		return redisError("ERR Unknown PFDEBUG subcommand '" + string(sub) + "'")
 	}
+	return nil
 }
 
-func cmdPFSelfTest(c *conn, _ *command, _ [][]byte) {
+func cmdPFSelfTest(c *conn, _ *command, _ [][]byte) error {
 	if err := hll.SelfTest(); err != nil {
-		c.fail(err.Error())
-		return
+		return hllError(err)
 	}
 	c.ok()
+	return nil
 }

@@ -79,6 +79,17 @@ type Config struct {
 	// or IP address for anonymous uploads), with bursts of four seconds'
 	// worth; negative disables the limit ("images-upload-rate"). Default 5.
 	ImagesUploadRate int
+	// ImagesUploadsPerClient bounds the upload slots one client holds at
+	// once ("images-uploads-per-client", 0: imgbed's default); ImagesUploadQueueWait is how long
+	// an upload waits for a slot before a 503 ("images-upload-queue-wait");
+	// ImagesMinUploadRate, in bytes per second, cuts off with 408 a body
+	// slower than that for ImagesMinUploadRateWindow
+	// ("images-min-upload-rate", negative disables,
+	// "images-min-upload-rate-window"). Defaults: imgbed's.
+	ImagesUploadsPerClient    int
+	ImagesUploadQueueWait     time.Duration
+	ImagesMinUploadRate       int
+	ImagesMinUploadRateWindow time.Duration
 	// BlobStore is where the image host keeps the bytes of new images:
 	// empty for the data directory, or an S3 bucket as
 	// "s3://bucket/prefix?endpoint=URL&region=R" ("blob-store"; see
@@ -163,26 +174,29 @@ type Config struct {
 // the same setting.
 func DefaultConfig() Config {
 	return Config{
-		Addr:              "127.0.0.1:9001",
-		HTTPAddr:          "127.0.0.1:8080",
-		Dir:               "./lsmgo-data",
-		AppendFsync:       "everysec",
-		ProtectedMode:     true,
-		MaxClients:        10000,
-		ProtoMaxBulkLen:   512 << 20,
-		MaxMultibulkLen:   1024 * 1024,
-		HLLSparseMaxBytes: hll.DefaultSparseMaxBytes,
-		QueryBufferLimit:  1 << 30,
-		SlowlogSlowerThan: 10 * time.Millisecond,
-		SlowlogMaxLen:     128,
-		LogLevel:          "notice",
-		ShutdownTimeout:   30 * time.Second,
-		MaxMemoryClients:  1 << 30,
-		PubsubBufferLimit: outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
-		Images:            true,
-		ImagesAnonymous:   "auto",
-		ImagesMaxBytes:    imgbed.DefaultMaxBytes,
-		ImagesUploadRate:  imgbed.DefaultUploadRate,
+		Addr:                      "127.0.0.1:9001",
+		HTTPAddr:                  "127.0.0.1:8080",
+		Dir:                       "./lsmgo-data",
+		AppendFsync:               "everysec",
+		ProtectedMode:             true,
+		MaxClients:                10000,
+		ProtoMaxBulkLen:           512 << 20,
+		MaxMultibulkLen:           1024 * 1024,
+		HLLSparseMaxBytes:         hll.DefaultSparseMaxBytes,
+		QueryBufferLimit:          1 << 30,
+		SlowlogSlowerThan:         10 * time.Millisecond,
+		SlowlogMaxLen:             128,
+		LogLevel:                  "notice",
+		ShutdownTimeout:           30 * time.Second,
+		MaxMemoryClients:          1 << 30,
+		PubsubBufferLimit:         outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
+		Images:                    true,
+		ImagesAnonymous:           "auto",
+		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
+		ImagesUploadRate:          imgbed.DefaultUploadRate,
+		ImagesUploadQueueWait:     imgbed.DefaultUploadQueueWait,
+		ImagesMinUploadRate:       imgbed.DefaultMinUploadRate,
+		ImagesMinUploadRateWindow: imgbed.DefaultMinUploadRateWindow,
 	}
 }
 
@@ -260,6 +274,14 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
 	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
+	intSetting("images-uploads-per-client", "upload slots one image client (token or address) may hold at once (0: a sixteenth of the 64 slots)", false, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesUploadsPerClient }),
+	durationSetting("images-upload-queue-wait", "how long an image upload waits for a slot before a 503 with Retry-After, in milliseconds", false, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.ImagesUploadQueueWait }),
+	intSetting("images-min-upload-rate", "bytes per second below which an image upload body is cut off with 408 (negative: off)", false, -1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesMinUploadRate }),
+	durationSetting("images-min-upload-rate-window", "how long an image upload may stay below images-min-upload-rate, in seconds", false, time.Second, 1,
+		func(c *Config) *time.Duration { return &c.ImagesMinUploadRateWindow }),
 	stringSetting("blob-store", "where image bytes go: empty (the data directory) or s3://bucket/prefix?endpoint=URL&region=R", false,
 		func(c *Config) *string { return &c.BlobStore }, imgbed.CheckBlobStore),
 	secret(stringSetting("s3-access-key", "access key of an s3:// blob-store (empty: AWS_ACCESS_KEY_ID, then ~/.aws files)", false,

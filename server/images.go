@@ -2,26 +2,42 @@ package server
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
 
+// SpoolDir is where the image host of a server with data directory dir
+// spools uploads: inside the data directory, so a crash's leftovers stay
+// with the data (and count against its disk) and the next start removes
+// them.
+func SpoolDir(dir string) string { return filepath.Join(dir, "tmp") }
+
 // newImageHost starts the image host on the server's DB, with its metrics
 // in the server's registry.
 func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 	anonymous := map[string]imgbed.Anonymous{"auto": imgbed.AnonymousAuto, "yes": imgbed.AnonymousOn, "no": imgbed.AnonymousOff}
+	spool := ""
+	if s.base.FS == nil { // an in-memory engine's dir is not on disk
+		spool = SpoolDir(r.Dir)
+	}
 	return imgbed.New(s.db, imgbed.Config{
-		BaseURL:     r.ImagesBaseURL,
-		MaxBytes:    r.ImagesMaxBytes,
-		Anonymous:   anonymous[r.ImagesAnonymous],
-		Tokens:      imageTokens(r),
-		UploadRate:  float64(r.ImagesUploadRate),
-		UploadBurst: 4 * max(1, r.ImagesUploadRate),
-		BlobStore:   r.BlobStore,
-		S3AccessKey: r.S3AccessKey,
-		S3SecretKey: r.S3SecretKey,
-		Registerer:  s.metrics.registry,
+		SpoolDir:            spool,
+		BaseURL:             r.ImagesBaseURL,
+		MaxBytes:            r.ImagesMaxBytes,
+		Anonymous:           anonymous[r.ImagesAnonymous],
+		Tokens:              imageTokens(r),
+		UploadRate:          float64(r.ImagesUploadRate),
+		UploadBurst:         4 * max(1, r.ImagesUploadRate),
+		MaxUploadsPerClient: r.ImagesUploadsPerClient,
+		UploadQueueWait:     r.ImagesUploadQueueWait,
+		MinUploadRate:       r.ImagesMinUploadRate,
+		MinUploadRateWindow: r.ImagesMinUploadRateWindow,
+		BlobStore:           r.BlobStore,
+		S3AccessKey:         r.S3AccessKey,
+		S3SecretKey:         r.S3SecretKey,
+		Registerer:          s.metrics.registry,
 	})
 }
 

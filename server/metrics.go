@@ -56,6 +56,7 @@ var engineMetrics = []engineMetric{
 	counter("lsmgo_engine_wal_bytes_total", "Bytes written to the WAL.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.Bytes) }),
 	counter("lsmgo_engine_wal_syncs_total", "WAL fsyncs.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.Syncs) }),
 	counter("lsmgo_engine_wal_recovery_dropped_bytes_total", "WAL bytes the last Open dropped after a torn or damaged tail.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.RecoveryDroppedBytes) }),
+	counter("lsmgo_engine_wal_recovery_lost_entries_total", "Entries the last Open dropped that were not a torn tail of the last WAL: lost or damaged data.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.RecoveryLostEntries) }),
 	counter("lsmgo_engine_commit_batches_total", "Committed batches.", func(m *lsmgo.Metrics) float64 { return float64(m.Commits.Batches) }),
 	counter("lsmgo_engine_commit_groups_total", "Commit groups (batches per group = group commit factor).", func(m *lsmgo.Metrics) float64 { return float64(m.Commits.Groups) }),
 	counter("lsmgo_engine_flushes_total", "Memtable flushes.", func(m *lsmgo.Metrics) float64 { return float64(m.Flush.Count) }),

@@ -43,6 +43,7 @@ func (c *conn) recoverHandler(cmd *command) {
 	// its overlay, is dropped unapplied. Its stripe locks were released by
 	// the handlers' deferred unlocks as the panic unwound.
 	c.batch.Reset()
+	c.dropPending()
 	c.exec = nil
 	c.tx = nil
 	// Close before anything is flushed: the buffered reply may be cut

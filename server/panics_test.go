@@ -15,7 +15,7 @@ func init() {
 	register(spec{
 		name: testPanicCommand, arity: 2, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1,
 		group: "server", since: "0.0.0", summary: "Test only: panics holding its key's lock.",
-		run: func(c *conn, _ *command, args [][]byte) {
+		run: func(c *conn, _ *command, args [][]byte) error {
 			held := c.lock(args[1:2], 1)
 			defer c.unlock(held)
 			c.s.ks.putString(c.batch, &c.scratch, args[1], stringValue{val: []byte("half-written")})

@@ -126,7 +126,7 @@ func (c *conn) subSets(pattern bool) (mine map[string]struct{}, hub *map[string]
 // subscribe returns the handler of SUBSCRIBE, or PSUBSCRIBE when pattern.
 func subscribe(pattern bool) handler {
 	kind := subKind("subscribe", pattern)
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		c.deliverPushes(c.inputEnd())
 		if c.sub == nil {
 			c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
@@ -150,6 +150,7 @@ func subscribe(pattern bool) handler {
 			}
 			c.subReply(kind, name, c.sub.count())
 		}
+		return nil
 	}
 }
 
@@ -157,7 +158,7 @@ func subscribe(pattern bool) handler {
 // pattern: from the names given, or from all when none is.
 func unsubscribe(pattern bool) handler {
 	kind := subKind("unsubscribe", pattern)
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		c.deliverPushes(c.inputEnd())
 		names := args[1:]
 		if len(names) == 0 {
@@ -166,7 +167,7 @@ func unsubscribe(pattern bool) handler {
 			}
 			if len(names) == 0 {
 				c.subReply(kind, nil, c.subCount())
-				return
+				return nil
 			}
 		}
 		counts := make([]int, len(names))
@@ -180,6 +181,7 @@ func unsubscribe(pattern bool) handler {
 		for i, name := range names {
 			c.subReply(kind, name, counts[i])
 		}
+		return nil
 	}
 }
 
@@ -245,12 +247,13 @@ func (c *conn) subReply(kind string, name []byte, count int) {
 	c.wr.Int(int64(count))
 }
 
-func cmdPublish(c *conn, _ *command, args [][]byte) {
+func cmdPublish(c *conn, _ *command, args [][]byte) error {
 	n := c.s.pubsub.publish(c, args[1], args[2])
 	// A RESP3 client subscribed to the channel gets the message before
 	// the reply, as from Redis.
 	c.deliverPushes(c.inputEnd())
 	c.wr.Int(n)
+	return nil
 }
 
 // publish delivers msg on channel, sent by the connection from, to its
@@ -477,10 +480,9 @@ func (c *conn) readyPushes(limit int64) bool {
 	return len(sub.marks) > 0 && sub.marks[0].arrived < limit
 }
 
-func cmdPubsubChannels(c *conn, cmd *command, args [][]byte) {
+func cmdPubsubChannels(c *conn, cmd *command, args [][]byte) error {
 	if len(args) > 3 {
-		c.fail("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try PUBSUB HELP.")
-		return
+		return redisError("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try PUBSUB HELP.")
 	}
 	h := &c.s.pubsub
 	h.mu.RLock()
@@ -496,9 +498,10 @@ func cmdPubsubChannels(c *conn, cmd *command, args [][]byte) {
 	for _, n := range names {
 		c.wr.BulkString(n)
 	}
+	return nil
 }
 
-func cmdPubsubNumsub(c *conn, _ *command, args [][]byte) {
+func cmdPubsubNumsub(c *conn, _ *command, args [][]byte) error {
 	h := &c.s.pubsub
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -507,10 +510,12 @@ func cmdPubsubNumsub(c *conn, _ *command, args [][]byte) {
 		c.wr.Bulk(name)
 		c.wr.Int(int64(len(h.channels[string(name)])))
 	}
+	return nil
 }
 
-func cmdPubsubNumpat(c *conn, _ *command, _ [][]byte) {
+func cmdPubsubNumpat(c *conn, _ *command, _ [][]byte) error {
 	c.wr.Int(int64(c.s.pubsub.numPatterns()))
+	return nil
 }
 
 func (h *pubsubHub) numPatterns() int {
