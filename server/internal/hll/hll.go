@@ -25,6 +25,8 @@ const (
 
 // ErrNotHLL reports a string value that is not a HyperLogLog (bad length,
 // magic or encoding); the text is Redis' reply.
+//
+//lint:ignore ST1005 the text is Redis' reply, final period included
 var ErrNotHLL = errors.New("WRONGTYPE Key is not a valid HyperLogLog string value.")
 
 // ErrCorrupt reports a sparse value whose runs do not add up to the
