@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
+	"github.com/lsmgo-dev/lsmgo/server/internal/hll"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -110,6 +111,10 @@ type Config struct {
 	// value ("proto-max-bulk-len", live for new connections); default
 	// 512 MiB.
 	ProtoMaxBulkLen int64
+	// HLLSparseMaxBytes is the largest sparse HyperLogLog value, header
+	// included, before PFADD converts it to the dense encoding
+	// ("hll-sparse-max-bytes", live); default 3000, as in Redis.
+	HLLSparseMaxBytes int
 	// MaxMultibulkLen is the most arguments one command may have
 	// ("max-multibulk-len", live for new connections); default 1048576.
 	MaxMultibulkLen int64
@@ -177,6 +182,7 @@ func DefaultConfig() Config {
 		MaxClients:                10000,
 		ProtoMaxBulkLen:           512 << 20,
 		MaxMultibulkLen:           1024 * 1024,
+		HLLSparseMaxBytes:         hll.DefaultSparseMaxBytes,
 		QueryBufferLimit:          1 << 30,
 		SlowlogSlowerThan:         10 * time.Millisecond,
 		SlowlogMaxLen:             128,
@@ -231,6 +237,8 @@ var settings = []*setting{
 		func(c *Config) *time.Duration { return &c.Timeout }),
 	sizeSetting("proto-max-bulk-len", "longest argument or string value in bytes", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ProtoMaxBulkLen }),
+	sizeSetting("hll-sparse-max-bytes", "largest sparse HyperLogLog in bytes before it turns dense", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.HLLSparseMaxBytes }),
 	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
 	sizeSetting("maxmemory-clients", "bytes all clients' query buffers may hold together; the biggest clients are closed first (0: no bound)", true, 0, math.MaxInt64,

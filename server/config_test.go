@@ -192,6 +192,7 @@ func TestSettingUnits(t *testing.T) {
 	kinds := map[string][]spelling{
 		"proto-max-bulk-len":            sizes,
 		"max-multibulk-len":             sizes,
+		"hll-sparse-max-bytes":          sizes,
 		"client-query-buffer-limit":     sizes,
 		"maxmemory-clients":             sizes,
 		"images-max-bytes":              sizes,
