@@ -32,6 +32,7 @@ type Server struct {
 	db        *lsmgo.DB
 	ks        keyspace
 	cursors   cursorTable
+	scripts   scripting
 	blocked   blockRegistry
 	slowlog   slowlog
 	metrics   *metrics

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"sync/atomic"
 
@@ -185,7 +186,13 @@ func (vm *VM) Load(body []byte) (string, error) {
 // compile parses body as a chunk named name whose globals are the
 // read-only proxy.
 func (vm *VM) compile(body []byte, name string) (*lua.LFunction, error) {
-	fn, err := vm.L.Load(strings.NewReader(string(body)), name)
+	src := string(body)
+	if strings.HasPrefix(src, "#!") {
+		// A shebang line ("#!lua flags=…") is the server's; made a
+		// comment, it keeps the lines numbered as Redis numbers them.
+		src = "--" + src
+	}
+	fn, err := vm.L.Load(strings.NewReader(src), name)
 	if err != nil {
 		return nil, errors.New(compileErrorText(err))
 	}
@@ -193,17 +200,25 @@ func (vm *VM) compile(body []byte, name string) (*lua.LFunction, error) {
 	return fn, nil
 }
 
-// compileErrorText drops gopher-lua's wrapping around a syntax error so
-// that the message starts, as Lua's does, with the chunk name.
+// compileErrorText words a syntax error as Lua does, "chunk:line: what
+// near 'token'", from gopher-lua's "chunk line:L(column:C) near 'token':
+// what". What it says is gopher-lua's own ("parse error" where Lua says
+// what it expected).
 func compileErrorText(err error) string {
+	msg := err.Error()
 	var apiErr *lua.ApiError
 	if errors.As(err, &apiErr) {
 		if s, ok := apiErr.Object.(lua.LString); ok {
-			return string(s)
+			msg = string(s)
 		}
 	}
-	return err.Error()
+	if m := gopherSyntaxError.FindStringSubmatch(msg); m != nil {
+		return m[1] + ":" + m[2] + ": " + strings.TrimSpace(m[4]) + " near " + m[3]
+	}
+	return msg
 }
+
+var gopherSyntaxError = regexp.MustCompile(`(?s)^(\S+) line:(\d+)\(column:\d+\) near (.*?):\s*(.*)$`)
 
 // Exists reports whether a script with this SHA1 is cached.
 func (vm *VM) Exists(sha string) bool {

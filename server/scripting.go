@@ -1,0 +1,256 @@
+package server
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/luascript"
+	"github.com/lsmgo-dev/lsmgo/server/resp"
+)
+
+// Scripting: EVAL and FCALL run Lua (package luascript) atomically, the way
+// EXEC runs its commands (doc/server.md, "Scripting").
+//
+// Isolation: a script holds every stripe, exclusively, for as long as it
+// runs. Redis scripts declare their keys, but may touch any key, and
+// nothing checks that they keep to the declared ones; holding all stripes
+// is the only choice that stays isolated whatever the script does. It
+// costs little more than Redis' own rule (one script or command at a
+// time): only the reads that need no lock go on beside a script, and they
+// see the state before it, since its writes commit at its end.
+//
+// One batch: the script's commands run like EXEC's (c.exec set), so their
+// writes collect in one batch, read back through an overlay, and commit
+// once: a crash leaves all of a script or none of it. Inside EXEC a script
+// joins EXEC's batch and locks.
+//
+// Lock order: stripes, then the scripting mutex (a script inside EXEC comes
+// to the mutex holding EXEC's stripes), so EVAL takes them in that order
+// too.
+
+// scripting is the server's Lua state: the VM for EVAL's scripts, the one
+// for functions, and the script running now.
+type scripting struct {
+	// mu serializes the VMs, which run one script at a time, as Redis
+	// does.
+	mu      sync.Mutex
+	eval    *luascript.VM
+	running atomic.Pointer[runningScript]
+}
+
+// runningScript is what BUSY replies, SCRIPT KILL and FUNCTION STATS need
+// to know of the script running now.
+type runningScript struct {
+	conn     *conn
+	vm       *luascript.VM
+	name     string
+	command  string
+	function bool
+	start    time.Time
+	// wrote is set once the script has run a write command: Redis will
+	// not kill a script then, since its writes could not be undone.
+	wrote atomic.Bool
+}
+
+// evalVM returns the EVAL VM, made on first use; s.scripts.mu is held.
+func (s *Server) evalVM() *luascript.VM {
+	if s.scripts.eval == nil {
+		s.scripts.eval = luascript.New(s.vmOptions())
+	}
+	return s.scripts.eval
+}
+
+func (s *Server) vmOptions() luascript.Options {
+	return luascript.Options{Version: Version, Log: s.scriptLog}
+}
+
+// scriptLog writes redis.log's messages to the server log.
+func (s *Server) scriptLog(level int, msg string) {
+	switch level {
+	case luascript.LogDebug, luascript.LogVerbose:
+		s.log.Debug(msg, "source", "script")
+	case luascript.LogNotice:
+		s.log.Info(msg, "source", "script")
+	default:
+		s.log.Warn(msg, "source", "script")
+	}
+}
+
+// Commands a script may not call, and commands other clients may still
+// run while a script is past busy-reply-threshold: Redis 7.0's noscript
+// and allow_busy flags over the commands lsmgo has
+// (TestScriptCommandFlags checks them against redis-server).
+var (
+	notInScripts = map[string]bool{}
+	allowedBusy  = map[string]bool{}
+)
+
+func init() {
+	for _, name := range strings.Fields(`auth bgrewriteaof bgsave blmove blpop brpop brpoplpush
+		bzpopmax bzpopmin client|caching client|getname client|getredir client|id client|info
+		client|kill client|list client|no-evict client|pause client|reply client|setname
+		client|tracking client|trackinginfo client|unblock client|unpause config|get
+		config|resetstat config|rewrite config|set debug discard eval eval_ro evalsha evalsha_ro
+		exec failover fcall fcall_ro function|delete function|dump function|flush function|kill
+		function|list function|load function|restore function|stats hello latency|doctor
+		latency|graph latency|histogram latency|history latency|latest latency|reset monitor
+		multi psubscribe psync punsubscribe quit replconf replicaof reset role save script|debug
+		script|exists script|flush script|kill script|load shutdown slaveof ssubscribe subscribe
+		sunsubscribe sync unsubscribe unwatch wait watch acl|cat acl|deluser acl|dryrun
+		acl|genpass acl|getuser acl|list acl|load acl|log acl|save acl|setuser acl|users
+		acl|whoami`) {
+		notInScripts[name] = true
+	}
+	for _, name := range strings.Fields(`auth discard function|kill function|stats hello multi
+		quit replconf reset script|kill shutdown unwatch watch`) {
+		allowedBusy[name] = true
+	}
+}
+
+// Redis' BUSY replies, by the kind of script running.
+const (
+	msgBusyScript   = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	msgBusyFunction = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	msgNotBusy      = "NOTBUSY No scripts in execution right now."
+	msgUnkillable   = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+)
+
+// refusedBusy answers BUSY, and reports true, when another client's
+// script has run past busy-reply-threshold and cmd is not one of the
+// commands allowed meanwhile.
+func (c *conn) refusedBusy(cmd *command) bool {
+	r := c.s.scripts.running.Load()
+	if r == nil || r.conn == c || allowedBusy[cmd.name] || time.Since(r.start) < c.s.config().BusyReplyThreshold {
+		return false
+	}
+	msg := msgBusyScript
+	if r.function {
+		msg = msgBusyFunction
+	}
+	c.reject(cmd, msg)
+	return true
+}
+
+// killScript is SCRIPT KILL (function false) and FUNCTION KILL.
+func (c *conn) killScript(function bool) {
+	r := c.s.scripts.running.Load()
+	switch {
+	case r == nil:
+		c.fail(msgNotBusy)
+	case r.wrote.Load():
+		c.fail(msgUnkillable)
+	case r.function && !function:
+		c.fail(msgBusyFunction)
+	case !r.function && function:
+		c.fail(msgBusyScript)
+	default:
+		r.vm.Kill(luascript.ErrKilled)
+		c.ok()
+	}
+}
+
+// runScript runs one script call: run, given the writer for its reply and
+// the caller for its commands, under the scripting mutex, with every
+// stripe held and its writes collected in one batch (see above).
+func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Writer, caller luascript.Caller)) {
+	ks := &c.s.ks
+	own := !c.inExec()
+	if own {
+		held := allStripes(c.stripes).lock(ks.locks)
+		c.stripes = held
+		defer held.unlock(ks.locks)
+		view, err := ks.newView()
+		if err != nil {
+			c.replyErr(err)
+			return
+		}
+		defer view.Close()
+		b := ks.newBatch()
+		c.exec = &execState{batch: b, overlay: view.Overlay(b)}
+		defer func() { c.exec = nil }()
+	}
+	sc := &scriptCaller{c: c, readOnly: readOnly, run: r}
+	var buf bytes.Buffer
+	w := resp.NewWriter(&buf)
+	w.SetProtocol(c.wr.Protocol())
+	c.s.scripts.mu.Lock()
+	r.start = time.Now()
+	c.s.scripts.running.Store(r)
+	run(w, sc)
+	c.s.scripts.running.Store(nil)
+	c.s.scripts.mu.Unlock()
+	w.Flush()
+	if own {
+		b := c.exec.batch
+		if b.Count() > 0 || b.Err() != nil {
+			if err := ks.apply(b); err != nil {
+				c.replyErr(err)
+				return
+			}
+		}
+	}
+	if bytes.HasPrefix(buf.Bytes(), []byte("-")) {
+		c.failed = true
+	}
+	c.wr.Raw(buf.Bytes())
+}
+
+// scriptCaller runs a script's redis.call commands on the script's
+// connection, through the table, with Redis' checks for scripts.
+type scriptCaller struct {
+	c        *conn
+	readOnly bool
+	run      *runningScript
+	buf      bytes.Buffer
+}
+
+func scriptError(msg string) resp.Value { return resp.Value{Type: '-', Err: msg} }
+
+func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
+	c := sc.c
+	cmd := lookup(commands, &c.nameBuf, args[0])
+	if cmd == nil {
+		return scriptError(luascript.ErrUnknownCommand)
+	}
+	if !cmd.arityOK(len(args)) {
+		return scriptError(luascript.ErrWrongArity)
+	}
+	if cmd.subs != nil && len(args) > 1 {
+		sub := lookup(cmd.subs, &c.nameBuf, args[1])
+		if sub == nil {
+			return scriptError(luascript.ErrUnknownCommand)
+		}
+		if !sub.arityOK(len(args)) {
+			return scriptError(luascript.ErrWrongArity)
+		}
+		cmd = sub
+	}
+	if notInScripts[cmd.name] {
+		return scriptError(luascript.ErrNotAllowed)
+	}
+	if cmd.flags&flagWrite != 0 {
+		if sc.readOnly {
+			return scriptError(luascript.ErrWriteReadOnly)
+		}
+		sc.run.wrote.Store(true)
+	}
+	out, failed := c.wr, c.failed
+	sc.buf.Reset()
+	w := resp.NewWriter(&sc.buf)
+	w.SetProtocol(proto)
+	c.wr = w
+	c.run(cmd, args)
+	w.Flush()
+	c.wr, c.failed = out, failed
+	// The reply is the server's own: no limit below the reader's largest.
+	v, err := resp.NewReader(&sc.buf, resp.Limits{MaxBulkLen: math.MaxInt64, MaxMultibulkLen: math.MaxInt64,
+		MaxInlineLen: math.MaxInt64}).ReadValue()
+	if err != nil {
+		return scriptError("ERR " + err.Error())
+	}
+	return v
+}
