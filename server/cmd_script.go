@@ -34,12 +34,13 @@ func init() {
 }
 
 // scriptArgs splits numkeys keys... args... as EVAL and FCALL take them;
-// ok is false once the error is replied.
-func (c *conn) scriptArgs(rest [][]byte) (keys, argv [][]byte, ok bool) {
+// ok is false once the error is replied. notInt is the reply to a numkeys
+// that is not an integer, which differs between the two.
+func (c *conn) scriptArgs(rest [][]byte, notInt string) (keys, argv [][]byte, ok bool) {
 	n, isInt := parseInt(rest[0])
 	switch {
 	case !isInt:
-		c.fail(msgNotInteger)
+		c.fail(notInt)
 	case n < 0:
 		c.fail("ERR Number of keys can't be negative")
 	case n > int64(len(rest)-1):
@@ -52,7 +53,7 @@ func (c *conn) scriptArgs(rest [][]byte) (keys, argv [][]byte, ok bool) {
 
 // cmdEval serves EVAL, EVALSHA and their _RO forms, told apart by name.
 func cmdEval(c *conn, cmd *command, args [][]byte) {
-	keys, argv, ok := c.scriptArgs(args[2:])
+	keys, argv, ok := c.scriptArgs(args[2:], msgNotInteger)
 	if !ok {
 		return
 	}

@@ -37,9 +37,28 @@ import (
 type scripting struct {
 	// mu serializes the VMs, which run one script at a time, as Redis
 	// does.
-	mu      sync.Mutex
-	eval    *luascript.VM
-	running atomic.Pointer[runningScript]
+	mu        sync.Mutex
+	eval      *luascript.VM
+	functions *luascript.VM
+	running   atomic.Pointer[runningScript]
+	// libraries and functionCount are the functions VM's counts as of
+	// its last change, for FUNCTION STATS, which a running function
+	// must not wait for.
+	libraries, functionCount atomic.Int64
+}
+
+// recount records the functions VM's counts; mu is held.
+func (sc *scripting) recount() {
+	if sc.functions == nil {
+		return
+	}
+	libs := sc.functions.Libraries()
+	n := 0
+	for _, lib := range libs {
+		n += len(lib.Functions)
+	}
+	sc.libraries.Store(int64(len(libs)))
+	sc.functionCount.Store(int64(n))
 }
 
 // runningScript is what BUSY replies, SCRIPT KILL and FUNCTION STATS need
@@ -50,7 +69,9 @@ type runningScript struct {
 	name     string
 	command  string
 	function bool
-	start    time.Time
+	// args is the FCALL command, for FUNCTION STATS.
+	args  [][]byte
+	start time.Time
 	// wrote is set once the script has run a write command: Redis will
 	// not kill a script then, since its writes could not be undone.
 	wrote atomic.Bool

@@ -111,6 +111,9 @@ type VM struct {
 	cur        atomic.Pointer[call]
 	// cjsonConfig is cjson's encode_* / decode_* settings.
 	cjson cjsonConfig
+	// funcs is the libraries of a VM serving functions; nil until the
+	// first is loaded.
+	funcs *functionState
 }
 
 type script struct {
@@ -155,6 +158,14 @@ func (vm *VM) rebuild() {
 	vm.newState()
 	for _, s := range vm.scripts {
 		s.fn = nil
+	}
+	if vm.funcs != nil {
+		libs := vm.funcs.libs
+		vm.funcs = nil
+		for _, lib := range libs {
+			// They loaded into the old state; they load again.
+			vm.LoadLibrary(lib.Code, true)
+		}
 	}
 }
 
@@ -266,9 +277,15 @@ func (vm *VM) Kill(reason error) bool {
 	return true
 }
 
-// run calls fn with args already pushed and writes its result or error.
+// run calls fn with args and writes its result or error.
 func (vm *VM) run(w *resp.Writer, fn *lua.LFunction, name string, caller Caller, args ...lua.LValue) {
-	c := newCall(caller, name)
+	vm.runCall(w, newCall(caller, name), fn, args...)
+}
+
+// runCall is run with the call made; it reports whether fn returned
+// without error.
+func (vm *VM) runCall(w *resp.Writer, c *call, fn *lua.LFunction, args ...lua.LValue) (ok bool) {
+	name := c.name
 	vm.cur.Store(c)
 	L := vm.L
 	defer func() {
@@ -279,6 +296,7 @@ func (vm *VM) run(w *resp.Writer, fn *lua.LFunction, name string, caller Caller,
 			vm.cur.Store(nil)
 			vm.rebuild()
 			w.Error("ERR Error running script " + name + ", " + truncate(fmt.Sprint(r), 100))
+			ok = false
 		}
 	}()
 	L.SetContext(c)
@@ -298,6 +316,7 @@ func (vm *VM) run(w *resp.Writer, fn *lua.LFunction, name string, caller Caller,
 		vm.writeReply(w, c, L.Get(-1))
 	}
 	L.SetTop(top)
+	return err == nil
 }
 
 // handleError is the error handler of every script call: like Redis' own
