@@ -183,7 +183,11 @@ func cmdFunctionDelete(c *conn, _ *command, args [][]byte) {
 }
 
 func cmdFunctionFlush(c *conn, _ *command, args [][]byte) {
-	if len(args) > 3 || len(args) == 3 && !is(args[2], "SYNC") && !is(args[2], "ASYNC") {
+	switch {
+	case len(args) > 3:
+		c.fail("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
+		return
+	case len(args) == 3 && !is(args[2], "SYNC") && !is(args[2], "ASYNC"):
 		c.fail("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		return
 	}
@@ -320,7 +324,7 @@ func cmdFunctionDump(c *conn, _ *command, _ [][]byte) {
 func cmdFunctionRestore(c *conn, _ *command, args [][]byte) {
 	policy := "APPEND"
 	if len(args) > 4 {
-		c.fail(msgSyntax)
+		c.fail("ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.")
 		return
 	}
 	if len(args) == 4 {
@@ -347,7 +351,7 @@ func cmdFunctionRestore(c *conn, _ *command, args [][]byte) {
 			var name string
 			var err error
 			if n, nerr := luascript.LibraryName(code); nerr == nil && policy == "APPEND" &&
-				slices.ContainsFunc(vm.Libraries(), func(l *luascript.Library) bool { return l.Name == n }) {
+				slices.ContainsFunc(vm.Libraries(), func(l *luascript.Library) bool { return strings.EqualFold(l.Name, n) }) {
 				// RESTORE words the clash differently from LOAD.
 				err = errors.New("ERR Library " + n + " already exists")
 			} else {

@@ -81,6 +81,7 @@ func cmdEval(c *conn, cmd *command, args [][]byte) {
 			}
 		}
 		r.name = sha
+		c.s.scripts.cachedScripts.Store(int64(vm.ScriptCount()))
 		if !vm.Eval(w, sha, keys, argv, caller) {
 			w.Error("NOSCRIPT No matching script. Please use EVAL.")
 		}
@@ -131,6 +132,7 @@ func cmdScriptLoad(c *conn, _ *command, args [][]byte) {
 	}
 	c.s.scripts.mu.Lock()
 	sha, err := c.s.evalVM().Load(args[2])
+	c.s.scripts.cachedScripts.Store(int64(c.s.evalVM().ScriptCount()))
 	c.s.scripts.mu.Unlock()
 	if err != nil {
 		c.fail(err.Error())
@@ -160,6 +162,7 @@ func cmdScriptFlush(c *conn, _ *command, args [][]byte) {
 	}
 	c.s.scripts.mu.Lock()
 	c.s.evalVM().Flush()
+	c.s.scripts.cachedScripts.Store(0)
 	c.s.scripts.mu.Unlock()
 	c.ok()
 }

@@ -127,7 +127,7 @@ func TestLuaScriptDiff(t *testing.T) {
 				{"SET", "s", "hello"}, {"SET", "n", "41"}, {"RPUSH", "l", "a", "b", "c"},
 				{"HSET", "h", "f1", "v1"}, {"SADD", "set", "m1"}, {"ZADD", "z", "1.5", "a", "2", "b"},
 			}
-			for _, c := range luaCases {
+			for _, c := range append(luaCases, luaProtectionCases...) {
 				ld.check(c.body, c.keys, c.argv, c.norm)
 			}
 		})
@@ -388,4 +388,15 @@ func (g *luaGen) number() string {
 
 func (g *luaGen) str() string {
 	return []string{"''", "'x'", "'a b'", "'\\255\\t'", "'{}'", "'1'", "'-ERR no'"}[g.rng.IntN(7)]
+}
+
+// luaProtectionCases try to get around the read-only globals and
+// libraries through metatables.
+var luaProtectionCases = []luaCase{
+	lc("return type(getmetatable(_G))"), lc("return type(getmetatable(_G).__index)"),
+	lc("local g = getmetatable(_G) g.__index = {}"), lc("setmetatable(_G, {})"), lc("_G = {}"),
+	lc("return type(getmetatable(redis))"), lc("return type(getmetatable(''))"),
+	lc("return type(getmetatable('').__index)"), lc("getmetatable('').__index = {}"),
+	lc("getmetatable('').__index.upper = nil"), lc("return ('x'):upper()"),
+	lc("cjson.encode = function() return 1 end"), lc("bit.lshift = nil"),
 }

@@ -45,6 +45,8 @@ type scripting struct {
 	// its last change, for FUNCTION STATS, which a running function
 	// must not wait for.
 	libraries, functionCount atomic.Int64
+	// cachedScripts is the EVAL VM's script count, for INFO.
+	cachedScripts atomic.Int64
 }
 
 // recount records the functions VM's counts; mu is held.
@@ -214,8 +216,14 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 			}
 		}
 	}
-	if bytes.HasPrefix(buf.Bytes(), []byte("-")) {
+	if reply := buf.Bytes(); bytes.HasPrefix(reply, []byte("-")) {
 		c.failed = true
+		// An error a command raised was counted when the command
+		// failed; Redis does not count it again as the script's.
+		msg := string(reply[1:bytes.IndexByte(reply, '\r')])
+		if !sc.raised(msg) {
+			c.s.errors.count(msg)
+		}
 	}
 	c.wr.Raw(buf.Bytes())
 }
@@ -227,6 +235,19 @@ type scriptCaller struct {
 	readOnly bool
 	run      *runningScript
 	buf      bytes.Buffer
+	// errs are the error replies the script's commands got.
+	errs []string
+}
+
+// raised reports whether msg, the script's error reply, is one of its
+// commands' errors passed on.
+func (sc *scriptCaller) raised(msg string) bool {
+	for _, e := range sc.errs {
+		if strings.HasPrefix(msg, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func scriptError(msg string) resp.Value { return resp.Value{Type: '-', Err: msg} }
@@ -272,6 +293,9 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 		MaxInlineLen: math.MaxInt64}).ReadValue()
 	if err != nil {
 		return scriptError("ERR " + err.Error())
+	}
+	if v.Type == '-' {
+		sc.errs = append(sc.errs, v.Err)
 	}
 	return v
 }

@@ -14,7 +14,7 @@ import (
 // Functions (Redis 7): a library is Lua code whose first line is
 // "#!lua name=<library>" and which, when loaded, calls
 // redis.register_function for each function it offers. Loading runs the
-// code with a globals table of its own, where redis holds only
+// code with a globals table of its own, holding only redis, which holds only
 // register_function, log and the constants; the registered functions then
 // run with the ordinary globals. A VM serving functions serves nothing
 // else, as Redis keeps them in a Lua state of their own.
@@ -66,7 +66,7 @@ func (vm *VM) LoadLibrary(code []byte, replace bool) (string, error) {
 		return "", err
 	}
 	fs := vm.functionState()
-	old := fs.libs[name]
+	old := fs.libs[strings.ToLower(name)]
 	if old != nil && !replace {
 		return "", errors.New("ERR Library '" + name + "' already exists")
 	}
@@ -75,14 +75,14 @@ func (vm *VM) LoadLibrary(code []byte, replace bool) (string, error) {
 		return "", err
 	}
 	for _, f := range lib.Functions {
-		if other, ok := fs.funcs[f.Name]; ok && (old == nil || !slices.Contains(old.Functions, other)) {
+		if other, ok := fs.funcs[strings.ToLower(f.Name)]; ok && (old == nil || !slices.Contains(old.Functions, other)) {
 			return "", errors.New("ERR Function " + f.Name + " already exists")
 		}
 	}
 	vm.DeleteLibrary(name)
-	fs.libs[name] = lib
+	fs.libs[strings.ToLower(name)] = lib
 	for _, f := range lib.Functions {
-		fs.funcs[f.Name] = f
+		fs.funcs[strings.ToLower(f.Name)] = f
 	}
 	return name, nil
 }
@@ -96,7 +96,7 @@ func LibraryName(code []byte) (string, error) {
 	}
 	line, _, _ := strings.Cut(s, "\n")
 	fields := strings.Fields(line[2:])
-	if len(fields) == 0 || fields[0] != "lua" {
+	if len(fields) == 0 || !strings.EqualFold(fields[0], "lua") {
 		engine, _, _ := strings.Cut(line[2:], " ")
 		return "", errors.New("ERR Engine '" + engine + "' not found")
 	}
@@ -105,6 +105,14 @@ func LibraryName(code []byte) (string, error) {
 		v, ok := strings.CutPrefix(f, "name=")
 		if !ok {
 			return "", errors.New("ERR Invalid metadata value given: " + f)
+		}
+		if name != "" {
+			return "", errors.New("ERR Invalid metadata value, name argument was given multiple times")
+		}
+		// Redis splits the line as its command line: quotes may
+		// surround the name.
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
 		}
 		name = v
 	}
@@ -148,11 +156,11 @@ func (vm *VM) functionState() *functionState {
 		}
 	})
 	L.SetMetatable(api, L.GetMetatable(vm.globals))
+	// As in Redis, the load environment holds redis and nothing else:
+	// not even the base functions or the libraries.
 	fs.loadEnv = L.NewTable()
 	fs.loadEnv.RawSetString("redis", vm.readonlyProxy(api))
-	meta := L.NewTable()
-	meta.RawSetString("__index", vm.globals)
-	L.SetMetatable(fs.loadEnv, meta)
+	L.SetMetatable(fs.loadEnv, L.GetMetatable(vm.globals))
 	vm.funcs = fs
 	return fs
 }
@@ -225,7 +233,7 @@ func (vm *VM) registerFunction(L *lua.LState) int {
 		raise(L, "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 	}
 	for _, other := range fs.loading.Functions {
-		if other.Name == f.Name {
+		if strings.EqualFold(other.Name, f.Name) {
 			raise(L, "Function already exists in the library")
 		}
 	}
@@ -286,14 +294,14 @@ func (vm *VM) namedRegistration(L *lua.LState, t *lua.LTable, f *Function) {
 // DeleteLibrary forgets a library and its functions.
 func (vm *VM) DeleteLibrary(name string) bool {
 	fs := vm.functionState()
-	lib, ok := fs.libs[name]
+	lib, ok := fs.libs[strings.ToLower(name)]
 	if !ok {
 		return false
 	}
 	for _, f := range lib.Functions {
-		delete(fs.funcs, f.Name)
+		delete(fs.funcs, strings.ToLower(f.Name))
 	}
-	delete(fs.libs, name)
+	delete(fs.libs, strings.ToLower(name))
 	return true
 }
 
@@ -315,9 +323,10 @@ func (vm *VM) Libraries() []*Library {
 	return out
 }
 
-// Function finds a loaded function by name.
+// Function finds a loaded function by name, which, like a library's, is
+// case-insensitive as in Redis.
 func (vm *VM) Function(name string) (*Function, bool) {
-	f, ok := vm.functionState().funcs[name]
+	f, ok := vm.functionState().funcs[strings.ToLower(name)]
 	return f, ok
 }
 

@@ -52,6 +52,7 @@ func (vm *VM) openLibs() {
 	g.RawSetString("pairs", L.NewFunction(vm.luaPairs))
 	g.RawSetString("next", L.NewFunction(vm.luaNext))
 	g.RawSetString("unpack", L.NewFunction(luaUnpack))
+	g.RawSetString("getmetatable", L.NewFunction(vm.luaGetmetatable))
 	str := g.RawGetString("string").(*lua.LTable)
 	str.RawSetString("rep", L.NewFunction(luaStringRep))
 	math := g.RawGetString("math").(*lua.LTable)
@@ -85,6 +86,44 @@ func (vm *VM) protectGlobals() {
 	proxy := vm.readonlyProxy(real)
 	real.RawSetString("_G", proxy)
 	L.Env = proxy
+	// What getmetatable shows of _G and of strings: read-only stand-ins
+	// that give no way to the real tables, as Redis' read-only
+	// metatables do not.
+	gmeta := L.NewTable()
+	gmeta.RawSetString("__index", missing.RawGetString("__index"))
+	vm.globalsMeta = vm.readonlyProxy(gmeta)
+	smeta := L.NewTable()
+	smeta.RawSetString("__index", real.RawGetString("string"))
+	vm.stringMeta = vm.readonlyProxy(smeta)
+}
+
+// luaGetmetatable hides the metatables of the read-only proxies and of
+// strings, through which a script could reach and change the real
+// globals or the string library.
+func (vm *VM) luaGetmetatable(L *lua.LState) int {
+	v := L.CheckAny(1)
+	switch t := v.(type) {
+	case lua.LString:
+		L.Push(vm.stringMeta)
+		return 1
+	case *lua.LTable:
+		if t == vm.L.Env {
+			L.Push(vm.globalsMeta)
+			return 1
+		}
+		if _, ok := vm.readonly[t]; ok {
+			L.Push(lua.LNil)
+			return 1
+		}
+	}
+	mt := L.GetMetatable(v)
+	if t, ok := mt.(*lua.LTable); ok {
+		if protected := t.RawGetString("__metatable"); protected != lua.LNil {
+			mt = protected
+		}
+	}
+	L.Push(mt)
+	return 1
 }
 
 func (vm *VM) readonlyProxy(t *lua.LTable) *lua.LTable {

@@ -111,6 +111,9 @@ type VM struct {
 	cur        atomic.Pointer[call]
 	// cjsonConfig is cjson's encode_* / decode_* settings.
 	cjson cjsonConfig
+	// globalsMeta and stringMeta are what getmetatable returns for _G
+	// and for strings.
+	globalsMeta, stringMeta *lua.LTable
 	// funcs is the libraries of a VM serving functions; nil until the
 	// first is loaded.
 	funcs *functionState
@@ -236,6 +239,9 @@ func (vm *VM) Exists(sha string) bool {
 	_, ok := vm.scripts[strings.ToLower(sha)]
 	return ok
 }
+
+// ScriptCount is how many scripts are cached.
+func (vm *VM) ScriptCount() int { return len(vm.scripts) }
 
 // Flush forgets every cached script.
 func (vm *VM) Flush() { clear(vm.scripts) }
