@@ -70,8 +70,7 @@ func cmdEval(c *conn, cmd *command, args [][]byte) {
 	}
 	r := &runningScript{conn: c, command: cmd.name, name: string(body)}
 	c.runScript(r, readOnly, func(w *resp.Writer, caller luascript.Caller) {
-		vm := c.s.evalVM()
-		r.vm = vm
+		vm := r.vm
 		sha := string(body)
 		if !bySHA {
 			var err error

@@ -209,6 +209,9 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 		defer func() { c.exec = nil }()
 	}
 	sc.mu.Lock()
+	if r.vm == nil { // EVAL's; FCALL names the functions VM
+		r.vm = c.s.evalVM()
+	}
 	io := sc.io()
 	caller := &scriptCaller{c: c, readOnly: readOnly, run: r, io: io}
 	io.reply.Reset()
@@ -219,7 +222,14 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	sc.running.Store(nil)
 	io.replyW.Flush()
 	reply := bytes.Clone(io.reply.Bytes())
+	// A script stopped from outside (SCRIPT KILL, the memory bound,
+	// shutdown) did not finish: none of its writes commit. One that
+	// failed on its own keeps them, as in Redis.
+	stopped := r.vm != nil && r.vm.Stopped()
 	sc.mu.Unlock()
+	if stopped && own {
+		c.exec.batch.Reset()
+	}
 	if own {
 		b := c.exec.batch
 		if b.Count() > 0 || b.Err() != nil {

@@ -297,3 +297,20 @@ return 0`)
 	eq(t, "overlapping critical sections", overlaps.Load(), int64(0))
 	eq(t, "locks taken", held.Load(), int64(clients*rounds))
 }
+
+// TestScriptShutdownStopsScript shuts the server down while a script
+// that has written loops: shutdown does not wait for it forever, and its
+// write, never finished, is not committed.
+func TestScriptShutdownStopsScript(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := startServer(t, func(c *Config) { c.Dir = dir; c.ShutdownTimeout = 200 * time.Millisecond })
+	c := newClient(t, s, 2, nil)
+	done := make(chan error, 1)
+	go func() { done <- c.Eval(ctx, "redis.call('set', 'partial', 1) while true do end", nil).Err() }()
+	waitFor(t, "the script to run", func() bool { return s.scripts.running.Load() != nil })
+	shutdown(t, s)
+	<-done
+	s = startServer(t, func(c *Config) { c.Dir = dir })
+	eq(t, "key written by the stopped script", newClient(t, s, 2, nil).Exists(ctx, "partial").Val(), int64(0))
+}

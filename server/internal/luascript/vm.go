@@ -109,6 +109,9 @@ type VM struct {
 	// (err, source, line).
 	errHandler *lua.LFunction
 	cur        atomic.Pointer[call]
+	// stopped records that the last call was stopped (Kill, the memory
+	// watchdog) rather than returning or failing on its own.
+	stopped bool
 	// cjsonConfig is cjson's encode_* / decode_* settings.
 	cjson cjsonConfig
 	// globalsMeta and stringMeta are what getmetatable returns for _G
@@ -269,6 +272,11 @@ func (vm *VM) Eval(w *resp.Writer, sha string, keys, argv [][]byte, caller Calle
 	return true
 }
 
+// Stopped reports whether the last script was stopped by Kill or for
+// using too much memory: its writes should be dropped, as it did not
+// finish.
+func (vm *VM) Stopped() bool { return vm.stopped }
+
 // Running reports whether a script is running now.
 func (vm *VM) Running() bool { return vm.cur.Load() != nil }
 
@@ -314,6 +322,7 @@ func (vm *VM) runCall(w *resp.Writer, c *call, fn *lua.LFunction, args ...lua.LV
 		L.Push(a)
 	}
 	err := L.PCall(len(args), 1, vm.errHandler)
+	vm.stopped = c.stopped()
 	L.RemoveContext()
 	vm.cur.Store(nil)
 	if err != nil {
