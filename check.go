@@ -168,7 +168,7 @@ func (c *checker) run() {
 			c.checkTable(f, vs.LastSeq())
 		}
 	}
-	c.checkLogs(vs.LogNum())
+	c.checkLogs(vs.LogNum(), vs.LastSeq())
 	c.checkStrayFiles(vs)
 }
 
@@ -298,7 +298,10 @@ func (c *checker) checkEntries(name string, r *sstable.Reader, m *manifest.FileM
 // end only the last log that has records; every record must decode as a
 // batch; sequence numbers only grow. Unlike Open, Check stays strict: such
 // damage is a problem even where Open would recover the records before it.
-func (c *checker) checkLogs(minLog base.FileNum) {
+// A close marker (wal_close.go) after an early end, or with a larger
+// sequence number than the one after the last record before it (from the
+// manifest's lastSeq on), proves acknowledged writes lost: a problem.
+func (c *checker) checkLogs(minLog base.FileNum, lastSeq base.SeqNum) {
 	var logs []base.FileNum
 	for _, name := range c.names {
 		if t, num, ok := base.ParseFilename(name); ok && t == base.FileTypeLog && num >= minLog {
@@ -316,6 +319,7 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 		}
 	}
 	var nextSeq base.SeqNum
+	contiguous := lastSeq + 1 // after the last record read
 	for _, num := range logs {
 		name := c.path(base.MakeFilename(base.FileTypeLog, num))
 		c.report.Logs++
@@ -337,13 +341,24 @@ func (c *checker) checkLogs(minLog base.FileNum) {
 				}
 				break
 			}
+			seq, count, berr := checkBatch(rec)
+			if berr == nil && isCloseMarker(rec) {
+				if end != nil {
+					end.closed = true
+				} else if seq > contiguous {
+					c.problem(base.Corruptf(name, r.Offset(), "%s", walLoss{from: contiguous, to: seq}.reason()))
+				}
+			}
 			settle(true)
 			c.report.LogRecords++
-			seq, count, err := checkBatch(rec)
-			if err != nil {
-				c.problem(walRecordError(name, r.Offset(), err))
+			if berr != nil {
+				c.problem(walRecordError(name, r.Offset(), berr))
 				break
 			}
+			if count == 0 {
+				continue // a close marker: its seqnum is no record's
+			}
+			contiguous = seq + base.SeqNum(count)
 			if seq < nextSeq {
 				c.problem(base.Corruptf(name, r.Offset(), "batch seqnum %d is below %d, the next after the previous batch", seq, nextSeq))
 				break
@@ -416,6 +431,8 @@ func (c *checker) checkPointer(name string, off int64, kind base.Kind, key, valu
 type logEnd struct {
 	err         *CorruptionError
 	recoverFrom int64
+	// closed is set when a close marker follows: the log was whole.
+	closed bool
 }
 
 // report files the early end as a problem or a warning. Older logs were
@@ -423,6 +440,9 @@ type logEnd struct {
 // records in a later log is not an interrupted write, and Open refuses it.
 func (e *logEnd) report(c *checker, recordsFollow bool) {
 	switch {
+	case e.closed:
+		c.problem(base.Corruptf(e.err.File, e.err.Offset,
+			"%s, though the DB was closed cleanly after this WAL: acknowledged writes are lost (Open recovers the records before the offset)", e.err.Reason))
 	case recordsFollow && e.recoverFrom >= 0:
 		c.problem(e.err)
 	case recordsFollow:

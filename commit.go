@@ -340,6 +340,7 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 	for _, w := range group {
 		w.walPos = pos
 	}
+	db.mu.walSeq = seq
 	db.m.commitGroups.Add(1)
 	db.m.commits.Add(int64(len(group)))
 	return nil

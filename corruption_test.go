@@ -158,6 +158,8 @@ func buildCorruptFixture(t testing.TB) *corruptFixture {
 	apply(setEx(44, time.Hour))
 	apply(set(16), del(17))
 	step("close", db.Close())
+	// The cases judge the WAL's end as after a crash.
+	dropCloseMarker(t, fs, corruptDir)
 
 	for k := range keySet {
 		fx.keys = append(fx.keys, k)

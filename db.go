@@ -65,6 +65,10 @@ type DB struct {
 
 		writers []*commitWriter // commit queue; writers[0] leads
 		nextSeq base.SeqNum
+		// walSeq is the sequence number after the last batch written to
+		// the WAL: below nextSeq when a write failed for lack of space.
+		// Close records it in the close marker (wal_close.go).
+		walSeq base.SeqNum
 
 		mem *memTable
 		imm []*memTable // oldest first
@@ -621,9 +625,15 @@ func (db *DB) Close() error {
 	}
 	db.mu.Lock()
 	cerr := db.wal.close(db.mu.bgErr != nil)
+	// A WAL that may end in part of a failed write is not whole.
+	whole := cerr == nil && db.mu.bgErr == nil && db.mu.walFailed == nil
+	walSeq := db.mu.walSeq
 	db.mu.Unlock()
 	if cerr != nil && err == nil {
 		err = cerr
+	}
+	if whole {
+		db.markWALClosed(walSeq)
 	}
 	if cerr := db.closeResources(); cerr != nil && err == nil {
 		err = cerr

@@ -3,6 +3,10 @@ package lsmgo
 import (
 	"errors"
 	"testing"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/record"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // openTestDB opens the DB in dir with opts and fails t if Open does. When
@@ -21,4 +25,36 @@ func openTestDB(t testing.TB, dir string, opts *Options) *DB {
 		}
 	})
 	return db
+}
+
+// dropCloseMarker removes the close marker (wal_close.go) that Close left
+// in dir, so the directory is what a crash right after the last WAL fsync
+// leaves: tests of torn tails and damage after a crash build their
+// fixtures with Close and then call it.
+func dropCloseMarker(t testing.TB, fs vfs.FS, dir string) {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest base.FileNum
+	for _, name := range names {
+		if typ, num, ok := base.ParseFilename(name); ok && typ == base.FileTypeLog && num > newest {
+			newest = num
+		}
+	}
+	name := fs.PathJoin(dir, base.MakeFilename(base.FileTypeLog, newest))
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := record.NewReader(f, name).Next()
+	f.Close()
+	if err != nil || !isValidCloseMarker(rec) {
+		t.Fatalf("the newest WAL %s holds no close marker: %v", name, err)
+	}
+	// A crash image (MemFS.CrashClone) keeps only synced removals.
+	if err := errors.Join(fs.Remove(name), vfs.SyncDir(fs, dir)); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,6 +16,7 @@ type dbMetrics struct {
 	commits, commitGroups         atomic.Int64
 	walBytes, walSyncs            atomic.Int64
 	walRecoveryDropped            atomic.Int64
+	walRecoveryLost               atomic.Int64
 	flushes, flushBytes           atomic.Int64
 	compactions, moves            atomic.Int64
 	compactRead, compactWritten   atomic.Int64
@@ -57,6 +58,12 @@ type Metrics struct {
 		// torn tails and everything from a damaged record on (see
 		// Options.StrictWALRecovery). Nonzero only after a crash.
 		RecoveryDroppedBytes int64
+		// RecoveryLostEntries counts the entries (sequence numbers)
+		// Open dropped that were not a torn tail of the last WAL: intact
+		// records after damage, and what a close marker proves lost from
+		// a WAL cut short (doc/durability.md, "Lost records"). Open logs
+		// each at ERROR; nonzero means data was lost or damaged.
+		RecoveryLostEntries int64
 	}
 	Commits struct {
 		// Batches is the number of committed batches; Groups the number
@@ -190,6 +197,7 @@ func (db *DB) Metrics() *Metrics {
 
 	m.WAL.Bytes, m.WAL.Syncs = db.m.walBytes.Load(), db.m.walSyncs.Load()
 	m.WAL.RecoveryDroppedBytes = db.m.walRecoveryDropped.Load()
+	m.WAL.RecoveryLostEntries = db.m.walRecoveryLost.Load()
 	m.Commits.Batches, m.Commits.Groups = db.m.commits.Load(), db.m.commitGroups.Load()
 	m.Flush.Count, m.Flush.BytesWritten = db.m.flushes.Load(), db.m.flushBytes.Load()
 	m.Compaction.Count, m.Compaction.Moves = db.m.compactions.Load(), db.m.moves.Load()

@@ -1,6 +1,7 @@
 package lsmgo
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +37,7 @@ func (db *DB) recover(names []string) error {
 		return errs[0]
 	}
 	logs := logsToReplay(db.vs, names)
-	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), mt: memtable.New(db.opts.MemTableSize)}
+	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), next: db.vs.LastSeq() + 1, mt: memtable.New(db.opts.MemTableSize)}
 	defer r.release()
 	err := r.replay(logs)
 	if err != nil {
@@ -81,7 +82,7 @@ func (db *DB) recover(names []string) error {
 func (db *DB) recoverInMemory(logs []base.FileNum, flushErr error) error {
 	db.opts.Logger.Warn("lsmgo: disk full at Open; serving the WALs' writes from memory until they can be flushed",
 		"dir", db.dirname, "err", flushErr)
-	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), inMemory: true}
+	r := &walReplay{db: db, maxSeq: db.vs.LastSeq(), next: db.vs.LastSeq() + 1, inMemory: true}
 	if err := r.replay(logs); err != nil {
 		return err
 	}
@@ -152,7 +153,13 @@ type walReplay struct {
 	// ones an interrupted Open created, which hold nothing.
 	stop *walStop
 	// ends lists every WAL whose replay ended early, for the warnings.
-	ends []walStop
+	ends []*walStop
+	// next is the sequence number after the last record replayed (after
+	// the manifest's last one before any): a close marker with a larger
+	// one proves the entries in between lost (wal_close.go), and losses
+	// lists each such proof.
+	next   base.SeqNum
+	losses []walLoss
 	// inMemory replays each WAL into a memtable of its own, collected in
 	// mems, and never writes a table (recoverInMemory).
 	inMemory bool
@@ -206,6 +213,14 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 				break
 			}
 		}
+		if err == nil && isValidCloseMarker(rec) {
+			// Adds nothing, so it may follow an early end; it says
+			// whether that end lost acknowledged writes.
+			if lerr := r.closeMarker(name, lr.Offset(), rec); lerr != nil {
+				return lerr
+			}
+			continue
+		}
 		if r.stop != nil && (err == nil || errors.Is(err, ErrCorruption)) {
 			// Records (or damage, which proves records) follow where an
 			// earlier WAL ended early.
@@ -243,7 +258,11 @@ func (r *walReplay) replayFile(num base.FileNum) error {
 		return fmt.Errorf("lsmgo: read WAL %s: %w", name, err)
 	}
 	end.dropped = max(dataEnd-end.off, 0)
-	r.ends = append(r.ends, *end)
+	if from, ok := lr.IntactAfter(); ok {
+		end.intactFollows = true
+		end.intact = droppedRecords(f, name, from)
+	}
+	r.ends = append(r.ends, end)
 	if r.stop == nil {
 		r.stop = end
 	}
@@ -290,6 +309,29 @@ func (r *walReplay) apply(name string, off int64, rec []byte) error {
 	if last := seq + base.SeqNum(count) - 1; count > 0 && last > r.maxSeq {
 		r.maxSeq = last
 	}
+	r.next = seq + base.SeqNum(count)
+	return nil
+}
+
+// closeMarker takes note of the close marker rec, read at offset off of
+// WAL name: entries between the last record replayed and the marker's
+// sequence number were acknowledged and are lost, and the early end
+// replay met before it, if any, is a loss rather than a crash's torn
+// write. StrictWALRecovery refuses to open then.
+func (r *walReplay) closeMarker(name string, off int64, rec []byte) error {
+	seq := batchrepr.Seq(rec)
+	if r.stop != nil {
+		r.stop.closed = true
+	}
+	if seq <= r.next {
+		return nil
+	}
+	loss := walLoss{marker: name, from: r.next, to: seq}
+	if r.db.opts.StrictWALRecovery {
+		return base.Corruptf(name, off, "%s", loss.reason())
+	}
+	r.losses = append(r.losses, loss)
+	r.next = seq
 	return nil
 }
 
@@ -457,20 +499,110 @@ func (r *walReplay) keepMemtable(num base.FileNum) {
 	r.mems = append(r.mems, m)
 }
 
-// reportDropped counts the bytes each WAL's early end dropped and warns
-// about each, once recovery has committed.
+// reportDropped counts and reports, once recovery has committed, what
+// each WAL's early end dropped: a warning for the torn tail of the last
+// WAL, which a crash leaves; an ERROR for records that were not one
+// (damage followed by intact records, or an early end that a close marker
+// proves was more than a crash), with what is known of the entries.
 func (r *walReplay) reportDropped() {
 	db := r.db
+	log := db.opts.Logger
 	for _, e := range r.ends {
 		db.m.walRecoveryDropped.Add(e.dropped)
-		if e.damaged {
-			db.opts.Logger.Warn("lsmgo: WAL damaged; recovered the records before the damage and dropped the rest "+
-				"(the unsynced end of the log, partly written back when the power failed, or lost data: "+
-				"Options.StrictWALRecovery refuses to open instead)",
-				"file", e.file, "offset", e.off, "dropped_bytes", e.dropped, "err", e.err)
-		} else {
-			db.opts.Logger.Warn("lsmgo: WAL ends in a torn write; recovered up to it",
-				"file", e.file, "offset", e.off, "dropped_bytes", e.dropped)
+		args := []any{"file", e.file, "offset", e.off, "dropped_bytes", e.dropped}
+		if e.intact.records > 0 {
+			args = append(args, "intact_records_dropped", e.intact.records, "intact_entries_dropped", e.intact.entries,
+				"keys", quoteKey(e.intact.first)+".."+quoteKey(e.intact.last))
+		}
+		switch {
+		case e.closed:
+			// The close marker's loss, reported below, counts the entries.
+			if e.damaged {
+				args = append(args, "err", e.err)
+			}
+			log.Error("lsmgo: WAL ends early though the DB was closed cleanly after it: acknowledged writes are lost; recovered the records before the offset", args...)
+		case e.damaged && e.intactFollows:
+			db.m.walRecoveryLost.Add(e.intact.entries)
+			log.Error("lsmgo: WAL damaged before intact records; recovered the records before the damage and dropped the rest "+
+				"(a power failure can leave the unsynced end of the log so, but so does lost data: "+
+				"Options.StrictWALRecovery refuses to open instead)", append(args, "err", e.err)...)
+		case e.damaged:
+			// A record whose blob value never reached the disk: the
+			// unsynced end of the log after a power failure.
+			log.Warn("lsmgo: WAL damaged; recovered the records before the damage and dropped the rest",
+				append(args, "err", e.err)...)
+		default:
+			log.Warn("lsmgo: WAL ends in a torn write; recovered up to it", args...)
+		}
+	}
+	for _, l := range r.losses {
+		db.m.walRecoveryLost.Add(int64(l.to - l.from))
+		log.Error("lsmgo: "+l.reason(), "close_marker", l.marker, "lost_entries", int64(l.to-l.from),
+			"lost_seqnums", fmt.Sprintf("%d..%d", l.from, l.to-1))
+	}
+}
+
+// walLoss is what a close marker proved lost: the entries with sequence
+// numbers from..to-1.
+type walLoss struct {
+	marker   string
+	from, to base.SeqNum
+}
+
+func (l walLoss) reason() string {
+	return fmt.Sprintf("the DB was closed cleanly after the WAL records up to seqnum %d, but they end at seqnum %d: "+
+		"%d acknowledged entries are lost (a WAL was cut short or damaged)", l.to-1, l.from-1, l.to-l.from)
+}
+
+// droppedRecords reads the records of WAL f (called name) from offset
+// from, where intact records follow damage, to the end: what recovery
+// drops beyond the damage. Further damage is skipped the same way.
+func droppedRecords(f vfs.File, name string, from int64) droppedRange {
+	var d droppedRange
+	for {
+		lr := record.NewReaderFrom(f, name, from)
+		for {
+			rec, err := lr.Next()
+			if err != nil {
+				break
+			}
+			if _, _, err := checkBatch(rec); err != nil || isCloseMarker(rec) {
+				continue
+			}
+			d.add(rec)
+		}
+		next, ok := lr.IntactAfter()
+		if !ok || next <= from {
+			return d
+		}
+		from = next
+	}
+}
+
+// droppedRange counts intact WAL records that recovery drops, and the
+// smallest and largest user key in them.
+type droppedRange struct {
+	records, entries int64
+	first, last      []byte
+}
+
+func (d *droppedRange) add(rec []byte) {
+	br, err := batchrepr.NewReader(rec)
+	if err != nil {
+		return
+	}
+	d.records++
+	for {
+		_, key, _, ok, err := br.Next()
+		if err != nil || !ok {
+			return
+		}
+		d.entries++
+		if d.first == nil || bytes.Compare(key, d.first) < 0 {
+			d.first = bytes.Clone(key)
+		}
+		if d.last == nil || bytes.Compare(key, d.last) > 0 {
+			d.last = bytes.Clone(key)
 		}
 	}
 }
@@ -511,6 +643,7 @@ func (db *DB) resumeWrites(log walFile, maxSeq base.SeqNum, imm []*memTable) {
 	// No syncer runs yet, and the WAL has no file to sync or close.
 	db.wal.cur = log
 	db.mu.nextSeq = maxSeq + 1
+	db.mu.walSeq = maxSeq + 1
 	db.visibleSeq.Store(uint64(maxSeq + 1))
 	for _, m := range imm {
 		db.mu.nextMemID++
@@ -528,9 +661,15 @@ type walStop struct {
 	// of the damaged record. Every record before it was replayed.
 	off     int64
 	dropped int64
-	// damaged is set for damage followed by an intact record, as opposed
-	// to a torn tail.
-	damaged bool
+	// damaged is set for damage followed by an intact record, or a
+	// record whose blob value is missing, as opposed to a torn tail.
+	// intactFollows is set for the first, and intact are the records
+	// after the damage.
+	damaged       bool
+	intactFollows bool
+	intact        droppedRange
+	// closed is set when a close marker follows: the WAL was whole.
+	closed bool
 	// err is what Open returns should a later WAL hold records.
 	err error
 }

@@ -128,7 +128,7 @@ func (l *logCapture) Enabled(context.Context, slog.Level) bool { return true }
 
 func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
-	b.WriteString(r.Message)
+	b.WriteString(r.Level.String() + " " + r.Message)
 	r.Attrs(func(a slog.Attr) bool {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
 		return true
@@ -522,6 +522,8 @@ func newDamagedWAL(t *testing.T) *damagedWAL {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The cases judge the WAL's end as after a crash.
+	dropCloseMarker(t, mem, "/db")
 	d := &damagedWAL{pristine: mem}
 	names, err := mem.List("/db")
 	if err != nil {
@@ -645,10 +647,22 @@ func TestRecoveryDamagedWAL(t *testing.T) {
 	if !strings.Contains(db.Metrics().String(), "dropped by recovery") {
 		t.Errorf("Metrics().String() does not show the bytes dropped:\n%s", db.Metrics())
 	}
+	// Damage followed by intact records is not a torn tail: an ERROR
+	// that counts the intact records dropped after the damage.
+	intact := 0
+	for _, start := range d.starts {
+		if start >= 2*vfs.CrashPageSize {
+			intact++
+		}
+	}
 	warned := logs.matching(damagedWALLog)
-	wantAttrs := fmt.Sprintf("file=%s offset=%d dropped_bytes=%d", d.wal, d.starts[d.hit], wantDropped)
-	if len(warned) != 1 || !strings.Contains(warned[0], wantAttrs) {
-		t.Errorf("warnings %q; want one with %q", warned, wantAttrs)
+	wantAttrs := fmt.Sprintf("file=%s offset=%d dropped_bytes=%d intact_records_dropped=%d intact_entries_dropped=%d keys=",
+		d.wal, d.starts[d.hit], wantDropped, intact, 2*intact)
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], "ERROR ") || !strings.Contains(warned[0], wantAttrs) {
+		t.Errorf("logged %q; want one ERROR with %q", warned, wantAttrs)
+	}
+	if got := db.Metrics().WAL.RecoveryLostEntries; got != int64(2*intact) {
+		t.Errorf("Metrics().WAL.RecoveryLostEntries = %d, want %d", got, 2*intact)
 	}
 	// New writes reuse the dropped records' sequence numbers; they must
 	// not mix with the dropped tail on any later Open.

@@ -1,9 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"math"
 	"strconv"
-	"strings"
+	"time"
 )
 
 // parseInt parses a decimal int64 as Redis' string2ll does, which is what
@@ -42,23 +43,6 @@ func isSpaceByte(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
-// formatFloat prints an INCRBYFLOAT result like Redis: plain decimal
-// notation, at most 17 fractional digits, no trailing zeros. Redis
-// computes in long double; the shortest float64 representation gives the
-// same text for the values people type ("10.6", not "10.59999…").
-func formatFloat(f float64) string {
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if dot := strings.IndexByte(s, '.'); dot >= 0 && len(s)-dot-1 > 17 {
-		s = strconv.FormatFloat(f, 'f', 17, 64)
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
-		if s == "-0" {
-			s = "0"
-		}
-	}
-	return s
-}
-
 // is reports whether arg equals the upper-case option name opt, ignoring
 // case as Redis does for every option keyword.
 func is(arg []byte, opt string) bool {
@@ -75,4 +59,115 @@ func is(arg []byte, opt string) bool {
 		}
 	}
 	return true
+}
+
+func toLower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func toUpper(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// timeArg says how a command's time argument, or its reply, counts:
+// seconds or milliseconds, from now or from the Unix epoch.
+type timeArg struct{ seconds, relative bool }
+
+// The four ways Redis commands count time: EX/EXPIRE/TTL, PX/PEXPIRE/PTTL,
+// EXAT/EXPIREAT/EXPIRETIME and PXAT/PEXPIREAT/PEXPIRETIME.
+var (
+	inSeconds = timeArg{seconds: true, relative: true}
+	inMillis  = timeArg{relative: true}
+	atSeconds = timeArg{seconds: true}
+	atMillis  = timeArg{}
+)
+
+// parseExpireTime turns an EX/PX/EXAT/PXAT value into an absolute time
+// with Redis' checks: an integer, positive, and no overflow on the way to
+// absolute milliseconds.
+func parseExpireTime(cmd *command, arg []byte, u timeArg) (time.Time, error) {
+	seconds, relative := u.seconds, u.relative
+	n, ok := parseInt(arg)
+	if !ok {
+		return time.Time{}, redisError(msgNotInteger)
+	}
+	if n <= 0 || seconds && n > math.MaxInt64/1000 {
+		return time.Time{}, redisError(invalidExpire(cmd))
+	}
+	if seconds {
+		n *= 1000
+	}
+	if relative {
+		now := time.Now().UnixMilli()
+		if n > math.MaxInt64-now {
+			return time.Time{}, redisError(invalidExpire(cmd))
+		}
+		n += now
+	}
+	return time.UnixMilli(n), nil
+}
+
+// distinct calls fn once per distinct key, in argument order.
+func distinct(keys [][]byte, fn func(key []byte)) {
+	if len(keys) <= 8 {
+		for i, k := range keys {
+			seen := false
+			for _, prev := range keys[:i] {
+				seen = seen || bytes.Equal(prev, k)
+			}
+			if !seen {
+				fn(k)
+			}
+		}
+		return
+	}
+	seen := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		if _, dup := seen[string(k)]; !dup {
+			seen[string(k)] = struct{}{}
+			fn(k)
+		}
+	}
+}
+
+// listRange clamps Redis' start and end indexes (negative ones count from
+// the end) to the list of n elements; empty is true when nothing is left.
+func listRange(start, end, n int64) (from, to int64, empty bool) {
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start = max(start, 0)
+	if start > end || start >= n {
+		return 0, 0, true
+	}
+	return start, min(end, n-1), false
+}
+
+// checkDB accepts database index 0, the only one lsmgo has, and refuses
+// any other with Redis' error: a value outside a C int first, as Redis
+// reads the index into one.
+func checkDB(arg []byte) error {
+	db, ok := parseInt(arg)
+	switch {
+	case !ok:
+		return redisError(msgNotInteger)
+	case db < math.MinInt32 || db > math.MaxInt32:
+		return redisError("ERR value is out of range, value must between -2147483648 and 2147483647")
+	case db != 0:
+		return redisError("ERR DB index is out of range")
+	}
+	return nil
 }

@@ -299,6 +299,7 @@ func (c *conn) readAheadWhileBlocked() (stop func(), gone <-chan struct{}) {
 			n, err := c.nc.Read(buf)
 			c.blk.readAhead = append(c.blk.readAhead, buf[:n]...)
 			c.s.stats.netIn.Add(int64(n))
+			c.inBytes.Add(int64(n))
 			if err != nil {
 				if !errors.Is(err, os.ErrDeadlineExceeded) {
 					c.blk.readErr = err
@@ -311,7 +312,7 @@ func (c *conn) readAheadWhileBlocked() (stop func(), gone <-chan struct{}) {
 	return func() {
 		c.nc.SetReadDeadline(aLongTimeAgo)
 		<-exited
-		// connReader.Read arms the idle deadline again, and checks for
+		// conn.awaitInput arms the idle deadline again, and checks for
 		// shutdown after doing so.
 		c.nc.SetReadDeadline(time.Time{})
 	}, goneCh
@@ -341,11 +342,10 @@ func (c *conn) takeReadAhead(p []byte) (n int, err error) {
 // double (64-bit mantissa, as big.Float with precision 64 computes it),
 // rounded up to whole milliseconds, so that 0.0001 waits 1 ms; 0 (and
 // anything above -0.001) blocks forever. It replies itself on error.
-func (c *conn) parseTimeout(arg []byte) (time.Duration, bool) {
+func parseTimeout(arg []byte) (time.Duration, error) {
 	f, ok := parseFloat(arg)
 	if !ok {
-		c.fail("ERR timeout is not a float or out of range")
-		return 0, false
+		return 0, redisError("ERR timeout is not a float or out of range")
 	}
 	ms := new(big.Float).SetPrec(64)
 	if !math.IsInf(f, 0) {
@@ -362,9 +362,8 @@ func (c *conn) parseTimeout(arg []byte) (time.Duration, bool) {
 		n++ // Int64 truncates; a positive fraction rounds up
 	}
 	if math.IsInf(f, 0) || overflow || n < 0 {
-		c.fail("ERR timeout is negative")
-		return 0, false
+		return 0, redisError("ERR timeout is negative")
 	}
 	// Redis 7.0 takes any positive timeout; past ~292 years is forever.
-	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
+	return time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, nil
 }

@@ -15,29 +15,28 @@ func init() {
 // cmdBgsave implements BGSAVE [SCHEDULE]: a checkpoint of the engine,
 // stored as a new backup in backup-dir, in the background. Redis writes
 // an RDB file; lsmgo's data is always on disk, so its "save" is a backup.
-func cmdBgsave(c *conn, _ *command, args [][]byte) {
+func cmdBgsave(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 2 || len(args) == 2 && !is(args[1], "SCHEDULE") {
-		c.fail("ERR syntax error")
-		return
+		return redisError("ERR syntax error")
 	}
 	scheduled, err := c.s.startBackgroundBackup(len(args) == 2)
 	switch {
 	case err != nil:
-		c.fail(err.Error())
+		return redisError(err.Error())
 	case scheduled:
 		c.wr.SimpleString("Background saving scheduled")
 	default:
 		c.wr.SimpleString("Background saving started")
 	}
+	return nil
 }
 
 // cmdSave implements SAVE: the same backup as BGSAVE, answered when it is
 // done. Unlike Redis' SAVE it blocks only the client that sent it.
-func cmdSave(c *conn, _ *command, _ [][]byte) {
+func cmdSave(c *conn, _ *command, _ [][]byte) error {
 	dest, err := c.s.beginBackup()
 	if err != nil {
-		c.fail(err.Error())
-		return
+		return redisError(err.Error())
 	}
 	ctx, cancel := c.s.shutdownContext()
 	defer cancel()
@@ -46,15 +45,16 @@ func cmdSave(c *conn, _ *command, _ [][]byte) {
 		c.s.startBackgroundBackup(false)
 	}
 	if err != nil {
-		c.fail("ERR " + err.Error())
-		return
+		return redisError("ERR " + err.Error())
 	}
 	c.ok()
+	return nil
 }
 
 // cmdLastsave implements LASTSAVE: the Unix time at which the last
 // successful backup began (it holds every write acknowledged before),
 // or the server's start before the first.
-func cmdLastsave(c *conn, _ *command, _ [][]byte) {
+func cmdLastsave(c *conn, _ *command, _ [][]byte) error {
 	c.wr.Int(c.s.backupInfo().lastSave.Unix())
+	return nil
 }

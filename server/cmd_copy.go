@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"math"
 )
 
 func init() {
@@ -13,7 +12,7 @@ func init() {
 // cmdCopy implements COPY source destination [DB n] [REPLACE], checking
 // its arguments in Redis' order. The only database is 0, so DB takes 0
 // alone and answers any other index as out of range (doc/server.md).
-func cmdCopy(c *conn, _ *command, args [][]byte) {
+func cmdCopy(c *conn, _ *command, args [][]byte) error {
 	src, dst := args[1], args[2]
 	replace := false
 	for i := 3; i < len(args); i++ {
@@ -22,77 +21,67 @@ func cmdCopy(c *conn, _ *command, args [][]byte) {
 			replace = true
 		case is(args[i], "DB") && i+1 < len(args):
 			i++
-			db, ok := parseInt(args[i])
-			switch {
-			case !ok:
-				c.fail(msgNotInteger)
-				return
-			case db < math.MinInt32 || db > math.MaxInt32:
-				// Redis reads the index as a C int.
-				c.fail("ERR value is out of range, value must between -2147483648 and 2147483647")
-				return
-			case db != 0:
-				c.fail("ERR DB index is out of range")
-				return
+			if err := checkDB(args[i]); err != nil {
+				return err
 			}
 		default:
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 	}
 	if bytes.Equal(src, dst) {
-		c.fail("ERR source and destination objects are the same")
-		return
+		return redisError("ERR source and destination objects are the same")
 	}
-	held, e, ok := c.lockSource(args, func() { c.wr.Int(0) })
+	held, e, exists, err := c.lockSource(args)
 	defer c.unlock(held)
-	if !ok {
-		return
+	if err != nil {
+		return err
 	}
-	old, taken, ok := c.getEntry(dst)
-	if !ok {
-		return
+	if !exists {
+		c.wr.Int(0)
+		return nil
+	}
+	old, taken, err := c.getEntry(dst)
+	if err != nil {
+		return err
 	}
 	if taken && !replace {
 		c.wr.Int(0)
-		return
+		return nil
 	}
-	if !c.putCopy(src, dst, e) || !c.apply() {
-		return
+	if err := c.putCopy(src, dst, e); err != nil {
+		return err
+	}
+	if err := c.commit(); err != nil {
+		return err
 	}
 	if taken {
 		c.s.ks.reclaimDeleted(dst, old)
 	}
 	c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 	c.wr.Int(1)
+	return nil
 }
 
 // lockSource locks the keys args[1] and args[2] of COPY or RENAME and
-// reads the source, args[1]. The caller unlocks held; ok is false when
-// lockSource has replied: with the read's error, or by calling missing
-// when the source is absent.
-func (c *conn) lockSource(args [][]byte, missing func()) (held lockSet, e entry, ok bool) {
+// reads the source, args[1]. The caller unlocks held.
+func (c *conn) lockSource(args [][]byte) (held lockSet, e entry, exists bool, err error) {
 	held = c.lock(args[1:3], 1)
-	e, exists, ok := c.getEntry(args[1])
-	if ok && !exists {
-		missing()
-	}
-	return held, e, ok && exists
+	e, exists, err = c.getEntry(args[1])
+	return held, e, exists, err
 }
 
 // putCopy adds to the connection's batch a copy of e, the entry at src,
 // as the entry at dst, with e's expiry: a string as it is, a collection
 // with its elements under a new version (copyColl), O(elements) in one
-// batch. On error it resets the batch, replies and returns false.
-func (c *conn) putCopy(src, dst []byte, e entry) bool {
+// batch. On error it resets the batch.
+func (c *conn) putCopy(src, dst []byte, e entry) error {
 	if e.typ == typeString {
 		c.s.ks.putEntry(c.batch, &c.scratch, dst, e)
-		return true
+		return nil
 	}
 	if err := c.s.ks.copyColl(c.reader(), c.batch, &c.scratch, src, dst, e); err != nil {
 		c.batch.Reset()
-		c.replyErr(err)
-		return false
+		return err
 	}
-	return true
+	return nil
 }

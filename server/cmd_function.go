@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -72,47 +71,48 @@ func (s *Server) functionVM() (*luascript.VM, error) {
 	return vm, nil
 }
 
-// withFunctions runs f with the functions VM under the scripting mutex; a
-// failure to read the stored libraries is replied.
-func (c *conn) withFunctions(f func(vm *luascript.VM)) {
+// withFunctions runs f with the functions VM under the scripting mutex.
+func (c *conn) withFunctions(f func(vm *luascript.VM) error) error {
 	c.s.scripts.mu.Lock()
 	defer c.s.scripts.mu.Unlock()
 	vm, err := c.s.functionVM()
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
-	f(vm)
+	err = f(vm)
 	c.s.scripts.recount()
+	return err
 }
 
 func functionKey(name string) []byte { return append([]byte{functionPrefix}, name...) }
 
-func cmdFcall(c *conn, cmd *command, args [][]byte) {
+func cmdFcall(c *conn, cmd *command, args [][]byte) error {
 	var f *luascript.Function
 	var vm *luascript.VM
-	var ok bool
-	c.withFunctions(func(v *luascript.VM) { vm = v; f, ok = vm.Function(string(args[1])) })
+	var found bool
+	err := c.withFunctions(func(v *luascript.VM) error {
+		vm = v
+		f, found = vm.Function(string(args[1]))
+		return nil
+	})
 	switch {
-	case vm == nil:
-		return
-	case !ok:
-		c.fail("ERR Function not found")
-		return
+	case err != nil:
+		return err
+	case !found:
+		return redisError("ERR Function not found")
 	}
-	keys, argv, ok := c.scriptArgs(args[2:], "ERR Bad number of keys provided")
+	keys, argv, err := scriptArgs(args[2:], "ERR Bad number of keys provided")
 	switch {
-	case !ok:
-		return
+	case err != nil:
+		return err
 	case cmd.flags&flagReadonly != 0 && !f.NoWrites():
-		c.fail("ERR Can not execute a script with write flag using *_ro command.")
-		return
+		return redisError("ERR Can not execute a script with write flag using *_ro command.")
 	}
 	r := &runningScript{conn: c, vm: vm, name: f.Name, command: cmd.name, function: true, args: args}
-	c.runScript(r, f.NoWrites(), func(w *resp.Writer, caller luascript.Caller) {
+	return c.runScript(r, f.NoWrites(), func(w *resp.Writer, caller luascript.Caller) {
 		// The library may have been replaced while this call waited
 		// for the stripes.
-		if f, ok = vm.Function(f.Name); !ok {
+		if f, found = vm.Function(f.Name); !found {
 			w.Error("ERR Function not found")
 			return
 		}
@@ -120,31 +120,29 @@ func cmdFcall(c *conn, cmd *command, args [][]byte) {
 	})
 }
 
-func cmdFunctionLoad(c *conn, _ *command, args [][]byte) {
+func cmdFunctionLoad(c *conn, _ *command, args [][]byte) error {
 	replace := false
 	rest := args[2:]
 	for len(rest) > 1 {
 		if !is(rest[0], "REPLACE") {
-			c.fail("ERR Unknown option given: " + string(rest[0]))
-			return
+			return redisError("ERR Unknown option given: " + string(rest[0]))
 		}
 		replace = true
 		rest = rest[1:]
 	}
 	code := bytes.Clone(rest[0])
-	c.withFunctions(func(vm *luascript.VM) {
+	return c.withFunctions(func(vm *luascript.VM) error {
 		old := libraryCode(vm)
 		name, err := vm.LoadLibrary(code, replace)
 		if err != nil {
-			c.fail(err.Error())
-			return
+			return redisError(err.Error())
 		}
 		c.batch.Set(functionKey(name), code)
-		if !c.apply() {
-			restoreLibraries(vm, old)
-			return
+		if err := c.commitLibraries(vm, old); err != nil {
+			return err
 		}
 		c.wr.BulkString(name)
+		return nil
 	})
 }
 
@@ -165,47 +163,54 @@ func restoreLibraries(vm *luascript.VM, libs map[string][]byte) {
 	}
 }
 
-func cmdFunctionDelete(c *conn, _ *command, args [][]byte) {
-	c.withFunctions(func(vm *luascript.VM) {
+// commitLibraries commits the batch holding a change of the libraries;
+// when the engine refuses it, the VM gets back the libraries old held.
+func (c *conn) commitLibraries(vm *luascript.VM, old map[string][]byte) error {
+	if err := c.commit(); err != nil {
+		restoreLibraries(vm, old)
+		return err
+	}
+	return nil
+}
+
+func cmdFunctionDelete(c *conn, _ *command, args [][]byte) error {
+	return c.withFunctions(func(vm *luascript.VM) error {
 		name := string(args[2])
 		old := libraryCode(vm)
 		if !vm.DeleteLibrary(name) {
-			c.fail("ERR Library not found")
-			return
+			return redisError("ERR Library not found")
 		}
 		c.batch.Delete(functionKey(name))
-		if !c.apply() {
-			restoreLibraries(vm, old)
-			return
+		if err := c.commitLibraries(vm, old); err != nil {
+			return err
 		}
 		c.ok()
+		return nil
 	})
 }
 
-func cmdFunctionFlush(c *conn, _ *command, args [][]byte) {
+func cmdFunctionFlush(c *conn, _ *command, args [][]byte) error {
 	switch {
 	case len(args) > 3:
-		c.fail("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
-		return
+		return redisError("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
 	case len(args) == 3 && !is(args[2], "SYNC") && !is(args[2], "ASYNC"):
-		c.fail("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-		return
+		return redisError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 	}
-	c.withFunctions(func(vm *luascript.VM) {
+	return c.withFunctions(func(vm *luascript.VM) error {
 		old := libraryCode(vm)
 		vm.FlushLibraries()
 		for name := range old {
 			c.batch.Delete(functionKey(name))
 		}
-		if !c.apply() {
-			restoreLibraries(vm, old)
-			return
+		if err := c.commitLibraries(vm, old); err != nil {
+			return err
 		}
 		c.ok()
+		return nil
 	})
 }
 
-func cmdFunctionList(c *conn, _ *command, args [][]byte) {
+func cmdFunctionList(c *conn, _ *command, args [][]byte) error {
 	withCode := false
 	var pattern []byte
 	for i := 2; i < len(args); i++ {
@@ -214,17 +219,15 @@ func cmdFunctionList(c *conn, _ *command, args [][]byte) {
 			withCode = true
 		case is(args[i], "LIBRARYNAME") && pattern == nil:
 			if i+1 >= len(args) {
-				c.fail("ERR library name argument was not given")
-				return
+				return redisError("ERR library name argument was not given")
 			}
 			i++
 			pattern = args[i]
 		default:
-			c.fail("ERR Unknown argument " + string(args[i]))
-			return
+			return redisError("ERR Unknown argument " + string(args[i]))
 		}
 	}
-	c.withFunctions(func(vm *luascript.VM) {
+	return c.withFunctions(func(vm *luascript.VM) error {
 		var libs []*luascript.Library
 		for _, lib := range vm.Libraries() {
 			if pattern == nil || globMatch(pattern, []byte(lib.Name), false) {
@@ -235,6 +238,7 @@ func cmdFunctionList(c *conn, _ *command, args [][]byte) {
 		for _, lib := range libs {
 			c.writeLibrary(lib, withCode)
 		}
+		return nil
 	})
 }
 
@@ -273,7 +277,7 @@ func (c *conn) writeLibrary(lib *luascript.Library, withCode bool) {
 	}
 }
 
-func cmdFunctionStats(c *conn, _ *command, _ [][]byte) {
+func cmdFunctionStats(c *conn, _ *command, _ [][]byte) error {
 	w := c.wr
 	w.MapHeader(2)
 	w.BulkString("running_script")
@@ -307,39 +311,38 @@ func cmdFunctionStats(c *conn, _ *command, _ [][]byte) {
 	w.Int(libs)
 	w.BulkString("functions_count")
 	w.Int(funcs)
+	return nil
 }
 
-func cmdFunctionKill(c *conn, _ *command, _ [][]byte) { c.killScript(true) }
+func cmdFunctionKill(c *conn, _ *command, _ [][]byte) error { return c.killScript(true) }
 
-func cmdFunctionDump(c *conn, _ *command, _ [][]byte) {
-	c.withFunctions(func(vm *luascript.VM) {
+func cmdFunctionDump(c *conn, _ *command, _ [][]byte) error {
+	return c.withFunctions(func(vm *luascript.VM) error {
 		var codes [][]byte
 		for _, lib := range vm.Libraries() {
 			codes = append(codes, lib.Code)
 		}
 		c.wr.Bulk(dumpFunctions(codes))
+		return nil
 	})
 }
 
-func cmdFunctionRestore(c *conn, _ *command, args [][]byte) {
+func cmdFunctionRestore(c *conn, _ *command, args [][]byte) error {
 	policy := "APPEND"
 	if len(args) > 4 {
-		c.fail("ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.")
-		return
+		return redisError("ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.")
 	}
 	if len(args) == 4 {
 		policy = strings.ToUpper(string(args[3]))
 		if policy != "FLUSH" && policy != "APPEND" && policy != "REPLACE" {
-			c.fail("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
-			return
+			return redisError("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
 		}
 	}
 	codes, err := undumpFunctions(args[2])
 	if err != nil {
-		c.fail(err.Error())
-		return
+		return err
 	}
-	c.withFunctions(func(vm *luascript.VM) {
+	return c.withFunctions(func(vm *luascript.VM) error {
 		old := libraryCode(vm)
 		if policy == "FLUSH" {
 			vm.FlushLibraries()
@@ -353,22 +356,21 @@ func cmdFunctionRestore(c *conn, _ *command, args [][]byte) {
 			if n, nerr := luascript.LibraryName(code); nerr == nil && policy == "APPEND" &&
 				slices.ContainsFunc(vm.Libraries(), func(l *luascript.Library) bool { return strings.EqualFold(l.Name, n) }) {
 				// RESTORE words the clash differently from LOAD.
-				err = errors.New("ERR Library " + n + " already exists")
+				err = redisError("ERR Library " + n + " already exists")
 			} else {
 				name, err = vm.LoadLibrary(code, policy != "APPEND")
 			}
 			if err != nil {
 				c.batch.Reset()
 				restoreLibraries(vm, old)
-				c.fail(err.Error())
-				return
+				return redisError(err.Error())
 			}
 			c.batch.Set(functionKey(name), code)
 		}
-		if !c.apply() {
-			restoreLibraries(vm, old)
-			return
+		if err := c.commitLibraries(vm, old); err != nil {
+			return err
 		}
 		c.ok()
+		return nil
 	})
 }

@@ -6,80 +6,13 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
-
-func init() {
-	const g = "generic"
-	w, wf, rf := flagWrite, flagWrite|flagFast, flagReadonly|flagFast
-	register(
-		spec{name: "del", arity: -2, flags: w, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
-			summary: "Deletes one or more keys.", run: cmdDel},
-		spec{name: "unlink", arity: -2, flags: wf, firstKey: 1, lastKey: -1, step: 1, group: g, since: "4.0.0",
-			summary: "Asynchronously deletes one or more keys.", run: cmdDel},
-		spec{name: "exists", arity: -2, flags: rf, firstKey: 1, lastKey: -1, step: 1, group: g, since: "1.0.0",
-			summary: "Determines whether one or more keys exist.", run: cmdExists},
-		spec{name: "type", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Determines the type of value stored at a key.", run: cmdType},
-		spec{name: "rename", arity: 3, flags: w, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
-			summary: "Renames a key and overwrites the destination.", run: rename(false)},
-		spec{name: "renamenx", arity: 3, flags: wf, firstKey: 1, lastKey: 2, step: 1, group: g, since: "1.0.0",
-			summary: "Renames a key only when the target key name doesn't exist.", run: rename(true)},
-		spec{name: "expire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Sets the expiration time of a key in seconds.", run: expire(inSeconds)},
-		spec{name: "pexpire", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Sets the expiration time of a key in milliseconds.", run: expire(inMillis)},
-		spec{name: "expireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.2.0",
-			summary: "Sets the expiration time of a key to a Unix timestamp.", run: expire(atSeconds)},
-		spec{name: "pexpireat", arity: -3, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.", run: expire(atMillis)},
-		spec{name: "ttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Returns the expiration time in seconds of a key.", run: ttl(inSeconds)},
-		spec{name: "pttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.6.0",
-			summary: "Returns the expiration time in milliseconds of a key.", run: ttl(inMillis)},
-		spec{name: "expiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix timestamp.", run: ttl(atSeconds)},
-		spec{name: "pexpiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", run: ttl(atMillis)},
-		spec{name: "persist", arity: 2, flags: wf, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.2.0",
-			summary: "Removes the expiration time of a key.", run: cmdPersist},
-		spec{name: "keys", arity: 2, flags: flagReadonly, group: g, since: "1.0.0",
-			summary: "Returns all key names that match a pattern.", run: cmdKeys},
-		spec{name: "scan", arity: -2, flags: flagReadonly, group: g, since: "2.8.0",
-			summary: "Iterates over the key names in the database.", run: cmdScan},
-		spec{name: "randomkey", arity: 1, flags: flagReadonly, group: g, since: "1.0.0",
-			summary: "Returns a random key name from the database.", run: cmdRandomKey},
-	)
-}
-
-// distinct calls fn once per distinct key, in argument order.
-func distinct(keys [][]byte, fn func(key []byte)) {
-	if len(keys) <= 8 {
-		for i, k := range keys {
-			seen := false
-			for _, prev := range keys[:i] {
-				seen = seen || bytes.Equal(prev, k)
-			}
-			if !seen {
-				fn(k)
-			}
-		}
-		return
-	}
-	seen := make(map[string]struct{}, len(keys))
-	for _, k := range keys {
-		if _, dup := seen[string(k)]; !dup {
-			seen[string(k)] = struct{}{}
-			fn(k)
-		}
-	}
-}
 
 // cmdDel implements DEL and UNLINK, which are the same here: deleting is
 // one tombstone per key whatever the value's size; a collection's
 // elements are reclaimed later (reclaim.go).
-func cmdDel(c *conn, _ *command, args [][]byte) {
+func cmdDel(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[1:], 1)
 	defer c.unlock(held)
 	var deleted []deletedEntry
@@ -97,16 +30,16 @@ func cmdDel(c *conn, _ *command, args [][]byte) {
 	})
 	if err != nil {
 		c.batch.Reset()
-		c.replyErr(err)
-		return
+		return err
 	}
-	if !c.apply() {
-		return
+	if err := c.commit(); err != nil {
+		return err
 	}
 	for _, d := range deleted {
 		c.s.ks.reclaimDeleted(d.key, d.e)
 	}
 	c.wr.Int(int64(len(deleted)))
+	return nil
 }
 
 // deletedEntry is a key a command deletes and the entry it held.
@@ -115,39 +48,42 @@ type deletedEntry struct {
 	e   entry
 }
 
-func cmdExists(c *conn, _ *command, args [][]byte) {
+func cmdExists(c *conn, _ *command, args [][]byte) error {
 	var n int64
 	for _, key := range args[1:] {
 		exists, err := c.s.ks.exists(c.reader(), &c.scratch, key)
 		if err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		if exists {
 			n++
 		}
 	}
 	c.wr.Int(n)
+	return nil
 }
 
-func cmdType(c *conn, _ *command, args [][]byte) {
+func cmdType(c *conn, _ *command, args [][]byte) error {
 	name, err := c.s.ks.typeOf(c.reader(), &c.scratch, args[1])
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.SimpleString(name)
+	return nil
 }
 
 // rename returns the handler of RENAME, or of RENAMENX when nx; the value
 // keeps its expiry.
 func rename(nx bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		src, dst := args[1], args[2]
-		held, e, ok := c.lockSource(args, func() { c.fail(msgNoSuchKey) })
+		held, e, exists, err := c.lockSource(args)
 		defer c.unlock(held)
-		if !ok {
-			return
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return redisError(msgNoSuchKey)
 		}
 		if bytes.Equal(src, dst) {
 			if nx {
@@ -155,25 +91,24 @@ func rename(nx bool) handler {
 			} else {
 				c.ok()
 			}
-			return
+			return nil
 		}
 		if nx {
 			taken, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
 			if err != nil {
-				c.replyErr(err)
-				return
+				return err
 			}
 			if taken {
 				c.wr.Int(0)
-				return
+				return nil
 			}
 		}
-		if !c.putCopy(src, dst, e) {
-			return
+		if err := c.putCopy(src, dst, e); err != nil {
+			return err
 		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, src)
-		if !c.apply() {
-			return
+		if err := c.commit(); err != nil {
+			return err
 		}
 		c.s.ks.reclaimDeleted(src, e)
 		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
@@ -182,6 +117,7 @@ func rename(nx bool) handler {
 		} else {
 			c.ok()
 		}
+		return nil
 	}
 }
 
@@ -191,7 +127,7 @@ func rename(nx bool) handler {
 // value is rewritten with the new expiry under the key's lock, so no
 // concurrent write is lost.
 func expire(u timeArg) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		var nx, xx, gt, lt bool
 		for _, a := range args[3:] {
 			switch {
@@ -204,65 +140,60 @@ func expire(u timeArg) handler {
 			case is(a, "LT"):
 				lt = true
 			default:
-				c.fail("ERR Unsupported option " + string(a))
-				return
+				return redisError("ERR Unsupported option " + string(a))
 			}
 		}
 		if nx && (xx || gt || lt) {
-			c.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
-			return
+			return redisError("ERR NX and XX, GT or LT options at the same time are not compatible")
 		}
 		if gt && lt {
-			c.fail("ERR GT and LT options at the same time are not compatible")
-			return
+			return redisError("ERR GT and LT options at the same time are not compatible")
 		}
 		when, ok := parseInt(args[2])
 		if !ok {
-			c.fail(msgNotInteger)
-			return
+			return redisError(msgNotInteger)
 		}
 		if u.seconds {
 			if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
-				c.fail(invalidExpire(cmd))
-				return
+				return redisError(invalidExpire(cmd))
 			}
 			when *= 1000
 		}
 		now := time.Now().UnixMilli()
 		if u.relative {
 			if when > math.MaxInt64-now {
-				c.fail(invalidExpire(cmd))
-				return
+				return redisError(invalidExpire(cmd))
 			}
 			when += now
 		}
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
-		e, exists, ok := c.getEntry(args[1])
-		if !ok {
-			return
+		e, exists, err := c.getEntry(args[1])
+		if err != nil {
+			return err
 		}
 		volatile := !e.expireAt.IsZero()
 		cur := e.expireAt.UnixMilli()
 		if !exists || nx && volatile || xx && !volatile ||
 			gt && (!volatile || when <= cur) || lt && volatile && when >= cur {
 			c.wr.Int(0)
-			return
+			return nil
 		}
 		if when <= now {
 			c.s.ks.deleteKey(c.batch, &c.scratch, args[1])
-			if !c.apply() {
-				return
+			if err := c.commit(); err != nil {
+				return err
 			}
 			c.s.ks.reclaimDeleted(args[1], e)
 		} else {
 			e.expireAt = time.UnixMilli(when)
 			c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
-			if !c.apply() {
-				return
+			if err := c.commit(); err != nil {
+				return err
 			}
 		}
 		c.wr.Int(1)
+		return nil
 	}
 }
 
@@ -270,17 +201,17 @@ func expire(u timeArg) handler {
 // EXPIRETIME (atSeconds) or PEXPIRETIME (atMillis): -2 for a missing key,
 // -1 for a key without expiry.
 func ttl(u timeArg) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		e, exists, ok := c.getEntry(args[1])
+	return func(c *conn, _ *command, args [][]byte) error {
+		e, exists, err := c.getEntry(args[1])
 		switch {
-		case !ok:
-			return
+		case err != nil:
+			return err
 		case !exists:
 			c.wr.Int(-2)
-			return
+			return nil
 		case e.expireAt.IsZero():
 			c.wr.Int(-1)
-			return
+			return nil
 		}
 		at := e.expireAt.UnixMilli()
 		left := max(at-time.Now().UnixMilli(), 0)
@@ -294,26 +225,28 @@ func ttl(u timeArg) handler {
 		default:
 			c.wr.Int(at)
 		}
+		return nil
 	}
 }
 
-func cmdPersist(c *conn, _ *command, args [][]byte) {
+func cmdPersist(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	e, exists, ok := c.getEntry(args[1])
-	if !ok {
-		return
+	e, exists, err := c.getEntry(args[1])
+	if err != nil {
+		return err
 	}
 	if !exists || e.expireAt.IsZero() {
 		c.wr.Int(0)
-		return
+		return nil
 	}
 	e.expireAt = time.Time{}
 	c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
-	if !c.apply() {
-		return
+	if err := c.commit(); err != nil {
+		return err
 	}
 	c.wr.Int(1)
+	return nil
 }
 
 // matchRange narrows a scan to the keys that can match pattern, starting
@@ -327,7 +260,7 @@ func matchRange(pattern, from []byte) (lower, upper []byte) {
 	return lower, prefixEnd(prefix)
 }
 
-func cmdKeys(c *conn, _ *command, args [][]byte) {
+func cmdKeys(c *conn, _ *command, args [][]byte) error {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
@@ -338,60 +271,34 @@ func cmdKeys(c *conn, _ *command, args [][]byte) {
 		return true
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.ArrayHeader(len(keys))
 	for _, k := range keys {
 		c.wr.Bulk(k)
 	}
+	return nil
 }
 
 // cmdScan implements SCAN cursor [MATCH pattern] [COUNT n] [TYPE type].
 // The cursor names a server-side record of the next key (see
 // cursorTable), so it is exact: every key present for the whole scan is
 // returned exactly once, whatever is written meanwhile.
-func cmdScan(c *conn, _ *command, args [][]byte) {
+func cmdScan(c *conn, _ *command, args [][]byte) error {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
-		c.fail("ERR invalid cursor")
-		return
+		return redisError("ERR invalid cursor")
 	}
-	count := int64(10)
-	var pattern []byte
-	typeFilter := ""
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.fail(msgSyntax)
-			return
-		}
-		switch v := args[i+1]; {
-		case is(args[i], "MATCH"):
-			pattern = v
-		case is(args[i], "COUNT"):
-			n, ok := parseInt(v)
-			if !ok {
-				c.fail(msgNotInteger)
-				return
-			}
-			if n < 1 {
-				c.fail(msgSyntax)
-				return
-			}
-			count = n
-		case is(args[i], "TYPE"):
-			typeFilter = string(toUpper(v))
-		default:
-			c.fail(msgSyntax)
-			return
-		}
+	o, err := parseScanOpts(args[2:], true)
+	if err != nil {
+		return err
 	}
+	count, pattern, typeFilter := o.count, o.pattern, o.typ
 	var from []byte
 	if cursor != 0 {
 		var ok bool
 		if from, ok = c.s.cursors.get(cursor); !ok {
-			c.fail("ERR invalid cursor")
-			return
+			return redisError("ERR invalid cursor")
 		}
 	}
 	var keys [][]byte
@@ -414,49 +321,27 @@ func cmdScan(c *conn, _ *command, args [][]byte) {
 		return true
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
-	c.wr.ArrayHeader(2)
-	if next == nil {
-		c.wr.BulkString("0")
-	} else {
-		c.wr.BulkString(strconv.FormatUint(c.s.cursors.put(next), 10))
-	}
-	c.wr.ArrayHeader(len(keys))
+	c.scanReplyHeader(next, len(keys))
 	for _, k := range keys {
 		c.wr.Bulk(k)
 	}
+	return nil
 }
 
 // cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
-func cmdRandomKey(c *conn, _ *command, _ [][]byte) {
+func cmdRandomKey(c *conn, _ *command, _ [][]byte) error {
 	key, ok, err := c.s.ks.randomKey(c.reader())
 	switch {
 	case err != nil:
-		c.replyErr(err)
+		return err
 	case !ok:
 		c.wr.Null()
 	default:
 		c.wr.Bulk(key)
 	}
-}
-
-// maxCursors bounds the SCAN positions the server remembers. A client that
-// comes back with a cursor older than the newest maxCursors gets "ERR
-// invalid cursor" and must restart its scan.
-const maxCursors = 1 << 14
-
-// cursorTable maps SCAN cursors to the key where the scan resumes. A
-// server-side table keeps cursors exact and numeric — go-redis and other
-// clients parse the cursor as an unsigned 64-bit integer — which no
-// encoding of an arbitrary key into 64 bits could.
-type cursorTable struct {
-	mu    sync.Mutex
-	next  uint64
-	keys  map[uint64][]byte
-	order []uint64 // FIFO ring of live ids, for eviction
-	head  int
+	return nil
 }
 
 // init starts ids at a random point below 2^40, so that a cursor from
@@ -465,30 +350,4 @@ type cursorTable struct {
 func (t *cursorTable) init() {
 	t.next = rand.Uint64N(1<<40) + 1
 	t.keys = make(map[uint64][]byte)
-}
-
-// put records key and returns its cursor id, never 0.
-func (t *cursorTable) put(key []byte) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := t.next
-	t.next++
-	if len(t.order) < maxCursors {
-		t.order = append(t.order, id)
-	} else {
-		delete(t.keys, t.order[t.head])
-		t.order[t.head] = id
-		t.head = (t.head + 1) % maxCursors
-	}
-	t.keys[id] = key
-	return id
-}
-
-// get returns the resume key of cursor id. It is kept, so a client may
-// retry a SCAN call whose reply it lost.
-func (t *cursorTable) get(id uint64) ([]byte, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k, ok := t.keys[id]
-	return k, ok
 }

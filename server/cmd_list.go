@@ -2,30 +2,13 @@ package server
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
-
-	"github.com/lsmgo-dev/lsmgo"
+	"slices"
 )
 
-// Lists are collections (collection.go) whose elements sit in numbered
-// slots: slot s of the list version v at key is the engine entry
-//
-//	'e' + len(key) (4, BE) + key + v (8, BE) + (s XOR 1<<63) (8, BE)  →  the element
-//
-// so the engine's key order is slot order, and slot order is list order.
-// The metadata adds the slot of the first element (head, signed) to the
-// version and count: the list is slots head … head+count-1. LPUSH writes
-// slot head-1 and RPUSH slot head+count, LPOP and RPOP delete an end slot:
-// one metadata read, one element write or delete, whatever the length.
-// LINDEX and LSET are one point access; LRANGE iterates only the slots it
-// returns. Inserting or removing in the middle (LINSERT, LREM) moves the
-// elements of the shorter side of the change one slot (or, for LREM, as
-// many slots as were removed on that side), so it costs O(min(p, n-p))
-// element rewrites for position p in a list of n, all in the command's
-// one batch; Redis' own LINSERT and LREM are O(n) too.
+// The list commands: they parse arguments and reply; list.go has the
+// encoding.
 
 func init() {
 	const g = "list"
@@ -84,204 +67,62 @@ const (
 	msgMustBePositve = "ERR value is out of range, must be positive"
 )
 
-// slotKey appends to dst the engine key of slot of the list m at key.
-func slotKey(dst, key []byte, m collMeta, slot int64) []byte {
-	dst = elemsKey(dst, key, m.version)
-	return binary.BigEndian.AppendUint64(dst, uint64(slot)^1<<63)
-}
-
-// listElemFits reports whether val may be a list element at key, replying
-// when it may not.
-func (c *conn) listElemFits(key, val []byte) bool {
-	if int64(len(val))+8 > maxElem(key) {
-		c.fail(msgStringTooBig)
-		return false
-	}
-	return true
-}
-
-// listPut adds to c.batch the write of val at offset i of the list m.
-func (c *conn) listPut(key []byte, m collMeta, i int64, val []byte) {
-	c.elemBuf = slotKey(c.elemBuf, key, m, m.head+i)
-	c.batch.Set(c.elemBuf, val)
-}
-
-// listDelete adds to c.batch the deletion of offsets [from, to) of m.
-func (c *conn) listDelete(key []byte, m collMeta, from, to int64) {
-	for i := from; i < to; i++ {
-		c.elemBuf = slotKey(c.elemBuf, key, m, m.head+i)
-		c.batch.Delete(c.elemBuf)
-	}
-}
-
-// listPush adds val at the head (left) or tail of m.
-func (c *conn) listPush(key []byte, m *collMeta, left bool, val []byte) {
-	if left {
-		m.head--
-		c.listPut(key, *m, 0, val)
-	} else {
-		c.listPut(key, *m, m.count, val)
-	}
-	m.count++
-}
-
-// errMissingElem reports a slot the metadata counts but the engine lacks.
-func errMissingElem(key []byte, i int64) error {
-	return &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", key), Offset: -1,
-		Reason: fmt.Sprintf("list element at index %d is missing", i)}
-}
-
-// listGet reads offset i of m through the command's reader, replying on
-// failure.
-func (c *conn) listGet(key []byte, m collMeta, i int64) ([]byte, bool) {
-	c.elemBuf = slotKey(c.elemBuf, key, m, m.head+i)
-	val, err := c.reader().Get(c.elemBuf)
-	if errors.Is(err, lsmgo.ErrNotFound) {
-		err = errMissingElem(key, i)
-	}
-	if err != nil {
-		c.replyErr(err)
-		return nil, false
-	}
-	return val, true
-}
-
-// listScan calls fn with the offsets from … to (inclusive, within the
-// list) of m and their elements, read through the command's reader, in
-// order or in reverse, until fn returns false. The element is valid only
-// during the call. It replies on failure, a missing element included.
-func (c *conn) listScan(key []byte, m collMeta, from, to int64, reverse bool, fn func(i int64, val []byte) bool) bool {
-	lower := slotKey(nil, key, m, m.head+from)
-	upper := slotKey(nil, key, m, m.head+to+1)
-	it, err := c.reader().NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		c.replyErr(err)
-		return false
-	}
-	want, step, valid, advance := from, int64(1), it.First(), it.Next
-	if reverse {
-		want, step, valid, advance = to, -1, it.Last(), it.Prev
-	}
-	prefix := len(lower) - 8
-	for ; valid; valid = advance() {
-		slot := int64(binary.BigEndian.Uint64(it.Key()[prefix:])^1<<63) - m.head
-		if slot != want {
-			break
-		}
-		if !fn(slot, it.Value()) {
-			return c.closeIter(it, nil)
-		}
-		want += step
-	}
-	var missing error
-	if (!reverse && want <= to) || (reverse && want >= from) {
-		missing = errMissingElem(key, want)
-	}
-	return c.closeIter(it, missing)
-}
-
-// closeIter closes it and replies with the first error among it's, the
-// close's and err.
-func (c *conn) closeIter(it *lsmgo.Iterator, err error) bool {
-	if ierr := it.Error(); ierr != nil {
-		err = ierr
-	}
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		c.replyErr(err)
-		return false
-	}
-	return true
-}
-
-// listPopN removes up to n elements from the head (left) or tail of m and
-// returns them in pop order, replying on failure.
-func (c *conn) listPopN(key []byte, m *collMeta, left bool, n int64) ([][]byte, bool) {
-	n = min(n, m.count)
-	vals := make([][]byte, 0, n)
-	from, to := int64(0), n-1
-	if !left {
-		from, to = m.count-n, m.count-1
-	}
-	if n == 1 {
-		v, ok := c.listGet(key, *m, from)
-		if !ok {
-			return nil, false
-		}
-		vals = append(vals, v)
-	} else if !c.listScan(key, *m, from, to, !left, func(_ int64, val []byte) bool {
-		vals = append(vals, bytes.Clone(val))
-		return true
-	}) {
-		return nil, false
-	}
-	c.listDelete(key, *m, from, to+1)
-	if left {
-		m.head += n
-	}
-	m.count -= n
-	return vals, true
-}
-
 // push returns the handler of LPUSH (left) or RPUSH, or with existing of
 // LPUSHX or RPUSHX, which push only onto an existing list.
 func push(left, existing bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		key := args[1]
 		for _, v := range args[2:] {
-			if !c.listElemFits(key, v) {
-				return
+			if err := checkListElem(key, v); err != nil {
+				return err
 			}
 		}
 		var n int64
-		if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+		if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 			if existed || !existing {
 				for _, v := range args[2:] {
-					c.listPush(key, m, left, v)
+					c.s.ks.listPush(c.batch, &c.elemBuf, key, m, left, v)
 				}
 				n = m.count
 			}
-			return true
-		}) {
-			return
+			return nil
+		}); err != nil {
+			return err
 		}
 		if n > 0 {
 			c.signalReady(key)
 		}
 		c.wr.Int(n)
+		return nil
 	}
 }
 
 // pop returns the handler of LPOP (left) or RPOP, with an optional count.
 func pop(left bool) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		if len(args) > 3 {
-			c.fail(wrongArity(cmd))
-			return
+			return redisError(wrongArity(cmd))
 		}
 		count := int64(1)
 		if len(args) == 3 {
 			var ok bool
 			if count, ok = parseInt(args[2]); !ok || count < 0 {
-				c.fail(msgMustBePositve)
-				return
+				return redisError(msgMustBePositve)
 			}
 		}
 		key := args[1]
 		var vals [][]byte
 		var exists bool
-		if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+		if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 			exists = existed
 			if !existed || count == 0 {
-				return true
+				return nil
 			}
-			var ok bool
-			vals, ok = c.listPopN(key, m, left, count)
-			return ok
-		}) {
-			return
+			var err error
+			vals, err = c.s.ks.listPopN(c.reader(), c.batch, &c.elemBuf, key, m, left, count)
+			return err
+		}); err != nil {
+			return err
 		}
 		switch {
 		case len(args) == 2 && !exists:
@@ -293,6 +134,7 @@ func pop(left bool) handler {
 		default:
 			c.bulks(vals)
 		}
+		return nil
 	}
 }
 
@@ -304,153 +146,116 @@ func (c *conn) bulks(vals [][]byte) {
 	}
 }
 
-func cmdLLen(c *conn, _ *command, args [][]byte) {
-	if m, _, ok := c.getColl(args[1], typeList); ok {
-		c.wr.Int(m.count)
+func cmdLLen(c *conn, _ *command, args [][]byte) error {
+	m, _, err := c.getColl(args[1], typeList)
+	if err != nil {
+		return err
 	}
-}
-
-// listRange clamps Redis' start and end indexes (negative ones count from
-// the end) to the list of n elements; empty is true when nothing is left.
-func listRange(start, end, n int64) (from, to int64, empty bool) {
-	if start < 0 {
-		start += n
-	}
-	if end < 0 {
-		end += n
-	}
-	start = max(start, 0)
-	if start > end || start >= n {
-		return 0, 0, true
-	}
-	return start, min(end, n-1), false
+	c.wr.Int(m.count)
+	return nil
 }
 
 // parseRange parses LRANGE's and LTRIM's start and end, replying on
 // error.
-func (c *conn) parseRange(startArg, endArg []byte) (start, end int64, ok bool) {
+func parseRange(startArg, endArg []byte) (start, end int64, err error) {
 	start, ok1 := parseInt(startArg)
 	end, ok2 := parseInt(endArg)
 	if !ok1 || !ok2 {
-		c.fail(msgNotInteger)
-		return 0, 0, false
+		return 0, 0, redisError(msgNotInteger)
 	}
-	return start, end, true
+	return start, end, nil
 }
 
-func cmdLRange(c *conn, _ *command, args [][]byte) {
-	start, end, ok := c.parseRange(args[2], args[3])
-	if !ok {
-		return
+func cmdLRange(c *conn, _ *command, args [][]byte) error {
+	start, end, err := parseRange(args[2], args[3])
+	if err != nil {
+		return err
 	}
 	key := args[1]
 	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeList)
-	if !ok {
-		return
+	m, exists, err := c.getColl(key, typeList)
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	from, to, empty := listRange(start, end, m.count)
 	if empty {
 		c.wr.ArrayHeader(0)
-		return
+		return nil
 	}
 	// Streamed: a range bigger than memory goes out as it is read. A
 	// failure after the header cannot be a reply any more; the
 	// connection closes instead.
 	c.wr.ArrayHeader(int(to - from + 1))
-	if !c.listScan(key, m, from, to, false, func(_ int64, val []byte) bool {
+	if err := c.s.ks.listScan(c.reader(), key, m, from, to, false, func(_ int64, val []byte) bool {
 		c.wr.Bulk(val)
 		return true
-	}) {
+	}); err != nil {
+		c.replyErr(err)
 		c.quit = true
 	}
+	return nil
 }
 
-func cmdLIndex(c *conn, _ *command, args [][]byte) {
+func cmdLIndex(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
-	m, exists, ok := c.getColl(key, typeList)
-	if !ok {
-		return
+	m, exists, err := c.getColl(key, typeList)
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	if !exists {
 		c.wr.Null()
-		return
+		return nil
 	}
 	i, ok := parseInt(args[2])
 	if !ok {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
 	if i < 0 {
 		i += m.count
 	}
 	if i < 0 || i >= m.count {
 		c.wr.Null()
-		return
+		return nil
 	}
-	if val, ok := c.listGet(key, m, i); ok {
-		c.wr.Bulk(val)
+	val, err := c.s.ks.listGet(c.reader(), &c.elemBuf, key, m, i)
+	if err != nil {
+		return err
 	}
+	c.wr.Bulk(val)
+	return nil
 }
 
-func cmdLSet(c *conn, _ *command, args [][]byte) {
+func cmdLSet(c *conn, _ *command, args [][]byte) error {
 	key, val := args[1], args[3]
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			c.fail(msgNoSuchKey)
-			return false
+			return redisError(msgNoSuchKey)
 		}
 		i, ok := parseInt(args[2])
 		if !ok {
-			c.fail(msgNotInteger)
-			return false
+			return redisError(msgNotInteger)
 		}
 		if i < 0 {
 			i += m.count
 		}
 		if i < 0 || i >= m.count {
-			c.fail(msgOutOfRange)
-			return false
+			return redisError(msgOutOfRange)
 		}
-		if !c.listElemFits(key, val) {
-			return false
+		if err := checkListElem(key, val); err != nil {
+			return err
 		}
-		c.listPut(key, *m, i, val)
-		return true
-	}) {
-		return
+		c.s.ks.listPut(c.batch, &c.elemBuf, key, *m, i, val)
+		return nil
+	}); err != nil {
+		return err
 	}
 	c.ok()
+	return nil
 }
 
-// listInsert inserts val at offset i of m (0 ≤ i ≤ count), moving the
-// shorter side of the list one slot outwards.
-func (c *conn) listInsert(key []byte, m *collMeta, i int64, val []byte) bool {
-	if i <= m.count-i {
-		// Offsets 0 … i-1 move one slot left, into a new head.
-		moved := *m
-		moved.head--
-		if i > 0 && !c.listScan(key, *m, 0, i-1, false, func(j int64, v []byte) bool {
-			c.listPut(key, moved, j, v)
-			return true
-		}) {
-			return false
-		}
-		*m = moved
-	} else if !c.listScan(key, *m, i, m.count-1, false, func(j int64, v []byte) bool {
-		c.listPut(key, *m, j+1, v)
-		return true
-	}) {
-		return false
-	}
-	c.listPut(key, *m, i, val)
-	m.count++
-	return true
-}
-
-func cmdLInsert(c *conn, _ *command, args [][]byte) {
+func cmdLInsert(c *conn, _ *command, args [][]byte) error {
 	key, pivot, val := args[1], args[3], args[4]
 	var after bool
 	switch {
@@ -458,152 +263,117 @@ func cmdLInsert(c *conn, _ *command, args [][]byte) {
 		after = true
 	case is(args[2], "BEFORE"):
 	default:
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
 	var n int64
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			return true
+			return nil
 		}
 		at := int64(-1)
-		if !c.listScan(key, *m, 0, m.count-1, false, func(i int64, v []byte) bool {
+		if err := c.s.ks.listScan(c.reader(), key, *m, 0, m.count-1, false, func(i int64, v []byte) bool {
 			if bytes.Equal(v, pivot) {
 				at = i
 				return false
 			}
 			return true
-		}) {
-			return false
+		}); err != nil {
+			return err
 		}
 		if at < 0 {
 			n = -1
-			return true
+			return nil
 		}
 		if after {
 			at++
 		}
-		if !c.listElemFits(key, val) || !c.listInsert(key, m, at, val) {
-			return false
+		if err := checkListElem(key, val); err != nil {
+			return err
+		}
+		if err := c.s.ks.listInsert(c.reader(), c.batch, &c.elemBuf, key, m, at, val); err != nil {
+			return err
 		}
 		n = m.count
-		return true
-	}) {
-		return
+		return nil
+	}); err != nil {
+		return err
 	}
 	c.wr.Int(n)
+	return nil
 }
 
-// listRemove removes the offsets in rm (ascending) from m, closing the
-// gaps from the side that moves fewer elements: either the elements after
-// the first removed one move left, or those before the last one move
-// right.
-func (c *conn) listRemove(key []byte, m *collMeta, rm []int64) bool {
-	k := int64(len(rm))
-	first, last := rm[0], rm[k-1]
-	if m.count-first-k <= last+1-k {
-		gap := int64(0)
-		if !c.listScan(key, *m, first, m.count-1, false, func(i int64, v []byte) bool {
-			if gap < k && rm[gap] == i {
-				gap++
-			} else {
-				c.listPut(key, *m, i-gap, v)
-			}
-			return true
-		}) {
-			return false
-		}
-		c.listDelete(key, *m, m.count-k, m.count)
-	} else {
-		gap := int64(0)
-		if !c.listScan(key, *m, 0, last, true, func(i int64, v []byte) bool {
-			if gap < k && rm[k-1-gap] == i {
-				gap++
-			} else {
-				c.listPut(key, *m, i+gap, v)
-			}
-			return true
-		}) {
-			return false
-		}
-		c.listDelete(key, *m, 0, k)
-		m.head += k
-	}
-	m.count -= k
-	return true
-}
-
-func cmdLRem(c *conn, _ *command, args [][]byte) {
+func cmdLRem(c *conn, _ *command, args [][]byte) error {
 	key, val := args[1], args[3]
 	count, ok := parseInt(args[2])
 	if !ok {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
 	var removed int64
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			return true
+			return nil
 		}
-		limit := count
-		if limit < 0 {
+		// In uint64 so that -(-2^63) is 2^63, not -2^63 again: Redis
+		// removes every match then.
+		limit := uint64(count)
+		if count < 0 {
 			limit = -limit
 		}
 		var rm []int64
-		if !c.listScan(key, *m, 0, m.count-1, count < 0, func(i int64, v []byte) bool {
+		if err := c.s.ks.listScan(c.reader(), key, *m, 0, m.count-1, count < 0, func(i int64, v []byte) bool {
 			if bytes.Equal(v, val) {
 				rm = append(rm, i)
 			}
-			return limit == 0 || int64(len(rm)) < limit
-		}) {
-			return false
+			return limit == 0 || uint64(len(rm)) < limit
+		}); err != nil {
+			return err
 		}
 		if len(rm) == 0 {
-			return true
+			return nil
 		}
 		if count < 0 {
-			for i, j := 0, len(rm)-1; i < j; i, j = i+1, j-1 {
-				rm[i], rm[j] = rm[j], rm[i]
-			}
+			slices.Reverse(rm)
 		}
 		removed = int64(len(rm))
-		return c.listRemove(key, m, rm)
-	}) {
-		return
+		return c.s.ks.listRemove(c.reader(), c.batch, &c.elemBuf, key, m, rm)
+	}); err != nil {
+		return err
 	}
 	c.wr.Int(removed)
+	return nil
 }
 
-func cmdLTrim(c *conn, _ *command, args [][]byte) {
-	start, end, ok := c.parseRange(args[2], args[3])
-	if !ok {
-		return
+func cmdLTrim(c *conn, _ *command, args [][]byte) error {
+	start, end, err := parseRange(args[2], args[3])
+	if err != nil {
+		return err
 	}
 	key := args[1]
-	if !c.editColl(key, typeList, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
 		if !existed {
-			return true
+			return nil
 		}
 		from, to, empty := listRange(start, end, m.count)
 		if empty {
 			from, to = m.count, m.count-1
 		}
 		// Deleting needs no reads: the slots are known.
-		c.listDelete(key, *m, 0, from)
-		c.listDelete(key, *m, to+1, m.count)
+		c.s.ks.listDelete(c.batch, &c.elemBuf, key, *m, 0, from)
+		c.s.ks.listDelete(c.batch, &c.elemBuf, key, *m, to+1, m.count)
 		m.head += from
 		m.count = to + 1 - from
-		return true
-	}) {
-		return
+		return nil
+	}); err != nil {
+		return err
 	}
 	c.ok()
+	return nil
 }
 
 // cmdLPos implements LPOS key element [RANK rank] [COUNT n] [MAXLEN len],
 // which scans from the head (or the tail for a negative rank) and stops
 // at the matches it needs or after MAXLEN elements.
-func cmdLPos(c *conn, _ *command, args [][]byte) {
+func cmdLPos(c *conn, _ *command, args [][]byte) error {
 	key, val := args[1], args[2]
 	rank, count, maxLen := int64(1), int64(-1), int64(0)
 	for j := 3; j < len(args); j++ {
@@ -613,38 +383,32 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 		case is(args[j], "RANK") && more:
 			j++
 			if rank, ok = parseInt(args[j]); !ok {
-				c.fail(msgNotInteger)
-				return
+				return redisError(msgNotInteger)
 			}
 			if rank == math.MinInt64 {
-				c.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-				return
+				return redisError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 			}
 			if rank == 0 {
-				c.fail("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-				return
+				return redisError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
 			}
 		case is(args[j], "COUNT") && more:
 			j++
 			if count, ok = parseInt(args[j]); !ok || count < 0 {
-				c.fail("ERR COUNT can't be negative")
-				return
+				return redisError("ERR COUNT can't be negative")
 			}
 		case is(args[j], "MAXLEN") && more:
 			j++
 			if maxLen, ok = parseInt(args[j]); !ok || maxLen < 0 {
-				c.fail("ERR MAXLEN can't be negative")
-				return
+				return redisError("ERR MAXLEN can't be negative")
 			}
 		default:
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 	}
 	defer c.pin()()
-	m, exists, ok := c.getColl(key, typeList)
-	if !ok {
-		return
+	m, exists, err := c.getColl(key, typeList)
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	if !exists {
@@ -653,7 +417,7 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 		} else {
 			c.wr.Null()
 		}
-		return
+		return nil
 	}
 	reverse := rank < 0
 	if reverse {
@@ -669,7 +433,7 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 	}
 	var found []int64
 	matches := int64(0)
-	if !c.listScan(key, m, from, to, reverse, func(i int64, v []byte) bool {
+	if err := c.s.ks.listScan(c.reader(), key, m, from, to, reverse, func(i int64, v []byte) bool {
 		if !bytes.Equal(v, val) {
 			return true
 		}
@@ -680,8 +444,8 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 		found = append(found, i)
 		// COUNT 0 asks for every match; no COUNT for the first.
 		return count == 0 || count > 0 && int64(len(found)) < count
-	}) {
-		return
+	}); err != nil {
+		return err
 	}
 	switch {
 	case count >= 0:
@@ -694,18 +458,18 @@ func cmdLPos(c *conn, _ *command, args [][]byte) {
 	default:
 		c.wr.Null()
 	}
+	return nil
 }
 
 // parseWhere parses LEFT or RIGHT, replying on error.
-func (c *conn) parseWhere(arg []byte) (left, ok bool) {
+func parseWhere(arg []byte) (left bool, err error) {
 	switch {
 	case is(arg, "LEFT"):
-		return true, true
+		return true, nil
 	case is(arg, "RIGHT"):
-		return false, true
+		return false, nil
 	}
-	c.fail(msgSyntax)
-	return false, false
+	return false, redisError(msgSyntax)
 }
 
 // listMove pops an element from src's head (fromLeft) or tail and pushes
@@ -728,8 +492,9 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 	same := bytes.Equal(src, dst)
 	dm := sm
 	if !same {
-		var dstExists, ok bool
-		if dm, dstExists, ok = c.getColl(dst, typeList); !ok {
+		var dstExists bool
+		if dm, dstExists, err = c.getColl(dst, typeList); err != nil {
+			c.replyErr(err)
 			return true
 		}
 		if !dstExists {
@@ -739,9 +504,10 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 			}
 		}
 	}
-	vals, ok := c.listPopN(src, &sm, fromLeft, 1)
-	if !ok {
+	vals, err := c.s.ks.listPopN(c.reader(), c.batch, &c.elemBuf, src, &sm, fromLeft, 1)
+	if err != nil {
 		c.batch.Reset()
+		c.replyErr(err)
 		return true
 	}
 	if same {
@@ -749,49 +515,51 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 	} else {
 		c.s.ks.putColl(c.batch, &c.scratch, src, sm)
 	}
-	c.listPush(dst, &dm, toLeft, vals[0])
+	c.s.ks.listPush(c.batch, &c.elemBuf, dst, &dm, toLeft, vals[0])
 	c.s.ks.putColl(c.batch, &c.scratch, dst, dm)
-	if c.apply() {
-		c.signalReady(dst)
-		c.wr.Bulk(vals[0])
+	if err := c.commit(); err != nil {
+		c.replyErr(err)
+		return true
 	}
+	c.signalReady(dst)
+	c.wr.Bulk(vals[0])
 	return true
 }
 
 // lmove returns the handler of LMOVE, or with block of BLMOVE.
 func lmove(block bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		fromLeft, ok := c.parseWhere(args[3])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		fromLeft, err := parseWhere(args[3])
+		if err != nil {
+			return err
 		}
-		toLeft, ok := c.parseWhere(args[4])
-		if !ok {
-			return
+		toLeft, err := parseWhere(args[4])
+		if err != nil {
+			return err
 		}
-		c.moveCommand(args[1], args[2], fromLeft, toLeft, block, args[len(args)-1])
+		return c.moveCommand(args[1], args[2], fromLeft, toLeft, block, args[len(args)-1])
 	}
 }
 
 // rpoplpush returns the handler of RPOPLPUSH, or with block of
 // BRPOPLPUSH.
 func rpoplpush(block bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		c.moveCommand(args[1], args[2], false, true, block, args[len(args)-1])
+	return func(c *conn, _ *command, args [][]byte) error {
+		return c.moveCommand(args[1], args[2], false, true, block, args[len(args)-1])
 	}
 }
 
 // moveCommand runs LMOVE, or when block BLMOVE with the timeout argument.
-func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeoutArg []byte) {
+func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeoutArg []byte) error {
 	if !block {
 		if !c.listMove(src, dst, fromLeft, toLeft, false) {
 			c.wr.Null()
 		}
-		return
+		return nil
 	}
-	timeout, ok := c.parseTimeout(timeoutArg)
-	if !ok {
-		return
+	timeout, err := parseTimeout(timeoutArg)
+	if err != nil {
+		return err
 	}
 	c.blockingCommand([][]byte{src}, timeout, func(key []byte) bool {
 		return c.listMove(src, dst, fromLeft, toLeft, key != nil)
@@ -804,6 +572,7 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 			c.wr.Null()
 		}
 	})
+	return nil
 }
 
 // popFirst pops from the first non-empty list among keys (only from key
@@ -813,13 +582,15 @@ func (c *conn) moveCommand(src, dst []byte, fromLeft, toLeft, block bool, timeou
 // is not a list: a blocked client's try (see blocking.go).
 func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool {
 	return c.firstColl(keys, key, typeList, func(k []byte, m collMeta) {
-		vals, ok := c.listPopN(k, &m, left, max(count, 1))
-		if !ok {
+		vals, err := c.s.ks.listPopN(c.reader(), c.batch, &c.elemBuf, k, &m, left, max(count, 1))
+		if err != nil {
 			c.batch.Reset()
+			c.replyErr(err)
 			return
 		}
 		c.s.ks.putColl(c.batch, &c.scratch, k, m)
-		if !c.apply() {
+		if err := c.commit(); err != nil {
+			c.replyErr(err)
 			return
 		}
 		c.wr.ArrayHeader(2)
@@ -834,51 +605,48 @@ func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool 
 
 // bpop returns the handler of BLPOP (left) or BRPOP.
 func bpop(left bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		timeout, ok := c.parseTimeout(args[len(args)-1])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		timeout, err := parseTimeout(args[len(args)-1])
+		if err != nil {
+			return err
 		}
 		keys := args[1 : len(args)-1]
 		c.blockingCommand(keys, timeout, func(key []byte) bool {
 			return c.popFirst(keys, key, left, 0)
 		}, c.wr.NullArray)
+		return nil
 	}
 }
 
 // mpop returns the handler of LMPOP numkeys key … LEFT|RIGHT [COUNT n],
 // or with block of BLMPOP timeout numkeys ….
 func mpop(block bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		at := 1
 		if block {
 			at = 2
 		}
 		numKeys, ok := parseInt(args[at])
 		if !ok || numKeys < 1 {
-			c.fail("ERR numkeys should be greater than 0")
-			return
+			return redisError("ERR numkeys should be greater than 0")
 		}
 		if numKeys >= int64(len(args)-at-1) {
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 		keys := args[at+1 : at+1+int(numKeys)]
 		rest := args[at+1+int(numKeys):]
-		left, ok := c.parseWhere(rest[0])
-		if !ok {
-			return
+		left, err := parseWhere(rest[0])
+		if err != nil {
+			return err
 		}
 		count := int64(-1)
 		for j := 1; j < len(rest); j++ {
 			if count != -1 || !is(rest[j], "COUNT") || j+1 == len(rest) {
-				c.fail(msgSyntax)
-				return
+				return redisError(msgSyntax)
 			}
 			j++
 			if count, ok = parseInt(rest[j]); !ok || count < 1 {
-				c.fail("ERR count should be greater than 0")
-				return
+				return redisError("ERR count should be greater than 0")
 			}
 		}
 		count = max(count, 1)
@@ -886,14 +654,15 @@ func mpop(block bool) handler {
 			if !c.popFirst(keys, nil, left, count) {
 				c.wr.NullArray()
 			}
-			return
+			return nil
 		}
-		timeout, ok := c.parseTimeout(args[1])
-		if !ok {
-			return
+		timeout, err := parseTimeout(args[1])
+		if err != nil {
+			return err
 		}
 		c.blockingCommand(keys, timeout, func(key []byte) bool {
 			return c.popFirst(keys, key, left, count)
 		}, c.wr.NullArray)
+		return nil
 	}
 }

@@ -22,28 +22,29 @@ func init() {
 // (doc/server.md, "OBJECT").
 var collEncodings = map[string]string{"hash": "hashtable", "set": "hashtable", "list": "quicklist", "zset": "skiplist"}
 
-// objectEntry reads the key of an OBJECT subcommand; ok is false when it
-// has replied: null for a missing key, or the error.
-func (c *conn) objectEntry(key []byte) (e entry, ok bool) {
-	e, exists, ok := c.getEntry(key)
-	if ok && !exists {
+// objectEntry reads the key of an OBJECT subcommand; for a missing key
+// it writes the null reply and returns done.
+func (c *conn) objectEntry(key []byte) (e entry, done bool, err error) {
+	e, exists, err := c.getEntry(key)
+	if err == nil && !exists {
 		c.wr.Null()
+		return e, true, nil
 	}
-	return e, ok && exists
+	return e, false, err
 }
 
 // cmdObjectEncoding answers a string's encoding as Redis would after SET:
 // "int" for a decimal integer Redis parses, "embstr" up to 44 bytes,
 // "raw" beyond. Redis says "raw" for a short string that APPEND or
 // SETRANGE changed in place; the store keeps no such history.
-func cmdObjectEncoding(c *conn, _ *command, args [][]byte) {
-	e, ok := c.objectEntry(args[2])
-	if !ok {
-		return
+func cmdObjectEncoding(c *conn, _ *command, args [][]byte) error {
+	e, done, err := c.objectEntry(args[2])
+	if err != nil || done {
+		return err
 	}
 	if e.typ != typeString {
 		c.wr.BulkString(collEncodings[typeNames[e.typ]])
-		return
+		return nil
 	}
 	switch _, isInt := parseInt(e.payload); {
 	case isInt:
@@ -53,31 +54,36 @@ func cmdObjectEncoding(c *conn, _ *command, args [][]byte) {
 	default:
 		c.wr.BulkString("raw")
 	}
+	return nil
 }
 
 // cmdObjectFreq fails for an existing key as Redis does without an LFU
 // maxmemory-policy: the server has no eviction and counts no accesses.
-func cmdObjectFreq(c *conn, _ *command, args [][]byte) {
-	if _, ok := c.objectEntry(args[2]); ok {
-		c.fail("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+func cmdObjectFreq(c *conn, _ *command, args [][]byte) error {
+	if _, done, err := c.objectEntry(args[2]); err != nil || done {
+		return err
 	}
+	return redisError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 }
 
 // cmdObjectIdleTime fails for an existing key: keys live on disk, and
 // recording each read's time would turn every read into a write. Redis
 // would answer the seconds since the last access; an invented number
 // would mislead a tool that evicts or reports by it.
-func cmdObjectIdleTime(c *conn, _ *command, args [][]byte) {
-	if _, ok := c.objectEntry(args[2]); ok {
-		c.fail("ERR access times are not tracked by lsmgo, so the idle time of a key is unknown")
+func cmdObjectIdleTime(c *conn, _ *command, args [][]byte) error {
+	if _, done, err := c.objectEntry(args[2]); err != nil || done {
+		return err
 	}
+	return redisError("ERR access times are not tracked by lsmgo, so the idle time of a key is unknown")
 }
 
 // cmdObjectRefcount answers 1 for an existing key: each value is stored
 // once under its key, never shared (Redis shares small integers and says
 // 2147483647 for them).
-func cmdObjectRefcount(c *conn, _ *command, args [][]byte) {
-	if _, ok := c.objectEntry(args[2]); ok {
-		c.wr.Int(1)
+func cmdObjectRefcount(c *conn, _ *command, args [][]byte) error {
+	if _, done, err := c.objectEntry(args[2]); err != nil || done {
+		return err
 	}
+	c.wr.Int(1)
+	return nil
 }

@@ -33,29 +33,27 @@ func init() {
 	)
 }
 
-// scriptArgs splits numkeys keys... args... as EVAL and FCALL take them;
-// ok is false once the error is replied. notInt is the reply to a numkeys
-// that is not an integer, which differs between the two.
-func (c *conn) scriptArgs(rest [][]byte, notInt string) (keys, argv [][]byte, ok bool) {
+// scriptArgs splits numkeys keys... args... as EVAL and FCALL take them.
+// notInt is the error for a numkeys that is not an integer, which differs
+// between the two.
+func scriptArgs(rest [][]byte, notInt string) (keys, argv [][]byte, err error) {
 	n, isInt := parseInt(rest[0])
 	switch {
 	case !isInt:
-		c.fail(notInt)
+		return nil, nil, redisError(notInt)
 	case n < 0:
-		c.fail("ERR Number of keys can't be negative")
+		return nil, nil, redisError("ERR Number of keys can't be negative")
 	case n > int64(len(rest)-1):
-		c.fail("ERR Number of keys can't be greater than number of args")
-	default:
-		return rest[1 : 1+n], rest[1+n:], true
+		return nil, nil, redisError("ERR Number of keys can't be greater than number of args")
 	}
-	return nil, nil, false
+	return rest[1 : 1+n], rest[1+n:], nil
 }
 
 // cmdEval serves EVAL, EVALSHA and their _RO forms, told apart by name.
-func cmdEval(c *conn, cmd *command, args [][]byte) {
-	keys, argv, ok := c.scriptArgs(args[2:], msgNotInteger)
-	if !ok {
-		return
+func cmdEval(c *conn, cmd *command, args [][]byte) error {
+	keys, argv, err := scriptArgs(args[2:], msgNotInteger)
+	if err != nil {
+		return err
 	}
 	bySHA := strings.HasPrefix(cmd.name, "evalsha")
 	body := args[1]
@@ -63,13 +61,12 @@ func cmdEval(c *conn, cmd *command, args [][]byte) {
 	if !bySHA {
 		flags, err := shebangFlags(body)
 		if err != nil {
-			c.fail(err.Error())
-			return
+			return err
 		}
 		readOnly = readOnly || flags.noWrites
 	}
 	r := &runningScript{conn: c, command: cmd.name, name: string(body)}
-	c.runScript(r, readOnly, func(w *resp.Writer, caller luascript.Caller) {
+	return c.runScript(r, readOnly, func(w *resp.Writer, caller luascript.Caller) {
 		vm := r.vm
 		sha := string(body)
 		if !bySHA {
@@ -104,12 +101,12 @@ func shebangFlags(body []byte) (scriptFlags, error) {
 	fields := strings.Fields(string(line[2:]))
 	if len(fields) == 0 || fields[0] != "lua" {
 		engine, _, _ := strings.Cut(string(line), " ")
-		return f, scriptErrorText("ERR Unexpected engine in script shebang: " + engine)
+		return f, redisError("ERR Unexpected engine in script shebang: " + engine)
 	}
 	for _, field := range fields[1:] {
 		value, ok := strings.CutPrefix(field, "flags=")
 		if !ok {
-			return f, scriptErrorText("ERR Unknown lua shebang option: " + field)
+			return f, redisError("ERR Unknown lua shebang option: " + field)
 		}
 		for _, flag := range strings.Split(value, ",") {
 			switch flag {
@@ -117,30 +114,29 @@ func shebangFlags(body []byte) (scriptFlags, error) {
 				f.noWrites = true
 			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
 			default:
-				return f, scriptErrorText("ERR Unexpected flag in script shebang: " + flag)
+				return f, redisError("ERR Unexpected flag in script shebang: " + flag)
 			}
 		}
 	}
 	return f, nil
 }
 
-func cmdScriptLoad(c *conn, _ *command, args [][]byte) {
+func cmdScriptLoad(c *conn, _ *command, args [][]byte) error {
 	if _, err := shebangFlags(args[2]); err != nil {
-		c.fail(err.Error())
-		return
+		return err
 	}
 	c.s.scripts.mu.Lock()
 	sha, err := c.s.evalVM().Load(args[2])
 	c.s.scripts.cachedScripts.Store(int64(c.s.evalVM().ScriptCount()))
 	c.s.scripts.mu.Unlock()
 	if err != nil {
-		c.fail(err.Error())
-		return
+		return redisError(err.Error())
 	}
 	c.wr.BulkString(sha)
+	return nil
 }
 
-func cmdScriptExists(c *conn, _ *command, args [][]byte) {
+func cmdScriptExists(c *conn, _ *command, args [][]byte) error {
 	c.s.scripts.mu.Lock()
 	defer c.s.scripts.mu.Unlock()
 	vm := c.s.evalVM()
@@ -152,23 +148,19 @@ func cmdScriptExists(c *conn, _ *command, args [][]byte) {
 			c.wr.Int(0)
 		}
 	}
+	return nil
 }
 
-func cmdScriptFlush(c *conn, _ *command, args [][]byte) {
-	if len(args) > 3 || len(args) == 3 && !strings.EqualFold(string(args[2]), "sync") && !strings.EqualFold(string(args[2]), "async") {
-		c.fail("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
-		return
+func cmdScriptFlush(c *conn, _ *command, args [][]byte) error {
+	if len(args) > 3 || len(args) == 3 && !is(args[2], "SYNC") && !is(args[2], "ASYNC") {
+		return redisError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 	}
 	c.s.scripts.mu.Lock()
 	c.s.evalVM().Flush()
 	c.s.scripts.cachedScripts.Store(0)
 	c.s.scripts.mu.Unlock()
 	c.ok()
+	return nil
 }
 
-func cmdScriptKill(c *conn, _ *command, _ [][]byte) { c.killScript(false) }
-
-// scriptErrorText is an error whose text is a Redis error reply.
-type scriptErrorText string
-
-func (e scriptErrorText) Error() string { return string(e) }
+func cmdScriptKill(c *conn, _ *command, _ [][]byte) error { return c.killScript(false) }

@@ -75,7 +75,7 @@ func init() {
 
 // cmdHelp answers a container's HELP subcommand with the container's
 // subcommands and their summaries.
-func cmdHelp(c *conn, cmd *command, _ [][]byte) {
+func cmdHelp(c *conn, cmd *command, _ [][]byte) error {
 	container := cmd.parent
 	subs := container.sortedSubs()
 	up := strings.ToUpper(container.name)
@@ -84,9 +84,10 @@ func cmdHelp(c *conn, cmd *command, _ [][]byte) {
 	for _, sub := range subs {
 		c.wr.SimpleString(strings.ToUpper(sub.name[len(container.name)+1:]) + ": " + sub.summary)
 	}
+	return nil
 }
 
-func cmdPing(c *conn, cmd *command, args [][]byte) {
+func cmdPing(c *conn, cmd *command, args [][]byte) error {
 	if len(args) <= 2 && c.subscribed() && c.wr.Protocol() == 2 {
 		// Redis' subscribed-mode PING: an array, as a message is.
 		c.wr.ArrayHeader(2)
@@ -96,7 +97,7 @@ func cmdPing(c *conn, cmd *command, args [][]byte) {
 		} else {
 			c.wr.BulkString("")
 		}
-		return
+		return nil
 	}
 	switch len(args) {
 	case 1:
@@ -104,30 +105,28 @@ func cmdPing(c *conn, cmd *command, args [][]byte) {
 	case 2:
 		c.wr.Bulk(args[1])
 	default:
-		c.fail(wrongArity(cmd))
+		return redisError(wrongArity(cmd))
 	}
+	return nil
 }
 
-func cmdEcho(c *conn, _ *command, args [][]byte) { c.wr.Bulk(args[1]) }
+func cmdEcho(c *conn, _ *command, args [][]byte) error { c.wr.Bulk(args[1]); return nil }
 
-func cmdSelect(c *conn, _ *command, args [][]byte) {
-	n, ok := parseInt(args[1])
-	switch {
-	case !ok:
-		c.fail(msgNotInteger)
-	case n != 0:
-		c.fail("ERR DB index is out of range")
-	default:
-		c.ok()
+func cmdSelect(c *conn, _ *command, args [][]byte) error {
+	if err := checkDB(args[1]); err != nil {
+		return err
 	}
+	c.ok()
+	return nil
 }
 
-func cmdQuit(c *conn, _ *command, _ [][]byte) {
+func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 	c.ok()
 	c.quit = true
+	return nil
 }
 
-func cmdReset(c *conn, _ *command, _ [][]byte) {
+func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.discard()
 	c.unsubscribeAll()
 	c.setProtocol(2)
@@ -136,6 +135,7 @@ func cmdReset(c *conn, _ *command, _ [][]byte) {
 	c.info.name = ""
 	c.info.Unlock()
 	c.wr.SimpleString("RESET")
+	return nil
 }
 
 func (c *conn) setProtocol(v int) {
@@ -148,49 +148,46 @@ func (c *conn) setAuthed(authed bool) {
 	c.rd.SetAuthRequired(!authed)
 }
 
-// checkPassword authenticates user/password against the default user,
-// replying with Redis' error when it fails.
-func (c *conn) checkPassword(user, password []byte, userGiven bool) bool {
+// checkPassword authenticates user/password against the default user.
+func (c *conn) checkPassword(user, password []byte, userGiven bool) error {
 	pass := c.s.config().RequirePass
 	switch {
 	case pass == "" && !userGiven:
-		c.fail("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		return false
+		return redisError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	case string(user) == "default" && (pass == "" || subtle.ConstantTimeCompare(password, []byte(pass)) == 1):
 		c.setAuthed(true)
-		return true
+		return nil
 	}
-	c.fail("WRONGPASS invalid username-password pair or user is disabled.")
-	return false
+	return redisError("WRONGPASS invalid username-password pair or user is disabled.")
 }
 
-func cmdAuth(c *conn, _ *command, args [][]byte) {
+func cmdAuth(c *conn, _ *command, args [][]byte) error {
 	switch len(args) {
 	case 2:
-		if c.checkPassword([]byte("default"), args[1], false) {
-			c.ok()
+		if err := c.checkPassword([]byte("default"), args[1], false); err != nil {
+			return err
 		}
 	case 3:
-		if c.checkPassword(args[1], args[2], true) {
-			c.ok()
+		if err := c.checkPassword(args[1], args[2], true); err != nil {
+			return err
 		}
 	default:
-		c.fail(msgSyntax)
+		return redisError(msgSyntax)
 	}
+	c.ok()
+	return nil
 }
 
-func cmdHello(c *conn, _ *command, args [][]byte) {
+func cmdHello(c *conn, _ *command, args [][]byte) error {
 	proto := int64(0)
 	next := 1
 	if len(args) >= 2 {
 		var ok bool
 		if proto, ok = parseInt(args[1]); !ok {
-			c.fail("ERR Protocol version is not an integer or out of range")
-			return
+			return redisError("ERR Protocol version is not an integer or out of range")
 		}
 		if proto < 2 || proto > 3 {
-			c.fail("NOPROTO unsupported protocol version")
-			return
+			return redisError("NOPROTO unsupported protocol version")
 		}
 		next = 2
 	}
@@ -206,19 +203,21 @@ func cmdHello(c *conn, _ *command, args [][]byte) {
 			name, hasName = args[j+1], true
 			j++
 		default:
-			c.fail("ERR Syntax error in HELLO option '" + string(args[j]) + "'")
-			return
+			return redisError("ERR Syntax error in HELLO option '" + string(args[j]) + "'")
 		}
 	}
-	if hasAuth && !c.checkPassword(user, pass, true) {
-		return
+	if hasAuth {
+		if err := c.checkPassword(user, pass, true); err != nil {
+			return err
+		}
 	}
 	if !c.authed {
-		c.fail("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
-		return
+		return redisError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
-	if hasName && !c.setName(name) {
-		return
+	if hasName {
+		if err := c.setName(name); err != nil {
+			return err
+		}
 	}
 	if proto != 0 {
 		c.setProtocol(int(proto))
@@ -238,6 +237,7 @@ func cmdHello(c *conn, _ *command, args [][]byte) {
 	c.wr.BulkString("master")
 	c.wr.BulkString("modules")
 	c.wr.ArrayHeader(0)
+	return nil
 }
 
 // validName is Redis' rule for client names and library info: printable
@@ -251,34 +251,36 @@ func validName(b []byte) bool {
 	return true
 }
 
-func (c *conn) setName(name []byte) bool {
+func (c *conn) setName(name []byte) error {
 	if !validName(name) {
-		c.fail("ERR Client names cannot contain spaces, newlines or special characters.")
-		return false
+		return redisError("ERR Client names cannot contain spaces, newlines or special characters.")
 	}
 	c.info.Lock()
 	c.info.name = string(name)
 	c.info.Unlock()
-	return true
+	return nil
 }
 
-func cmdClientID(c *conn, _ *command, _ [][]byte) { c.wr.Int(int64(c.id)) }
+func cmdClientID(c *conn, _ *command, _ [][]byte) error { c.wr.Int(int64(c.id)); return nil }
 
-func cmdClientSetName(c *conn, _ *command, args [][]byte) {
-	if c.setName(args[2]) {
-		c.ok()
+func cmdClientSetName(c *conn, _ *command, args [][]byte) error {
+	if err := c.setName(args[2]); err != nil {
+		return err
 	}
+	c.ok()
+	return nil
 }
 
-func cmdClientGetName(c *conn, _ *command, _ [][]byte) {
+func cmdClientGetName(c *conn, _ *command, _ [][]byte) error {
 	if name := c.clientName(); name != "" {
 		c.wr.BulkString(name)
 	} else {
 		c.wr.Null()
 	}
+	return nil
 }
 
-func cmdClientSetInfo(c *conn, _ *command, args [][]byte) {
+func cmdClientSetInfo(c *conn, _ *command, args [][]byte) error {
 	attr, value := args[2], args[3]
 	var field *string
 	switch {
@@ -287,22 +289,21 @@ func cmdClientSetInfo(c *conn, _ *command, args [][]byte) {
 	case is(attr, "LIB-VER"):
 		field = &c.info.libVer
 	default:
-		c.fail("ERR Unrecognized option '" + string(attr) + "'")
-		return
+		return redisError("ERR Unrecognized option '" + string(attr) + "'")
 	}
 	if !validName(value) {
-		c.fail("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
-		return
+		return redisError("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
 	}
 	c.info.Lock()
 	*field = string(value)
 	c.info.Unlock()
 	c.ok()
+	return nil
 }
 
 // cmdClientList implements CLIENT LIST [TYPE normal] [ID id ...]. Every
 // client is "normal": there are no replicas or subscribers.
-func cmdClientList(c *conn, _ *command, args [][]byte) {
+func cmdClientList(c *conn, _ *command, args [][]byte) error {
 	clients := c.s.clientList()
 	switch {
 	case len(args) == 2:
@@ -312,35 +313,34 @@ func cmdClientList(c *conn, _ *command, args [][]byte) {
 		case "master", "replica", "slave", "pubsub":
 			clients = nil
 		default:
-			c.fail("ERR Unknown client type '" + string(args[3]) + "'")
-			return
+			return redisError("ERR Unknown client type '" + string(args[3]) + "'")
 		}
 	case len(args) >= 4 && is(args[2], "ID"):
 		want := map[uint64]bool{}
 		for _, a := range args[3:] {
 			id, err := strconv.ParseUint(string(a), 10, 64)
 			if err != nil || id == 0 {
-				c.fail("ERR Invalid client ID")
-				return
+				return redisError("ERR Invalid client ID")
 			}
 			want[id] = true
 		}
 		clients = slices.DeleteFunc(clients, func(o *conn) bool { return !want[o.id] })
 	default:
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
 	var b strings.Builder
 	for _, o := range clients {
 		o.describe(&b, c)
 	}
 	c.wr.Verbatim("txt", b.String())
+	return nil
 }
 
-func cmdClientInfo(c *conn, _ *command, _ [][]byte) {
+func cmdClientInfo(c *conn, _ *command, _ [][]byte) error {
 	var b strings.Builder
 	c.describe(&b, c)
 	c.wr.Verbatim("txt", b.String())
+	return nil
 }
 
 // describe writes c's CLIENT LIST line. self is the client asking, whose
@@ -363,7 +363,10 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 		cmd, c.proto.Load(), libName, libVer)
 }
 
-func cmdCommandCount(c *conn, _ *command, _ [][]byte) { c.wr.Int(int64(len(commands))) }
+func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {
+	c.wr.Int(int64(len(commands)))
+	return nil
+}
 
 // sortedCommands returns the top-level commands by name.
 func sortedCommands() []*command {
@@ -377,14 +380,14 @@ func sortedCommands() []*command {
 
 // cmdCommandInfo implements COMMAND and COMMAND INFO [name ...]: Redis 7's
 // ten-element description of each command, nil for unknown names.
-func cmdCommandInfo(c *conn, _ *command, args [][]byte) {
+func cmdCommandInfo(c *conn, _ *command, args [][]byte) error {
 	if len(args) <= 2 {
 		list := sortedCommands()
 		c.wr.ArrayHeader(len(list))
 		for _, cmd := range list {
 			c.writeCommandInfo(cmd)
 		}
-		return
+		return nil
 	}
 	c.wr.ArrayHeader(len(args) - 2)
 	for _, name := range args[2:] {
@@ -394,6 +397,7 @@ func cmdCommandInfo(c *conn, _ *command, args [][]byte) {
 			c.wr.NullArray()
 		}
 	}
+	return nil
 }
 
 func (c *conn) writeCommandInfo(cmd *command) {
@@ -462,7 +466,7 @@ func (cmd *command) aclCategories() []string {
 // cmdCommandDocs implements COMMAND DOCS [name ...]: a map from command
 // name to its summary, version and group (and subcommands), which is what
 // redis-cli reads for its help.
-func cmdCommandDocs(c *conn, _ *command, args [][]byte) {
+func cmdCommandDocs(c *conn, _ *command, args [][]byte) error {
 	var list []*command
 	if len(args) == 2 {
 		list = sortedCommands()
@@ -478,6 +482,7 @@ func cmdCommandDocs(c *conn, _ *command, args [][]byte) {
 		c.wr.BulkString(cmd.name)
 		c.writeCommandDocs(cmd)
 	}
+	return nil
 }
 
 func (c *conn) writeCommandDocs(cmd *command) {
@@ -503,7 +508,7 @@ func (c *conn) writeCommandDocs(cmd *command) {
 	}
 }
 
-func cmdConfigGet(c *conn, _ *command, args [][]byte) {
+func cmdConfigGet(c *conn, _ *command, args [][]byte) error {
 	cfg := c.s.config()
 	var names []string
 	for _, st := range settings {
@@ -517,27 +522,25 @@ func cmdConfigGet(c *conn, _ *command, args [][]byte) {
 	c.wr.MapHeader(len(names))
 	for _, name := range names {
 		c.wr.BulkString(name)
-		c.wr.BulkString(lookupSetting(name).get(cfg))
+		c.wr.BulkString(lookupSetting(name).shown(cfg))
 	}
+	return nil
 }
 
 // cmdConfigSet implements CONFIG SET name value [name value ...]: all the
 // settings change, or none.
-func cmdConfigSet(c *conn, cmd *command, args [][]byte) {
+func cmdConfigSet(c *conn, cmd *command, args [][]byte) error {
 	if len(args)%2 != 0 {
-		c.fail(wrongArity(cmd))
-		return
+		return redisError(wrongArity(cmd))
 	}
 	values := map[string]string{}
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if lookupSetting(name) == nil {
-			c.fail("ERR Unknown option or number of arguments for CONFIG SET - '" + string(args[i]) + "'")
-			return
+			return redisError("ERR Unknown option or number of arguments for CONFIG SET - '" + string(args[i]) + "'")
 		}
 		if _, dup := values[name]; dup {
-			c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter")
-			return
+			return redisError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter")
 		}
 		values[name] = string(args[i+1])
 	}
@@ -545,32 +548,33 @@ func cmdConfigSet(c *conn, cmd *command, args [][]byte) {
 	err := c.s.setLocked(values)
 	c.s.cfgMu.Unlock()
 	if err != nil {
-		c.fail("ERR " + err.Error())
-		return
+		return redisError("ERR " + err.Error())
 	}
 	c.ok()
+	return nil
 }
 
-func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) {
+func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
 	c.publish() // so that the commands before it are reset too
 	st := &c.s.stats
 	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &c.s.clientMem.evicted, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
 		v.Store(0)
 	}
 	c.ok()
+	return nil
 }
 
-func cmdDBSize(c *conn, _ *command, _ [][]byte) {
+func cmdDBSize(c *conn, _ *command, _ [][]byte) error {
 	var n int64
 	err := c.s.ks.scanKeys(c.reader(), nil, nil, func([]byte, byte, bool) bool {
 		n++
 		return true
 	})
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.wr.Int(n)
+	return nil
 }
 
 // flushBatchKeys bounds one FLUSHDB batch, so deleting a large keyspace
@@ -581,12 +585,11 @@ const flushBatchKeys = 1000
 // key, in batches. Writes racing with it may survive it. Each batch
 // commits holding every stripe, so that it falls wholly before or after
 // any EXEC (whose checks of WATCH rely on holding its keys' stripes).
-func cmdFlush(c *conn, _ *command, args [][]byte) {
+func cmdFlush(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 2 || len(args) == 2 && !is(args[1], "ASYNC") && !is(args[1], "SYNC") {
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
-	applied := true
+	var applyErr error
 	var elems int64 // of the collections deleted, for reclaimAll
 	err := c.s.ks.scanKeys(c.reader(), nil, nil, func(key []byte, typ byte, _ bool) bool {
 		if typ != typeString {
@@ -594,44 +597,49 @@ func cmdFlush(c *conn, _ *command, args [][]byte) {
 		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, key)
 		if c.batch.Count() >= flushBatchKeys {
-			applied = c.applyHoldingAll()
+			applyErr = c.commitHoldingAll()
 		}
-		return applied
+		return applyErr == nil
 	})
-	switch {
-	case !applied: // apply has replied
-	case err != nil:
-		c.batch.Reset()
-		c.replyErr(err)
-	case c.applyHoldingAll():
-		if elems >= reclaimMinElems {
-			c.s.ks.reclaimAll()
-		}
-		c.ok()
+	if applyErr != nil {
+		return applyErr
 	}
+	if err != nil {
+		c.batch.Reset()
+		return err
+	}
+	if err := c.commitHoldingAll(); err != nil {
+		return err
+	}
+	if elems >= reclaimMinElems {
+		c.s.ks.reclaimAll()
+	}
+	c.ok()
+	return nil
 }
 
-// applyHoldingAll is apply holding every stripe.
-func (c *conn) applyHoldingAll() bool {
+// commitHoldingAll is commit holding every stripe.
+func (c *conn) commitHoldingAll() error {
 	held := c.lockAll()
 	defer c.unlock(held)
-	return c.apply()
+	return c.commit()
 }
 
-func cmdTime(c *conn, _ *command, _ [][]byte) {
+func cmdTime(c *conn, _ *command, _ [][]byte) error {
 	now := time.Now()
 	c.wr.ArrayHeader(2)
 	c.wr.BulkString(strconv.FormatInt(now.Unix(), 10))
 	c.wr.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+	return nil
 }
 
 // cmdResume runs DB.Resume: after a background error (a failed fsync
 // above all) the engine stays read-only until an operator, having dealt
 // with the cause, says so; a full disk needs no such call.
-func cmdResume(c *conn, _ *command, _ [][]byte) {
+func cmdResume(c *conn, _ *command, _ [][]byte) error {
 	if err := c.s.db.Resume(); err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	c.ok()
+	return nil
 }

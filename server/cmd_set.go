@@ -42,44 +42,44 @@ func init() {
 		spec{name: "sintercard", arity: -3, flags: ro | flagMovableKeys, firstKey: 1, lastKey: 1, step: 1, group: g, since: "7.0.0",
 			summary: "Returns the number of members of the intersect of multiple sets.", run: cmdSInterCard},
 		spec{name: "sscan", arity: -3, flags: ro, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.8.0",
-			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) { c.scanColl(args, typeSet, nil, nil) }},
+			summary: "Iterates over members of a set.", run: func(c *conn, _ *command, args [][]byte) error { return c.scanColl(args, typeSet, nil, nil) }},
 	)
 }
 
-func cmdSAdd(c *conn, _ *command, args [][]byte) {
+func cmdSAdd(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
 	var added int64
-	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
-		ok := true
+	if err := c.editColl(key, typeSet, func(m *collMeta, existed bool) error {
+		var err error
 		distinct(args[2:], func(member []byte) {
 			var found bool
-			if ok && existed {
-				_, found, ok = c.getElem(key, *m, member)
+			if err == nil && existed {
+				_, found, err = c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, member)
 			}
-			if ok && int64(len(member)) > maxElem(key) {
-				c.fail(msgStringTooBig)
-				ok = false
+			if err == nil && int64(len(member)) > maxElem(key) {
+				err = errStringTooBig
 			}
-			if ok && !found {
+			if err == nil && !found {
 				c.s.ks.putElem(c.batch, &c.elemBuf, key, *m, member, nil)
 				added++
 			}
 		})
 		m.count += added
-		return ok
-	}) {
-		return
+		return err
+	}); err != nil {
+		return err
 	}
 	c.wr.Int(added)
+	return nil
 }
 
 // smIsMember returns the handler of SISMEMBER (an integer) or, when multi,
 // SMISMEMBER (an array of them).
 func smIsMember(multi bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		_, found, _, ok := c.getElems(args[1], typeSet, nil, args[2:])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		_, found, _, err := c.getElems(args[1], typeSet, nil, args[2:])
+		if err != nil {
+			return err
 		}
 		if multi {
 			c.wr.ArrayHeader(len(found))
@@ -91,18 +91,19 @@ func smIsMember(multi bool) handler {
 				c.wr.Int(0)
 			}
 		}
+		return nil
 	}
 }
 
 // members returns the members of the set at key (none when it is absent)
-// through the command's reader, replying itself on failure.
-func (c *conn) members(key []byte) (members [][]byte, ok bool) {
-	m, exists, ok := c.getColl(key, typeSet)
-	if !ok || !exists {
-		return nil, ok
+// through the command's reader.
+func (c *conn) members(key []byte) ([][]byte, error) {
+	m, exists, err := c.getColl(key, typeSet)
+	if err != nil || !exists {
+		return nil, err
 	}
-	members, _, ok = c.readElems(key, m)
-	return members, ok
+	members, _, err := c.s.ks.readElems(c.reader(), key, m, nil)
+	return members, err
 }
 
 // setReply writes members as a set: "~" in RESP3, an array in RESP2.
@@ -113,52 +114,55 @@ func (c *conn) setReply(members [][]byte) {
 	}
 }
 
-func cmdSMembers(c *conn, _ *command, args [][]byte) {
+func cmdSMembers(c *conn, _ *command, args [][]byte) error {
 	defer c.pin()()
-	if members, ok := c.members(args[1]); ok {
-		c.setReply(members)
+	members, err := c.members(args[1])
+	if err != nil {
+		return err
 	}
+	c.setReply(members)
+	return nil
 }
 
-func cmdSCard(c *conn, _ *command, args [][]byte) {
-	m, _, ok := c.getColl(args[1], typeSet)
-	if ok {
-		c.wr.Int(m.count)
+func cmdSCard(c *conn, _ *command, args [][]byte) error {
+	m, _, err := c.getColl(args[1], typeSet)
+	if err != nil {
+		return err
 	}
+	c.wr.Int(m.count)
+	return nil
 }
 
 // cmdSPop implements SPOP key [count]: random members are picked in one
 // pass over the set, then removed in one batch.
-func cmdSPop(c *conn, _ *command, args [][]byte) {
+func cmdSPop(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 3 {
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
 	count := int64(1)
 	if len(args) == 3 {
 		var ok bool
 		if count, ok = parseInt(args[2]); !ok || count < 0 {
-			c.fail("ERR value is out of range, must be positive")
-			return
+			return redisError("ERR value is out of range, must be positive")
 		}
 	}
 	key := args[1]
 	var popped [][]byte
-	if !c.editColl(key, typeSet, func(m *collMeta, existed bool) bool {
+	if err := c.editColl(key, typeSet, func(m *collMeta, existed bool) error {
 		if !existed || count == 0 {
-			return true
+			return nil
 		}
-		var ok bool
-		if popped, _, ok = c.pickElems(key, *m, nil, count); !ok {
-			return false
+		var err error
+		if popped, _, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count); err != nil {
+			return err
 		}
 		for _, member := range popped {
 			c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, member)
 		}
 		m.count -= int64(len(popped))
-		return true
-	}) {
-		return
+		return nil
+	}); err != nil {
+		return err
 	}
 	if len(args) == 2 {
 		if len(popped) == 0 {
@@ -166,55 +170,56 @@ func cmdSPop(c *conn, _ *command, args [][]byte) {
 		} else {
 			c.wr.Bulk(popped[0])
 		}
-		return
+		return nil
 	}
 	c.setReply(popped)
+	return nil
 }
 
-func cmdSRandMember(c *conn, _ *command, args [][]byte) {
+func cmdSRandMember(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 3 {
-		c.fail(msgSyntax)
-		return
+		return redisError(msgSyntax)
 	}
 	key := args[1]
 	var count int64
 	if len(args) == 3 {
-		var ok bool
-		if count, ok = c.randCount(args[2]); !ok {
-			return
+		var err error
+		if count, err = randCount(args[2]); err != nil {
+			return err
 		}
 	}
-	picked, _, ok := c.randomElems(key, typeSet, nil, len(args) == 2, count)
-	if !ok {
-		return
+	picked, _, done, err := c.randomElems(key, typeSet, nil, len(args) == 2, count)
+	if err != nil || done {
+		return err
 	}
 	c.wr.ArrayHeader(len(picked))
 	for _, p := range picked {
 		c.wr.Bulk(p)
 	}
+	return nil
 }
 
-func cmdSMove(c *conn, _ *command, args [][]byte) {
+func cmdSMove(c *conn, _ *command, args [][]byte) error {
 	src, dst, member := args[1], args[2], args[3]
 	held := c.lock(args[1:3], 1)
 	defer c.unlock(held)
 	// Redis' order: a missing source answers 0 before the
 	// destination's type is checked.
-	sm, srcExists, ok := c.getColl(src, typeSet)
-	if !ok {
-		return
+	sm, srcExists, err := c.getColl(src, typeSet)
+	if err != nil {
+		return err
 	}
 	if !srcExists {
 		c.wr.Int(0)
-		return
+		return nil
 	}
-	dm, dstExists, ok := c.getColl(dst, typeSet)
-	if !ok {
-		return
+	dm, dstExists, err := c.getColl(dst, typeSet)
+	if err != nil {
+		return err
 	}
-	_, found, ok := c.getElem(src, sm, member)
-	if !ok {
-		return
+	_, found, err := c.getElem(src, sm, member)
+	if err != nil {
+		return err
 	}
 	if !found || bytes.Equal(src, dst) {
 		if found {
@@ -222,7 +227,7 @@ func cmdSMove(c *conn, _ *command, args [][]byte) {
 		} else {
 			c.wr.Int(0)
 		}
-		return
+		return nil
 	}
 	c.s.ks.deleteElem(c.batch, &c.elemBuf, src, sm, member)
 	sm.count--
@@ -232,21 +237,22 @@ func cmdSMove(c *conn, _ *command, args [][]byte) {
 		var err error
 		if dm, err = c.s.ks.newColl(typeSet); err != nil {
 			c.batch.Reset()
-			c.replyErr(err)
-			return
+			return err
 		}
-	} else if _, inDst, ok = c.getElem(dst, dm, member); !ok {
+	} else if _, inDst, err = c.getElem(dst, dm, member); err != nil {
 		c.batch.Reset()
-		return
+		return err
 	}
 	if !inDst {
 		c.s.ks.putElem(c.batch, &c.elemBuf, dst, dm, member, nil)
 		dm.count++
 		c.s.ks.putColl(c.batch, &c.scratch, dst, dm)
 	}
-	if c.apply() {
-		c.wr.Int(1)
+	if err := c.commit(); err != nil {
+		return err
 	}
+	c.wr.Int(1)
+	return nil
 }
 
 // setOp names a set operation of setAlgebra.
@@ -264,7 +270,7 @@ const (
 // whole into memory: O(total members). Redis checks the keys' types in
 // order and SINTER stops at the first missing key; so does this.
 func setAlgebra(op setOp, store bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		keys := args[1:]
 		var held lockSet
 		if store {
@@ -274,15 +280,15 @@ func setAlgebra(op setOp, store bool) handler {
 		} else {
 			defer c.pin()()
 		}
-		result, ok := c.combine(op, keys)
-		if !ok {
-			return
+		result, err := c.combine(op, keys)
+		if err != nil {
+			return err
 		}
 		if !store {
 			c.setReply(result)
-			return
+			return nil
 		}
-		c.storeColl(args[1], typeSet, len(result), func(m collMeta) {
+		return c.storeColl(args[1], typeSet, len(result), func(m collMeta) {
 			for _, member := range result {
 				c.s.ks.putElem(c.batch, &c.elemBuf, args[1], m, member, nil)
 			}
@@ -290,29 +296,29 @@ func setAlgebra(op setOp, store bool) handler {
 	}
 }
 
-// combine computes op over the sets at keys, in byte order, replying
-// itself on failure. As in Redis, every key's type is checked before any
-// set is read; a missing key is an empty set.
-func (c *conn) combine(op setOp, keys [][]byte) ([][]byte, bool) {
+// combine computes op over the sets at keys, in byte order. As in Redis,
+// every key's type is checked before any set is read; a missing key is an
+// empty set.
+func (c *conn) combine(op setOp, keys [][]byte) ([][]byte, error) {
 	metas := make([]collMeta, len(keys))
 	exists := make([]bool, len(keys))
 	for i, key := range keys {
-		var ok bool
-		if metas[i], exists[i], ok = c.getColl(key, typeSet); !ok {
-			return nil, false
+		var err error
+		if metas[i], exists[i], err = c.getColl(key, typeSet); err != nil {
+			return nil, err
 		}
 	}
 	if op == setDiff && !exists[0] || op == setInter && slices.Contains(exists, false) {
-		return nil, true
+		return nil, nil
 	}
 	result := map[string]struct{}{}
 	for i, key := range keys {
 		if !exists[i] {
 			continue
 		}
-		members, _, ok := c.readElems(key, metas[i])
-		if !ok {
-			return nil, false
+		members, _, err := c.s.ks.readElems(c.reader(), key, metas[i], nil)
+		if err != nil {
+			return nil, err
 		}
 		switch {
 		case i == 0 || op == setUnion:
@@ -340,44 +346,40 @@ func (c *conn) combine(op setOp, keys [][]byte) ([][]byte, bool) {
 		out = append(out, []byte(mb))
 	}
 	slices.SortFunc(out, bytes.Compare)
-	return out, true
+	return out, nil
 }
 
 // cmdSInterCard implements SINTERCARD numkeys key [key ...] [LIMIT limit].
-func cmdSInterCard(c *conn, _ *command, args [][]byte) {
+func cmdSInterCard(c *conn, _ *command, args [][]byte) error {
 	n, ok := parseInt(args[1])
 	if !ok || n <= 0 {
-		c.fail("ERR numkeys should be greater than 0")
-		return
+		return redisError("ERR numkeys should be greater than 0")
 	}
 	if n > int64(len(args)-2) {
-		c.fail("ERR Number of keys can't be greater than number of args")
-		return
+		return redisError("ERR Number of keys can't be greater than number of args")
 	}
 	keys := args[2 : 2+n]
 	limit := int64(0)
 	for rest := args[2+n:]; len(rest) > 0; rest = rest[2:] {
 		if len(rest) < 2 || !is(rest[0], "LIMIT") {
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 		if limit, ok = parseInt(rest[1]); !ok {
-			c.fail("ERR LIMIT can't be negative")
-			return
+			return redisError("ERR LIMIT can't be negative")
 		}
 		if limit < 0 {
-			c.fail("ERR LIMIT can't be negative")
-			return
+			return redisError("ERR LIMIT can't be negative")
 		}
 	}
 	defer c.pin()()
-	result, ok := c.combine(setInter, keys)
-	if !ok {
-		return
+	result, err := c.combine(setInter, keys)
+	if err != nil {
+		return err
 	}
 	size := int64(len(result))
 	if limit > 0 {
 		size = min(size, limit)
 	}
 	c.wr.Int(size)
+	return nil
 }

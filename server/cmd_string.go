@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"math"
+	"math/big"
 	"strconv"
 	"time"
 )
@@ -12,8 +13,8 @@ func init() {
 	register(
 		spec{name: "get", arity: 2, flags: ro | flagFast, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Returns the string value of a key.", run: cmdGet},
-		spec{name: "set", arity: -3, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
-			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet, batch: stageSet},
+		spec{name: "set", arity: -3, flags: rw, pipe: pipeDefer, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet},
 		spec{name: "setnx", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Set the string value of a key only when the key doesn't exist.", run: cmdSetNX},
 		spec{name: "setex", arity: 4, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "2.0.0",
@@ -55,142 +56,16 @@ func init() {
 	)
 }
 
-// lock takes the stripes of every step-th key in keys and returns what to
-// pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
-func (c *conn) lock(keys [][]byte, step int) lockSet {
-	if c.inExec() {
-		return nil
-	}
-	locks := c.s.ks.locks
-	set := c.stripes[:0]
-	for i := 0; i < len(keys); i += step {
-		set = set.add(locks, keys[i])
-	}
-	set = set.lock(locks)
-	c.stripes = set
-	return set
-}
-
-// lockAll takes every stripe, as lock does for keys.
-func (c *conn) lockAll() lockSet {
-	if c.inExec() {
-		return nil
-	}
-	set := allStripes(c.stripes).lock(c.s.ks.locks)
-	c.stripes = set
-	return set
-}
-
-func (c *conn) unlock(set lockSet) {
-	set.unlock(c.s.ks.locks)
-	c.stripes = set[:0]
-}
-
-// lockBlind takes key's stripe shared, for a write that reads nothing
-// (see keyLocks); unlockBlind releases it.
-func (c *conn) lockBlind(key []byte) lockSet {
-	if c.inExec() {
-		return nil
-	}
-	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
-	c.stripes = set
-	return set
-}
-
-func (c *conn) unlockBlind(set lockSet) {
-	set.unlockShared(c.s.ks.locks)
-	c.stripes = set[:0]
-}
-
-// get reads a string, replying with the error itself when it fails.
-func (c *conn) get(key []byte) (v stringValue, exists, ok bool) {
-	v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
-	if err != nil {
-		c.replyErr(err)
-		return v, false, false
-	}
-	return v, exists, true
-}
-
-// getEntry reads the entry at key whatever its type, replying with the
-// error itself when the read fails.
-func (c *conn) getEntry(key []byte) (e entry, exists, ok bool) {
-	e, exists, err := c.s.ks.getEntry(c.reader(), &c.scratch, key)
-	if err != nil {
-		c.replyErr(err)
-		return e, false, false
-	}
-	return e, exists, true
-}
-
-// put writes one string through the connection's batch. Like get, it
-// replies with the error itself and returns false when the write failed.
-func (c *conn) put(key []byte, v stringValue) bool {
-	if int64(len(v.val)) > c.maxStringLen(key) {
-		c.fail(msgStringTooBig)
-		return false
-	}
-	c.s.ks.putString(c.batch, &c.scratch, key, v)
-	return c.apply()
-}
-
-// maxStringLen is the longest string a command may leave at key: Redis'
-// proto-max-bulk-len, or less where the engine's entry limit is lower.
-func (c *conn) maxStringLen(key []byte) int64 {
-	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(key))
-}
-
-// apply commits and empties the connection's batch; on failure it replies
-// with the error and returns false. Inside EXEC the batch joins the
-// transaction's, which commits at the end of EXEC.
-func (c *conn) apply() bool {
-	if c.inExec() {
-		c.exec.batch.Append(c.batch)
-		c.batch.Reset()
-		if err := c.exec.batch.Err(); err != nil {
-			c.replyErr(err)
-			return false
-		}
-		return true
-	}
-	err := c.s.ks.apply(c.batch)
-	c.batch.Reset()
-	if err != nil {
-		c.replyErr(err)
-		return false
-	}
-	return true
-}
-
-// bulkOrNull replies with v's value, or null when the key is absent.
-func (c *conn) bulkOrNull(v stringValue, exists bool) {
-	if exists {
-		c.wr.Bulk(v.val)
-	} else {
-		c.wr.Null()
-	}
-}
-
 // cmdGet implements GET. It is a pipeView command: inside a pipeline,
 // consecutive GETs read through one engine view (see conn.reader).
-func cmdGet(c *conn, _ *command, args [][]byte) {
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
+func cmdGet(c *conn, _ *command, args [][]byte) error {
+	v, exists, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	c.bulkOrNull(v, exists)
-}
-
-// stageSet is SET's batch function: a plain "SET key value" joins the
-// connection's pending batch.
-func stageSet(c *conn, args [][]byte) bool {
-	if len(args) != 3 || int64(len(args[2])) > c.s.ks.maxString(args[1]) {
-		return false // cmdSet refuses it alone, without failing the batch
-	}
-	c.s.ks.putString(c.batch, &c.scratch, args[1], stringValue{val: args[2]})
-	c.lockAtCommit(args[1])
-	return true
+	return nil
 }
 
 // expiryOpts are the parsed options of SET and GETEX.
@@ -203,7 +78,7 @@ type expiryOpts struct {
 // parseExpiryOpts parses SET's options, or GETEX's when getex is set, with
 // Redis' rules: NX/XX exclusive, one of EX/PX/EXAT/PXAT/KEEPTTL/PERSIST,
 // then the expiry value checked last.
-func (c *conn) parseExpiryOpts(cmd *command, opts [][]byte, getex bool) (o expiryOpts, ok bool) {
+func parseExpiryOpts(cmd *command, opts [][]byte, getex bool) (o expiryOpts, err error) {
 	var unit string
 	var value []byte
 	for i := 0; i < len(opts); i++ {
@@ -224,74 +99,21 @@ func (c *conn) parseExpiryOpts(cmd *command, opts [][]byte, getex bool) (o expir
 			unit, value = string(toUpper(a)), opts[i+1]
 			i++
 		default:
-			c.fail(msgSyntax)
-			return o, false
+			return o, redisError(msgSyntax)
 		}
 	}
 	if unit != "" {
 		u := timeArg{seconds: unit == "EX" || unit == "EXAT", relative: unit == "EX" || unit == "PX"}
-		o.expireAt, ok = c.parseExpireTime(cmd, value, u)
-		return o, ok
+		o.expireAt, err = parseExpireTime(cmd, value, u)
+		return o, err
 	}
-	return o, true
+	return o, nil
 }
 
-func toUpper(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return out
-}
-
-// timeArg says how a command's time argument, or its reply, counts:
-// seconds or milliseconds, from now or from the Unix epoch.
-type timeArg struct{ seconds, relative bool }
-
-// The four ways Redis commands count time: EX/EXPIRE/TTL, PX/PEXPIRE/PTTL,
-// EXAT/EXPIREAT/EXPIRETIME and PXAT/PEXPIREAT/PEXPIRETIME.
-var (
-	inSeconds = timeArg{seconds: true, relative: true}
-	inMillis  = timeArg{relative: true}
-	atSeconds = timeArg{seconds: true}
-	atMillis  = timeArg{}
-)
-
-// parseExpireTime turns an EX/PX/EXAT/PXAT value into an absolute time
-// with Redis' checks: an integer, positive, and no overflow on the way to
-// absolute milliseconds.
-func (c *conn) parseExpireTime(cmd *command, arg []byte, u timeArg) (time.Time, bool) {
-	seconds, relative := u.seconds, u.relative
-	n, ok := parseInt(arg)
-	if !ok {
-		c.fail(msgNotInteger)
-		return time.Time{}, false
-	}
-	if n <= 0 || seconds && n > math.MaxInt64/1000 {
-		c.fail(invalidExpire(cmd))
-		return time.Time{}, false
-	}
-	if seconds {
-		n *= 1000
-	}
-	if relative {
-		now := time.Now().UnixMilli()
-		if n > math.MaxInt64-now {
-			c.fail(invalidExpire(cmd))
-			return time.Time{}, false
-		}
-		n += now
-	}
-	return time.UnixMilli(n), true
-}
-
-func cmdSet(c *conn, cmd *command, args [][]byte) {
-	o, ok := c.parseExpiryOpts(cmd, args[3:], false)
-	if !ok {
-		return
+func cmdSet(c *conn, cmd *command, args [][]byte) error {
+	o, err := parseExpiryOpts(cmd, args[3:], false)
+	if err != nil {
+		return err
 	}
 	key := args[1]
 	// SET overwrites a key of any type; only GET needs the old value to
@@ -302,12 +124,12 @@ func cmdSet(c *conn, cmd *command, args [][]byte) {
 		defer c.unlockBlind(c.lockBlind(key))
 	} else {
 		defer c.unlock(c.lock(args[1:2], 1))
-		if old, exists, ok = c.getEntry(key); !ok {
-			return
+		var err error
+		if old, exists, err = c.getEntry(key); err != nil {
+			return err
 		}
 		if o.get && exists && old.typ != typeString {
-			c.replyErr(errWrongType)
-			return
+			return errWrongType
 		}
 	}
 	oldVal := stringValue{val: old.payload}
@@ -317,110 +139,116 @@ func cmdSet(c *conn, cmd *command, args [][]byte) {
 		} else {
 			c.wr.Null()
 		}
-		return
+		return nil
 	}
 	v := stringValue{val: args[2], expireAt: o.expireAt}
 	if o.keepTTL {
 		v.expireAt = old.expireAt
 	}
-	if !c.put(key, v) {
-		return
+	if err := c.put(key, v); err != nil {
+		return err
 	}
 	if o.get {
 		c.bulkOrNull(oldVal, exists)
 	} else {
 		c.ok()
 	}
+	return nil
 }
 
 // cmdSetNX implements SETNX, which like SET NX counts a key of any type
 // as present.
-func cmdSetNX(c *conn, _ *command, args [][]byte) {
+func cmdSetNX(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	_, exists, ok := c.getEntry(args[1])
-	if !ok {
-		return
+	_, exists, err := c.getEntry(args[1])
+	if err != nil {
+		return err
 	}
 	if exists {
 		c.wr.Int(0)
-		return
+		return nil
 	}
-	if !c.put(args[1], stringValue{val: args[2]}) {
-		return
+	if err := c.put(args[1], stringValue{val: args[2]}); err != nil {
+		return err
 	}
 	c.wr.Int(1)
+	return nil
 }
 
 // setEX returns the handler of SETEX key seconds value (u inSeconds) or
 // PSETEX key ms value (u inMillis).
 func setEX(u timeArg) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
-		expireAt, ok := c.parseExpireTime(cmd, args[2], u)
-		if !ok {
-			return
+	return func(c *conn, cmd *command, args [][]byte) error {
+		expireAt, err := parseExpireTime(cmd, args[2], u)
+		if err != nil {
+			return err
 		}
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
-		if !c.put(args[1], stringValue{val: args[3], expireAt: expireAt}) {
-			return
+		if err := c.put(args[1], stringValue{val: args[3], expireAt: expireAt}); err != nil {
+			return err
 		}
 		c.ok()
+		return nil
 	}
 }
 
-func cmdGetSet(c *conn, _ *command, args [][]byte) {
+func cmdGetSet(c *conn, _ *command, args [][]byte) error {
 	var old stringValue
 	var existed bool
-	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
+	if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
 		old, existed = *v, exists
 		*v = stringValue{val: args[2]}
-		return true
-	}) {
-		return
+		return nil
+	}); err != nil {
+		return err
 	}
 	c.bulkOrNull(old, existed)
+	return nil
 }
 
-func cmdGetDel(c *conn, _ *command, args [][]byte) {
+func cmdGetDel(c *conn, _ *command, args [][]byte) error {
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	old, exists, ok := c.get(args[1])
-	if !ok {
-		return
+	old, exists, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	if exists {
 		c.s.ks.deleteKey(c.batch, &c.scratch, args[1])
-		if !c.apply() {
-			return
+		if err := c.commit(); err != nil {
+			return err
 		}
 	}
 	c.bulkOrNull(old, exists)
+	return nil
 }
 
-func cmdGetEX(c *conn, cmd *command, args [][]byte) {
-	o, ok := c.parseExpiryOpts(cmd, args[2:], true)
-	if !ok {
-		return
+func cmdGetEX(c *conn, cmd *command, args [][]byte) error {
+	o, err := parseExpiryOpts(cmd, args[2:], true)
+	if err != nil {
+		return err
 	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	v, exists, ok := c.get(args[1])
-	if !ok {
-		return
+	v, exists, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	c.countLookup(exists)
 	change := !o.expireAt.IsZero() || o.persist && !v.expireAt.IsZero()
 	if exists && change {
 		v.expireAt = o.expireAt
-		if !c.put(args[1], v) {
-			return
+		if err := c.put(args[1], v); err != nil {
+			return err
 		}
 	}
 	c.bulkOrNull(v, exists)
+	return nil
 }
 
-func cmdMGet(c *conn, _ *command, args [][]byte) {
+func cmdMGet(c *conn, _ *command, args [][]byte) error {
 	c.wr.ArrayHeader(len(args) - 1)
 	for _, key := range args[1:] {
 		v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
@@ -433,15 +261,15 @@ func cmdMGet(c *conn, _ *command, args [][]byte) {
 		}
 		c.bulkOrNull(v, exists)
 	}
+	return nil
 }
 
 // mset returns the handler of MSET, or of MSETNX when nx: every pair is
 // written in one batch, atomically.
 func mset(nx bool) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		if len(args)%2 == 0 {
-			c.fail(wrongArity(cmd))
-			return
+			return redisError(wrongArity(cmd))
 		}
 		held := c.lock(args[1:], 2)
 		defer c.unlock(held)
@@ -449,165 +277,167 @@ func mset(nx bool) handler {
 			for i := 1; i < len(args); i += 2 {
 				exists, err := c.s.ks.exists(c.reader(), &c.scratch, args[i])
 				if err != nil {
-					c.replyErr(err)
-					return
+					return err
 				}
 				if exists {
 					c.wr.Int(0)
-					return
+					return nil
 				}
 			}
 		}
 		for i := 1; i < len(args); i += 2 {
 			if int64(len(args[i+1])) > c.maxStringLen(args[i]) {
 				c.batch.Reset()
-				c.fail(msgStringTooBig)
-				return
+				return redisError(msgStringTooBig)
 			}
 			c.s.ks.putString(c.batch, &c.scratch, args[i], stringValue{val: args[i+1]})
 		}
-		if !c.apply() {
-			return
+		if err := c.commit(); err != nil {
+			return err
 		}
 		if nx {
 			c.wr.Int(1)
 		} else {
 			c.ok()
 		}
+		return nil
 	}
 }
 
 // modify runs a read-modify-write of the key in keyArg (a one-element
 // slice of the arguments) under the key's lock: fn gets the current value
-// (zero when absent) and changes it in place, or replies itself and
-// returns false when nothing is to be stored. modify stores the result and
-// reports whether it did; on false a reply has been sent.
-func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) bool) bool {
+// (zero when absent) and changes it in place, or returns an error, or
+// errNothingToStore when the command writes nothing. modify stores the
+// result and returns fn's error or the write's; it replies nothing.
+func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) error) error {
 	held := c.lock(keyArg, 1)
 	defer c.unlock(held)
-	v, exists, ok := c.get(keyArg[0])
-	if !ok || !fn(&v, exists) {
-		return false
+	v, exists, err := c.get(keyArg[0])
+	if err != nil {
+		return err
+	}
+	if err := fn(&v, exists); err != nil {
+		return err
 	}
 	return c.put(keyArg[0], v)
 }
+
+// errNothingToStore tells modify that the command writes nothing: its
+// caller replies as on success.
+var errNothingToStore = errors.New("nothing to store")
 
 // incrBy returns the handler of INCR and INCRBY (sign 1) or DECR and
 // DECRBY (sign -1); the BY forms take the amount as an argument. The key
 // keeps its expiry, as in Redis.
 func incrBy(sign int64) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		delta := int64(1)
 		if len(args) == 3 {
 			var ok bool
 			if delta, ok = parseInt(args[2]); !ok {
-				c.fail(msgNotInteger)
-				return
+				return redisError(msgNotInteger)
 			}
 		}
 		if sign < 0 {
 			if delta == math.MinInt64 {
-				c.fail("ERR decrement would overflow")
-				return
+				return redisError("ERR decrement would overflow")
 			}
 			delta = -delta
 		}
 		var n int64
-		if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
+		if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
 			if exists {
 				var ok bool
 				if n, ok = parseInt(v.val); !ok {
-					c.fail(msgNotInteger)
-					return false
+					return redisError(msgNotInteger)
 				}
 			}
 			if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
-				c.fail(msgOverflow)
-				return false
+				return redisError(msgOverflow)
 			}
 			n += delta
 			v.val = strconv.AppendInt(v.val[:0], n, 10)
-			return true
-		}) {
-			return
+			return nil
+		}); err != nil {
+			return err
 		}
 		c.wr.Int(n)
+		return nil
 	}
 }
 
 // cmdIncrByFloat implements INCRBYFLOAT. As in Redis, the key's type is
 // checked first, then its value, then the increment.
-func cmdIncrByFloat(c *conn, _ *command, args [][]byte) {
+func cmdIncrByFloat(c *conn, _ *command, args [][]byte) error {
 	var result []byte
-	if !c.modify(args[1:2], func(v *stringValue, exists bool) bool {
-		var f float64
+	if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
+		cur := new(big.Float)
 		if exists {
 			var ok bool
-			if f, ok = parseFloat(v.val); !ok {
-				c.fail(msgNotFloat)
-				return false
+			if cur, ok = parseLongDouble(v.val); !ok {
+				return redisError(msgNotFloat)
 			}
 		}
-		delta, ok := parseFloat(args[2])
+		delta, ok := parseLongDouble(args[2])
 		if !ok {
-			c.fail(msgNotFloat)
-			return false
+			return redisError(msgNotFloat)
 		}
-		f += delta
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			c.fail("ERR increment would produce NaN or Infinity")
-			return false
+		sum, ok := addLongDouble(cur, delta)
+		if !ok {
+			return redisError("ERR increment would produce NaN or Infinity")
 		}
-		v.val = []byte(formatFloat(f))
+		v.val = []byte(sum)
 		result = v.val
-		return true
-	}) {
-		return
+		return nil
+	}); err != nil {
+		return err
 	}
 	c.wr.Bulk(result)
+	return nil
 }
 
-func cmdAppend(c *conn, _ *command, args [][]byte) {
+func cmdAppend(c *conn, _ *command, args [][]byte) error {
 	var n int
-	if !c.modify(args[1:2], func(v *stringValue, _ bool) bool {
+	if err := c.modify(args[1:2], func(v *stringValue, _ bool) error {
 		if int64(len(v.val))+int64(len(args[2])) > c.maxStringLen(args[1]) {
-			c.fail(msgStringTooBig)
-			return false
+			return redisError(msgStringTooBig)
 		}
 		v.val = append(v.val, args[2]...)
 		n = len(v.val)
-		return true
-	}) {
-		return
+		return nil
+	}); err != nil && err != errNothingToStore {
+		return err
 	}
 	c.wr.Int(int64(n))
+	return nil
 }
 
-func cmdStrlen(c *conn, _ *command, args [][]byte) {
-	v, _, ok := c.get(args[1])
-	if ok {
-		c.wr.Int(int64(len(v.val)))
+func cmdStrlen(c *conn, _ *command, args [][]byte) error {
+	v, _, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
+	c.wr.Int(int64(len(v.val)))
+	return nil
 }
 
 // cmdGetRange implements GETRANGE (and its old name SUBSTR) with Redis'
 // index rules: negative indexes count from the end, the range is clamped,
 // and an inverted range is empty.
-func cmdGetRange(c *conn, _ *command, args [][]byte) {
+func cmdGetRange(c *conn, _ *command, args [][]byte) error {
 	start, ok1 := parseInt(args[2])
 	end, ok2 := parseInt(args[3])
 	if !ok1 || !ok2 {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
-	v, _, ok := c.get(args[1])
-	if !ok {
-		return
+	v, _, err := c.get(args[1])
+	if err != nil {
+		return err
 	}
 	n := int64(len(v.val))
 	if start < 0 && end < 0 && start > end {
 		c.wr.Bulk(nil)
-		return
+		return nil
 	}
 	if start < 0 {
 		start += n
@@ -621,42 +451,43 @@ func cmdGetRange(c *conn, _ *command, args [][]byte) {
 	}
 	if n == 0 || start > end {
 		c.wr.Bulk(nil)
-		return
+		return nil
 	}
 	c.wr.Bulk(v.val[start : end+1])
+	return nil
 }
 
-func cmdSetRange(c *conn, _ *command, args [][]byte) {
+func cmdSetRange(c *conn, _ *command, args [][]byte) error {
 	offset, ok := parseInt(args[2])
 	if !ok {
-		c.fail(msgNotInteger)
-		return
+		return redisError(msgNotInteger)
 	}
 	if offset < 0 {
-		c.fail("ERR offset is out of range")
-		return
+		return redisError("ERR offset is out of range")
 	}
 	patch := args[3]
 	var n int
-	if !c.modify(args[1:2], func(v *stringValue, _ bool) bool {
+	if err := c.modify(args[1:2], func(v *stringValue, _ bool) error {
 		if len(patch) == 0 {
 			// Nothing to write: Redis neither creates the key nor checks
 			// the offset against the size limit.
-			c.wr.Int(int64(len(v.val)))
-			return false
+			n = len(v.val)
+			return errNothingToStore
 		}
-		if offset+int64(len(patch)) > c.maxStringLen(args[1]) {
-			c.fail(msgStringTooBig)
-			return false
+		// Compared as offset > max-len: offset+len would wrap past
+		// 2^63 and pass.
+		if offset > c.maxStringLen(args[1])-int64(len(patch)) {
+			return redisError(msgStringTooBig)
 		}
 		if need := int(offset) + len(patch); need > len(v.val) {
 			v.val = append(v.val, make([]byte, need-len(v.val))...)
 		}
 		copy(v.val[offset:], patch)
 		n = len(v.val)
-		return true
-	}) {
-		return
+		return nil
+	}); err != nil && err != errNothingToStore {
+		return err
 	}
 	c.wr.Int(int64(n))
+	return nil
 }

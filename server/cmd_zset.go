@@ -128,22 +128,19 @@ func (c *conn) newZEdit(key []byte, m *collMeta, existed bool) *zedit {
 	return &zedit{c: c, key: key, m: m, existed: existed, before: map[string]zstate{}, after: map[string]zstate{}}
 }
 
-// get returns member's current score; ok is false when the read failed,
-// having replied.
-func (e *zedit) get(member []byte) (score float64, in, ok bool) {
+// get returns member's current score.
+func (e *zedit) get(member []byte) (score float64, in bool, err error) {
 	if st, seen := e.after[string(member)]; seen {
-		return st.score, st.in, true
+		return st.score, st.in, nil
 	}
 	var st zstate
 	if e.existed {
-		var err error
 		if st.score, st.in, err = e.c.s.ks.zscore(e.c.reader(), &e.c.elemBuf, e.key, *e.m, member); err != nil {
-			e.c.replyErr(err)
-			return 0, false, false
+			return 0, false, err
 		}
 	}
 	e.seen(string(member), st)
-	return st.score, st.in, true
+	return st.score, st.in, nil
 }
 
 // seen records the state of a member read by a walk of the set.
@@ -165,14 +162,13 @@ func (e *zedit) remove(member []byte) { e.after[string(member)] = zstate{} }
 // flush adds the net changes to the command's batch and to the count,
 // and widens the set's pop mark past any entry it adds; it replies itself
 // when reading the mark fails.
-func (e *zedit) flush() bool {
+func (e *zedit) flush() error {
 	ks, b, buf := &e.c.s.ks, e.c.batch, &e.c.elemBuf
 	var mark popMark
 	if e.existed {
 		var err error
 		if mark, err = ks.popMark(e.c.reader(), e.key, *e.m); err != nil {
-			e.c.replyErr(err)
-			return false
+			return err
 		}
 	}
 	markChanged := false
@@ -200,22 +196,25 @@ func (e *zedit) flush() bool {
 	if markChanged {
 		ks.putPopMark(b, e.key, *e.m, mark)
 	}
-	return true
+	return nil
 }
 
 // editZSet runs fn on the sorted set at key under editColl, with a zedit
 // whose changes it writes when fn succeeds.
-func (c *conn) editZSet(key []byte, fn func(e *zedit) bool) bool {
-	return c.editColl(key, typeZSet, func(m *collMeta, existed bool) bool {
+func (c *conn) editZSet(key []byte, fn func(e *zedit) error) error {
+	return c.editColl(key, typeZSet, func(m *collMeta, existed bool) error {
 		e := c.newZEdit(key, m, existed)
-		return fn(e) && e.flush()
+		if err := fn(e); err != nil {
+			return err
+		}
+		return e.flush()
 	})
 }
 
 // zadd returns the handler of ZADD, or of ZINCRBY when incrBy: Redis
 // parses both alike (ZINCRBY is ZADD INCR with no room for options).
 func zadd(incrBy bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		var nx, xx, gt, lt, ch bool
 		incr := incrBy
 		i := 2
@@ -241,47 +240,41 @@ func zadd(incrBy bool) handler {
 		pairs := args[i:]
 		switch {
 		case len(pairs) == 0 || len(pairs)%2 != 0:
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		case nx && xx:
-			c.fail("ERR XX and NX options at the same time are not compatible")
-			return
+			return redisError("ERR XX and NX options at the same time are not compatible")
 		case nx && (gt || lt) || gt && lt:
-			c.fail("ERR GT, LT, and/or NX options at the same time are not compatible")
-			return
+			return redisError("ERR GT, LT, and/or NX options at the same time are not compatible")
 		case incr && len(pairs) > 2:
-			c.fail("ERR INCR option supports a single increment-element pair")
-			return
+			return redisError("ERR INCR option supports a single increment-element pair")
 		}
 		scores := make([]float64, len(pairs)/2)
 		for j := range scores {
 			var ok bool
 			if scores[j], ok = parseScore(pairs[2*j]); !ok {
-				c.fail(msgNotFloat)
-				return
+				return redisError(msgNotFloat)
 			}
 		}
 		key := args[1]
 		var added, updated int64
 		processed := false
 		var result float64
-		if !c.editZSet(key, func(e *zedit) bool {
+		if err := c.editZSet(key, func(e *zedit) error {
 			if !e.existed && xx {
-				return true
+				return nil
 			}
 			for j, score := range scores {
 				member := pairs[2*j+1]
-				cur, in, ok := e.get(member)
-				if !ok {
-					return false
+				cur, in, err := e.get(member)
+				if err != nil {
+					return err
 				}
 				if !in {
 					if xx {
 						continue
 					}
 					if int64(len(member)) > maxMember(key) {
-						c.fail(msgStringTooBig)
-						return false
+						return redisError(msgStringTooBig)
 					}
 					e.set(member, score)
 					added++
@@ -293,8 +286,7 @@ func zadd(incrBy bool) handler {
 				}
 				if incr {
 					if score += cur; math.IsNaN(score) {
-						c.fail(msgNaNScore)
-						return false
+						return redisError(msgNaNScore)
 					}
 				}
 				if lt && score >= cur || gt && score <= cur {
@@ -306,9 +298,9 @@ func zadd(incrBy bool) handler {
 					updated++
 				}
 			}
-			return true
-		}) {
-			return
+			return nil
+		}); err != nil {
+			return err
 		}
 		c.signalReady(key) // a client may be blocked on key (blocking.go)
 		switch {
@@ -321,37 +313,40 @@ func zadd(incrBy bool) handler {
 		default:
 			c.wr.Int(added)
 		}
+		return nil
 	}
 }
 
-func cmdZRem(c *conn, _ *command, args [][]byte) {
+func cmdZRem(c *conn, _ *command, args [][]byte) error {
 	var removed int64
-	if c.editZSet(args[1], func(e *zedit) bool {
+	if err := c.editZSet(args[1], func(e *zedit) error {
 		if !e.existed {
-			return true
+			return nil
 		}
 		for _, member := range args[2:] {
-			_, in, ok := e.get(member)
-			if !ok {
-				return false
+			_, in, err := e.get(member)
+			if err != nil {
+				return err
 			}
 			if in {
 				e.remove(member)
 				removed++
 			}
 		}
-		return true
-	}) {
-		c.wr.Int(removed)
+		return nil
+	}); err != nil {
+		return err
 	}
+	c.wr.Int(removed)
+	return nil
 }
 
 // zscore returns the handler of ZSCORE or, when multi, ZMSCORE.
 func zscore(multi bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		vals, found, exists, ok := c.getElems(args[1], typeZSet, zMemberPrefix, args[2:])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		vals, found, exists, err := c.getElems(args[1], typeZSet, zMemberPrefix, args[2:])
+		if err != nil {
+			return err
 		}
 		if !multi {
 			c.countLookup(exists)
@@ -361,8 +356,7 @@ func zscore(multi bool) handler {
 			if found[i] {
 				var err error
 				if scores[i], _, err = decodeMemberScore(args[1], v); err != nil {
-					c.replyErr(err)
-					return
+					return err
 				}
 			}
 		}
@@ -376,13 +370,17 @@ func zscore(multi bool) handler {
 				c.wr.Null()
 			}
 		}
+		return nil
 	}
 }
 
-func cmdZCard(c *conn, _ *command, args [][]byte) {
-	if m, _, ok := c.getColl(args[1], typeZSet); ok {
-		c.wr.Int(m.count)
+func cmdZCard(c *conn, _ *command, args [][]byte) error {
+	m, _, err := c.getColl(args[1], typeZSet)
+	if err != nil {
+		return err
 	}
+	c.wr.Int(m.count)
+	return nil
 }
 
 // zrangeSpec is a parsed range of a sorted set: by score, by lex, or by
@@ -395,68 +393,70 @@ type zrangeSpec struct {
 	start, stop int64
 }
 
-// parseZRange parses min and max as by says, replying on failure. A rank
-// range is kept as Redis' indexes until the set's size is known.
-func (c *conn) parseZRange(by zrangeBy, min, max []byte) (r zrangeSpec, ok bool) {
+// parseZRange parses min and max as by says. A rank range is kept as
+// Redis' indexes until the set's size is known.
+func parseZRange(by zrangeBy, min, max []byte) (r zrangeSpec, err error) {
 	r.by = by
+	var ok bool
 	switch by {
 	case zByScore:
 		if r.score, ok = parseScoreRange(min, max); !ok {
-			c.fail(msgNotFloatRange)
+			return r, redisError(msgNotFloatRange)
 		}
 	case zByLex:
 		if r.lex, ok = parseLexRange(min, max); !ok {
-			c.fail(msgNotLexRange)
+			return r, redisError(msgNotLexRange)
 		}
 	default:
 		var okMax bool
 		r.start, ok = parseInt(min)
 		r.stop, okMax = parseInt(max)
-		if ok = ok && okMax; !ok {
-			c.fail(msgNotInteger)
+		if !ok || !okMax {
+			return r, redisError(msgNotInteger)
 		}
 	}
-	return r, ok
+	return r, nil
 }
 
-// walk calls fn with the members of m at key in r, in order or reversed.
-func (c *conn) walk(key []byte, m collMeta, r zrangeSpec, reverse bool, fn func(score float64, member []byte) bool) bool {
+// walk calls fn with the members of m at key in r, in order or reversed,
+// read through the command's reader.
+func (c *conn) walk(key []byte, m collMeta, r zrangeSpec, reverse bool, fn func(score float64, member []byte) bool) error {
 	switch r.by {
 	case zByScore:
-		return c.scoreWalk(key, m, r.score, reverse, fn)
+		return c.s.ks.scoreWalk(c.reader(), key, m, r.score, reverse, fn)
 	case zByLex:
-		return c.lexWalk(key, m, r.lex, reverse, fn)
+		return c.s.ks.lexWalk(c.reader(), key, m, r.lex, reverse, fn)
 	}
 	start, stop, empty := listRange(r.start, r.stop, m.count)
 	if empty {
-		return true
+		return nil
 	}
 	if reverse {
 		// Reversed, the indexes count from the highest score.
 		start, stop = m.count-1-stop, m.count-1-start
 	}
-	items, ok := c.rankWalk(key, m, start, stop, reverse)
+	items, err := c.s.ks.rankWalk(c.reader(), key, m, start, stop, reverse)
 	for _, it := range items {
 		if !fn(it.score, it.member) {
 			break
 		}
 	}
-	return ok
+	return err
 }
 
 // collect returns the members of m at key in r, in order or reversed,
 // after skipping offset of them and taking at most limit (all when limit
 // is negative), as ZRANGE's LIMIT does; like Redis, it ignores them for
 // a range by rank.
-func (c *conn) collect(key []byte, m collMeta, r zrangeSpec, reverse bool, offset, limit int64) ([]zmember, bool) {
+func (c *conn) collect(key []byte, m collMeta, r zrangeSpec, reverse bool, offset, limit int64) ([]zmember, error) {
 	var items []zmember
 	if r.by == zByRank {
 		offset, limit = 0, -1
 	}
 	if offset < 0 || offset > 0 && offset >= m.count || limit == 0 {
-		return nil, true
+		return nil, nil
 	}
-	ok := c.walk(key, m, r, reverse, func(score float64, member []byte) bool {
+	err := c.walk(key, m, r, reverse, func(score float64, member []byte) bool {
 		if offset > 0 {
 			offset--
 			return true
@@ -464,25 +464,28 @@ func (c *conn) collect(key []byte, m collMeta, r zrangeSpec, reverse bool, offse
 		items = append(items, zmember{member: bytes.Clone(member), score: score})
 		return limit < 0 || int64(len(items)) < limit
 	})
-	return items, ok
+	return items, err
 }
 
 func zcount(by zrangeBy) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		r, ok := c.parseZRange(by, args[2], args[3])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		r, err := parseZRange(by, args[2], args[3])
+		if err != nil {
+			return err
 		}
 		defer c.pin()()
-		m, exists, ok := c.getColl(args[1], typeZSet)
-		if !ok {
-			return
+		m, exists, err := c.getColl(args[1], typeZSet)
+		if err != nil {
+			return err
 		}
 		var n int64
-		if exists && !c.walk(args[1], m, r, false, func(float64, []byte) bool { n++; return true }) {
-			return
+		if exists {
+			if err := c.walk(args[1], m, r, false, func(float64, []byte) bool { n++; return true }); err != nil {
+				return err
+			}
 		}
 		c.wr.Int(n)
+		return nil
 	}
 }
 
@@ -510,8 +513,8 @@ func (c *conn) zReply(items []zmember, withScores, nested bool) {
 // zstore replaces whatever dst holds with a new sorted set of items
 // (storeColl), and replies with their number. The caller holds dst's
 // lock.
-func (c *conn) zstore(dst []byte, items []zmember) {
-	c.storeColl(dst, typeZSet, len(items), func(m collMeta) {
+func (c *conn) zstore(dst []byte, items []zmember) error {
+	return c.storeColl(dst, typeZSet, len(items), func(m collMeta) {
 		for _, it := range items {
 			c.s.ks.zput(c.batch, &c.elemBuf, dst, m, it.member, it.score)
 		}
@@ -530,7 +533,7 @@ type zrangeArgs struct {
 // Redis' zrangeGenericCommand does: options first, then the range, then
 // the key.
 func zrange(a zrangeArgs) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		src := 1
 		if a.store {
 			src = 2
@@ -548,8 +551,7 @@ func zrange(a zrangeArgs) handler {
 					limit, ok = parseInt(args[j+2])
 				}
 				if !ok {
-					c.fail(msgNotInteger)
-					return
+					return redisError(msgNotInteger)
 				}
 				j += 2
 			case a.auto && !revGiven && is(opt, "REV"):
@@ -559,25 +561,22 @@ func zrange(a zrangeArgs) handler {
 			case a.auto && !byGiven && is(opt, "BYSCORE"):
 				by, byGiven = zByScore, true
 			default:
-				c.fail(msgSyntax)
-				return
+				return redisError(msgSyntax)
 			}
 		}
 		if limit != -1 && by == zByRank {
-			c.fail("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
-			return
+			return redisError("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
 		}
 		if withScores && by == zByLex {
-			c.fail("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
-			return
+			return redisError("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
 		}
 		min, max := args[src+1], args[src+2]
 		if rev && by != zByRank {
 			min, max = max, min
 		}
-		r, ok := c.parseZRange(by, min, max)
-		if !ok {
-			return
+		r, err := parseZRange(by, min, max)
+		if err != nil {
+			return err
 		}
 		var held lockSet
 		if a.store {
@@ -586,50 +585,47 @@ func zrange(a zrangeArgs) handler {
 		} else {
 			defer c.pin()()
 		}
-		m, exists, ok := c.getColl(args[src], typeZSet)
-		if !ok {
-			return
+		m, exists, err := c.getColl(args[src], typeZSet)
+		if err != nil {
+			return err
 		}
 		var items []zmember
 		if exists {
-			if items, ok = c.collect(args[src], m, r, rev, offset, limit); !ok {
-				return
+			if items, err = c.collect(args[src], m, r, rev, offset, limit); err != nil {
+				return err
 			}
 		}
 		if a.store {
-			c.zstore(args[1], items)
-		} else {
-			c.zReply(items, withScores, true)
+			return c.zstore(args[1], items)
 		}
+		c.zReply(items, withScores, true)
+		return nil
 	}
 }
 
 // zrank returns the handler of ZRANK, or ZREVRANK when rev, with Redis
 // 7.2's WITHSCORE.
 func zrank(rev bool) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		if len(args) > 4 {
-			c.fail(wrongArity(cmd))
-			return
+			return redisError(wrongArity(cmd))
 		}
 		withScore := len(args) == 4
 		if withScore && !is(args[3], "WITHSCORE") {
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 		defer c.pin()()
 		key, member := args[1], args[2]
-		m, exists, ok := c.getColl(key, typeZSet)
-		if !ok {
-			return
+		m, exists, err := c.getColl(key, typeZSet)
+		if err != nil {
+			return err
 		}
 		var score float64
 		found := false
 		if exists {
 			var err error
 			if score, found, err = c.s.ks.zscore(c.reader(), &c.elemBuf, key, m, member); err != nil {
-				c.replyErr(err)
-				return
+				return err
 			}
 		}
 		if !found {
@@ -638,12 +634,11 @@ func zrank(rev bool) handler {
 			} else {
 				c.wr.Null()
 			}
-			return
+			return nil
 		}
 		rank, err := c.s.ks.zrank(c.reader(), key, m, member, score)
 		if err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		if rev {
 			rank = m.count - 1 - rank
@@ -655,6 +650,7 @@ func zrank(rev bool) handler {
 		if withScore {
 			c.wr.Double(score)
 		}
+		return nil
 	}
 }
 
@@ -662,11 +658,10 @@ func zrank(rev bool) handler {
 // sorted set at key, whose lock the caller holds, from the low end or the
 // high end when max, and the pop mark past them (popMark); it returns
 // them in pop order, replying itself on failure.
-func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmember, bool) {
+func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmember, error) {
 	z, err := c.s.ks.newZIter(c.reader(), key, *m, nil, nil, max)
 	if err != nil {
-		c.replyErr(err)
-		return nil, false
+		return nil, err
 	}
 	n := min(count, m.count)
 	items := make([]zmember, 0, min(n, 1024))
@@ -674,8 +669,7 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 		items = append(items, zmember{member: bytes.Clone(z.member), score: z.score})
 	}
 	if err := z.close(); err != nil {
-		c.replyErr(err)
-		return nil, false
+		return nil, err
 	}
 	for _, it := range items {
 		c.s.ks.zdelete(c.batch, &c.elemBuf, key, *m, it.member, it.score)
@@ -691,87 +685,95 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 		}
 		c.s.ks.putPopMark(c.batch, key, *m, mark)
 	}
-	return items, true
+	return items, nil
 }
 
-// popCommit pops as popFrom does and commits, replying itself on failure.
-func (c *conn) popCommit(key []byte, m collMeta, count int64, max bool) ([]zmember, bool) {
-	items, ok := c.popFrom(key, &m, count, max)
-	if !ok {
+// popCommit pops as popFrom does and commits.
+func (c *conn) popCommit(key []byte, m collMeta, count int64, max bool) ([]zmember, error) {
+	items, err := c.popFrom(key, &m, count, max)
+	if err != nil {
 		c.batch.Reset()
-		return nil, false
+		return nil, err
 	}
 	c.s.ks.putColl(c.batch, &c.scratch, key, m)
-	return items, c.apply()
+	if err := c.commit(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 // zpop returns the handler of ZPOPMIN, or ZPOPMAX when max.
 func zpop(max bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
+	return func(c *conn, _ *command, args [][]byte) error {
 		if len(args) > 3 {
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 		count := int64(1)
 		if len(args) == 3 {
 			var ok bool
 			if count, ok = parseInt(args[2]); !ok || count < 0 {
-				c.fail(msgNotPositive)
-				return
+				return redisError(msgNotPositive)
 			}
 		}
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
-		m, exists, ok := c.getColl(args[1], typeZSet)
-		if !ok {
-			return
+		m, exists, err := c.getColl(args[1], typeZSet)
+		if err != nil {
+			return err
 		}
 		var items []zmember
 		if exists && count > 0 {
-			if items, ok = c.popCommit(args[1], m, count, max); !ok {
-				return
+			if items, err = c.popCommit(args[1], m, count, max); err != nil {
+				return err
 			}
 		}
 		c.zReply(items, true, len(args) == 3)
+		return nil
 	}
 }
 
 // cmdZMPop implements ZMPOP numkeys key [key ...] MIN|MAX [COUNT count].
-func cmdZMPop(c *conn, _ *command, args [][]byte) {
-	keys, max, count, ok := c.parseMPop(args[1:])
-	if ok && !c.zpopFirst(keys, nil, max, count, true) {
+func cmdZMPop(c *conn, _ *command, args [][]byte) error {
+	keys, max, count, err := parseMPop(args[1:])
+	if err != nil {
+		return err
+	}
+	if !c.zpopFirst(keys, nil, max, count, true) {
 		c.wr.NullArray()
 	}
+	return nil
 }
 
 // bzpop returns the handler of BZPOPMIN, or BZPOPMAX when max.
 func bzpop(max bool) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		timeout, ok := c.parseTimeout(args[len(args)-1])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		timeout, err := parseTimeout(args[len(args)-1])
+		if err != nil {
+			return err
 		}
 		keys := args[1 : len(args)-1]
 		c.blockingCommand(keys, timeout, func(ready []byte) bool {
 			return c.zpopFirst(keys, ready, max, 1, false)
 		}, c.wr.NullArray)
+		return nil
 	}
 }
 
 // cmdBZMPop implements BZMPOP timeout numkeys key [key ...] MIN|MAX
 // [COUNT count]; as in Redis, the timeout is parsed last.
-func cmdBZMPop(c *conn, _ *command, args [][]byte) {
-	keys, max, count, ok := c.parseMPop(args[2:])
-	if !ok {
-		return
+func cmdBZMPop(c *conn, _ *command, args [][]byte) error {
+	keys, max, count, err := parseMPop(args[2:])
+	if err != nil {
+		return err
 	}
-	timeout, ok := c.parseTimeout(args[1])
-	if !ok {
-		return
+	timeout, err := parseTimeout(args[1])
+	if err != nil {
+		return err
 	}
 	c.blockingCommand(keys, timeout, func(ready []byte) bool {
 		return c.zpopFirst(keys, ready, max, count, true)
 	}, c.wr.NullArray)
+	return nil
 }
 
 // zpopFirst pops up to count members from the first of keys that holds a
@@ -781,9 +783,10 @@ func cmdBZMPop(c *conn, _ *command, args [][]byte) {
 // key, the member, its score).
 func (c *conn) zpopFirst(keys [][]byte, ready []byte, max bool, count int64, mpop bool) bool {
 	return c.firstColl(keys, ready, typeZSet, func(key []byte, m collMeta) {
-		items, ok := c.popCommit(key, m, count, max)
+		items, err := c.popCommit(key, m, count, max)
 		switch {
-		case !ok:
+		case err != nil:
+			c.replyErr(err) // a blocked client's try has no handler to return to
 		case !mpop:
 			c.wr.ArrayHeader(3)
 			c.wr.Bulk(key)
@@ -804,15 +807,13 @@ func (c *conn) zpopFirst(keys [][]byte, ready []byte, max bool, count int64, mpo
 
 // parseMPop parses numkeys key [key ...] MIN|MAX [COUNT count] as ZMPOP
 // and BZMPOP take them, replying on failure.
-func (c *conn) parseMPop(args [][]byte) (keys [][]byte, max bool, count int64, ok bool) {
+func parseMPop(args [][]byte) (keys [][]byte, max bool, count int64, err error) {
 	n, ok := parseInt(args[0])
 	if !ok || n <= 0 {
-		c.fail("ERR numkeys should be greater than 0")
-		return nil, false, 0, false
+		return nil, false, 0, redisError("ERR numkeys should be greater than 0")
 	}
 	if n >= int64(len(args)-1) {
-		c.fail(msgSyntax)
-		return nil, false, 0, false
+		return nil, false, 0, redisError(msgSyntax)
 	}
 	keys, rest := args[1:1+n], args[1+n:]
 	switch {
@@ -820,52 +821,50 @@ func (c *conn) parseMPop(args [][]byte) (keys [][]byte, max bool, count int64, o
 	case is(rest[0], "MAX"):
 		max = true
 	default:
-		c.fail(msgSyntax)
-		return nil, false, 0, false
+		return nil, false, 0, redisError(msgSyntax)
 	}
 	count = -1
 	for j := 1; j < len(rest); j++ {
 		if count != -1 || !is(rest[j], "COUNT") || j+1 == len(rest) {
-			c.fail(msgSyntax)
-			return nil, false, 0, false
+			return nil, false, 0, redisError(msgSyntax)
 		}
 		j++
 		if count, ok = parseInt(rest[j]); !ok || count <= 0 {
-			c.fail("ERR count should be greater than 0")
-			return nil, false, 0, false
+			return nil, false, 0, redisError("ERR count should be greater than 0")
 		}
 	}
 	if count == -1 {
 		count = 1
 	}
-	return keys, max, count, true
+	return keys, max, count, nil
 }
 
 // zremRange returns the handler of ZREMRANGEBYRANK, ZREMRANGEBYSCORE or
 // ZREMRANGEBYLEX: the members in the range are read by one walk and
 // deleted in one batch.
 func zremRange(by zrangeBy) handler {
-	return func(c *conn, _ *command, args [][]byte) {
-		r, ok := c.parseZRange(by, args[2], args[3])
-		if !ok {
-			return
+	return func(c *conn, _ *command, args [][]byte) error {
+		r, err := parseZRange(by, args[2], args[3])
+		if err != nil {
+			return err
 		}
 		var removed int64
-		if !c.editZSet(args[1], func(e *zedit) bool {
+		if err := c.editZSet(args[1], func(e *zedit) error {
 			if !e.existed {
-				return true
+				return nil
 			}
-			items, ok := c.collect(e.key, *e.m, r, false, 0, -1)
+			items, err := c.collect(e.key, *e.m, r, false, 0, -1)
 			for _, it := range items {
 				e.seen(string(it.member), zstate{score: it.score, in: true})
 				e.remove(it.member)
 			}
 			removed = int64(len(items))
-			return ok
-		}) {
-			return
+			return err
+		}); err != nil {
+			return err
 		}
 		c.wr.Int(removed)
+		return nil
 	}
 }
 
@@ -910,54 +909,50 @@ func (a aggregate) apply(t *float64, v float64) {
 // zsources reads the types of the n keys at args[0:n] as Redis does
 // before it parses the options that follow: a key that holds neither a
 // sorted set nor a set is WRONGTYPE. It replies on failure.
-func (c *conn) zsources(keys [][]byte) ([]zsource, bool) {
+func (c *conn) zsources(keys [][]byte) ([]zsource, error) {
 	src := make([]zsource, len(keys))
 	for i, key := range keys {
 		src[i] = zsource{key: key, weight: 1}
-		e, exists, ok := c.getEntry(key)
-		if !ok {
-			return nil, false
+		e, exists, err := c.getEntry(key)
+		if err != nil {
+			return nil, err
 		}
 		if !exists {
 			continue
 		}
 		if e.typ != typeZSet && e.typ != typeSet {
-			c.fail(errWrongType.Error())
-			return nil, false
+			return nil, errWrongType
 		}
 		m, err := decodeMeta(key, e)
 		if err != nil {
-			c.replyErr(err)
-			return nil, false
+			return nil, err
 		}
 		src[i].m, src[i].exists = m, true
 	}
-	return src, true
+	return src, nil
 }
 
 // load reads every member of the source with its score into s.scores.
 // The sets are read whole into memory, as for SINTER: O(total members).
-func (c *conn) load(s *zsource) bool {
+func (c *conn) load(s *zsource) error {
 	s.scores = map[string]float64{}
 	if !s.exists {
-		return true
+		return nil
 	}
 	if s.m.typ == typeSet {
-		members, _, ok := c.readElems(s.key, s.m)
+		members, _, err := c.s.ks.readElems(c.reader(), s.key, s.m, nil)
+		if err != nil {
+			return err
+		}
 		for _, mb := range members {
 			s.scores[string(mb)] = 1
 		}
-		return ok
+		return nil
 	}
-	err := c.s.ks.zwalk(c.reader(), s.key, s.m, nil, nil, false, func(score float64, member []byte) bool {
+	return c.s.ks.zwalk(c.reader(), s.key, s.m, nil, nil, false, func(score float64, member []byte) bool {
 		s.scores[string(member)] = score
 		return true
 	})
-	if err != nil {
-		c.replyErr(err)
-		return false
-	}
-	return true
 }
 
 // zcombine computes op over the sources as Redis does, in its order (by
@@ -1044,23 +1039,20 @@ const (
 // keys' types, then WEIGHTS, AGGREGATE and WITHSCORES (LIMIT for
 // ZINTERCARD).
 func zalgebra(op setOp, mode zalgebraMode) handler {
-	return func(c *conn, cmd *command, args [][]byte) {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		at := 1
 		if mode == zStore {
 			at = 2
 		}
 		n, ok := parseInt(args[at])
 		if !ok {
-			c.fail(msgNotInteger)
-			return
+			return redisError(msgNotInteger)
 		}
 		if n < 1 {
-			c.fail("ERR at least 1 input key is needed for '" + cmd.name + "' command")
-			return
+			return redisError("ERR at least 1 input key is needed for '" + cmd.name + "' command")
 		}
 		if n > int64(len(args)-at-1) {
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 		keys, opts := args[at+1:at+1+int(n)], args[at+1+int(n):]
 		if mode == zStore {
@@ -1069,9 +1061,9 @@ func zalgebra(op setOp, mode zalgebraMode) handler {
 		} else {
 			defer c.pin()()
 		}
-		src, ok := c.zsources(keys)
-		if !ok {
-			return
+		src, err := c.zsources(keys)
+		if err != nil {
+			return err
 		}
 		agg, withScores, limit := aggSum, false, int64(0)
 		for j := 0; j < len(opts); j++ {
@@ -1081,8 +1073,7 @@ func zalgebra(op setOp, mode zalgebraMode) handler {
 				for i := range src {
 					j++
 					if src[i].weight, ok = parseScore(opts[j]); !ok {
-						c.fail("ERR weight value is not a float")
-						return
+						return redisError("ERR weight value is not a float")
 					}
 				}
 			case op != setDiff && mode != zCard && left >= 2 && is(opts[j], "AGGREGATE"):
@@ -1095,31 +1086,28 @@ func zalgebra(op setOp, mode zalgebraMode) handler {
 				case is(opts[j], "MAX"):
 					agg = aggMax
 				default:
-					c.fail(msgSyntax)
-					return
+					return redisError(msgSyntax)
 				}
 			case mode == zReplyMembers && is(opts[j], "WITHSCORES"):
 				withScores = true
 			case mode == zCard && left >= 2 && is(opts[j], "LIMIT"):
 				j++
 				if limit, ok = parseInt(opts[j]); !ok || limit < 0 {
-					c.fail("ERR LIMIT can't be negative")
-					return
+					return redisError("ERR LIMIT can't be negative")
 				}
 			default:
-				c.fail(msgSyntax)
-				return
+				return redisError(msgSyntax)
 			}
 		}
 		for i := range src {
-			if !c.load(&src[i]) {
-				return
+			if err := c.load(&src[i]); err != nil {
+				return err
 			}
 		}
 		items := zcombine(op, src, agg)
 		switch {
 		case mode == zStore:
-			c.zstore(args[1], items)
+			return c.zstore(args[1], items)
 		case mode == zCard && limit > 0:
 			c.wr.Int(min(int64(len(items)), limit))
 		case mode == zCard:
@@ -1127,52 +1115,49 @@ func zalgebra(op setOp, mode zalgebraMode) handler {
 		default:
 			c.zReply(items, withScores, true)
 		}
+		return nil
 	}
 }
 
 // cmdZRandMember implements ZRANDMEMBER key [count [WITHSCORES]] with
 // pickElems' one pass over the members.
-func cmdZRandMember(c *conn, _ *command, args [][]byte) {
+func cmdZRandMember(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
 	var count int64
 	withScores := false
 	if len(args) >= 3 {
 		var ok bool
 		if count, ok = parseInt(args[2]); !ok {
-			c.fail(msgNotInteger)
-			return
+			return redisError(msgNotInteger)
 		}
 		if count == math.MinInt64 {
-			c.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-			return
+			return redisError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 		}
 		if len(args) > 4 || len(args) == 4 && !is(args[3], "WITHSCORES") {
-			c.fail(msgSyntax)
-			return
+			return redisError(msgSyntax)
 		}
 		if withScores = len(args) == 4; withScores && (count < -maxRandCount || count > maxRandCount) {
-			c.fail("ERR value is out of range")
-			return
+			return redisError("ERR value is out of range")
 		}
 	}
-	members, vals, ok := c.randomElems(key, typeZSet, zMemberPrefix, len(args) == 2, count)
-	if !ok {
-		return
+	members, vals, done, err := c.randomElems(key, typeZSet, zMemberPrefix, len(args) == 2, count)
+	if err != nil || done {
+		return err
 	}
 	items := make([]zmember, len(members))
 	for i, mb := range members {
 		score, _, err := decodeMemberScore(key, vals[i])
 		if err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		items[i] = zmember{member: mb, score: score}
 	}
 	c.zReply(items, withScores, true)
+	return nil
 }
 
-func cmdZScan(c *conn, _ *command, args [][]byte) {
-	c.scanColl(args, typeZSet, zMemberPrefix, func(dst, val []byte) []byte {
+func cmdZScan(c *conn, _ *command, args [][]byte) error {
+	return c.scanColl(args, typeZSet, zMemberPrefix, func(dst, val []byte) []byte {
 		score, _, err := decodeMemberScore(args[1], val)
 		if err != nil {
 			// Reported as corruption by a read of the member; a scan

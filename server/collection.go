@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 )
 
-// Collections (hashes, sets, sorted sets, and later lists) are stored
+// Collections (hashes, sets, lists and sorted sets) are stored
 // element by element, so that one key may hold more than fits in memory
 // and a command touches only the elements it needs (doc/server.md,
 // "Keyspace encoding"):
@@ -34,9 +35,9 @@ import (
 // every type lives in the 'e' range under its collection's version.
 //
 // A list's metadata carries 8 more bytes, the slot of its first element
-// (cmd_list.go); like every type's, it starts with the version.
+// (list.go); like every type's, it starts with the version.
 const (
-	elemPrefix  = 'e'
+	elemPrefix  = keylayout.Elem
 	metaLen     = 16
 	listMetaLen = metaLen + 8
 )
@@ -66,7 +67,7 @@ type versionClock struct {
 }
 
 const (
-	versionsKey = "mversions"
+	versionsKey = string(keylayout.Meta) + "versions"
 	// versionBlock is how many versions one synced write reserves.
 	versionBlock = 1 << 20
 )
@@ -392,13 +393,12 @@ func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []b
 // (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …). The caller holds dst's lock.
 // An empty result deletes dst only when dst holds a value: as in Redis,
 // deleting nothing is no write, which WATCH must not see.
-func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) {
+func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) error {
 	if n == 0 {
 		exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
 		if err != nil {
 			c.batch.Reset()
-			c.replyErr(err)
-			return
+			return err
 		}
 		if exists {
 			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
@@ -407,15 +407,72 @@ func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) {
 		m, err := c.s.ks.newColl(typ)
 		if err != nil {
 			c.batch.Reset()
-			c.replyErr(err)
-			return
+			return err
 		}
 		put(m)
 		m.count = int64(n)
 		c.s.ks.putColl(c.batch, &c.scratch, dst, m)
 		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
 	}
-	if c.apply() {
-		c.wr.Int(int64(n))
+	if err := c.commit(); err != nil {
+		return err
 	}
+	c.wr.Int(int64(n))
+	return nil
+}
+
+// getColl reads the metadata of the collection of type typ at key
+// through the command's reader; err is errWrongType when key holds
+// another type.
+func (c *conn) getColl(key []byte, typ byte) (m collMeta, exists bool, err error) {
+	return c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
+}
+
+// getElem reads one element of m at key through the command's reader.
+func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists bool, err error) {
+	return c.s.ks.getElem(c.reader(), &c.elemBuf, key, m, elem)
+}
+
+// editColl runs a write of the collection of type typ at key under the
+// key's lock: fn gets the metadata (a new collection's when the key is
+// absent), adds its element writes to c.batch and adjusts m.count, or
+// returns an error. editColl then writes the metadata (deleting an
+// emptied collection) and commits everything as one batch. It replies
+// nothing: the caller replies with the error, or with its result.
+func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool) error) error {
+	held := c.lock([][]byte{key}, 1)
+	defer c.unlock(held)
+	m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if m, err = c.s.ks.newColl(typ); err != nil {
+			return err
+		}
+	}
+	before := m.count
+	if err := fn(&m, exists); err != nil {
+		c.batch.Reset()
+		return err
+	}
+	if m.count == before && c.batch.Count() == 0 {
+		return nil
+	}
+	c.s.ks.putColl(c.batch, &c.scratch, key, m)
+	return c.commit()
+}
+
+// readElems returns every element under sub of m at key (scanElemsIn)
+// and its value, read through r.
+func (ks *keyspace) readElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte) (elems, vals [][]byte, err error) {
+	err = ks.scanElemsIn(r, key, m, sub, nil, func(elem, val []byte) bool {
+		elems = append(elems, bytes.Clone(elem))
+		vals = append(vals, bytes.Clone(val))
+		return true
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return elems, vals, nil
 }

@@ -55,12 +55,21 @@ const (
 	// pipeSubscribed marks a command a RESP2 client may send while
 	// subscribed ((P)(UN)SUBSCRIBE, PING, QUIT, RESET).
 	pipeSubscribed
+	// pipeDefer marks a write whose commit may join the pipeline's
+	// pending batch (pipeline.go): inside a pipeline its handler runs
+	// deferring, and its reply is released once the batch commits, which
+	// happens before any other command runs and before the connection
+	// reads again.
+	pipeDefer
 )
 
 // handler runs a command: cmd is the table entry it runs as (a handler
 // may serve several commands and tells them apart by the entry, never by
-// args[0]), args the command's arguments, name first.
-type handler func(c *conn, cmd *command, args [][]byte)
+// args[0]), args the command's arguments, name first. It writes its reply,
+// or returns the error that is its reply (a redisError, or an engine
+// error that engineError words): conn.run writes that, once. A handler
+// that returns an error has written nothing.
+type handler func(c *conn, cmd *command, args [][]byte) error
 
 // command is one entry of the command table.
 type command struct {
@@ -79,14 +88,6 @@ type command struct {
 	since                   string
 	summary                 string
 	run                     handler
-	// batch, when set, makes the command a batchable write: inside a
-	// pipeline the connection calls it instead of run, to stage the
-	// command's write in the connection's pending batch (conn.stage). It
-	// returns false, having staged nothing, when these arguments need the
-	// full run. A staged command's reply is +OK, sent once the batch
-	// commits, which happens before any other command runs and before the
-	// connection reads again.
-	batch func(c *conn, args [][]byte) bool
 	// subs holds the subcommands of a container command (CONFIG,
 	// CLIENT …), keyed by lower-case name; parent is the container of a
 	// subcommand.
@@ -119,7 +120,6 @@ type spec struct {
 	firstKey, lastKey, step int
 	group, since, summary   string
 	run                     handler
-	batch                   func(c *conn, args [][]byte) bool
 	subs                    []spec
 }
 
@@ -139,7 +139,7 @@ func newCommand(s spec, parent *command) *command {
 		name: name, arity: s.arity, flags: s.flags, pipe: s.pipe,
 		firstKey: s.firstKey, lastKey: s.lastKey, step: s.step,
 		group: s.group, since: s.since, summary: s.summary,
-		run: s.run, batch: s.batch, parent: parent,
+		run: s.run, parent: parent,
 		id: len(allCommands),
 	}
 	allCommands = append(allCommands, cmd)

@@ -750,3 +750,18 @@ func TestPipelinedReadsAgainstModel(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedDeferredWrites mixes the writes that join a pipeline's
+// pending batch (SET, with or without EX) with SETs that leave it (NX,
+// GET: they read) and SETs refused before they write, and checks each
+// reply, its order, and that every command sees the writes before it.
+func TestPipelinedDeferredWrites(t *testing.T) {
+	s := startServer(t, nil)
+	r := dialRaw(t, s)
+	r.send("SET a 1\r\nSET b 2 EX 100\r\nSET c 3 EX nope\r\nSET a 4\r\nSET a 5 NX\r\nSET b 6 GET\r\nSET d 7\r\nGET a\r\nGET b\r\nGET d\r\nTTL b\r\n")
+	want := []string{"+OK\r\n", "+OK\r\n", "-ERR value is not an integer or out of range\r\n", "+OK\r\n",
+		"$-1\r\n", "$1\r\n2\r\n", "+OK\r\n", "$1\r\n4\r\n", "$1\r\n6\r\n", "$1\r\n7\r\n", ":-1\r\n"}
+	for i, w := range want {
+		eq(t, fmt.Sprintf("reply %d", i), r.reply(), w)
+	}
+}

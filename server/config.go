@@ -78,6 +78,17 @@ type Config struct {
 	// or IP address for anonymous uploads), with bursts of four seconds'
 	// worth; negative disables the limit ("images-upload-rate"). Default 5.
 	ImagesUploadRate int
+	// ImagesUploadsPerClient bounds the upload slots one client holds at
+	// once ("images-uploads-per-client", 0: imgbed's default); ImagesUploadQueueWait is how long
+	// an upload waits for a slot before a 503 ("images-upload-queue-wait");
+	// ImagesMinUploadRate, in bytes per second, cuts off with 408 a body
+	// slower than that for ImagesMinUploadRateWindow
+	// ("images-min-upload-rate", negative disables,
+	// "images-min-upload-rate-window"). Defaults: imgbed's.
+	ImagesUploadsPerClient    int
+	ImagesUploadQueueWait     time.Duration
+	ImagesMinUploadRate       int
+	ImagesMinUploadRateWindow time.Duration
 	// BlobStore is where the image host keeps the bytes of new images:
 	// empty for the data directory, or an S3 bucket as
 	// "s3://bucket/prefix?endpoint=URL&region=R" ("blob-store"; see
@@ -163,26 +174,29 @@ type Config struct {
 // the same setting.
 func DefaultConfig() Config {
 	return Config{
-		Addr:               "127.0.0.1:9001",
-		HTTPAddr:           "127.0.0.1:8080",
-		Dir:                "./lsmgo-data",
-		AppendFsync:        "everysec",
-		ProtectedMode:      true,
-		MaxClients:         10000,
-		ProtoMaxBulkLen:    512 << 20,
-		MaxMultibulkLen:    1024 * 1024,
-		QueryBufferLimit:   1 << 30,
-		SlowlogSlowerThan:  10 * time.Millisecond,
-		SlowlogMaxLen:      128,
-		LogLevel:           "notice",
-		ShutdownTimeout:    30 * time.Second,
-		BusyReplyThreshold: 5 * time.Second,
-		MaxMemoryClients:   1 << 30,
-		PubsubBufferLimit:  outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
-		Images:             true,
-		ImagesAnonymous:    "auto",
-		ImagesMaxBytes:     imgbed.DefaultMaxBytes,
-		ImagesUploadRate:   imgbed.DefaultUploadRate,
+		Addr:                      "127.0.0.1:9001",
+		HTTPAddr:                  "127.0.0.1:8080",
+		Dir:                       "./lsmgo-data",
+		AppendFsync:               "everysec",
+		ProtectedMode:             true,
+		MaxClients:                10000,
+		ProtoMaxBulkLen:           512 << 20,
+		MaxMultibulkLen:           1024 * 1024,
+		QueryBufferLimit:          1 << 30,
+		SlowlogSlowerThan:         10 * time.Millisecond,
+		SlowlogMaxLen:             128,
+		LogLevel:                  "notice",
+		ShutdownTimeout:           30 * time.Second,
+		BusyReplyThreshold:        5 * time.Second,
+		MaxMemoryClients:          1 << 30,
+		PubsubBufferLimit:         outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
+		Images:                    true,
+		ImagesAnonymous:           "auto",
+		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
+		ImagesUploadRate:          imgbed.DefaultUploadRate,
+		ImagesUploadQueueWait:     imgbed.DefaultUploadQueueWait,
+		ImagesMinUploadRate:       imgbed.DefaultMinUploadRate,
+		ImagesMinUploadRateWindow: imgbed.DefaultMinUploadRateWindow,
 	}
 }
 
@@ -196,8 +210,12 @@ type setting struct {
 	// fixed settings exist for client compatibility (redis-benchmark
 	// asks for "save" and "appendonly"); they cannot be set at all.
 	fixed bool
-	get   func(*Config) string
-	set   func(*Config, string) error
+	// secret settings hold credentials: CONFIG GET shows redactedMarker
+	// instead of a set value, and the slow log hides the value a CONFIG
+	// SET gave them.
+	secret bool
+	get    func(*Config) string
+	set    func(*Config, string) error
 }
 
 var settings = []*setting{
@@ -209,10 +227,10 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.AppendFsync }, oneOf("everysec", "always", "no")),
 	boolSetting("protected-mode", "refuse a non-loopback addr without requirepass", false,
 		func(c *Config) *bool { return &c.ProtectedMode }),
-	stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,
-		func(c *Config) *string { return &c.RequirePass }, nil),
-	stringSetting("admin-token", "bearer token that opens /debug/ to non-loopback HTTP clients", true,
-		func(c *Config) *string { return &c.AdminToken }, nil),
+	secret(stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,
+		func(c *Config) *string { return &c.RequirePass }, nil)),
+	secret(stringSetting("admin-token", "bearer token that opens /debug/ to non-loopback HTTP clients", true,
+		func(c *Config) *string { return &c.AdminToken }, nil)),
 	intSetting("maxclients", "maximum simultaneous clients", true, 1, math.MaxInt32,
 		func(c *Config) *int { return &c.MaxClients }),
 	durationSetting("timeout", "close clients idle for this many seconds (0: never)", true, time.Second, 0,
@@ -248,8 +266,8 @@ var settings = []*setting{
 		func(c *Config) *string { return &c.BackupDir }, nil),
 	boolSetting("images", "serve the image host on the HTTP address", false,
 		func(c *Config) *bool { return &c.Images }),
-	stringSetting("image-tokens", "image upload tokens, name:secret[:admin] separated by commas", true,
-		func(c *Config) *string { return &c.ImageTokens }, checkImageTokens),
+	secret(stringSetting("image-tokens", "image upload tokens, name:secret[:admin] separated by commas", true,
+		func(c *Config) *string { return &c.ImageTokens }, checkImageTokens)),
 	stringSetting("images-anonymous", "who may upload images without a token: auto (loopback HTTP address), yes or no", false,
 		func(c *Config) *string { return &c.ImagesAnonymous }, oneOf("auto", "yes", "no")),
 	stringSetting("images-base-url", "public prefix of image links (empty: the request's Host)", false,
@@ -258,12 +276,20 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
 	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
+	intSetting("images-uploads-per-client", "upload slots one image client (token or address) may hold at once (0: a sixteenth of the 64 slots)", false, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesUploadsPerClient }),
+	durationSetting("images-upload-queue-wait", "how long an image upload waits for a slot before a 503 with Retry-After, in milliseconds", false, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.ImagesUploadQueueWait }),
+	intSetting("images-min-upload-rate", "bytes per second below which an image upload body is cut off with 408 (negative: off)", false, -1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesMinUploadRate }),
+	durationSetting("images-min-upload-rate-window", "how long an image upload may stay below images-min-upload-rate, in seconds", false, time.Second, 1,
+		func(c *Config) *time.Duration { return &c.ImagesMinUploadRateWindow }),
 	stringSetting("blob-store", "where image bytes go: empty (the data directory) or s3://bucket/prefix?endpoint=URL&region=R", false,
 		func(c *Config) *string { return &c.BlobStore }, imgbed.CheckBlobStore),
-	stringSetting("s3-access-key", "access key of an s3:// blob-store (empty: AWS_ACCESS_KEY_ID, then ~/.aws files)", false,
-		func(c *Config) *string { return &c.S3AccessKey }, nil),
-	stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
-		func(c *Config) *string { return &c.S3SecretKey }, nil),
+	secret(stringSetting("s3-access-key", "access key of an s3:// blob-store (empty: AWS_ACCESS_KEY_ID, then ~/.aws files)", false,
+		func(c *Config) *string { return &c.S3AccessKey }, nil)),
+	secret(stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
+		func(c *Config) *string { return &c.S3SecretKey }, nil)),
 	fixedSetting("appendonly", "yes"),
 	fixedSetting("save", ""),
 	fixedSetting("databases", "1"),
@@ -362,6 +388,11 @@ func fixedSetting(name, value string) *setting {
 		set: func(*Config, string) error { return errImmutable }}
 }
 
+// redactedMarker stands in for a secret: CONFIG GET shows it for a set
+// secret setting, and the slow log for a password or secret argument.
+// Redis uses the same words for the arguments it hides.
+const redactedMarker = "(redacted)"
+
 var errImmutable = errors.New("can't set immutable config")
 
 func nonEmpty(v string) error {
@@ -437,14 +468,15 @@ func parseDuration(v string, unit time.Duration, lo int64) (time.Duration, error
 
 // RegisterFlags defines one flag per setting on fs, plus --config. Parsed
 // values land in c.Overrides and c.ConfigFile, so that Start can layer
-// them over the config file; the defaults shown are c's current values.
+// them over the config file; the defaults shown are c's current values,
+// secrets redacted.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "TOML config `file`; live settings reload when it changes")
 	for _, s := range settings {
 		if s.fixed {
 			continue
 		}
-		fs.Var(&settingFlag{cfg: c, s: s, def: s.get(c)}, s.name, s.usage)
+		fs.Var(&settingFlag{cfg: c, s: s, def: s.shown(c)}, s.name, s.usage)
 	}
 }
 

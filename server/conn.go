@@ -10,15 +10,8 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/netutil"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
-)
-
-// Pipelined batchable writes are staged into one engine batch up to these
-// bounds; past them the batch commits so replies keep flowing and memory
-// stays bounded.
-const (
-	maxStaged          = 1024
-	maxStagedBatchSize = 1 << 20
 )
 
 var (
@@ -64,14 +57,12 @@ type conn struct {
 	// command.
 	mark time.Time
 
-	// batch is empty except while pipelined batchable writes are staged
-	// in it (staged lists their commands); every other command commits
-	// it first, so replies stay in order. The staged commands all count
-	// their latency from stagedAt, when the first of them started.
-	batch    *lsmgo.Batch
-	staged   []*command
-	stagedAt time.Time
-	stripes  lockSet
+	// batch collects the running command's writes until apply.
+	batch *lsmgo.Batch
+	// pending holds pipelined writes that have run but not committed
+	// (pipeline.go).
+	pending pendingWrites
+	stripes lockSet
 
 	// view serves a run of pipelined pipeView reads from one pinned
 	// engine state (see reader). Every other command, and every network
@@ -90,8 +81,11 @@ type conn struct {
 	// subscribes (pubsub.go).
 	sub *subscriber
 
-	tx         *transaction
-	exec       *execState
+	tx   *transaction
+	exec *execState
+	// depth counts the runs in progress: 2 while EXEC runs a queued
+	// command. recoverHandler acts at depth 0.
+	depth      int
 	watched    []watchedKey
 	watchDirty atomic.Bool
 
@@ -104,6 +98,9 @@ type conn struct {
 	// chose this client to close.
 	mem      atomic.Int64
 	evicting atomic.Bool
+	// inBytes counts the input read from the socket, in the connection's
+	// goroutine or while blocked; Pub/Sub orders messages by it (push).
+	inBytes atomic.Int64
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
@@ -118,69 +115,20 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	return c
 }
 
-// connReader is the io.Reader under the RESP reader. The RESP reader calls
-// it only when it has no complete command left, so this is the moment
-// everything received so far has been executed: staged writes commit and
-// replies go out before the goroutine may block on the network. That is
-// how pipelining gets one write(2) per batch of commands without ever
-// holding a reply back.
+// connReader is the io.Reader under the RESP reader: the input read while
+// the client was blocked (blocking.go), then the network. The connection
+// loop (serve) decides when it is called.
 type connReader struct{ c *conn }
 
 func (r connReader) Read(p []byte) (int, error) {
 	c := r.c
-	for {
-		c.closeView()
-		c.commitStaged()
-		c.deliverPushes()
-		if err := c.wr.Flush(); err != nil {
-			return 0, err
-		}
-		c.flushedPushes()
-		c.publish()
-		c.mark = time.Time{}
-		if n, err := c.takeReadAhead(p); n > 0 || err != nil {
-			return n, err
-		}
-		cfg := c.s.config()
-		if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
-			return 0, errQueryBufferLimit
-		}
-		// A subscriber is exempt from the idle timeout, as in Redis; its
-		// deadline is reset each time, since publishers move it to wake
-		// it (pubsub.go).
-		switch {
-		case cfg.Timeout > 0 && !c.subscribed():
-			c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
-		case c.sub != nil:
-			c.nc.SetReadDeadline(time.Time{})
-		}
-		// Checked after arming the deadline: see Server.shutdown.
-		if c.s.closing.Load() {
-			return 0, errShuttingDown
-		}
-		// Checked after arming the deadline too: a message queued
-		// after this check moves the deadline after this arming.
-		if c.pendingPushes() {
-			continue
-		}
-		// A Read that finds data ready returns it even if a publisher
-		// moved the deadline meanwhile: execute delivers the messages
-		// queued before each command runs, so none is overtaken.
-		n, err := c.nc.Read(p)
-		c.s.stats.netIn.Add(int64(n))
-		if n == 0 && c.sub != nil && isTimeout(err) && c.sub.woken.Swap(false) {
-			continue
-		}
+	if n, err := c.takeReadAhead(p); n > 0 || err != nil {
 		return n, err
 	}
-}
-
-// isTimeout reports whether err is a network timeout. It is a function of
-// its own because errors.As moves its target to the heap: declared in
-// connReader.Read, the target cost an allocation on every read.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	n, err := c.nc.Read(p)
+	c.s.stats.netIn.Add(int64(n))
+	c.inBytes.Add(int64(n))
+	return n, err
 }
 
 // countingWriter counts reply bytes for INFO and /metrics. It publishes
@@ -195,27 +143,105 @@ func (w countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// serve is the connection loop. It runs every command the client has
+// sent so far, in order; when the input buffered holds no complete
+// command, the batch of received commands has ended: it commits the
+// writes they left pending, delivers Pub/Sub messages, flushes the
+// replies, and only then may block on the network. That is how a
+// pipeline gets one write(2) per batch of commands without a reply ever
+// waiting for later input, or leaving before its write is in the WAL.
 func (c *conn) serve() {
 	defer c.close()
 	// Here rather than in newConn: the budget may evict other clients,
 	// which takes clientsMu, held while a connection is admitted.
 	c.rd.SetBudget(connBudget{c})
 	for !c.quit && !c.s.cutoff.Load() {
-		args, err := c.rd.ReadCommand()
+		args, ok, err := c.rd.ReadBuffered()
+		if ok {
+			c.execute(args)
+			continue
+		}
+		if err == nil {
+			err = c.endBatch()
+		}
+		if err == nil {
+			err = c.awaitInput()
+		}
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
-		c.execute(args)
 	}
-	c.commitStaged()
+	c.commitPending()
 	c.wr.Flush()
+}
+
+// endBatch finishes the commands received so far: their pending writes
+// commit, the messages published before the input read so far arrived
+// go out (readEnd), and the replies are flushed.
+func (c *conn) endBatch() error {
+	c.closeView()
+	c.commitPending()
+	c.deliverPushes(c.readEnd())
+	if err := c.wr.Flush(); err != nil {
+		return err
+	}
+	c.flushedPushes()
+	c.publish()
+	c.mark = time.Time{}
+	return nil
+}
+
+// readEnd is the input position every complete command read has run
+// to: between batches, all the input read but not handed over from a
+// blocked read-ahead. Pub/Sub orders messages by it (push).
+func (c *conn) readEnd() int64 {
+	return c.inBytes.Load() - int64(len(c.blk.readAhead)) + 1
+}
+
+// awaitInput reads more input from the client, or returns nil without
+// reading when messages wait to be delivered (the loop's endBatch sends
+// them). It arms the idle timeout and enforces the query buffer limit and
+// shutdown first.
+func (c *conn) awaitInput() error {
+	if c.blk.readAhead == nil && c.blk.readErr == nil {
+		cfg := c.s.config()
+		if int64(c.rd.Buffered()) >= cfg.QueryBufferLimit {
+			return errQueryBufferLimit
+		}
+		// A subscriber is exempt from the idle timeout, as in Redis; its
+		// deadline is reset each time, since publishers move it to wake
+		// it (pubsub.go).
+		switch {
+		case cfg.Timeout > 0 && !c.subscribed():
+			c.nc.SetReadDeadline(time.Unix(0, c.lastActive.Load()).Add(cfg.Timeout))
+		case c.sub != nil:
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		// Checked after arming the deadline: see Server.shutdown.
+		if c.s.closing.Load() {
+			return errShuttingDown
+		}
+		// Checked after arming the deadline too: a message queued
+		// after this check moves the deadline after this arming.
+		if c.readyPushes(c.readEnd()) {
+			return nil
+		}
+	}
+	// A read that finds data ready returns it even if a publisher moved
+	// the deadline meanwhile: execute delivers the messages queued before
+	// each command runs, so none is overtaken.
+	err := c.rd.Fill()
+	if c.sub != nil && netutil.IsTimeout(err) && c.sub.woken.Swap(false) {
+		return nil // woken by a publisher: deliver, then read again
+	}
+	return err
 }
 
 // readFailed ends the connection after a read error: a protocol error gets
 // Redis' reply first; timeouts, limits and disconnects just close.
 func (c *conn) readFailed(err error) {
-	c.commitStaged()
+	c.commitPending()
 	var pe *resp.ProtocolError
 	switch {
 	case errors.As(err, &pe):
@@ -234,7 +260,7 @@ func (c *conn) readFailed(err error) {
 		c.wr.Flush()
 		lingerClose(c.nc)
 	default:
-		if isTimeout(err) && !c.s.closing.Load() {
+		if netutil.IsTimeout(err) && !c.s.closing.Load() {
 			c.s.log.Debug("closing idle client", "client", c.id)
 		}
 		c.wr.Flush()
@@ -269,146 +295,6 @@ func (c *conn) close() {
 	c.s.removeClient(c)
 }
 
-// execute runs one command and writes its reply. It knows commands only
-// by their table entries: the pipelined fast paths are chosen by an
-// entry's batch function and pipe flags.
-func (c *conn) execute(args [][]byte) {
-	cmd := lookup(commands, &c.nameBuf, args[0])
-	if cmd == nil || cmd.pipe&pipeView == 0 {
-		c.closeView()
-	}
-	// A batchable write is staged when more input is already buffered, or
-	// when writes are staged already (the last write of a pipeline rides
-	// with the others: the batch commits before the next read anyway).
-	if cmd != nil && cmd.batch != nil && c.authed && c.tx == nil && cmd.arityOK(len(args)) &&
-		(c.rd.Buffered() > 0 || len(c.staged) > 0) && c.stage(cmd, args) {
-		return
-	}
-	c.commitStaged()
-	// Messages published before this command was read go out before its
-	// reply, as in Redis, where PUBLISH fills the subscribers' output
-	// buffers at once: the connection may have read the command before
-	// the publisher's wake-up reached it.
-	c.deliverPushes()
-	if cmd == nil {
-		c.s.metrics.unknownCommands.Inc()
-		c.reject(nil, unknownCommand(args))
-		return
-	}
-	if !cmd.arityOK(len(args)) {
-		c.reject(cmd, wrongArity(cmd))
-		return
-	}
-	if cmd.subs != nil && len(args) > 1 {
-		sub := lookup(cmd.subs, &c.nameBuf, args[1])
-		if sub == nil {
-			c.reject(nil, unknownSubcommand(cmd.name, args[1]))
-			return
-		}
-		if !sub.arityOK(len(args)) {
-			c.reject(sub, wrongArity(sub))
-			return
-		}
-		cmd = sub
-		if cmd.pipe&pipeView == 0 {
-			c.closeView()
-		}
-	}
-	if !c.authed && cmd.flags&flagNoAuth == 0 {
-		c.reject(cmd, msgNoAuth)
-		return
-	}
-	if c.refusedBusy(cmd) {
-		return
-	}
-	if cmd.pipe&pipeSubscribed == 0 && c.subscribed() && c.wr.Protocol() == 2 {
-		c.reject(cmd, msgSubscribedOnly(cmd))
-		return
-	}
-	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
-		c.queue(cmd, args)
-		c.mark = time.Now()
-		c.lastActive.Store(c.mark.UnixNano())
-		return
-	}
-	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
-		// Without a view (the DB closing) reads go to the DB.
-		c.view, _ = c.s.ks.newView()
-	}
-	c.run(cmd, args)
-	// The clients blocked on keys this command filled are served once it
-	// has committed: inside EXEC, once EXEC has.
-	if len(c.blk.ready) > 0 && !c.inExec() {
-		c.s.blocked.serveReady(c)
-	}
-}
-
-// reader is what the running command reads through: inside EXEC, the
-// transaction's state with its writes so far on top; the pipeline's view
-// when the command is a pipeView read inside a pipeline; else the DB's
-// newest state.
-func (c *conn) reader() lsmgo.Reader {
-	if c.exec != nil {
-		return c.exec.overlay
-	}
-	if c.view != nil {
-		return c.view
-	}
-	return c.s.ks.latest()
-}
-
-// closeView releases the connection's pipelined-read view, if any.
-func (c *conn) closeView() {
-	if c.view != nil {
-		c.view.Close()
-		c.view = nil
-	}
-}
-
-// clock returns the start time of the command about to run.
-func (c *conn) clock() time.Time {
-	if c.mark.IsZero() {
-		c.mark = time.Now()
-	}
-	return c.mark
-}
-
-// inExec reports whether the running command runs inside EXEC: a
-// blocking command must not block then, but answer as on timeout.
-func (c *conn) inExec() bool { return c.exec != nil }
-
-// reject answers a command that does not run: cmd, when given, counts it
-// among its rejected calls (Redis counts no command for an unknown command
-// or subcommand). Inside MULTI it fails the transaction. It still counts
-// as activity for the idle timeout.
-func (c *conn) reject(cmd *command, msg string) {
-	if cmd != nil {
-		c.s.cmdStats[cmd.id].rejected.Add(1)
-	}
-	c.s.errors.count(msg)
-	if c.tx != nil {
-		c.rejectQueued(cmd, msg)
-	} else {
-		c.wr.Error(msg)
-	}
-	c.mark = time.Now()
-	c.lastActive.Store(c.mark.UnixNano())
-}
-
-// finished accounts for a command that took d: its tally and the slow
-// log. Staged pipelined writes pass nil args and skip the slow log, whose
-// arguments would no longer be available.
-func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed bool) {
-	c.lastRun = cmd
-	if c.tally.add(cmd, d, failed) {
-		c.publish()
-	}
-	cfg := c.s.config()
-	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
-		c.s.slowlog.add(c, args, d, cfg.SlowlogMaxLen)
-	}
-}
-
 // publish makes the connection's activity since the last publish visible
 // to other goroutines: its tally, its last command and when that ended.
 func (c *conn) publish() {
@@ -428,95 +314,6 @@ func (c *conn) countLookup(hit bool) {
 	} else {
 		c.tally.misses++
 	}
-}
-
-// stage lets cmd's batch function add the command's write to the pending
-// batch, and reports whether it did. A staged command's reply is written
-// when the batch commits, which happens before any other command runs or
-// any read may block, so the client sees replies in order and each only
-// after its write is in the WAL.
-func (c *conn) stage(cmd *command, args [][]byte) bool {
-	if !cmd.batch(c, args) {
-		return false
-	}
-	if len(c.staged) == 0 {
-		c.stagedAt = c.clock()
-	}
-	c.staged = append(c.staged, cmd)
-	if len(c.staged) >= maxStaged || c.batch.Len() >= maxStagedBatchSize {
-		c.commitStaged()
-	}
-	return true
-}
-
-// lockAtCommit records that a staged write touches key: commitStaged holds
-// the key's stripe, shared, while the batch applies. Only blind writes are
-// staged (see keyLocks).
-func (c *conn) lockAtCommit(key []byte) {
-	c.stripes = c.stripes.add(c.s.ks.locks, key)
-}
-
-// commitStaged commits the staged writes, if any, and writes their
-// replies.
-func (c *conn) commitStaged() {
-	if len(c.staged) == 0 {
-		return
-	}
-	locks := c.s.ks.locks
-	held := c.stripes.lockShared(locks)
-	err := c.s.ks.apply(c.batch)
-	held.unlockShared(locks)
-	now := time.Now()
-	c.mark = now
-	for _, cmd := range c.staged {
-		if err != nil {
-			msg := engineError(err)
-			c.s.errors.count(msg)
-			c.wr.Error(msg)
-		} else {
-			c.wr.SimpleString("OK")
-		}
-		c.finished(cmd, nil, now.Sub(c.stagedAt), err != nil)
-	}
-	c.batch.Reset()
-	clear(c.staged)
-	c.staged = c.staged[:0]
-	c.stripes = c.stripes[:0]
-	if cap(c.stripes) > maxStaged {
-		c.stripes = nil
-	}
-}
-
-// Reply helpers. Every error reply goes through fail so that the command
-// is counted as failed.
-
-func (c *conn) fail(msg string) {
-	c.failed = true
-	c.s.errors.count(msg)
-	c.wr.Error(msg)
-}
-
-func (c *conn) ok() { c.wr.SimpleString("OK") }
-
-// replyErr writes err, which must be non-nil, as a command error.
-func (c *conn) replyErr(err error) { c.fail(engineError(err)) }
-
-// engineError turns an engine error into a Redis error reply. A read-only
-// engine gets MISCONF, which Redis uses when it cannot persist writes.
-func engineError(err error) string {
-	switch {
-	case errors.Is(err, errWrongType):
-		return err.Error()
-	case errors.Is(err, lsmgo.ErrReadOnly):
-		return "MISCONF Errors writing to disk; writes are refused until an operator runs LSMGO.RESUME (or restarts the server): " + err.Error()
-	case errors.Is(err, lsmgo.ErrNoSpace):
-		// Redis, too, answers MISCONF while it cannot persist; unlike
-		// the read-only case this one heals once space is freed.
-		return "MISCONF Disk full; writes resume by themselves once space is freed: " + err.Error()
-	case errors.Is(err, lsmgo.ErrClosed):
-		return "ERR server is shutting down"
-	}
-	return "ERR " + err.Error()
 }
 
 func (c *conn) clientName() string {

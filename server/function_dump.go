@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/binary"
-	"errors"
 	"hash/crc64"
 )
 
@@ -18,7 +17,7 @@ const (
 	rdbEncLZF = 0xc3
 )
 
-var errBadPayload = errors.New("ERR DUMP payload version or checksum are wrong")
+var errBadPayload = redisError("ERR DUMP payload version or checksum are wrong")
 
 // crcJones is CRC-64/Jones, reflected: Redis' crc64.
 var crcJones = crc64.MakeTable(0x95ac9329ac4bc9b5)
@@ -64,7 +63,7 @@ func undumpFunctions(p []byte) ([][]byte, error) {
 	var codes [][]byte
 	for len(r.p) > 0 {
 		if r.p[0] != rdbOpcodeFunction2 {
-			return nil, errors.New("ERR given type is not a function")
+			return nil, redisError("ERR given type is not a function")
 		}
 		r.p = r.p[1:]
 		code, err := r.str()
@@ -76,7 +75,7 @@ func undumpFunctions(p []byte) ([][]byte, error) {
 	return codes, nil
 }
 
-var errBadRDB = errors.New("ERR Bad data format")
+var errBadRDB = redisError("ERR Bad data format")
 
 type rdbReader struct{ p []byte }
 

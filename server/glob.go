@@ -98,13 +98,6 @@ func equalFold(a, b byte, nocase bool) bool {
 	return a == b
 }
 
-func toLower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
 // literalPrefix returns the part of pattern before its first special
 // byte: every match starts with it, so a scan can seek straight to it.
 func literalPrefix(pattern []byte) []byte {

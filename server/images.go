@@ -2,26 +2,42 @@ package server
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
 
+// SpoolDir is where the image host of a server with data directory dir
+// spools uploads: inside the data directory, so a crash's leftovers stay
+// with the data (and count against its disk) and the next start removes
+// them.
+func SpoolDir(dir string) string { return filepath.Join(dir, "tmp") }
+
 // newImageHost starts the image host on the server's DB, with its metrics
 // in the server's registry.
 func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 	anonymous := map[string]imgbed.Anonymous{"auto": imgbed.AnonymousAuto, "yes": imgbed.AnonymousOn, "no": imgbed.AnonymousOff}
+	spool := ""
+	if s.base.FS == nil { // an in-memory engine's dir is not on disk
+		spool = SpoolDir(r.Dir)
+	}
 	return imgbed.New(s.db, imgbed.Config{
-		BaseURL:     r.ImagesBaseURL,
-		MaxBytes:    r.ImagesMaxBytes,
-		Anonymous:   anonymous[r.ImagesAnonymous],
-		Tokens:      imageTokens(r),
-		UploadRate:  float64(r.ImagesUploadRate),
-		UploadBurst: 4 * max(1, r.ImagesUploadRate),
-		BlobStore:   r.BlobStore,
-		S3AccessKey: r.S3AccessKey,
-		S3SecretKey: r.S3SecretKey,
-		Registerer:  s.metrics.registry,
+		SpoolDir:            spool,
+		BaseURL:             r.ImagesBaseURL,
+		MaxBytes:            r.ImagesMaxBytes,
+		Anonymous:           anonymous[r.ImagesAnonymous],
+		Tokens:              imageTokens(r),
+		UploadRate:          float64(r.ImagesUploadRate),
+		UploadBurst:         4 * max(1, r.ImagesUploadRate),
+		MaxUploadsPerClient: r.ImagesUploadsPerClient,
+		UploadQueueWait:     r.ImagesUploadQueueWait,
+		MinUploadRate:       r.ImagesMinUploadRate,
+		MinUploadRateWindow: r.ImagesMinUploadRateWindow,
+		BlobStore:           r.BlobStore,
+		S3AccessKey:         r.S3AccessKey,
+		S3SecretKey:         r.S3SecretKey,
+		Registerer:          s.metrics.registry,
 	})
 }
 
@@ -39,13 +55,17 @@ func imageTokens(c *Config) []imgbed.Token {
 // commas.
 func parseImageTokens(v string) ([]imgbed.Token, error) {
 	var tokens []imgbed.Token
+	n := 0
 	for entry := range strings.SplitSeq(v, ",") {
+		n++
 		if entry = strings.TrimSpace(entry); entry == "" {
 			continue
 		}
 		f := strings.Split(entry, ":")
 		if len(f) < 2 || len(f) > 3 || f[0] == "" || f[1] == "" || len(f) == 3 && f[2] != "admin" {
-			return nil, fmt.Errorf("image token %q is not name:secret[:admin]", f[0])
+			// By position, not content: a malformed entry may be a bare
+			// secret, and this error reaches the logs on a reload.
+			return nil, fmt.Errorf("image token %d is not name:secret[:admin]", n)
 		}
 		tokens = append(tokens, imgbed.Token{Name: f[0], Secret: f[1], Admin: len(f) == 3})
 	}

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"image"
 	"image/png"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // upload posts a PNG to the server's image host and returns the status and
@@ -136,4 +140,75 @@ func TestImageUploadRate(t *testing.T) {
 			t.Errorf("images-upload-rate %d: %d of %d quick uploads refused", rate, refused, n)
 		}
 	}
+}
+
+// TestImageSpoolDir: the image host spools into DIR/tmp, and a start
+// removes the spool files a crash left there (imgbed's TestKill9Spools
+// kills a process in the middle of spooling).
+func TestImageSpoolDir(t *testing.T) {
+	dir := t.TempDir()
+	leftover := filepath.Join(SpoolDir(dir), "imgbed-upload-123")
+	if err := os.MkdirAll(SpoolDir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftover, []byte("half an upload"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startServer(t, func(c *Config) { c.Dir = dir })
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the leftover spool file is still there after the start: %v", err)
+	}
+}
+
+// TestImageUploadSlotSettings checks that images-uploads-per-client and
+// images-upload-queue-wait reach the image host: with one slot per client,
+// an upload whose body stalls holds it, and the same client's next upload
+// gets 503 with Retry-After once the short queue wait has passed.
+func TestImageUploadSlotSettings(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.ImagesUploadsPerClient = 1
+		c.ImagesUploadQueueWait = 200 * time.Millisecond
+		c.ImagesUploadRate = -1
+	})
+	base := "http://" + s.HTTPAddr()
+	body, stall := io.Pipe()
+	defer stall.Close()
+	stalled := make(chan struct{})
+	go func() {
+		defer close(stalled)
+		req, _ := http.NewRequest("POST", base+"/api/v1/upload", body)
+		req.Header.Set("Content-Type", "image/png")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	stall.Write([]byte("\x89PNG\r\n\x1a\n")) // the slot is taken once the body starts
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 8, 8)))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest("POST", base+"/api/v1/upload", bytes.NewReader(buf.Bytes()))
+		req.Header.Set("Content-Type", "image/png")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if resp.Header.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			if waited := time.Since(start); waited > 5*time.Second {
+				t.Errorf("the 503 came after %v: images-upload-queue-wait is 200 ms", waited)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second upload of a client holding its one slot got %d, want 503", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond) // the stalled upload may not hold its slot yet
+	}
+	stall.CloseWithError(errors.New("test over"))
+	<-stalled
 }

@@ -36,7 +36,7 @@ var infoSections = []struct {
 // cmdInfo implements INFO [section ...]. Unknown sections are ignored, as
 // in Redis. The keyspace section counts keys by iterating them, so it
 // costs O(keys).
-func cmdInfo(c *conn, _ *command, args [][]byte) {
+func cmdInfo(c *conn, _ *command, args [][]byte) error {
 	c.publish() // the commands before INFO in a pipeline count
 	want := map[string]bool{}
 	for _, a := range args[1:] {
@@ -62,11 +62,11 @@ func cmdInfo(c *conn, _ *command, args [][]byte) {
 			b.WriteString("\r\n")
 		}
 		if err := sec.write(c.s, &b); err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 	}
 	c.wr.Verbatim("txt", b.String())
+	return nil
 }
 
 // field writes one "name:value" line.
@@ -196,6 +196,7 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load())
 	errs, _ := s.errors.totals()
 	field(b, "total_error_replies", errs)
+	field(b, "total_command_panics", st.panics.Load())
 	return nil
 }
 
@@ -348,6 +349,7 @@ func (s *Server) infoEngine(b *strings.Builder) error {
 	field(b, "wal_bytes", m.WAL.Bytes)
 	field(b, "wal_syncs", m.WAL.Syncs)
 	field(b, "wal_recovery_dropped_bytes", m.WAL.RecoveryDroppedBytes)
+	field(b, "wal_recovery_lost_entries", m.WAL.RecoveryLostEntries)
 	field(b, "commit_batches", m.Commits.Batches)
 	field(b, "commit_groups", m.Commits.Groups)
 	field(b, "flushes", m.Flush.Count)

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math/rand/v2"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 )
 
-// The server's keyspace inside the engine (doc/server.md has the layout):
+// The server's keyspace inside the engine (doc/server.md has the layout;
+// internal/keylayout names every prefix and its owner):
 //
 //	engine key            engine value
 //	'k' + user key        header byte + payload
@@ -28,7 +27,7 @@ import (
 // range visits each key exactly once whatever its type; collections keep
 // their elements in the 'e' range (collection.go).
 const (
-	dataPrefix  = 'k'
+	dataPrefix  = keylayout.Data
 	dataEnd     = dataPrefix + 1
 	typeString  = 's'
 	typeHash    = 'h'
@@ -39,16 +38,13 @@ const (
 
 	// formatKey holds formatVersion; Start refuses a directory written
 	// with another version.
-	formatKey     = "mformat"
+	formatKey     = string(keylayout.Meta) + "format"
 	formatVersion = "1"
 )
 
 // typeNames are the names TYPE replies with, by header type; decodeHeader
 // refuses a header whose type is not here.
 var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list", typeZSet: "zset"}
-
-// errWrongType is Redis' reply to a command run on a key of another type.
-var errWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 // dataKey appends the engine key of userKey to dst.
 func dataKey(dst, userKey []byte) []byte {
@@ -61,12 +57,6 @@ func dataKey(dst, userKey []byte) []byte {
 type entry struct {
 	typ      byte
 	payload  []byte
-	expireAt time.Time // zero: no expiry
-}
-
-// stringValue is a decoded string entry.
-type stringValue struct {
-	val      []byte
 	expireAt time.Time // zero: no expiry
 }
 
@@ -145,19 +135,6 @@ func (ks *keyspace) getEntry(r lsmgo.Reader, scratch *[]byte, userKey []byte) (e
 	return e, true, nil
 }
 
-// getString reads the string at userKey through r; ok is false when it is
-// absent, and err is errWrongType when the key holds another type.
-func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
-	e, ok, err := ks.getEntry(r, scratch, userKey)
-	if !ok || err != nil {
-		return v, false, err
-	}
-	if e.typ != typeString {
-		return v, false, errWrongType
-	}
-	return stringValue{val: e.payload, expireAt: e.expireAt}, true, nil
-}
-
 // typeOf returns the Redis type name of the value at userKey, read through
 // r: "none" when it is absent.
 func (ks *keyspace) typeOf(r lsmgo.Reader, scratch *[]byte, userKey []byte) (string, error) {
@@ -173,22 +150,6 @@ func (ks *keyspace) typeOf(r lsmgo.Reader, scratch *[]byte, userKey []byte) (str
 func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (bool, error) {
 	_, ok, err := ks.getEntry(r, scratch, userKey)
 	return ok, err
-}
-
-// maxString is the longest string the server stores at userKey: what the
-// engine accepts beside the engine key (the prefix byte and userKey), less
-// the value's header byte. Every string write checks it before the write
-// reaches a batch, so that no command the server accepted fails in the
-// engine (and one oversized SET cannot fail a batch of pipelined ones).
-func (ks *keyspace) maxString(userKey []byte) int64 {
-	return ks.db.MaxValueLen(1+len(userKey)) - 1
-}
-
-// putString adds a write of the string v at userKey to b. scratch is
-// reused to build the key and the encoded value; Batch copies both. The
-// caller has checked v against maxString.
-func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
-	ks.putEntry(b, scratch, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
 }
 
 // putEntry adds a write of e at userKey to b, with e's expiry.
@@ -313,66 +274,8 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-// numStripes trades memory for fewer false conflicts between unrelated
-// keys; 1024 mutexes cost 8 KiB.
-const numStripes = 1024
-
-// keyLocks serializes writers of the same key. Every command that reads a
-// key and then writes holds the stripes of all its keys exclusively from
-// its first read to the end of its engine Apply, so a read-modify-write
-// (INCR, APPEND, SET NX …) is atomic with respect to every other write.
-// A blind write, one that writes a value it computed without reading the
-// keyspace (a plain SET), holds its stripes shared instead: it cannot
-// break another blind write's atomicity, and two concurrent blind writes
-// of a key may commit in either order, as the sequence numbers the engine
-// gives them decide. It still excludes, and waits for, every exclusive
-// holder, so it never lands between a read-modify-write's read and its
-// write, and an exclusive holder reads only once every blind write it
-// waited for is visible. Under appendfsync always a write's Apply includes
-// its fsync, so an exclusive stripe would make the blind writes of
-// unrelated keys that share it wait for one fsync after another; shared,
-// they join one commit group. Readers take no lock: the engine publishes
-// each Apply atomically. Stripes are always taken in ascending order, so
-// multi-key commands cannot deadlock.
-type keyLocks struct {
-	seed    maphash.Seed
-	stripes [numStripes]sync.RWMutex
-}
-
-func newKeyLocks() *keyLocks { return &keyLocks{seed: maphash.MakeSeed()} }
-
-func (l *keyLocks) stripe(key []byte) uint32 {
-	return uint32(maphash.Bytes(l.seed, key) % numStripes)
-}
-
-// lockSet is the sorted, duplicate-free set of stripes one command holds.
-type lockSet []uint32
-
-// add records the stripe of key.
-func (s lockSet) add(l *keyLocks, key []byte) lockSet { return append(s, l.stripe(key)) }
-
-// lock takes every stripe in the set exclusively, in ascending order, and
-// returns the set normalized for unlock.
-func (s lockSet) lock(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).Lock) }
-
-func (s lockSet) unlock(l *keyLocks) { s.each(l, (*sync.RWMutex).Unlock) }
-
-// lockShared takes every stripe in the set shared, for blind writes, in
-// ascending order, and returns the set normalized for unlockShared.
-func (s lockSet) lockShared(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).RLock) }
-
-func (s lockSet) unlockShared(l *keyLocks) { s.each(l, (*sync.RWMutex).RUnlock) }
-
-// take sorts the set, drops duplicates and applies lock to each stripe.
-func (s lockSet) take(l *keyLocks, lock func(*sync.RWMutex)) lockSet {
-	slices.Sort(s)
-	s = slices.Compact(s)
-	s.each(l, lock)
-	return s
-}
-
-func (s lockSet) each(l *keyLocks, f func(*sync.RWMutex)) {
-	for _, i := range s {
-		f(&l.stripes[i])
-	}
+// getEntry reads the entry at key whatever its type through the command's
+// reader.
+func (c *conn) getEntry(key []byte) (e entry, exists bool, err error) {
+	return c.s.ks.getEntry(c.reader(), &c.scratch, key)
 }

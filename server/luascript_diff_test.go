@@ -107,14 +107,6 @@ func (ld *luaDiff) run(body string, keys, argv []string) resp.Value {
 	return cloneValue(v)
 }
 
-func toBytes(ss []string) [][]byte {
-	out := make([][]byte, len(ss))
-	for i, s := range ss {
-		out[i] = []byte(s)
-	}
-	return out
-}
-
 // TestLuaScriptDiff compares hand-picked scripts, each aimed at one rule
 // of the sandbox, the libraries or the conversions, with Redis' answers.
 // Which commands a script may run is the server's rule, tested with EVAL

@@ -56,6 +56,7 @@ var engineMetrics = []engineMetric{
 	counter("lsmgo_engine_wal_bytes_total", "Bytes written to the WAL.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.Bytes) }),
 	counter("lsmgo_engine_wal_syncs_total", "WAL fsyncs.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.Syncs) }),
 	counter("lsmgo_engine_wal_recovery_dropped_bytes_total", "WAL bytes the last Open dropped after a torn or damaged tail.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.RecoveryDroppedBytes) }),
+	counter("lsmgo_engine_wal_recovery_lost_entries_total", "Entries the last Open dropped that were not a torn tail of the last WAL: lost or damaged data.", func(m *lsmgo.Metrics) float64 { return float64(m.WAL.RecoveryLostEntries) }),
 	counter("lsmgo_engine_commit_batches_total", "Committed batches.", func(m *lsmgo.Metrics) float64 { return float64(m.Commits.Batches) }),
 	counter("lsmgo_engine_commit_groups_total", "Commit groups (batches per group = group commit factor).", func(m *lsmgo.Metrics) float64 { return float64(m.Commits.Groups) }),
 	counter("lsmgo_engine_flushes_total", "Memtable flushes.", func(m *lsmgo.Metrics) float64 { return float64(m.Flush.Count) }),
@@ -107,6 +108,7 @@ var (
 	clientMemDesc   = prometheus.NewDesc("lsmgo_client_buffer_bytes", "Bytes held by all clients' query buffers (bounded by maxmemory-clients).", nil, nil)
 	netInDesc       = prometheus.NewDesc("lsmgo_net_input_bytes_total", "Bytes read from clients.", nil, nil)
 	netOutDesc      = prometheus.NewDesc("lsmgo_net_output_bytes_total", "Bytes written to clients.", nil, nil)
+	panicsDesc      = prometheus.NewDesc("lsmgo_command_panics_total", "Command handlers that panicked; each closed its connection (a bug: please report).", nil, nil)
 
 	callsDesc    = prometheus.NewDesc("lsmgo_commands_total", "Commands executed, by command.", []string{"cmd"}, nil)
 	failuresDesc = prometheus.NewDesc("lsmgo_command_errors_total", "Commands that replied with an error, by command.", []string{"cmd"}, nil)
@@ -120,7 +122,7 @@ func (sc serverCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- em.desc
 	}
 	for _, d := range []*prometheus.Desc{levelFilesDesc, levelBytesDesc, levelScoreDesc,
-		connectedDesc, connectionsDesc, rejectedDesc, evictedDesc, clientMemDesc, netInDesc, netOutDesc,
+		connectedDesc, connectionsDesc, rejectedDesc, evictedDesc, clientMemDesc, netInDesc, netOutDesc, panicsDesc,
 		callsDesc, failuresDesc, latencyDesc} {
 		ch <- d
 	}
@@ -145,6 +147,7 @@ func (sc serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(clientMemDesc, prometheus.GaugeValue, float64(s.clientMem.total.Load()))
 	ch <- prometheus.MustNewConstMetric(netInDesc, prometheus.CounterValue, float64(s.stats.netIn.Load()))
 	ch <- prometheus.MustNewConstMetric(netOutDesc, prometheus.CounterValue, float64(s.stats.netOut.Load()))
+	ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(s.stats.panics.Load()))
 	for _, cmd := range allCommands {
 		collectCommand(ch, cmd, s.cmdStats[cmd.id])
 	}

@@ -22,7 +22,10 @@ import (
 // queue that grows past client-output-buffer-limit pubsub — the hard
 // limit at once, the soft limit for longer than its seconds — gets its
 // connection closed by the publisher that pushed it over, so a
-// subscriber that does not read costs at most the limit in memory.
+// subscriber that does not read costs at most the limit in memory. Each
+// message waits for the subscriber's commands that had arrived before it
+// was published to run first (push), so an UNSUBSCRIBE that arrived
+// before a PUBLISH keeps its message out, as in Redis.
 
 func init() {
 	const g = "pubsub"
@@ -78,6 +81,7 @@ type subscriber struct {
 	// limit applies to their sum.
 	queue    []byte
 	spare    []byte
+	marks    []pushMark
 	inflight int
 	// overSoft is when the sum passed the soft limit, zero while under.
 	overSoft time.Time
@@ -85,6 +89,16 @@ type subscriber struct {
 	// woken is set when a publisher moved the read deadline to wake the
 	// connection, so that the timeout it causes is not taken for idleness.
 	woken atomic.Bool
+}
+
+// pushMark describes one queued message: where it ends in the queue, how
+// much of the subscriber's input had arrived when it was published, and
+// the subscription it came through. The marks are in arrived order.
+type pushMark struct {
+	end     int
+	arrived int64
+	pattern bool
+	name    string
 }
 
 func (sub *subscriber) count() int { return len(sub.channels) + len(sub.patterns) }
@@ -112,8 +126,8 @@ func (c *conn) subSets(pattern bool) (mine map[string]struct{}, hub *map[string]
 // subscribe returns the handler of SUBSCRIBE, or PSUBSCRIBE when pattern.
 func subscribe(pattern bool) handler {
 	kind := subKind("subscribe", pattern)
-	return func(c *conn, _ *command, args [][]byte) {
-		c.deliverPushes()
+	return func(c *conn, _ *command, args [][]byte) error {
+		c.deliverPushes(c.inputEnd())
 		if c.sub == nil {
 			c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
 		}
@@ -136,6 +150,7 @@ func subscribe(pattern bool) handler {
 			}
 			c.subReply(kind, name, c.sub.count())
 		}
+		return nil
 	}
 }
 
@@ -143,8 +158,8 @@ func subscribe(pattern bool) handler {
 // pattern: from the names given, or from all when none is.
 func unsubscribe(pattern bool) handler {
 	kind := subKind("unsubscribe", pattern)
-	return func(c *conn, _ *command, args [][]byte) {
-		c.deliverPushes()
+	return func(c *conn, _ *command, args [][]byte) error {
+		c.deliverPushes(c.inputEnd())
 		names := args[1:]
 		if len(names) == 0 {
 			for _, name := range c.subscriptions(pattern) {
@@ -152,13 +167,21 @@ func unsubscribe(pattern bool) handler {
 			}
 			if len(names) == 0 {
 				c.subReply(kind, nil, c.subCount())
-				return
+				return nil
 			}
 		}
-		for _, name := range names {
+		counts := make([]int, len(names))
+		for i, name := range names {
 			c.unsubscribeOne(pattern, name)
-			c.subReply(kind, name, c.subCount())
+			counts[i] = c.subCount()
 		}
+		// What is still queued for these subscriptions was published after
+		// this command had arrived: Redis would have run it first.
+		c.dropUnsubscribed()
+		for i, name := range names {
+			c.subReply(kind, name, counts[i])
+		}
+		return nil
 	}
 }
 
@@ -224,28 +247,31 @@ func (c *conn) subReply(kind string, name []byte, count int) {
 	c.wr.Int(int64(count))
 }
 
-func cmdPublish(c *conn, _ *command, args [][]byte) {
-	n := c.s.pubsub.publish(c.s, args[1], args[2])
+func cmdPublish(c *conn, _ *command, args [][]byte) error {
+	n := c.s.pubsub.publish(c, args[1], args[2])
 	// A RESP3 client subscribed to the channel gets the message before
 	// the reply, as from Redis.
-	c.deliverPushes()
+	c.deliverPushes(c.inputEnd())
 	c.wr.Int(n)
+	return nil
 }
 
-// publish delivers msg on channel to its subscribers and to those of
-// matching patterns, and returns how many deliveries it made.
-func (h *pubsubHub) publish(s *Server, channel, msg []byte) int64 {
+// publish delivers msg on channel, sent by the connection from, to its
+// subscribers and to those of matching patterns, and returns how many
+// deliveries it made.
+func (h *pubsubHub) publish(from *conn, channel, msg []byte) int64 {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	var n int64
 	// Encoded once per protocol: RESP2 arrays, RESP3 pushes.
 	var plain [2][]byte
-	for c := range h.channels[string(channel)] {
+	name := string(channel)
+	for c := range h.channels[name] {
 		p := &plain[c.protoIndex()]
 		if *p == nil {
 			*p = encodeMessage(c.protoIndex(), []byte("message"), channel, msg)
 		}
-		c.push(s, *p)
+		c.push(from, *p, false, name)
 		n++
 	}
 	for pat, conns := range h.patterns {
@@ -258,7 +284,7 @@ func (h *pubsubHub) publish(s *Server, channel, msg []byte) int64 {
 			if *p == nil {
 				*p = encodeMessage(c.protoIndex(), []byte("pmessage"), []byte(pat), channel, msg)
 			}
-			c.push(s, *p)
+			c.push(from, *p, true, pat)
 			n++
 		}
 	}
@@ -283,9 +309,25 @@ func encodeMessage(proto int, parts ...[]byte) []byte {
 	return b
 }
 
-// push queues an encoded message for c, closing c instead if its queue
-// would pass client-output-buffer-limit pubsub. Called by publishers.
-func (c *conn) push(s *Server, msg []byte) {
+// push queues an encoded message for c, which came through the channel
+// or pattern name, closing c instead if its queue would pass
+// client-output-buffer-limit pubsub. Called by publishers.
+//
+// The message is marked with how much of c's input had reached the
+// server when it was published: c delivers it only once it has run the
+// commands that input completes (deliverPushes), and drops it if one of
+// them unsubscribed (dropUnsubscribed). So, as in Redis, an UNSUBSCRIBE
+// that arrived before a PUBLISH is run first.
+func (c *conn) push(from *conn, msg []byte, pattern bool, name string) {
+	s := from.s
+	var arrived int64
+	if c == from {
+		arrived = c.inputEnd() - 1 // published by the command running
+	} else if n, ok := arrivedBytes(c.nc); ok {
+		arrived = n
+	} else {
+		arrived = c.inBytes.Load()
+	}
 	sub := c.sub
 	lim := s.config().PubsubBufferLimit
 	sub.mu.Lock()
@@ -294,7 +336,7 @@ func (c *conn) push(s *Server, msg []byte) {
 		return
 	}
 	wake := len(sub.queue) == 0
-	sub.queue = append(sub.queue, msg...)
+	sub.insertLocked(msg, pushMark{arrived: arrived, pattern: pattern, name: name})
 	size := int64(len(sub.queue) + sub.inflight)
 	over := lim.Hard > 0 && size > lim.Hard
 	if lim.Soft > 0 && size > lim.Soft {
@@ -323,27 +365,97 @@ func (c *conn) push(s *Server, msg []byte) {
 	}
 }
 
-// deliverPushes hands the queued messages to the connection's writer, in
-// order after the replies already written.
-func (c *conn) deliverPushes() {
+// insertLocked queues msg after the messages whose input arrived no
+// later than its own: at the end, unless publishers raced.
+func (sub *subscriber) insertLocked(msg []byte, m pushMark) {
+	i := len(sub.marks)
+	for i > 0 && sub.marks[i-1].arrived > m.arrived {
+		i--
+	}
+	at := 0
+	if i > 0 {
+		at = sub.marks[i-1].end
+	}
+	sub.queue = slices.Insert(sub.queue, at, msg...)
+	m.end = at + len(msg)
+	sub.marks = slices.Insert(sub.marks, i, m)
+	for j := i + 1; j < len(sub.marks); j++ {
+		sub.marks[j].end += len(msg)
+	}
+}
+
+// inputEnd is how much of the connection's input the command running
+// (or the last one run) ends at: what it read, less what it has not
+// parsed yet.
+func (c *conn) inputEnd() int64 {
+	return c.inBytes.Load() - int64(len(c.blk.readAhead)) - int64(c.rd.Buffered())
+}
+
+// deliverPushes hands the queued messages published before input limit
+// had arrived to the connection's writer, in order after the replies
+// already written. The others wait for the commands before limit to run.
+func (c *conn) deliverPushes(limit int64) {
 	sub := c.sub
 	if sub == nil {
 		return
 	}
 	sub.mu.Lock()
+	n := 0
+	for n < len(sub.marks) && sub.marks[n].arrived < limit {
+		n++
+	}
+	if n == 0 {
+		sub.mu.Unlock()
+		return
+	}
 	q := sub.queue
-	sub.queue = sub.spare[:0]
-	sub.spare = nil
+	if n == len(sub.marks) {
+		sub.queue = sub.spare[:0]
+		sub.spare = nil
+		sub.marks = sub.marks[:0]
+	} else {
+		end := sub.marks[n-1].end
+		q = slices.Clone(q[:end])
+		sub.queue = sub.queue[:copy(sub.queue, sub.queue[end:])]
+		sub.marks = sub.marks[:copy(sub.marks, sub.marks[n:])]
+		for i := range sub.marks {
+			sub.marks[i].end -= end
+		}
+	}
 	sub.inflight += len(q)
 	sub.mu.Unlock()
-	if len(q) > 0 {
-		c.wr.Raw(q)
-	}
+	c.wr.Raw(q)
 	sub.mu.Lock()
 	if sub.spare == nil && cap(q) <= 64<<10 {
 		sub.spare = q[:0]
 	}
 	sub.mu.Unlock()
+}
+
+// dropUnsubscribed removes the queued messages of subscriptions the
+// connection no longer holds.
+func (c *conn) dropUnsubscribed() {
+	sub := c.sub
+	if sub == nil {
+		return
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	queue, marks, start := sub.queue[:0], sub.marks[:0], 0
+	for _, m := range sub.marks {
+		mine := sub.channels
+		if m.pattern {
+			mine = sub.patterns
+		}
+		msg := sub.queue[start:m.end]
+		start = m.end
+		if _, ok := mine[m.name]; ok {
+			queue = append(queue, msg...) // never ahead of msg: no overlap
+			m.end = len(queue)
+			marks = append(marks, m)
+		}
+	}
+	sub.queue, sub.marks = queue, marks
 }
 
 // flushedPushes records that everything handed to the writer has been
@@ -356,21 +468,21 @@ func (c *conn) flushedPushes() {
 	}
 }
 
-// pendingPushes reports whether messages wait in the queue.
-func (c *conn) pendingPushes() bool {
+// readyPushes reports whether messages published before input limit had
+// arrived wait in the queue.
+func (c *conn) readyPushes(limit int64) bool {
 	sub := c.sub
 	if sub == nil {
 		return false
 	}
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	return len(sub.queue) > 0
+	return len(sub.marks) > 0 && sub.marks[0].arrived < limit
 }
 
-func cmdPubsubChannels(c *conn, cmd *command, args [][]byte) {
+func cmdPubsubChannels(c *conn, cmd *command, args [][]byte) error {
 	if len(args) > 3 {
-		c.fail("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try PUBSUB HELP.")
-		return
+		return redisError("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try PUBSUB HELP.")
 	}
 	h := &c.s.pubsub
 	h.mu.RLock()
@@ -386,9 +498,10 @@ func cmdPubsubChannels(c *conn, cmd *command, args [][]byte) {
 	for _, n := range names {
 		c.wr.BulkString(n)
 	}
+	return nil
 }
 
-func cmdPubsubNumsub(c *conn, _ *command, args [][]byte) {
+func cmdPubsubNumsub(c *conn, _ *command, args [][]byte) error {
 	h := &c.s.pubsub
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -397,10 +510,12 @@ func cmdPubsubNumsub(c *conn, _ *command, args [][]byte) {
 		c.wr.Bulk(name)
 		c.wr.Int(int64(len(h.channels[string(name)])))
 	}
+	return nil
 }
 
-func cmdPubsubNumpat(c *conn, _ *command, _ [][]byte) {
+func cmdPubsubNumpat(c *conn, _ *command, _ [][]byte) error {
 	c.wr.Int(int64(c.s.pubsub.numPatterns()))
+	return nil
 }
 
 func (h *pubsubHub) numPatterns() int {

@@ -92,7 +92,7 @@ func diffLists(g *diffGen) diffCmd {
 }
 
 // TestRedisDiffLongLists grows two lists to hundreds of elements, so that
-// LINSERT and LREM move either side of the list (cmd_list.go) and LTRIM,
+// LINSERT and LREM move either side of the list (list.go) and LTRIM,
 // LPOS and LRANGE work on long ranges, and compares every reply and, every
 // round, both lists whole with redis-server's.
 func TestRedisDiffLongLists(t *testing.T) {

@@ -319,9 +319,8 @@ func (g *diffGen) key() string   { return "k" + strconv.Itoa(g.rng.IntN(8)) }
 func (g *diffGen) field() string { return "f" + strconv.Itoa(g.rng.IntN(6)) }
 
 // value is usually a small integer, so that the INCR family finds
-// numbers. Floats are multiples of a quarter and integers stay far below
-// 2^53, so that sums are exact both in Redis' long double and in float64
-// (doc/server.md: INCRBYFLOAT); diffEdges covers the extremes.
+// numbers, or a multiple of a quarter; the floats group (diffFloats)
+// covers floats of every magnitude and diffEdges the extremes.
 func (g *diffGen) value() string {
 	switch g.rng.IntN(6) {
 	case 0:

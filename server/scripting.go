@@ -171,27 +171,27 @@ func (c *conn) refusedBusy(cmd *command) bool {
 }
 
 // killScript is SCRIPT KILL (function false) and FUNCTION KILL.
-func (c *conn) killScript(function bool) {
+func (c *conn) killScript(function bool) error {
 	r := c.s.scripts.running.Load()
 	switch {
 	case r == nil:
-		c.fail(msgNotBusy)
+		return redisError(msgNotBusy)
 	case r.wrote.Load():
-		c.fail(msgUnkillable)
+		return redisError(msgUnkillable)
 	case r.function && !function:
-		c.fail(msgBusyFunction)
+		return redisError(msgBusyFunction)
 	case !r.function && function:
-		c.fail(msgBusyScript)
-	default:
-		r.vm.Kill(luascript.ErrKilled)
-		c.ok()
+		return redisError(msgBusyScript)
 	}
+	r.vm.Kill(luascript.ErrKilled)
+	c.ok()
+	return nil
 }
 
 // runScript runs one script call: run, given the writer for its reply and
 // the caller for its commands, under the scripting mutex, with every
 // stripe held and its writes collected in one batch (see above).
-func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Writer, caller luascript.Caller)) {
+func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Writer, caller luascript.Caller)) error {
 	ks := &c.s.ks
 	sc := &c.s.scripts
 	own := !c.inExec()
@@ -200,8 +200,7 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 		defer sc.leave(ks.locks)
 		view, err := ks.newView()
 		if err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		defer view.Close()
 		b := ks.newBatch()
@@ -234,8 +233,7 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 		b := c.exec.batch
 		if b.Count() > 0 || b.Err() != nil {
 			if err := ks.apply(b); err != nil {
-				c.replyErr(err)
-				return
+				return err
 			}
 		}
 	}
@@ -249,6 +247,7 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 		}
 	}
 	c.wr.Raw(reply)
+	return nil
 }
 
 // Scripts hand the stripes on. Taking and releasing all 1024 stripes cost

@@ -20,7 +20,8 @@ import (
 )
 
 // Version is the Redis version the server reports in HELLO and INFO;
-// clients use it to pick features, and the command set is Redis 7's.
+// clients use it to pick features. It is the newest release any
+// implemented command comes from (doc/server.md, INFO, says why).
 // lsmgo's own version is BuildInfo's, which INFO reports next to it.
 const Version = "7.2.0"
 
@@ -87,6 +88,8 @@ type serverStats struct {
 	connections, rejected, commands atomic.Int64
 	hits, misses                    atomic.Int64
 	netIn, netOut                   atomic.Int64
+	// panics counts handler panics recovered by recoverHandler.
+	panics atomic.Int64
 }
 
 // Start resolves cfg (defaults, config file, overrides), opens the engine

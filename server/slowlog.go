@@ -134,13 +134,13 @@ func (l *slowlog) reset() {
 }
 
 // cmdSlowlogGet implements SLOWLOG GET [count].
-func cmdSlowlogGet(c *conn, _ *command, args [][]byte) {
+func cmdSlowlogGet(c *conn, _ *command, args [][]byte) error {
 	n := 10
 	if len(args) == 3 {
 		v, ok := parseInt(args[2])
-		if !ok || v < -1 || v > 1<<31 {
-			c.fail("ERR count should be greater than or equal to -1")
-			return
+		// Redis takes any count up to 2^63-1; newestLocked caps it.
+		if !ok || v < -1 {
+			return redisError("ERR count should be greater than or equal to -1")
 		}
 		n = int(v)
 	}
@@ -158,11 +158,16 @@ func cmdSlowlogGet(c *conn, _ *command, args [][]byte) {
 		c.wr.BulkString(e.addr)
 		c.wr.BulkString(e.name)
 	}
+	return nil
 }
 
-func cmdSlowlogLen(c *conn, _ *command, _ [][]byte) { c.wr.Int(int64(c.s.slowlog.len())) }
+func cmdSlowlogLen(c *conn, _ *command, _ [][]byte) error {
+	c.wr.Int(int64(c.s.slowlog.len()))
+	return nil
+}
 
-func cmdSlowlogReset(c *conn, _ *command, _ [][]byte) {
+func cmdSlowlogReset(c *conn, _ *command, _ [][]byte) error {
 	c.s.slowlog.reset()
 	c.ok()
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
@@ -22,13 +21,13 @@ import (
 // keys until EXEC's batch is committed. Reads go through a View taken
 // once the locks are held, so all of EXEC's reads see one state.
 //
-// One batch: while EXEC runs, conn.apply does not commit a command's
+// One batch: while EXEC runs, conn.commit does not commit a command's
 // batch; it appends it to the transaction's, and conn.reader returns an
 // lsmgo.Overlay of the View with that batch on top, so each command sees
 // the writes of those before it. The batch commits once, at the end: a
 // crash leaves all of the transaction or none of it. Handlers take part
 // without code of their own as long as they read through c.reader() (or
-// c.pin), write through c.batch and c.apply, and lock through c.lock: a
+// c.pin), write through c.batch and c.commit, and lock through c.lock: a
 // new type's commands need only a correct key spec in their table entry.
 //
 // WATCH: every batch the keyspace applies is first shown to the watch
@@ -78,13 +77,13 @@ type execState struct {
 	overlay *lsmgo.Overlay
 }
 
-func cmdMulti(c *conn, _ *command, _ [][]byte) {
+func cmdMulti(c *conn, _ *command, _ [][]byte) error {
 	if c.tx != nil {
-		c.fail("ERR MULTI calls can not be nested")
-		return
+		return redisError("ERR MULTI calls can not be nested")
 	}
 	c.tx = &transaction{}
 	c.ok()
+	return nil
 }
 
 // queue adds a command to the open transaction and answers +QUEUED.
@@ -132,13 +131,13 @@ func trimErrCode(msg string) string {
 	return msg
 }
 
-func cmdDiscard(c *conn, _ *command, _ [][]byte) {
+func cmdDiscard(c *conn, _ *command, _ [][]byte) error {
 	if c.tx == nil {
-		c.fail("ERR DISCARD without MULTI")
-		return
+		return redisError("ERR DISCARD without MULTI")
 	}
 	c.discard()
 	c.ok()
+	return nil
 }
 
 // discard ends the transaction, if any, and forgets the watched keys.
@@ -147,33 +146,28 @@ func (c *conn) discard() {
 	c.unwatchAll()
 }
 
-func cmdExec(c *conn, _ *command, _ [][]byte) {
+func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	tx := c.tx
 	if tx == nil {
-		c.fail("ERR EXEC without MULTI")
-		return
+		return redisError("ERR EXEC without MULTI")
 	}
 	defer c.discard()
 	if tx.aborted {
-		c.fail("EXECABORT Transaction discarded because of previous errors.")
-		return
+		return redisError("EXECABORT Transaction discarded because of previous errors.")
 	}
 	locks := c.s.ks.locks
 	held := c.txLocks(tx).lock(locks)
 	defer held.unlock(locks)
 	view, err := c.s.ks.newView()
 	if err != nil {
-		c.replyErr(err)
-		return
+		return err
 	}
 	defer view.Close()
 	if aborted, err := c.watchBroken(view); err != nil || aborted {
-		if err != nil {
-			c.replyErr(err)
-		} else {
+		if err == nil {
 			c.wr.NullArray()
 		}
-		return
+		return err
 	}
 	batch := c.s.ks.newBatch()
 	c.exec = &execState{batch: batch, overlay: view.Overlay(batch)}
@@ -195,11 +189,11 @@ func cmdExec(c *conn, _ *command, _ [][]byte) {
 	c.wr.SetProtocol(proto)
 	if batch.Count() > 0 || batch.Err() != nil {
 		if err := c.s.ks.apply(batch); err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 	}
 	c.wr.Raw(buf.Bytes())
+	return nil
 }
 
 // txLocks returns the stripes EXEC holds: those of the watched keys and
@@ -231,15 +225,6 @@ func (c *conn) txLocks(tx *transaction) lockSet {
 	return set
 }
 
-// allStripes returns a set of every stripe, reusing set's memory.
-func allStripes(set lockSet) lockSet {
-	set = set[:0]
-	for i := range uint32(numStripes) {
-		set = append(set, i)
-	}
-	return set
-}
-
 // watchedKey is a key this client watches, and whether it held a value
 // when WATCH read it: a value gone by EXEC without a write having marked
 // the client has expired meanwhile.
@@ -248,10 +233,9 @@ type watchedKey struct {
 	existed bool
 }
 
-func cmdWatch(c *conn, _ *command, args [][]byte) {
+func cmdWatch(c *conn, _ *command, args [][]byte) error {
 	if c.tx != nil {
-		c.fail("ERR WATCH inside MULTI is not allowed")
-		return
+		return redisError("ERR WATCH inside MULTI is not allowed")
 	}
 	for _, key := range args[1:] {
 		if c.watches(key) {
@@ -262,12 +246,12 @@ func cmdWatch(c *conn, _ *command, args [][]byte) {
 		c.s.ks.watches.add(c, key)
 		exists, err := c.s.ks.exists(c.s.ks.latest(), &c.scratch, key)
 		if err != nil {
-			c.replyErr(err)
-			return
+			return err
 		}
 		c.watched = append(c.watched, watchedKey{key: bytes.Clone(key), existed: exists})
 	}
 	c.ok()
+	return nil
 }
 
 func (c *conn) watches(key []byte) bool {
@@ -279,9 +263,10 @@ func (c *conn) watches(key []byte) bool {
 	return false
 }
 
-func cmdUnwatch(c *conn, _ *command, _ [][]byte) {
+func cmdUnwatch(c *conn, _ *command, _ [][]byte) error {
 	c.unwatchAll()
 	c.ok()
+	return nil
 }
 
 // unwatchAll forgets the watched keys and any change seen to them.
@@ -379,14 +364,4 @@ func userKeyOf(k []byte) ([]byte, bool) {
 		}
 	}
 	return nil, false
-}
-
-// run runs cmd, whose checks have passed, and accounts for it.
-func (c *conn) run(cmd *command, args [][]byte) {
-	start := c.clock()
-	c.failed = false
-	cmd.run(c, cmd, args)
-	now := time.Now()
-	c.mark = now
-	c.finished(cmd, args, now.Sub(start), c.failed)
 }

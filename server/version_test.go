@@ -2,9 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestBuildOf(t *testing.T) {
@@ -49,4 +53,44 @@ func TestInfoVersions(t *testing.T) {
 			t.Errorf("INFO server lacks %q:\n%s", want, info)
 		}
 	}
+}
+
+// TestVersionIsNewestImplemented keeps redis_version honest
+// (doc/server.md, INFO): it is the newest Redis version any command or
+// subcommand in the table comes from, and that version's additions to the
+// commands lsmgo has, which clients gate on it, work.
+func TestVersionIsNewestImplemented(t *testing.T) {
+	newest := "0.0.0"
+	for _, cmd := range allCommands {
+		if versionLess(newest, cmd.since) {
+			newest = cmd.since
+		}
+	}
+	eq(t, "newest command's since", newest, Version)
+
+	s := startServer(t, nil)
+	ctx := context.Background()
+	c := newClient(t, s, 2, nil)
+	// Redis 7.2's additions to the families lsmgo implements.
+	if err := c.Do(ctx, "CLIENT", "SETINFO", "LIB-NAME", "probe").Err(); err != nil {
+		t.Errorf("CLIENT SETINFO: %v", err)
+	}
+	c.ZAdd(ctx, "z", redis.Z{Score: 1.5, Member: "m"})
+	got, err := c.Do(ctx, "ZRANK", "z", "m", "WITHSCORE").Slice()
+	if err != nil || fmt.Sprint(got) != "[0 1.5]" {
+		t.Errorf("ZRANK WITHSCORE: %v, %v", got, err)
+	}
+}
+
+// versionLess compares dotted version numbers.
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range min(len(as), len(bs)) {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(as) < len(bs)
 }

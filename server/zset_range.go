@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/lsmgo-dev/lsmgo"
 )
 
 // The score and range arguments of the sorted set commands, parsed as
@@ -211,17 +213,13 @@ type zmember struct {
 }
 
 // scoreWalk calls fn with the members of m at key whose scores are in r,
-// ascending or, when reverse, descending; it replies itself on failure.
-func (c *conn) scoreWalk(key []byte, m collMeta, r scoreRange, reverse bool, fn func(score float64, member []byte) bool) bool {
+// ascending or, when reverse, descending, read through rd.
+func (ks *keyspace) scoreWalk(rd lsmgo.Reader, key []byte, m collMeta, r scoreRange, reverse bool, fn func(score float64, member []byte) bool) error {
 	if r.empty() {
-		return true
+		return nil
 	}
 	lower, upper := r.bounds()
-	if err := c.s.ks.zwalk(c.reader(), key, m, lower, upper, reverse, fn); err != nil {
-		c.replyErr(err)
-		return false
-	}
-	return true
+	return ks.zwalk(rd, key, m, lower, upper, reverse, fn)
 }
 
 // lexWalk calls fn with the members of m at key in r, forward or
@@ -234,23 +232,23 @@ func (c *conn) scoreWalk(key []byte, m collMeta, r scoreRange, reverse bool, fn 
 // with mixed scores the result is Redis' listpack answer, read by a walk
 // from the set's end (Redis' skiplist encoding answers differently, and
 // the order is undefined anyway).
-func (c *conn) lexWalk(key []byte, m collMeta, r lexRange, reverse bool, fn func(score float64, member []byte) bool) bool {
+func (ks *keyspace) lexWalk(rd lsmgo.Reader, key []byte, m collMeta, r lexRange, reverse bool, fn func(score float64, member []byte) bool) error {
 	if r.empty() {
-		return true
+		return nil
 	}
-	first, last, ok := c.zends(key, m)
-	if !ok {
-		return false
+	first, last, err := ks.zends(rd, key, m)
+	if err != nil {
+		return err
 	}
 	if !r.gteMin(last.member) || !r.lteMax(first.member) {
-		return true
+		return nil
 	}
 	var lower, upper []byte
 	if first.score == last.score {
 		lower, upper = r.bounds(encodeScore(nil, first.score))
 	}
 	started := false
-	err := c.s.ks.zwalk(c.reader(), key, m, lower, upper, reverse, func(score float64, member []byte) bool {
+	return ks.zwalk(rd, key, m, lower, upper, reverse, func(score float64, member []byte) bool {
 		in, out := r.gteMin(member), r.lteMax(member)
 		if reverse {
 			in, out = out, in
@@ -268,11 +266,6 @@ func (c *conn) lexWalk(key []byte, m collMeta, r lexRange, reverse bool, fn func
 		}
 		return fn(score, member)
 	})
-	if err != nil {
-		c.replyErr(err)
-		return false
-	}
-	return true
 }
 
 // bounds returns the range as bounds of the score index of a set whose
@@ -296,9 +289,9 @@ func (r lexRange) bounds(enc []byte) (lower, upper []byte) {
 }
 
 // zends reads the first and last members of m at key in score order.
-func (c *conn) zends(key []byte, m collMeta) (first, last zmember, ok bool) {
+func (ks *keyspace) zends(r lsmgo.Reader, key []byte, m collMeta) (first, last zmember, err error) {
 	for _, reverse := range []bool{false, true} {
-		err := c.s.ks.zwalk(c.reader(), key, m, nil, nil, reverse, func(score float64, member []byte) bool {
+		err = ks.zwalk(r, key, m, nil, nil, reverse, func(score float64, member []byte) bool {
 			z := zmember{member: bytes.Clone(member), score: score}
 			if reverse {
 				last = z
@@ -308,25 +301,24 @@ func (c *conn) zends(key []byte, m collMeta) (first, last zmember, ok bool) {
 			return false
 		})
 		if err != nil {
-			c.replyErr(err)
-			return first, last, false
+			return first, last, err
 		}
 	}
-	return first, last, true
+	return first, last, nil
 }
 
 // rankWalk returns the members of m at key at ranks start to stop
 // (0 ≤ start ≤ stop < m.count) in ascending order, or descending when
 // reverse. It walks from whichever end of the set is nearer the range,
 // so it costs the range plus min(start, m.count-1-stop) entries.
-func (c *conn) rankWalk(key []byte, m collMeta, start, stop int64, reverse bool) ([]zmember, bool) {
+func (ks *keyspace) rankWalk(r lsmgo.Reader, key []byte, m collMeta, start, stop int64, reverse bool) ([]zmember, error) {
 	fromEnd := m.count-1-stop < start
 	skip := start
 	if fromEnd {
 		skip = m.count - 1 - stop
 	}
 	items := make([]zmember, 0, min(stop-start+1, 1024))
-	err := c.s.ks.zwalk(c.reader(), key, m, nil, nil, fromEnd, func(score float64, member []byte) bool {
+	err := ks.zwalk(r, key, m, nil, nil, fromEnd, func(score float64, member []byte) bool {
 		if skip > 0 {
 			skip--
 			return true
@@ -335,13 +327,12 @@ func (c *conn) rankWalk(key []byte, m collMeta, start, stop int64, reverse bool)
 		return int64(len(items)) < stop-start+1
 	})
 	if err != nil {
-		c.replyErr(err)
-		return nil, false
+		return nil, err
 	}
 	if fromEnd != reverse {
 		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
 			items[i], items[j] = items[j], items[i]
 		}
 	}
-	return items, true
+	return items, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 )
@@ -38,12 +39,26 @@ type Reader struct {
 	// has returned a corruption error (damage set).
 	damageOff int64
 	damage    bool
+	// intactOff is where the intact record start that made the damage
+	// corruption lies (intact set); see IntactAfter.
+	intactOff int64
+	intact    bool
+	// firstPos is where in the first block reading starts (NewReaderFrom).
+	firstPos int
 }
 
 // NewReader returns a Reader over r. fileName is used in error messages
 // only.
 func NewReader(r io.Reader, fileName string) *Reader {
 	return &Reader{r: r, name: fileName}
+}
+
+// NewReaderFrom returns a Reader over the log in r that starts at offset
+// off, which must be where a record starts (as IntactAfter reports), as if
+// the bytes before it were not there. Offsets it reports are r's.
+func NewReaderFrom(r io.ReaderAt, fileName string, off int64) *Reader {
+	start := off - off%BlockSize
+	return &Reader{r: io.NewSectionReader(r, start, math.MaxInt64-start), name: fileName, blockStart: start, firstPos: int(off - start)}
 }
 
 // Next returns the next whole record. The slice is valid only until the
@@ -61,6 +76,7 @@ func (r *Reader) Next() ([]byte, error) {
 			return nil, r.fail(err)
 		}
 		r.loaded = true
+		r.pos = min(r.firstPos, len(r.buf))
 	}
 	inRecord := false
 	var start int64
@@ -156,6 +172,12 @@ func (r *Reader) TornTail() (offset int64, torn bool) { return r.tornOff, r.torn
 // Next ended in corruption.
 func (r *Reader) Damage() (offset int64, ok bool) { return r.damageOff, r.damage }
 
+// IntactAfter reports, once Next has returned a *base.CorruptionError
+// because an intact record start follows damaged bytes, the offset of that
+// record start: reading on from there (NewReaderFrom) finds the records
+// that the damage cut off from the log.
+func (r *Reader) IntactAfter() (offset int64, ok bool) { return r.intactOff, r.intact }
+
 func (r *Reader) offset() int64 { return r.blockStart + int64(r.pos) }
 
 // loadBlock reads the next block into buf. At the end of the file buf comes
@@ -193,6 +215,7 @@ func (r *Reader) damaged(off int64, inRecord bool, start int64, reason string) e
 	}
 	for {
 		if i := findRecordStart(r.buf, from); i >= 0 {
+			r.intactOff, r.intact = r.blockStart+int64(i), true
 			return r.corrupt(recStart, off, "%s, but an intact record follows at offset %d", reason, r.blockStart+int64(i))
 		}
 		if len(r.buf) < BlockSize {

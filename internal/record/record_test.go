@@ -277,6 +277,22 @@ func flipAt(t *testing.T, mk func(testing.TB) ([]byte, []loggedRecord)) {
 			if _, err2 := r.Next(); err2 != err {
 				t.Fatalf("error is not sticky: %v then %v", err, err2)
 			}
+			// Reading on from the intact record the damage is followed
+			// by finds every record after the damaged one.
+			from, ok := r.IntactAfter()
+			if !ok || from != model[hit+1].start {
+				t.Fatalf("flip in record %d at %d: IntactAfter = %d, %v; want %d", hit, pos, from, ok, model[hit+1].start)
+			}
+			rest := NewReaderFrom(bytes.NewReader(damaged), "test.log", from)
+			for i := hit + 1; ; i++ {
+				rec, err := rest.Next()
+				if err == io.EOF && i == len(model) {
+					break
+				}
+				if err != nil || i == len(model) || !bytes.Equal(rec, model[i].data) || rest.Offset() != model[i].start {
+					t.Fatalf("flip in record %d at %d: reading on, record %d: %v", hit, pos, i, err)
+				}
+			}
 		}
 	}
 }

@@ -16,6 +16,9 @@ const (
 	DefaultReadIdleTimeout      = 30 * time.Second
 	DefaultWriteIdleTimeout     = 30 * time.Second
 	DefaultUploadTimeout        = 5 * time.Minute
+	DefaultUploadQueueWait      = 5 * time.Second
+	DefaultMinUploadRate        = 4 << 10 // bytes per second
+	DefaultMinUploadRateWindow  = 10 * time.Second
 	DefaultUploadRate           = 5 // uploads per second per client
 	DefaultUploadBurst          = 20
 	DefaultPageSize             = 50
@@ -67,10 +70,28 @@ type Config struct {
 	// once; others wait. Together with the per-upload buffers it bounds
 	// upload memory.
 	MaxConcurrentUploads int
+	// MaxUploadsPerClient bounds the slots one client (token name, or IP
+	// address for anonymous uploads) holds at once, so that a few clients
+	// with slow uploads cannot take them all; its other uploads wait as
+	// if every slot were taken. Default: a sixteenth of
+	// MaxConcurrentUploads, at least 1.
+	MaxUploadsPerClient int
+	// UploadQueueWait bounds the wait for a slot; then the upload is
+	// refused with 503 and Retry-After. Default 5 s.
+	UploadQueueWait time.Duration
+	// MinUploadRate, in bytes per second, and MinUploadRateWindow cut off
+	// (408) a body that arrives slower than the rate for longer than the
+	// window: the client is allowed to fall behind the rate by the bytes
+	// of one window, and catches up by sending faster. Defaults 4 KiB/s
+	// and 10 s; a negative MinUploadRate disables it.
+	MinUploadRate       int
+	MinUploadRateWindow time.Duration
 	// ChunkSize is the size of the engine values an image is cut into.
 	ChunkSize int
 	// SpoolDir holds the temporary files of uploads larger than the
-	// in-memory head; empty means os.TempDir().
+	// in-memory head; New creates it and removes the spool files a crash
+	// left there, so it must belong to this host alone (the server uses
+	// DIR/tmp). Empty means os.TempDir(), where nothing is cleaned.
 	SpoolDir string
 	// KeepGPS keeps EXIF GPS data in stored JPEG originals; by default it
 	// is removed before hashing, so the stored bytes never locate the
@@ -122,6 +143,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConcurrentUploads <= 0 {
 		c.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	}
+	if c.MaxUploadsPerClient <= 0 {
+		c.MaxUploadsPerClient = max(1, c.MaxConcurrentUploads/16)
+	}
+	if c.UploadQueueWait <= 0 {
+		c.UploadQueueWait = DefaultUploadQueueWait
+	}
+	if c.MinUploadRate == 0 {
+		c.MinUploadRate = DefaultMinUploadRate
+	}
+	if c.MinUploadRateWindow <= 0 {
+		c.MinUploadRateWindow = DefaultMinUploadRateWindow
 	}
 	if c.ChunkSize <= 0 {
 		c.ChunkSize = DefaultChunkSize

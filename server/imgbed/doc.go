@@ -5,10 +5,11 @@
 //
 // # Storage layout
 //
-// Every key starts with 'i', a prefix byte the Redis keyspace of package
-// server never uses ('k' user data, 'm' server metadata), so FLUSHALL,
-// SCAN, KEYS and DBSIZE over RESP, which iterate only the 'k' range, never
-// see or delete an image; images in turn never iterate outside 'i'.
+// Every key starts with 'i' (keylayout.Image), a prefix byte the Redis
+// keyspace of package server never uses (server/internal/keylayout has
+// every prefix and its owner), so FLUSHALL, SCAN, KEYS and DBSIZE over
+// RESP, which iterate only the 'k' range, never see or delete an image;
+// images in turn never iterate outside 'i'.
 //
 //	"iB" sha256                     blob metadata of an original (JSON)
 //	"iT" sha256 format width(2)     blob metadata of a thumbnail (JSON)

@@ -3,6 +3,7 @@ package imgbed
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -18,25 +19,29 @@ type Host struct {
 	st      *store
 	auth    atomic.Pointer[tokenSet]
 	limiter *rateLimiter
-	uploads chan struct{} // slots for uploads reading their bodies
+	uploads *uploadSlots
 	thumbs  *thumbnailer
 	metrics *metrics
 	now     func() time.Time
 }
 
 // New returns a host storing its images in db. It first removes the
-// chunks that a crash left unreferenced (doc.go), so it must not run while
-// another Host serves the same DB.
+// chunks that a crash left unreferenced (doc.go) and the spool files left
+// in Config.SpoolDir, so it must not run while another Host serves the
+// same DB or spools to the same directory.
 func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 	cfg = cfg.withDefaults()
 	if cfg.SpoolDir == "" {
+		// Other programs' files live there too: nothing is cleaned.
 		cfg.SpoolDir = os.TempDir()
+	} else if err := prepareSpoolDir(cfg.SpoolDir); err != nil {
+		return nil, fmt.Errorf("imgbed: spool directory: %w", err)
 	}
 	h := &Host{
 		cfg:     cfg,
 		st:      newStore(db, cfg.ChunkSize),
 		limiter: newRateLimiter(cfg.UploadRate, cfg.UploadBurst),
-		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
+		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient),
 		now:     time.Now,
 	}
 	if cfg.BlobStore != "" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,16 +22,7 @@ import (
 // half image or stray chunk.
 func TestKill9(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKill9Child$", "-test.v")
-	cmd.Env = append(os.Environ(), "IMGBED_KILL_DIR="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startKillChild(t, "TestKill9Child", dir)
 	acked := make(map[string]string) // id -> sha256
 	deleted := make(map[string]bool)
 	// A delete the kill interrupted may have committed or not: its image
@@ -98,6 +90,23 @@ func TestKill9(t *testing.T) {
 }
 
 const killChunk = 4096
+
+// startKillChild starts the test binary running only the test called
+// child, with IMGBED_KILL_DIR=dir, and returns it with its stdout.
+func startKillChild(t *testing.T, child, dir string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "IMGBED_KILL_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
+}
 
 // TestKill9Child is TestKill9's victim: it uploads, re-uploads and
 // deletes images until killed, printing each acknowledgement.

@@ -5,11 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 )
 
 // Key prefixes; doc.go has the layout.
 const (
-	prefix        = 'i'
+	prefix        = keylayout.Image
 	kindBlob      = 'B'
 	kindThumb     = 'T'
 	kindChunk     = 'C'

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/netutil"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -26,17 +27,33 @@ func multipartReader(r io.Reader, boundary string) *multipart.Reader {
 
 // deadlineReader gives every read of a request body its own deadline, the
 // earlier of now+idle and the end of the whole upload, so a client that
-// trickles its body or stalls is cut off (408) without a fixed limit on
-// legitimately long uploads.
+// stalls is cut off (408) without a fixed limit on legitimately long
+// uploads. It also holds the body to a minimum rate: a client that sends
+// slower than minRate bytes a second for longer than its allowance (minRate
+// times the window; sending faster earns it back, up to that) is cut off
+// too, so a trickle of one byte now and then cannot keep an upload slot
+// for the whole upload timeout. Only the time spent waiting in Read
+// counts: the host's own work between reads is not charged to the client.
 type deadlineReader struct {
 	r    io.Reader
 	rc   *http.ResponseController
 	idle time.Duration
 	end  time.Time
+	// minRate is in bytes per second, 0 when there is no minimum;
+	// allowance and maxAllowance are in bytes.
+	minRate      float64
+	allowance    float64
+	maxAllowance float64
 }
 
-func newDeadlineReader(w http.ResponseWriter, r *http.Request, idle time.Duration, end time.Time) *deadlineReader {
-	return &deadlineReader{r: r.Body, rc: http.NewResponseController(w), idle: idle, end: end}
+func newDeadlineReader(w http.ResponseWriter, r *http.Request, cfg *Config, start time.Time) *deadlineReader {
+	d := &deadlineReader{r: r.Body, rc: http.NewResponseController(w), idle: cfg.ReadIdleTimeout, end: start.Add(cfg.UploadTimeout)}
+	if cfg.MinUploadRate > 0 {
+		d.minRate = float64(cfg.MinUploadRate)
+		d.maxAllowance = d.minRate * cfg.MinUploadRateWindow.Seconds()
+		d.allowance = d.maxAllowance
+	}
+	return d
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
@@ -44,26 +61,36 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 	if !now.Before(d.end) {
 		return 0, errUploadTimeout
 	}
-	// An error means the ResponseWriter cannot set deadlines (a test
-	// recorder); the server's own timeouts are all there is then.
-	deadline := now.Add(d.idle)
+	deadline, slow := now.Add(d.idle), false
 	if d.end.Before(deadline) {
 		deadline = d.end
 	}
+	if d.minRate > 0 {
+		if behind := now.Add(time.Duration(d.allowance / d.minRate * float64(time.Second))); behind.Before(deadline) {
+			deadline, slow = behind, true
+		}
+	}
+	// An error means the ResponseWriter cannot set deadlines (a test
+	// recorder); the server's own timeouts are all there is then.
 	d.rc.SetReadDeadline(deadline)
 	n, err := d.r.Read(p)
-	if err != nil && isTimeout(err) {
+	if d.minRate > 0 {
+		waited := time.Since(now).Seconds()
+		d.allowance = min(d.maxAllowance, d.allowance-waited*d.minRate+float64(n))
+	}
+	if err != nil && netutil.IsTimeout(err) {
 		err = errUploadTimeout
+		if slow {
+			err = errUploadTooSlow
+		}
 	}
 	return n, err
 }
 
-var errUploadTimeout = &apiError{http.StatusRequestTimeout, "timeout", "request body too slow"}
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
-}
+var (
+	errUploadTimeout = &apiError{http.StatusRequestTimeout, "timeout", "request body too slow"}
+	errUploadTooSlow = &apiError{http.StatusRequestTimeout, "timeout", "request body slower than the minimum upload rate"}
+)
 
 // parseFile splits "{id}.{ext}" and checks both parts; anything else
 // (traversal, junk, overlong ids) is simply not found.

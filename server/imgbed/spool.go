@@ -8,6 +8,8 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -21,6 +23,49 @@ var headPool = sync.Pool{New: func() any { b := make([]byte, headLen); return &b
 var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 var errTooLarge = errors.New("file too large")
+
+// spoolPrefix starts the name of every spool file, so that leftovers can
+// be told from anything else in the spool directory.
+const spoolPrefix = "imgbed-upload-"
+
+// SpoolFiles lists the spool files in dir: uploads in progress while a
+// host runs there, else what a crash left (New removes those). A missing
+// dir holds none.
+func SpoolFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), spoolPrefix) {
+			names = append(names, filepath.Join(dir, e.Name()))
+		}
+	}
+	return names, nil
+}
+
+// prepareSpoolDir creates dir and removes the spool files a crash left
+// there: a spool file lives only as long as its upload request, and New
+// runs before any.
+func prepareSpoolDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	names, err := SpoolFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
 
 // spool holds one upload while it is checked: the head in memory, the
 // rest in a temporary file, so memory stays bounded whatever the size.
@@ -84,7 +129,7 @@ func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
 	if n < len(buf) {
 		return nil
 	}
-	if s.f, err = os.CreateTemp(s.dir, "imgbed-upload-*"); err != nil {
+	if s.f, err = os.CreateTemp(s.dir, spoolPrefix+"*"); err != nil {
 		return err
 	}
 	cp := copyPool.Get().(*[]byte)

@@ -31,7 +31,7 @@ var (
 	errContentType = &apiError{http.StatusUnsupportedMediaType, "type", "send multipart/form-data, image/* or application/octet-stream"}
 	errRateLimited = &apiError{http.StatusTooManyRequests, "rate", "too many uploads, slow down"}
 	errTooManyFile = &apiError{http.StatusRequestEntityTooLarge, "too_large", "too many files in one request"}
-	errBusy        = &apiError{http.StatusServiceUnavailable, "busy", "request cancelled while waiting for an upload slot"}
+	errBusy        = &apiError{http.StatusServiceUnavailable, "busy", "all upload slots are busy, retry later"}
 )
 
 // uploaded is the outcome of one file of an upload request.
@@ -60,14 +60,15 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errRateLimited)
 		return
 	}
-	select {
-	case h.uploads <- struct{}{}:
-		defer func() { <-h.uploads }()
-	case <-r.Context().Done():
+	if err := h.uploads.acquire(r.Context(), client, h.cfg.UploadQueueWait); err != nil {
+		// Most clients retry a 503 that says when: a saturated host sheds
+		// load at once instead of queueing it for minutes.
+		w.Header().Set("Retry-After", itoa(int(h.cfg.UploadQueueWait.Seconds()+0.999)))
 		h.fail(w, errBusy)
 		return
 	}
-	body := newDeadlineReader(w, r, h.cfg.ReadIdleTimeout, start.Add(h.cfg.UploadTimeout))
+	defer h.uploads.release(client)
+	body := newDeadlineReader(w, r, &h.cfg, start)
 	// The per-file limit is enforced while spooling; this bounds the
 	// whole request, form fields and multipart framing included.
 	limited := http.MaxBytesReader(w, io.NopCloser(body), int64(h.cfg.MaxFilesPerRequest)*(h.cfg.MaxBytes+maxFormField)+maxFormField)

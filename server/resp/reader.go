@@ -97,6 +97,7 @@ type Reader struct {
 	scan      int   // the current line holds no terminator before this offset
 	remaining int64 // multibulk arguments still to come; -1 before the count
 	bulkLen   int64 // payload length being awaited; -1 when none
+	need      int   // bytes the frame needs in all, when known (0: unknown)
 	spans     []span
 	args      [][]byte
 	stack     []int64 // ReadValue: elements still owed by each open aggregate
@@ -197,27 +198,56 @@ func (r *Reader) Buffered() int { return r.w - r.r }
 // other error from the underlying reader, after which the call may be
 // retried.
 func (r *Reader) ReadCommand() (args [][]byte, err error) {
+	for {
+		args, ok, err := r.ReadBuffered()
+		if ok || err != nil {
+			return args, err
+		}
+		if err := r.Fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// ReadBuffered is ReadCommand without reading: it returns the next command
+// when the input already buffered completes it, and ok false when it does
+// not (a partly received command stays buffered; Fill reads more). A
+// server calls it until ok is false to run every command a client has sent
+// so far, and then knows that a batch of requests has ended: the moment
+// to commit, flush replies and block on the network. Its errors are
+// ReadCommand's protocol errors; the arguments' lifetime is ReadCommand's.
+func (r *Reader) ReadBuffered() (args [][]byte, ok bool, err error) {
 	if r.fatal != nil {
-		return nil, r.fatal
+		return nil, false, r.fatal
 	}
 	r.release()
 	for {
 		done, need, err := r.parseCommand()
 		if err != nil {
 			r.fatal = err
-			return nil, err
+			return nil, false, err
 		}
-		if done {
-			if len(r.args) == 0 {
-				continue
-			}
+		if !done {
+			r.need = need
+			return nil, false, nil
+		}
+		if len(r.args) > 0 {
 			r.skipEmptyCommands()
-			return r.args, nil
-		}
-		if err := r.fill(need); err != nil {
-			return nil, err
+			return r.args, true, nil
 		}
 	}
+}
+
+// Fill reads from the underlying reader once (until it returns bytes or
+// an error), growing the buffer first when it is full. Its errors are
+// ReadCommand's other than protocol errors; io.EOF between commands
+// means the stream ended. It may move the buffer: the slices
+// ReadBuffered returned are invalid after it.
+func (r *Reader) Fill() error {
+	if r.fatal != nil {
+		return r.fatal
+	}
+	return r.fill(r.need)
 }
 
 // release recycles the buffer between frames: it rewinds the offsets when

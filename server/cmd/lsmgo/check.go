@@ -4,8 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server"
+	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
 
 func init() {
@@ -42,9 +45,34 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, w := range report.Warnings {
 		fmt.Fprintf(stdout, "warning: %v\n", w)
 	}
+	if w := leftoverSpools(dir); w != "" {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	fmt.Fprintln(stdout, report)
 	if !report.OK() {
 		return 1
 	}
 	return 0
+}
+
+// leftoverSpools describes the image host's upload spool files in the
+// data directory dir, or returns "" when there are none. In a directory no
+// server has open they are what a crash left of uploads in progress:
+// garbage, which lsmgo serve removes at start.
+func leftoverSpools(dir string) string {
+	spool := server.SpoolDir(dir)
+	names, err := imgbed.SpoolFiles(spool)
+	if err != nil {
+		return fmt.Sprintf("cannot list upload spool files: %v", err)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	var size int64
+	for _, name := range names {
+		if st, err := os.Stat(name); err == nil {
+			size += st.Size()
+		}
+	}
+	return fmt.Sprintf("%d leftover upload spool file(s), %d bytes, in %s: uploads a crash interrupted; lsmgo serve removes them at start", len(names), size, spool)
 }

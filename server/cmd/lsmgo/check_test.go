@@ -193,3 +193,42 @@ func TestCheckCommandDamage(t *testing.T) {
 	}
 	t.Logf("%d damaged copies checked", cases)
 }
+
+// TestCheckCommandSpools: upload spool files a crash left in DIR/tmp are
+// counted in a warning, which leaves the exit status 0.
+func TestCheckCommandSpools(t *testing.T) {
+	dir, _ := makeTestDB(t)
+	spool := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(spool, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i, size := range []int{1000, 2345} {
+		if err := os.WriteFile(filepath.Join(spool, fmt.Sprintf("imgbed-upload-%d", i)), make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, out, errOut := run("check", dir)
+	want := "warning: 2 leftover upload spool file(s), 3345 bytes, in " + spool
+	if status != 0 || !strings.Contains(out, want) {
+		t.Fatalf("status %d, want 0 and %q\nstdout:\n%s\nstderr:\n%s", status, want, out, errOut)
+	}
+}
+
+// TestCheckCommandCutWAL is issue 25's case: after a clean shutdown, the
+// WAL cut to 5 bytes loses acknowledged writes; check exits 1 and says
+// so, where it used to warn of a torn tail.
+func TestCheckCommandCutWAL(t *testing.T) {
+	dir, files := makeTestDB(t)
+	logs := slices.Sorted(slices.Values(files[kindLog]))
+	if len(logs) != 2 {
+		t.Fatalf("WALs %v; want the data and the close marker", logs)
+	}
+	if err := os.Truncate(filepath.Join(dir, logs[0]), 5); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := run("check", dir)
+	if status != 1 || !strings.Contains(out, "problem: lsmgo: corruption in "+filepath.Join(dir, logs[0])) ||
+		!strings.Contains(out, "acknowledged writes are lost") {
+		t.Fatalf("status %d, want 1 and a problem saying acknowledged writes are lost\nstdout:\n%s\nstderr:\n%s", status, out, errOut)
+	}
+}

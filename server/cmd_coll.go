@@ -1,0 +1,113 @@
+package server
+
+import (
+	"math"
+	"slices"
+)
+
+// Command parts shared by the collection types' commands (hashes, sets,
+// sorted sets): several elements read at once, removal of named
+// elements, and random picks.
+
+// getElems reads the elements named sub+name for each of names from the
+// collection of type typ at key (none found when the key is absent). It
+// reads every one before the caller replies, so that an engine error is
+// the whole reply rather than a broken array.
+func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists bool, err error) {
+	m, exists, err := c.getColl(key, typ)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	vals, found = make([][]byte, len(names)), make([]bool, len(names))
+	if exists {
+		elem := slices.Clone(sub)
+		for i, name := range names {
+			elem = append(elem[:len(sub)], name...)
+			if vals[i], found[i], err = c.getElem(key, m, elem); err != nil {
+				return nil, nil, false, err
+			}
+		}
+	}
+	return vals, found, exists, nil
+}
+
+// removeElems returns the handler of HDEL or SREM on collections of typ:
+// it deletes the distinct elements named after the key and replies with
+// how many were there.
+func removeElems(typ byte) handler {
+	return func(c *conn, _ *command, args [][]byte) error {
+		key := args[1]
+		var removed int64
+		if err := c.editColl(key, typ, func(m *collMeta, existed bool) error {
+			if !existed {
+				return nil
+			}
+			var err error
+			distinct(args[2:], func(elem []byte) {
+				var found bool
+				if err == nil {
+					_, found, err = c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, elem)
+				}
+				if found {
+					c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, elem)
+					removed++
+				}
+			})
+			m.count -= removed
+			return err
+		}); err != nil {
+			return err
+		}
+		c.wr.Int(removed)
+		return nil
+	}
+}
+
+// maxRandCount is the largest |count| HRANDFIELD and SRANDMEMBER accept,
+// as in Redis, which refuses counts whose doubling could overflow.
+const maxRandCount = math.MaxInt64 / 2
+
+// randCount parses the count of HRANDFIELD or SRANDMEMBER, answering the
+// error Redis gives for a bad one.
+func randCount(arg []byte) (int64, error) {
+	count, ok := parseInt(arg)
+	switch {
+	case !ok:
+		return 0, redisError(msgNotInteger)
+	case count < -maxRandCount || count > maxRandCount:
+		return 0, redisError("ERR value is out of range")
+	}
+	return count, nil
+}
+
+// randomElems is the common part of HRANDFIELD, SRANDMEMBER and
+// ZRANDMEMBER once their count is parsed (single: none was given). For a
+// missing key (null, or with a count an empty array), a zero count, and
+// without a count (the one element picked) it writes the whole reply and
+// returns done; otherwise it returns the picks for the caller's reply, or
+// an error, having written nothing.
+func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count int64) (elems, vals [][]byte, done bool, err error) {
+	defer c.pin()()
+	m, exists, err := c.getColl(key, typ)
+	switch {
+	case err != nil:
+		return nil, nil, false, err
+	case single && !exists:
+		c.wr.Null()
+		return nil, nil, true, nil
+	case !single && (!exists || count == 0):
+		c.wr.ArrayHeader(0)
+		return nil, nil, true, nil
+	case single:
+		count = 1
+	}
+	elems, vals, err = c.s.ks.pickElems(c.reader(), key, m, sub, count)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if single {
+		c.wr.Bulk(elems[0])
+		return nil, nil, true, nil
+	}
+	return elems, vals, false, nil
+}

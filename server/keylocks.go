@@ -1,0 +1,141 @@
+package server
+
+// Key-stripe locks: what makes a read-modify-write command atomic against
+// every other write (doc.go's invariants), and the conn helpers that take
+// them for the running command.
+
+import (
+	"hash/maphash"
+	"slices"
+	"sync"
+)
+
+// numStripes trades memory for fewer false conflicts between unrelated
+// keys; 1024 mutexes cost 8 KiB.
+const numStripes = 1024
+
+// keyLocks serializes writers of the same key. Every command that reads a
+// key and then writes holds the stripes of all its keys exclusively from
+// its first read to the end of its engine Apply, so a read-modify-write
+// (INCR, APPEND, SET NX …) is atomic with respect to every other write.
+// A blind write, one that writes a value it computed without reading the
+// keyspace (a plain SET), holds its stripes shared instead: it cannot
+// break another blind write's atomicity, and two concurrent blind writes
+// of a key may commit in either order, as the sequence numbers the engine
+// gives them decide. It still excludes, and waits for, every exclusive
+// holder, so it never lands between a read-modify-write's read and its
+// write, and an exclusive holder reads only once every blind write it
+// waited for is visible. Under appendfsync always a write's Apply includes
+// its fsync, so an exclusive stripe would make the blind writes of
+// unrelated keys that share it wait for one fsync after another; shared,
+// they join one commit group. Readers take no lock: the engine publishes
+// each Apply atomically. Stripes are always taken in ascending order, so
+// multi-key commands cannot deadlock.
+type keyLocks struct {
+	seed    maphash.Seed
+	stripes [numStripes]sync.RWMutex
+}
+
+func newKeyLocks() *keyLocks { return &keyLocks{seed: maphash.MakeSeed()} }
+
+func (l *keyLocks) stripe(key []byte) uint32 {
+	return uint32(maphash.Bytes(l.seed, key) % numStripes)
+}
+
+// lockSet is the sorted, duplicate-free set of stripes one command holds.
+type lockSet []uint32
+
+// add records the stripe of key.
+func (s lockSet) add(l *keyLocks, key []byte) lockSet { return append(s, l.stripe(key)) }
+
+// lock takes every stripe in the set exclusively, in ascending order, and
+// returns the set normalized for unlock.
+func (s lockSet) lock(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).Lock) }
+
+func (s lockSet) unlock(l *keyLocks) { s.each(l, (*sync.RWMutex).Unlock) }
+
+// lockShared takes every stripe in the set shared, for blind writes, in
+// ascending order, and returns the set normalized for unlockShared.
+func (s lockSet) lockShared(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).RLock) }
+
+func (s lockSet) unlockShared(l *keyLocks) { s.each(l, (*sync.RWMutex).RUnlock) }
+
+// take sorts the set, drops duplicates and applies lock to each stripe.
+func (s lockSet) take(l *keyLocks, lock func(*sync.RWMutex)) lockSet {
+	slices.Sort(s)
+	s = slices.Compact(s)
+	s.each(l, lock)
+	return s
+}
+
+func (s lockSet) each(l *keyLocks, f func(*sync.RWMutex)) {
+	for _, i := range s {
+		f(&l.stripes[i])
+	}
+}
+
+// allStripes returns a set of every stripe, reusing set's memory.
+func allStripes(set lockSet) lockSet {
+	set = set[:0]
+	for i := range uint32(numStripes) {
+		set = append(set, i)
+	}
+	return set
+}
+
+// lock takes the stripes of every step-th key in keys and returns what to
+// pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
+func (c *conn) lock(keys [][]byte, step int) lockSet {
+	c.leaveDeferring()
+	if c.inExec() {
+		return nil
+	}
+	locks := c.s.ks.locks
+	set := c.stripes[:0]
+	for i := 0; i < len(keys); i += step {
+		set = set.add(locks, keys[i])
+	}
+	set = set.lock(locks)
+	c.stripes = set
+	return set
+}
+
+// lockAll takes every stripe, as lock does for keys.
+func (c *conn) lockAll() lockSet {
+	c.leaveDeferring()
+	if c.inExec() {
+		return nil
+	}
+	set := allStripes(c.stripes).lock(c.s.ks.locks)
+	c.stripes = set
+	return set
+}
+
+func (c *conn) unlock(set lockSet) {
+	set.unlock(c.s.ks.locks)
+	c.stripes = set[:0]
+}
+
+// lockBlind takes key's stripe shared, for a write that reads nothing
+// (see keyLocks); unlockBlind releases it. A write that may join the
+// pipeline's pending batch takes nothing now: the commit holds the stripe.
+func (c *conn) lockBlind(key []byte) lockSet {
+	if c.inExec() {
+		return nil
+	}
+	if c.pending.open {
+		c.pending.stripes = c.pending.stripes.add(c.s.ks.locks, key)
+		return nil
+	}
+	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
+	c.stripes = set
+	return set
+}
+
+func (c *conn) unlockBlind(set lockSet) {
+	if set == nil {
+		return // nothing taken: see lockBlind
+	}
+	set.unlockShared(c.s.ks.locks)
+	c.stripes = set[:0]
+}

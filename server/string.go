@@ -1,0 +1,74 @@
+package server
+
+import (
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// Strings are stored whole under their 'k' key (keyspace.go): the header
+// byte 's', then the value.
+
+// stringValue is a decoded string entry.
+type stringValue struct {
+	val      []byte
+	expireAt time.Time // zero: no expiry
+}
+
+// getString reads the string at userKey through r; ok is false when it is
+// absent, and err is errWrongType when the key holds another type.
+func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
+	e, ok, err := ks.getEntry(r, scratch, userKey)
+	if !ok || err != nil {
+		return v, false, err
+	}
+	if e.typ != typeString {
+		return v, false, errWrongType
+	}
+	return stringValue{val: e.payload, expireAt: e.expireAt}, true, nil
+}
+
+// maxString is the longest string the server stores at userKey: what the
+// engine accepts beside the engine key (the prefix byte and userKey), less
+// the value's header byte. Every string write checks it before the write
+// reaches a batch, so that no command the server accepted fails in the
+// engine (and one oversized SET cannot fail a batch of pipelined ones).
+func (ks *keyspace) maxString(userKey []byte) int64 {
+	return ks.db.MaxValueLen(1+len(userKey)) - 1
+}
+
+// putString adds a write of the string v at userKey to b. scratch is
+// reused to build the key and the encoded value; Batch copies both. The
+// caller has checked v against maxString.
+func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
+	ks.putEntry(b, scratch, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
+}
+
+// get reads the string at key through the command's reader.
+func (c *conn) get(key []byte) (v stringValue, exists bool, err error) {
+	return c.s.ks.getString(c.reader(), &c.scratch, key)
+}
+
+// put writes one string through the connection's batch and commits it.
+func (c *conn) put(key []byte, v stringValue) error {
+	if int64(len(v.val)) > c.maxStringLen(key) {
+		return errStringTooBig
+	}
+	c.s.ks.putString(c.batch, &c.scratch, key, v)
+	return c.commit()
+}
+
+// maxStringLen is the longest string a command may leave at key: Redis'
+// proto-max-bulk-len, or less where the engine's entry limit is lower.
+func (c *conn) maxStringLen(key []byte) int64 {
+	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(key))
+}
+
+// bulkOrNull replies with v's value, or null when the key is absent.
+func (c *conn) bulkOrNull(v stringValue, exists bool) {
+	if exists {
+		c.wr.Bulk(v.val)
+	} else {
+		c.wr.Null()
+	}
+}
