@@ -200,6 +200,8 @@ func TestSettingUnits(t *testing.T) {
 		"timeout":                   {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},
 		"shutdown-timeout":          {{"2", "2"}, {"2s", "2"}, {"1m", "60"}, {"250ms", "250ms"}},
 		"slowlog-log-slower-than":   {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
+		"busy-reply-threshold":      {{"250", "250"}, {"2s", "2000"}, {"1m", "60000"}},
+		"lua-time-limit":            {{"250", "250"}, {"2s", "2000"}},
 		"client-output-buffer-limit": {
 			{"pubsub 2mb 1mb 60", "normal 0 0 0 slave 268435456 67108864 60 pubsub 2097152 1048576 60"},
 			{"3kb 3k 5", "normal 0 0 0 slave 268435456 67108864 60 pubsub 3072 3000 5"},

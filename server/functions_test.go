@@ -19,30 +19,7 @@ const testLibrary = "#!lua name=mylib\n" +
 // LIST sees one library of one function, since Redis lists them in its
 // hash tables' order.
 func TestFunctionsDiff(t *testing.T) {
-	redisSock := startRedis(t)
-	s := startServer(t, nil)
-	for _, proto := range []int{2, 3} {
-		ours := dialDiff(t, "tcp", s.Addr().String(), proto)
-		theirs := dialDiff(t, "unix", redisSock, proto)
-		for _, d := range []*diffConn{ours, theirs} {
-			d.do(t, "FLUSHALL")
-			d.do(t, "FUNCTION", "FLUSH")
-		}
-		for _, cmd := range functionDiffCmds {
-			var replies []string
-			for _, d := range []*diffConn{ours, theirs} {
-				d.send(cmd)
-				vs, err := d.flushRead(1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				replies = append(replies, render(vs[0], exact))
-			}
-			if replies[0] != replies[1] {
-				t.Errorf("resp%d %q:\n got %s\nwant %s", proto, cmd, replies[0], replies[1])
-			}
-		}
-	}
+	diffCommands(t, []string{"FUNCTION", "FLUSH"}, functionDiffCmds, func(_ []string, reply string) string { return reply })
 }
 
 const oneFunction = "#!lua name=one\nredis.register_function{function_name='only', callback=function() return 1 end, flags={'no-writes', 'allow-stale'}, description='d'}"

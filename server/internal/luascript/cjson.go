@@ -259,6 +259,9 @@ func formatG(f float64, prec int) string {
 	return mant + "e" + exp
 }
 
+// jsonEscapes are the bytes escaped with a letter, and the letter.
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 // appendJSONString quotes s as lua-cjson does: '"', '\\' and '/' escaped,
 // control characters and DEL as \b \f \n \r \t or \u00XX, other bytes
 // as they are.
@@ -266,30 +269,14 @@ func appendJSONString(out []byte, s string) []byte {
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch c {
-		case '"':
-			out = append(out, '\\', '"')
-		case '\\':
-			out = append(out, '\\', '\\')
-		case '/':
-			out = append(out, '\\', '/')
-		case '\b':
-			out = append(out, '\\', 'b')
-		case '\f':
-			out = append(out, '\\', 'f')
-		case '\n':
-			out = append(out, '\\', 'n')
-		case '\r':
-			out = append(out, '\\', 'r')
-		case '\t':
-			out = append(out, '\\', 't')
+		switch {
+		case jsonEscapes[c] != 0:
+			out = append(out, '\\', jsonEscapes[c])
+		case c < 0x20 || c == 0x7f:
+			const hex = "0123456789abcdef"
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
 		default:
-			if c < 0x20 || c == 0x7f {
-				const hex = "0123456789abcdef"
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-			} else {
-				out = append(out, c)
-			}
+			out = append(out, c)
 		}
 	}
 	return append(out, '"')
