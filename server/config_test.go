@@ -190,18 +190,20 @@ func TestSettingUnits(t *testing.T) {
 	}
 	sizes := []spelling{{"2097152", "2097152"}, {"2mb", "2097152"}, {"2MB", "2097152"}, {"2m", "2000000"}, {"3kb", "3072"}, {"3k", "3000"}, {"5000b", "5000"}}
 	kinds := map[string][]spelling{
-		"proto-max-bulk-len":        sizes,
-		"max-multibulk-len":         sizes,
-		"client-query-buffer-limit": sizes,
-		"maxmemory-clients":         sizes,
-		"images-max-bytes":          sizes,
-		"memtable-size":             sizes,
-		"cache-size":                sizes,
-		"timeout":                   {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},
-		"shutdown-timeout":          {{"2", "2"}, {"2s", "2"}, {"1m", "60"}, {"250ms", "250ms"}},
-		"slowlog-log-slower-than":   {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
-		"busy-reply-threshold":      {{"250", "250"}, {"2s", "2000"}, {"1m", "60000"}},
-		"lua-time-limit":            {{"250", "250"}, {"2s", "2000"}},
+		"proto-max-bulk-len":            sizes,
+		"max-multibulk-len":             sizes,
+		"client-query-buffer-limit":     sizes,
+		"maxmemory-clients":             sizes,
+		"images-max-bytes":              sizes,
+		"memtable-size":                 sizes,
+		"cache-size":                    sizes,
+		"timeout":                       {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},
+		"shutdown-timeout":              {{"2", "2"}, {"2s", "2"}, {"1m", "60"}, {"250ms", "250ms"}},
+		"slowlog-log-slower-than":       {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
+		"busy-reply-threshold":          {{"250", "250"}, {"2s", "2000"}, {"1m", "60000"}},
+		"lua-time-limit":                {{"250", "250"}, {"2s", "2000"}},
+		"images-upload-queue-wait":      {{"250", "250"}, {"1s", "1000"}, {"1m", "60000"}},
+		"images-min-upload-rate-window": {{"10", "10"}, {"2m", "120"}, {"1500ms", "1.5s"}},
 		"client-output-buffer-limit": {
 			{"pubsub 2mb 1mb 60", "normal 0 0 0 slave 268435456 67108864 60 pubsub 2097152 1048576 60"},
 			{"3kb 3k 5", "normal 0 0 0 slave 268435456 67108864 60 pubsub 3072 3000 5"},
@@ -211,6 +213,7 @@ func TestSettingUnits(t *testing.T) {
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "requirepass", "admin-token",
 		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
+		"images-uploads-per-client", "images-min-upload-rate",
 		"blob-store", "s3-access-key", "s3-secret-key", "backup-dir"}
 	for _, st := range settings {
 		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
