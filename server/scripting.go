@@ -207,25 +207,8 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 		c.exec = &execState{batch: b, overlay: view.Overlay(b)}
 		defer func() { c.exec = nil }()
 	}
-	sc.mu.Lock()
-	if r.vm == nil { // EVAL's; FCALL names the functions VM
-		r.vm = c.s.evalVM()
-	}
-	io := sc.io()
-	caller := &scriptCaller{c: c, readOnly: readOnly, run: r, io: io}
-	io.reply.Reset()
-	io.replyW.SetProtocol(c.wr.Protocol())
-	r.start = time.Now()
-	sc.running.Store(r)
-	run(io.replyW, caller)
-	sc.running.Store(nil)
-	io.replyW.Flush()
-	reply := bytes.Clone(io.reply.Bytes())
-	// A script stopped from outside (SCRIPT KILL, the memory bound,
-	// shutdown) did not finish: none of its writes commit. One that
-	// failed on its own keeps them, as in Redis.
-	stopped := r.vm != nil && r.vm.Stopped()
-	sc.mu.Unlock()
+	caller := &scriptCaller{c: c, readOnly: readOnly, run: r}
+	reply, stopped := sc.call(c, r, caller, run)
 	if stopped && own {
 		c.exec.batch.Reset()
 	}
@@ -284,6 +267,28 @@ func (sc *scripting) leave(locks *keyLocks) {
 		sc.stripes = nil
 	}
 	sc.gate.Unlock()
+}
+
+// call runs the script under mu and returns its reply, and whether it
+// was stopped from outside (SCRIPT KILL, the memory bound, shutdown): such
+// a script did not finish, so none of its writes may commit. One that
+// failed on its own keeps them, as in Redis.
+func (sc *scripting) call(c *conn, r *runningScript, caller *scriptCaller, run func(w *resp.Writer, caller luascript.Caller)) ([]byte, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	defer sc.running.Store(nil)
+	if r.vm == nil { // EVAL's; FCALL names the functions VM
+		r.vm = c.s.evalVM()
+	}
+	io := sc.io()
+	caller.io = io
+	io.reply.Reset()
+	io.replyW.SetProtocol(c.wr.Protocol())
+	r.start = time.Now()
+	sc.running.Store(r)
+	run(io.replyW, caller)
+	io.replyW.Flush()
+	return bytes.Clone(io.reply.Bytes()), r.vm.Stopped()
 }
 
 // scriptIO is the buffers a script's replies pass through, kept between
