@@ -155,6 +155,11 @@ type Config struct {
 	// it passes are cut off, pending pipelines are dropped, and the engine
 	// closes. Default 30s.
 	ShutdownTimeout time.Duration
+	// BusyReplyThreshold is how long a script runs before other clients
+	// get BUSY replies and SCRIPT KILL may stop it
+	// ("busy-reply-threshold", or its old name "lua-time-limit", in
+	// milliseconds, live). Default 5 s, as in Redis.
+	BusyReplyThreshold time.Duration
 
 	// ConfigFile names a TOML file of settings; the server reloads the
 	// live settings when it changes. Empty means none.
@@ -188,6 +193,7 @@ func DefaultConfig() Config {
 		SlowlogMaxLen:             128,
 		LogLevel:                  "notice",
 		ShutdownTimeout:           30 * time.Second,
+		BusyReplyThreshold:        5 * time.Second,
 		MaxMemoryClients:          1 << 30,
 		PubsubBufferLimit:         outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
 		Images:                    true,
@@ -260,6 +266,10 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.CacheSize }),
 	durationSetting("shutdown-timeout", "how long shutdown waits for busy clients before cutting them off, in seconds", true, time.Second, 0,
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	durationSetting("busy-reply-threshold", "how long a script runs before other clients get BUSY, in milliseconds", true, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.BusyReplyThreshold }),
+	durationSetting("lua-time-limit", "the old name of busy-reply-threshold", true, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.BusyReplyThreshold }),
 	stringSetting("backup-dir", "where BGSAVE and POST /admin/backup store backups: a directory or s3://bucket/prefix?endpoint=URL (empty: off)", true,
 		func(c *Config) *string { return &c.BackupDir }, nil),
 	boolSetting("images", "serve the image host on the HTTP address", false,
