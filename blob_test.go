@@ -595,13 +595,17 @@ func TestBlobFaultsDuringGC(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Reopen with collection on and only the GC's writes failing:
-			// user writes stop here.
+			// user writes stop here. The fault is armed before Open, which
+			// already schedules a collection in the background: armed
+			// after it, that collection could finish unfaulted first (as
+			// it did once on a loaded machine), leaving Compact nothing
+			// to collect.
 			opts.BlobGCThreshold = 0
+			armed.Store(true)
 			db, err = Open("/db", opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			armed.Store(true)
 			err = db.Compact(nil, nil)
 			m := db.Metrics()
 			if err == nil && !m.ReadOnly {

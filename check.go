@@ -49,6 +49,10 @@ type CheckReport struct {
 	// BlobPointers counts the pointers to separated values (in tables and
 	// WAL records) whose values Check read and verified.
 	BlobPointers int
+	// Options lists the options the DB was last opened with, from its
+	// OPTIONS file, in the file's order; nil when the directory has none
+	// (a DB last opened by a version that did not write it).
+	Options []OptionSetting
 }
 
 // OK reports whether Check found no problem. Warnings do not count.
@@ -122,6 +126,7 @@ func Check(dir string, opts *Options) (*CheckReport, error) {
 		c.problem(base.Corruptf(c.path(base.MakeFilename(base.FileTypeCurrent, 0)), -1, "missing, but the directory holds tables or logs"))
 		return c.report, nil
 	}
+	c.checkOptionsFile()
 	c.run()
 	return c.report, nil
 }

@@ -738,7 +738,8 @@ func TestCorruptionDamagedFiles(t *testing.T) {
 		}
 		what := name + " missing"
 		switch t {
-		case base.FileTypeLock:
+		case base.FileTypeLock, base.FileTypeOptions:
+			// Neither holds data: Open creates them.
 			add(corruptCase{what: what, file: name, clean: fx.pristine, warnAt: -1})
 		case base.FileTypeLog:
 			// The manifest names the WAL recovery starts from.

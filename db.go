@@ -214,6 +214,13 @@ func (db *DB) open() error {
 		return err
 	}
 	db.removeObsoleteFiles()
+	// After the cleanup, which would delete the temporary file. The file
+	// is a record for people and Check, not needed to open: on a full
+	// disk Open goes on without it (the previous one, if any, stays
+	// whole).
+	if err := writeOptionsFile(db.fs, db.dirname, db.vs.NewFileNum(), db.opts.settings()); err != nil {
+		db.opts.Logger.Warn(optionsNotWritten, "err", err)
+	}
 	// Now every pointer is in a table of the current version: blob files
 	// none points into are the active file of an earlier run whose
 	// records were lost, or outputs of an interrupted compaction.

@@ -1,9 +1,11 @@
 package lsmgo
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -203,7 +205,11 @@ func (c *faultCase) run(injErr error, after int64, torn bool) error {
 	if !c.target.compactOnly {
 		c.inj.armed.Store(true)
 	}
-	db, err = Open("/db", durOptions(fs, SyncAlways))
+	opts := durOptions(fs, SyncAlways)
+	// A failed OPTIONS write reaches the log, not a caller: Open goes
+	// on without it (options_file.go).
+	opts.Logger = slog.New(optionsWarnings(surface))
+	db, err = Open("/db", opts)
 	if err != nil {
 		if injErr == nil {
 			return fmt.Errorf("Open: %w", err)
@@ -296,6 +302,26 @@ func (c *faultCase) write(db *DB, h *durHistory, surface func(error)) {
 		})
 	}
 	wg.Wait()
+}
+
+// optionsWarnings is a log handler that hands the error of each
+// optionsNotWritten warning to surface and drops every other record.
+type optionsWarnings func(error)
+
+func (optionsWarnings) Enabled(context.Context, slog.Level) bool { return true }
+func (h optionsWarnings) WithAttrs([]slog.Attr) slog.Handler     { return h }
+func (h optionsWarnings) WithGroup(string) slog.Handler          { return h }
+
+func (h optionsWarnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == optionsNotWritten {
+		r.Attrs(func(a slog.Attr) bool {
+			if err, ok := a.Value.Any().(error); ok && a.Key == "err" {
+				h(err)
+			}
+			return true
+		})
+	}
+	return nil
 }
 
 // checkLive checks the faulty session's DB after the fault is disabled: if

@@ -34,9 +34,9 @@ import (
 // time. A disconnect while blocked ends the connection; shutdown replies
 // with an error.
 //
-// and every write that may turn a key into a non-empty value a blocked
-// client waits for (a push, LMOVE's destination, RENAME's destination,
-// ZADD, ...) calls c.signalReady(key) before it returns; the key's waiters
+// Every write that may turn a key into a non-empty value a blocked client
+// waits for (a push, LMOVE's destination, RENAME's destination, ZADD, ...)
+// calls c.signalReady(key) before it returns; the key's waiters
 // are served after the command finishes (conn.execute), so after its
 // commit, and before its reply is flushed: a client that saw the push
 // acknowledged cannot then pop ahead of the clients that were blocked.

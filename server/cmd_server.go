@@ -560,6 +560,7 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
 	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &c.s.clientMem.evicted, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
 		v.Store(0)
 	}
+	c.s.errors.reset()
 	c.ok()
 	return nil
 }

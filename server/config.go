@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
+	"github.com/lsmgo-dev/lsmgo/server/internal/hll"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -110,6 +111,10 @@ type Config struct {
 	// value ("proto-max-bulk-len", live for new connections); default
 	// 512 MiB.
 	ProtoMaxBulkLen int64
+	// HLLSparseMaxBytes is the largest sparse HyperLogLog value, header
+	// included, before PFADD converts it to the dense encoding
+	// ("hll-sparse-max-bytes", live); default 3000, as in Redis.
+	HLLSparseMaxBytes int
 	// MaxMultibulkLen is the most arguments one command may have
 	// ("max-multibulk-len", live for new connections); default 1048576.
 	MaxMultibulkLen int64
@@ -150,6 +155,11 @@ type Config struct {
 	// it passes are cut off, pending pipelines are dropped, and the engine
 	// closes. Default 30s.
 	ShutdownTimeout time.Duration
+	// BusyReplyThreshold is how long a script runs before other clients
+	// get BUSY replies and SCRIPT KILL may stop it
+	// ("busy-reply-threshold", or its old name "lua-time-limit", in
+	// milliseconds, live). Default 5 s, as in Redis.
+	BusyReplyThreshold time.Duration
 
 	// ConfigFile names a TOML file of settings; the server reloads the
 	// live settings when it changes. Empty means none.
@@ -177,11 +187,13 @@ func DefaultConfig() Config {
 		MaxClients:                10000,
 		ProtoMaxBulkLen:           512 << 20,
 		MaxMultibulkLen:           1024 * 1024,
+		HLLSparseMaxBytes:         hll.DefaultSparseMaxBytes,
 		QueryBufferLimit:          1 << 30,
 		SlowlogSlowerThan:         10 * time.Millisecond,
 		SlowlogMaxLen:             128,
 		LogLevel:                  "notice",
 		ShutdownTimeout:           30 * time.Second,
+		BusyReplyThreshold:        5 * time.Second,
 		MaxMemoryClients:          1 << 30,
 		PubsubBufferLimit:         outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
 		Images:                    true,
@@ -231,6 +243,8 @@ var settings = []*setting{
 		func(c *Config) *time.Duration { return &c.Timeout }),
 	sizeSetting("proto-max-bulk-len", "longest argument or string value in bytes", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ProtoMaxBulkLen }),
+	sizeSetting("hll-sparse-max-bytes", "largest sparse HyperLogLog in bytes before it turns dense", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.HLLSparseMaxBytes }),
 	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
 	sizeSetting("maxmemory-clients", "bytes all clients' query buffers may hold together; the biggest clients are closed first (0: no bound)", true, 0, math.MaxInt64,
@@ -252,6 +266,10 @@ var settings = []*setting{
 		func(c *Config) *int64 { return &c.CacheSize }),
 	durationSetting("shutdown-timeout", "how long shutdown waits for busy clients before cutting them off, in seconds", true, time.Second, 0,
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	durationSetting("busy-reply-threshold", "how long a script runs before other clients get BUSY, in milliseconds", true, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.BusyReplyThreshold }),
+	durationSetting("lua-time-limit", "the old name of busy-reply-threshold", true, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.BusyReplyThreshold }),
 	stringSetting("backup-dir", "where BGSAVE and POST /admin/backup store backups: a directory or s3://bucket/prefix?endpoint=URL (empty: off)", true,
 		func(c *Config) *string { return &c.BackupDir }, nil),
 	boolSetting("images", "serve the image host on the HTTP address", false,

@@ -192,6 +192,7 @@ func TestSettingUnits(t *testing.T) {
 	kinds := map[string][]spelling{
 		"proto-max-bulk-len":            sizes,
 		"max-multibulk-len":             sizes,
+		"hll-sparse-max-bytes":          sizes,
 		"client-query-buffer-limit":     sizes,
 		"maxmemory-clients":             sizes,
 		"images-max-bytes":              sizes,
@@ -200,6 +201,8 @@ func TestSettingUnits(t *testing.T) {
 		"timeout":                       {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},
 		"shutdown-timeout":              {{"2", "2"}, {"2s", "2"}, {"1m", "60"}, {"250ms", "250ms"}},
 		"slowlog-log-slower-than":       {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
+		"busy-reply-threshold":          {{"250", "250"}, {"2s", "2000"}, {"1m", "60000"}},
+		"lua-time-limit":                {{"250", "250"}, {"2s", "2000"}},
 		"images-upload-queue-wait":      {{"250", "250"}, {"1s", "1000"}, {"1m", "60000"}},
 		"images-min-upload-rate-window": {{"10", "10"}, {"2m", "120"}, {"1500ms", "1.5s"}},
 		"client-output-buffer-limit": {

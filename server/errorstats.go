@@ -49,6 +49,13 @@ func (e *errorStats) write(b *strings.Builder) {
 	}
 }
 
+// reset forgets every count, for CONFIG RESETSTAT.
+func (e *errorStats) reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.kinds, e.total, e.capped = nil, 0, false
+}
+
 func (e *errorStats) totals() (total int64, capped bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

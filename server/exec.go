@@ -60,6 +60,9 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgNoAuth)
 		return
 	}
+	if c.refusedBusy(cmd) {
+		return
+	}
 	if cmd.pipe&pipeSubscribed == 0 && c.subscribed() && c.wr.Protocol() == 2 {
 		c.reject(cmd, msgSubscribedOnly(cmd))
 		return

@@ -86,6 +86,16 @@ func TestInfoLikeRedis(t *testing.T) {
 	if !strings.Contains(stats, "total_error_replies:7\r\n") {
 		t.Errorf("INFO stats total_error_replies, want 7:\n%s", stats)
 	}
+	// CONFIG RESETSTAT forgets the errors, as Redis' does.
+	for _, d := range []*diffConn{ours, theirs} {
+		d.do(t, "CONFIG", "RESETSTAT")
+	}
+	if got, want := info(ours, "errorstats"), info(theirs, "errorstats"); got != want {
+		t.Errorf("errorstats after CONFIG RESETSTAT:\n lsmgo %q\n redis %q", got, want)
+	}
+	if stats := info(ours, "stats"); !strings.Contains(stats, "total_error_replies:0\r\n") {
+		t.Errorf("INFO stats total_error_replies after CONFIG RESETSTAT, want 0:\n%s", stats)
+	}
 	lat := info(ours, "latencystats")
 	if !regexp.MustCompile(`(?m)^latency_percentiles_usec_get:p50=[\d.]+,p99=[\d.]+,p99\.9=[\d.]+\r$`).MatchString(lat) {
 		t.Errorf("INFO latencystats:\n%s", lat)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
@@ -132,7 +133,7 @@ func pubsubStep(t *testing.T, d *diffConn, args []string, step int) string {
 		if err != nil {
 			t.Fatalf("step %d: %v after %q", step, err, frames)
 		}
-		v = cloneValue(v)
+		v = testutil.CloneValue(v)
 		if isPong(v, token) {
 			break
 		}

@@ -1,20 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
@@ -47,47 +44,8 @@ func TestRedisDiff(t *testing.T) {
 	t.Logf("%d commands compared", total)
 }
 
-// startRedis starts redis-server in a temporary directory, listening only
-// on a unix socket (port 0 turns TCP off), with persistence off, and
-// returns the socket's path. Without redis-server the test is skipped,
-// except under CI, which installs it.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server not on PATH; CI installs Debian's redis-server package")
-		}
-		t.Skip("redis-server not on PATH (apt-get install redis-server); skipping the differential test")
-	}
-	// A unix socket path must fit in about 100 bytes, which t.TempDir
-	// may not.
-	dir, err := os.MkdirTemp("", "lsmgo-redis")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if nc, err := net.Dial("unix", sock); err == nil {
-			nc.Close()
-			return sock
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatalf("redis-server did not start:\n%s", log)
-		}
-	}
-}
+// startRedis starts redis-server on a unix socket (testutil.StartRedis).
+func startRedis(t *testing.T) string { return testutil.StartRedis(t) }
 
 // diffConn is a raw RESP connection to one of the two servers.
 type diffConn struct {
@@ -140,18 +98,9 @@ func (d *diffConn) flushRead(n int) ([]resp.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		replies[i] = cloneValue(v)
+		replies[i] = testutil.CloneValue(v)
 	}
 	return replies, nil
-}
-
-// cloneValue copies the parts of v that alias the reader's buffer.
-func cloneValue(v resp.Value) resp.Value {
-	v.Str = bytes.Clone(v.Str)
-	for i := range v.Array {
-		v.Array[i] = cloneValue(v.Array[i])
-	}
-	return v
 }
 
 // norm says how a reply is compared.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
+	"github.com/lsmgo-dev/lsmgo/server/internal/luascript"
 )
 
 // Version is the Redis version the server reports in HELLO and INFO;
@@ -33,6 +34,7 @@ type Server struct {
 	db        *lsmgo.DB
 	ks        keyspace
 	cursors   cursorTable
+	scripts   scripting
 	blocked   blockRegistry
 	slowlog   slowlog
 	metrics   *metrics
@@ -355,6 +357,10 @@ func (s *Server) shutdown(ctx context.Context) error {
 // read.
 func (s *Server) cutOff() {
 	s.cutoff.Store(true)
+	if r := s.scripts.running.Load(); r != nil && r.vm != nil {
+		// A script does not read its socket: only a kill ends it.
+		r.vm.Kill(luascript.ErrKilled)
+	}
 	busy := s.clientList()
 	s.log.Warn("shutdown deadline passed; cutting off busy clients", "clients", len(busy))
 	for _, c := range busy {

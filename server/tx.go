@@ -209,7 +209,7 @@ func (c *conn) txLocks(tx *transaction) lockSet {
 	for _, q := range tx.cmds {
 		cmd := q.cmd
 		if cmd.firstKey <= 0 || cmd.flags&flagMovableKeys != 0 {
-			if cmd.flags&(flagWrite|flagReadonly) != 0 {
+			if cmd.flags&(flagWrite|flagReadonly|flagMovableKeys) != 0 {
 				return allStripes(set)
 			}
 			continue

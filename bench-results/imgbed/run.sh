@@ -1,5 +1,5 @@
 #!/bin/bash
-# The image host benchmark of BENCHMARKS.md ("Image host"): uploads of a
+# The image host benchmark of bench-results/history/imgbed.md: uploads of a
 # ~100 KB JPEG to lsmgo serve and to the reference handler (hash + own
 # file + fsync; lsmgo-bench --mode=http-reference), and GETs of that
 # original from lsmgo serve and from Debian's nginx, with hey, wrk and
@@ -161,6 +161,6 @@ for round in $(seq "$ROUNDS"); do
 done
 
 # Every round's reqs/s, p99 and server CPU per request, per (tool,
-# workload, server, conns), for the ranges of BENCHMARKS.md.
+# workload, server, conns), for the ranges of bench-results/history/imgbed.md.
 awk -F'\t' 'NR > 1 {k = $2 " " $3 " " $4 " c" $5; r[k] = r[k] " " $6; p[k] = p[k] " " $7; c[k] = c[k] " " $10}
   END {for (k in r) print k ":  req/s" r[k] "   p99 ms" p[k] "   server cpu us/req" c[k]}' "$out/summary.tsv" | sort | tee "$out/ranges.txt"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Scale-out through twemproxy (BENCHMARKS.md): lsmgo-bench client mode
+# Scale-out through twemproxy (bench-results/history/scale-out.md): lsmgo-bench client mode
 # against 1 lsmgo serve directly, 1 behind nutcracker and 3 behind
 # nutcracker, each set-up started fresh in empty temporary directories,
 # ROUNDS rounds with the order rotated every round.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Big collections (issue 10, BENCHMARKS.md "Redis types"): one hash, set,
+# Big collections (issue 10, bench-results/history/redis-types.md): one hash, set,
 # sorted set and list of N elements each, loaded through redis-cli --pipe
 # into lsmgo serve (appendfsync everysec) and into redis-server
 # (appendonly yes, appendfsync everysec), one server at a time; then RSS,

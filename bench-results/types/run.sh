@@ -1,6 +1,6 @@
 #!/bin/bash
-# redis-benchmark over the Redis types (issue 10, BENCHMARKS.md "Redis
-# types"): lsmgo serve (appendfsync everysec) against redis-server
+# redis-benchmark over the Redis types (issue 10,
+# bench-results/history/redis-types.md): lsmgo serve (appendfsync everysec) against redis-server
 # (appendonly yes, appendfsync everysec), each fresh in an empty temporary
 # directory, ROUNDS rounds with the order alternated, at -P 1 and -P 16.
 #

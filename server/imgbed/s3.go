@@ -6,11 +6,11 @@ import (
 	"io"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/s3bucket"
 )
 
 // s3Blobs keeps blobs as objects of an S3-compatible bucket, one object
@@ -32,9 +32,9 @@ type s3Blobs struct {
 	partSize uint64
 }
 
-// Defaults of an s3:// blob store URL's parameters (doc/imgbed.md).
+// Defaults of the parameters an s3:// blob store URL adds to those of
+// every s3:// URL (doc/imgbed.md).
 const (
-	defaultS3Region   = "us-east-1"
 	defaultS3Retries  = 5
 	defaultS3PartSize = 8 << 20 // S3's smallest part is 5 MiB
 	minS3PartSize     = 5 << 20
@@ -42,10 +42,7 @@ const (
 
 // s3Options is what an s3:// URL says, beside the credentials.
 type s3Options struct {
-	bucket, prefix   string
-	endpoint         string // host[:port]
-	secure           bool
-	region           string
+	s3bucket.Location
 	retries          int
 	partSize         uint64
 	presign          time.Duration
@@ -55,67 +52,32 @@ type s3Options struct {
 // parseS3URL reads s3://bucket[/prefix][?endpoint=URL&region=R&presign=D
 // &thumbnails=db|s3&retries=N&part-size=BYTES].
 func parseS3URL(raw string) (s3Options, error) {
-	o := s3Options{endpoint: "s3.amazonaws.com", secure: true, region: defaultS3Region,
-		retries: defaultS3Retries, partSize: defaultS3PartSize}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return o, fmt.Errorf("imgbed: blob store %q: %w", raw, err)
-	}
-	if u.Scheme != "s3" || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return o, fmt.Errorf("imgbed: blob store %q is not s3://bucket/prefix?endpoint=URL", raw)
-	}
-	o.bucket = u.Host
-	if p := strings.Trim(u.Path, "/"); p != "" {
-		o.prefix = p + "/"
-	}
-	bad := func(name, v string) error {
-		return fmt.Errorf("imgbed: blob store %q: bad %s %q", raw, name, v)
-	}
-	for name, vs := range u.Query() {
-		v := vs[len(vs)-1]
-		switch name {
-		case "endpoint":
-			e := v
-			if !strings.Contains(e, "://") {
-				e = "https://" + e
-			}
-			eu, err := url.Parse(e)
-			if err != nil || eu.Host == "" || (eu.Scheme != "http" && eu.Scheme != "https") || strings.Trim(eu.Path, "/") != "" {
-				return o, bad(name, v)
-			}
-			o.endpoint, o.secure = eu.Host, eu.Scheme == "https"
-		case "region":
-			if v == "" {
-				return o, bad(name, v)
-			}
-			o.region = v
-		case "presign":
+	o := s3Options{retries: defaultS3Retries, partSize: defaultS3PartSize}
+	var err error
+	o.Location, err = s3bucket.Parse(raw, map[string]func(string) bool{
+		"presign": func(v string) bool {
 			d, err := time.ParseDuration(v)
-			// S3 refuses presigned URLs valid longer than a week.
-			if err != nil || d < time.Second || d > 7*24*time.Hour {
-				return o, bad(name, v)
-			}
 			o.presign = d
-		case "thumbnails":
-			if v != "db" && v != "s3" {
-				return o, bad(name, v)
-			}
+			// S3 refuses presigned URLs valid longer than a week.
+			return err == nil && d >= time.Second && d <= 7*24*time.Hour
+		},
+		"thumbnails": func(v string) bool {
 			o.remoteThumbnails = v == "s3"
-		case "retries":
+			return v == "db" || v == "s3"
+		},
+		"retries": func(v string) bool {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 100 {
-				return o, bad(name, v)
-			}
 			o.retries = n
-		case "part-size":
+			return err == nil && n >= 1 && n <= 100
+		},
+		"part-size": func(v string) bool {
 			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil || n < minS3PartSize || n > 5<<30 {
-				return o, bad(name, v)
-			}
 			o.partSize = n
-		default:
-			return o, fmt.Errorf("imgbed: blob store %q: unknown parameter %q", raw, name)
-		}
+			return err == nil && n >= minS3PartSize && n <= 5<<30
+		},
+	})
+	if err != nil {
+		return o, fmt.Errorf("imgbed: blob store: %w", err)
 	}
 	return o, nil
 }
@@ -130,33 +92,14 @@ func CheckBlobStore(u string) error {
 }
 
 // newS3Blobs connects to nothing yet: the first request does. Credentials
-// are accessKey and secretKey when given, else AWS_ACCESS_KEY_ID and
-// AWS_SECRET_ACCESS_KEY, else the shared AWS files (~/.aws/credentials
-// and ~/.aws/config, profile AWS_PROFILE or default).
+// are accessKey and secretKey when given, else those s3bucket.Credentials
+// falls back to.
 func newS3Blobs(o s3Options, accessKey, secretKey string) (*s3Blobs, error) {
-	var providers []credentials.Provider
-	if accessKey != "" || secretKey != "" {
-		providers = append(providers, &credentials.Static{Value: credentials.Value{
-			AccessKeyID: accessKey, SecretAccessKey: secretKey, SignerType: credentials.SignatureV4}})
-	}
-	providers = append(providers, &credentials.EnvAWS{}, &credentials.FileAWSCredentials{})
-	lookup := minio.BucketLookupAuto
-	if o.endpoint != "s3.amazonaws.com" {
-		// Self-hosted stores (SeaweedFS, MinIO, Ceph) rarely have the
-		// wildcard DNS that virtual-host-style bucket names need.
-		lookup = minio.BucketLookupPath
-	}
-	c, err := minio.NewCore(o.endpoint, &minio.Options{
-		Creds:        credentials.NewChainCredentials(providers),
-		Secure:       o.secure,
-		Region:       o.region, // known: no bucket-location request, presigning works offline
-		BucketLookup: lookup,
-		MaxRetries:   o.retries,
-	})
+	c, err := o.Client(s3bucket.Credentials{AccessKey: accessKey, SecretKey: secretKey}, o.retries)
 	if err != nil {
 		return nil, fmt.Errorf("imgbed: S3 client: %w", err)
 	}
-	return &s3Blobs{client: c, bucket: o.bucket, prefix: o.prefix, presign: o.presign, partSize: o.partSize}, nil
+	return &s3Blobs{client: &minio.Core{Client: c}, bucket: o.Bucket, prefix: o.Prefix, presign: o.presign, partSize: o.partSize}, nil
 }
 
 func (*s3Blobs) kind() string { return "s3" }

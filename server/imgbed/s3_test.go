@@ -14,6 +14,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/lsmgo-dev/lsmgo/server/internal/s3bucket"
 	"github.com/lsmgo-dev/lsmgo/server/internal/s3test"
 )
 
@@ -195,16 +196,16 @@ func TestS3Multipart(t *testing.T) {
 // refuses malformed ones with a message.
 func TestParseS3URL(t *testing.T) {
 	o, err := parseS3URL("s3://bkt")
-	if err != nil || o.bucket != "bkt" || o.prefix != "" || o.endpoint != "s3.amazonaws.com" || !o.secure ||
-		o.region != defaultS3Region || o.retries != defaultS3Retries || o.partSize != defaultS3PartSize || o.presign != 0 || o.remoteThumbnails {
+	if err != nil || o.Bucket != "bkt" || o.Prefix != "" || o.Endpoint != "s3.amazonaws.com" || !o.Secure ||
+		o.Region != s3bucket.DefaultRegion || o.retries != defaultS3Retries || o.partSize != defaultS3PartSize || o.presign != 0 || o.remoteThumbnails {
 		t.Fatalf("defaults: %+v %v", o, err)
 	}
 	o, err = parseS3URL("s3://bkt/a/b/?endpoint=http://127.0.0.1:8333&region=eu-west-3&presign=15m&thumbnails=s3&retries=3&part-size=6291456")
-	if err != nil || o.prefix != "a/b/" || o.endpoint != "127.0.0.1:8333" || o.secure || o.region != "eu-west-3" ||
+	if err != nil || o.Prefix != "a/b/" || o.Endpoint != "127.0.0.1:8333" || o.Secure || o.Region != "eu-west-3" ||
 		o.presign != 15*time.Minute || !o.remoteThumbnails || o.retries != 3 || o.partSize != 6<<20 {
 		t.Fatalf("all parameters: %+v %v", o, err)
 	}
-	if o, err := parseS3URL("s3://bkt?endpoint=minio.example.com:9000"); err != nil || o.endpoint != "minio.example.com:9000" || !o.secure {
+	if o, err := parseS3URL("s3://bkt?endpoint=minio.example.com:9000"); err != nil || o.Endpoint != "minio.example.com:9000" || !o.Secure {
 		t.Fatalf("bare endpoint: %+v %v", o, err)
 	}
 	for _, bad := range []string{

@@ -132,6 +132,16 @@ func (w *Writer) Double(f float64) {
 	w.buf = append(w.buf, '\r', '\n')
 }
 
+// BigNumber writes the decimal digits s as "(s" in RESP3 and as a bulk
+// string in RESP2.
+func (w *Writer) BigNumber(s string) {
+	if w.proto == 3 {
+		w.line('(', s)
+		return
+	}
+	w.BulkString(s)
+}
+
 // Bool writes "#t"/"#f" in RESP3 and the integers 1/0 in RESP2.
 func (w *Writer) Bool(b bool) {
 	switch {

@@ -19,7 +19,8 @@ func init() {
 }
 
 // runCheck implements `lsmgo check DIR`: one line per problem and per
-// warning, then a summary. Exit status 0 means no problem (warnings
+// warning, one with the options the DB was last opened with, then a
+// summary. Exit status 0 means no problem (warnings
 // allowed), 1 means a problem or a failure to check, 2 a usage error.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("check", flag.ContinueOnError)
@@ -48,6 +49,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if w := leftoverSpools(dir); w != "" {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
+	printOptions(stdout, report.Options)
 	fmt.Fprintln(stdout, report)
 	if !report.OK() {
 		return 1
@@ -75,4 +77,18 @@ func leftoverSpools(dir string) string {
 		}
 	}
 	return fmt.Sprintf("%d leftover upload spool file(s), %d bytes, in %s: uploads a crash interrupted; lsmgo serve removes them at start", len(names), size, spool)
+}
+
+// printOptions writes the options the DB was last opened with (its
+// OPTIONS file) on one line.
+func printOptions(w io.Writer, options []lsmgo.OptionSetting) {
+	if options == nil {
+		fmt.Fprintln(w, "options: none recorded (no OPTIONS file: last opened by a version that did not write one)")
+		return
+	}
+	fmt.Fprint(w, "options:")
+	for _, o := range options {
+		fmt.Fprintf(w, " %s=%s", o.Name, o.Value)
+	}
+	fmt.Fprintln(w)
 }

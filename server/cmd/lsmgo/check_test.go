@@ -124,6 +124,27 @@ func TestCheckCommandHealthy(t *testing.T) {
 	}
 }
 
+// TestCheckCommandOptions: check prints the options the DB was last
+// opened with, and a DB without an OPTIONS file (last opened before the
+// file existed) checks cleanly and says so.
+func TestCheckCommandOptions(t *testing.T) {
+	dir, _ := makeTestDB(t)
+	status, out, _ := run("check", dir)
+	for _, want := range []string{"options: sync=always memtable-size=65536 ", " block-size=256 ", " compression=none ", " target-file-size=1024 "} {
+		if status != 0 || !strings.Contains(out, want) {
+			t.Errorf("check: status %d, no %q in\n%s", status, want, out)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "OPTIONS")); err != nil {
+		t.Fatal(err)
+	}
+	status, out, _ = run("check", dir)
+	if status != 0 || !strings.Contains(out, "options: none recorded") || strings.Contains(out, "warning:") ||
+		!strings.HasSuffix(strings.TrimSpace(out), "OK") {
+		t.Errorf("check without OPTIONS: status %d\n%s", status, out)
+	}
+}
+
 func TestCheckCommandUsage(t *testing.T) {
 	for _, args := range [][]string{{"check"}, {"check", "a", "b"}, {"check", "--bogus", "a"}} {
 		if status, _, errOut := run(args...); status != 2 || !strings.Contains(errOut, "usage") {

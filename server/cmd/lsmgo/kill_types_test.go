@@ -79,7 +79,35 @@ var killTypes = []killType{
 			}
 			return err == nil, err
 		}},
+	// A script writes each element with two commands on two keys (a set
+	// member and a string of its own); its writes are one batch, so the
+	// kill leaves both or neither of every element, and all of the
+	// script or none of it.
+	{"script",
+		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
+			return killScript.Run(ctx, rc, []string{key}, toAny(elems)...).Err()
+		},
+		func(ctx context.Context, rc *redis.Client, key, elem string) (bool, error) {
+			member, err := rc.SIsMember(ctx, key, elem).Result()
+			if err != nil {
+				return false, err
+			}
+			v, err := rc.Get(ctx, key+":"+elem).Result()
+			if errors.Is(err, redis.Nil) {
+				v, err = "", nil
+			}
+			if err == nil && member != (v == elem) {
+				return false, fmt.Errorf("%s: member %v but its string is %q: the script was half applied", key, member, v)
+			}
+			return member, err
+		}},
 }
+
+var killScript = redis.NewScript(`for _, e in ipairs(ARGV) do
+  redis.call('sadd', KEYS[1], e)
+  redis.call('set', KEYS[1] .. ':' .. e, e)
+end
+return #ARGV`)
 
 func toAny(ss []string) []any {
 	out := make([]any, len(ss))

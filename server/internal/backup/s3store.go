@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/s3bucket"
 )
 
 // s3Store is a backup set under a prefix of an S3 bucket (AWS, or any
@@ -22,70 +22,22 @@ type s3Store struct {
 	prefix string // "" or ending in "/"
 }
 
-// S3Credentials are the keys an s3:// backup set is reached with. Empty
-// keys fall back to AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, then to
-// the shared AWS files (~/.aws/credentials, profile AWS_PROFILE or
-// default).
-type S3Credentials struct {
-	AccessKey, SecretKey string
-}
+// S3Credentials are the keys an s3:// backup set is reached with; empty
+// ones fall back as s3bucket.Credentials says.
+type S3Credentials = s3bucket.Credentials
 
-// newS3Store reads s3://bucket[/prefix][?endpoint=URL&region=R]; the
-// endpoint defaults to AWS (https://s3.amazonaws.com) and the region to
-// us-east-1.
+// newS3Store reads s3://bucket[/prefix][?endpoint=URL&region=R]
+// (s3bucket.Parse): a backup set takes no other parameter.
 func newS3Store(raw string, creds S3Credentials) (Store, error) {
-	u, err := url.Parse(raw)
+	l, err := s3bucket.Parse(raw, nil)
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	c, err := l.Client(creds, 0)
 	if err != nil {
 		return nil, fmt.Errorf("backup: %q: %w", raw, err)
 	}
-	if u.Scheme != "s3" || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return nil, fmt.Errorf("backup: %q is not of the form s3://bucket/prefix?endpoint=URL", raw)
-	}
-	endpoint, secure, region := "s3.amazonaws.com", true, "us-east-1"
-	for name, vs := range u.Query() {
-		v := vs[len(vs)-1]
-		switch name {
-		case "endpoint":
-			if !strings.Contains(v, "://") {
-				v = "https://" + v
-			}
-			e, err := url.Parse(v)
-			if err != nil || e.Host == "" || (e.Scheme != "http" && e.Scheme != "https") || strings.Trim(e.Path, "/") != "" {
-				return nil, fmt.Errorf("backup: %q: bad endpoint %q", raw, vs[len(vs)-1])
-			}
-			endpoint, secure = e.Host, e.Scheme == "https"
-		case "region":
-			region = v
-		default:
-			return nil, fmt.Errorf("backup: %q: unknown parameter %q", raw, name)
-		}
-	}
-	var providers []credentials.Provider
-	if creds.AccessKey != "" || creds.SecretKey != "" {
-		providers = append(providers, &credentials.Static{Value: credentials.Value{
-			AccessKeyID: creds.AccessKey, SecretAccessKey: creds.SecretKey, SignerType: credentials.SignatureV4}})
-	}
-	providers = append(providers, &credentials.EnvAWS{}, &credentials.FileAWSCredentials{})
-	lookup := minio.BucketLookupAuto
-	if endpoint != "s3.amazonaws.com" {
-		// Self-hosted stores rarely have the wildcard DNS that
-		// virtual-host-style bucket names need.
-		lookup = minio.BucketLookupPath
-	}
-	c, err := minio.New(endpoint, &minio.Options{
-		Creds:        credentials.NewChainCredentials(providers),
-		Secure:       secure,
-		Region:       region,
-		BucketLookup: lookup,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("backup: %q: %w", raw, err)
-	}
-	s := &s3Store{client: c, bucket: u.Host}
-	if p := strings.Trim(u.Path, "/"); p != "" {
-		s.prefix = p + "/"
-	}
-	return s, nil
+	return &s3Store{client: c, bucket: l.Bucket, prefix: l.Prefix}, nil
 }
 
 // notExist maps S3's "no such key" to fs.ErrNotExist.

@@ -1,0 +1,98 @@
+package testutil
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/resp"
+)
+
+// StartRedis starts redis-server in a temporary directory, listening only
+// on a unix socket (port 0 turns TCP off), with persistence off, and
+// returns the socket's path; t's cleanup stops it. Without redis-server
+// the test is skipped, except under CI, which installs it.
+func StartRedis(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server not on PATH; CI installs Debian's redis-server package")
+		}
+		t.Skip("redis-server not on PATH (apt-get install redis-server); skipping the differential test")
+	}
+	// A unix socket path must fit in about 100 bytes, which t.TempDir
+	// may not.
+	dir, err := os.MkdirTemp("", "lsmgo-redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "redis.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if nc, err := net.Dial("unix", sock); err == nil {
+			nc.Close()
+			return sock
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			t.Fatalf("redis-server did not start:\n%s", log)
+		}
+	}
+}
+
+// Client is a minimal synchronous RESP client for tests.
+type Client struct {
+	nc  net.Conn
+	rd  *resp.Reader
+	out []byte
+}
+
+// Dial connects to network/addr; t's cleanup closes the connection.
+func Dial(t testing.TB, network, addr string) *Client {
+	t.Helper()
+	nc, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &Client{nc: nc, rd: resp.NewReader(nc, resp.Limits{})}
+}
+
+// Do sends one command and returns its reply, copied out of the reader's
+// buffer; an I/O error fails t.
+func (c *Client) Do(t testing.TB, args ...[]byte) resp.Value {
+	t.Helper()
+	c.out = resp.AppendCommand(c.out[:0], args...)
+	c.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.nc.Write(c.out); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.rd.ReadValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return CloneValue(v)
+}
+
+// CloneValue copies the parts of v that alias a reader's buffer.
+func CloneValue(v resp.Value) resp.Value {
+	v.Str = bytes.Clone(v.Str)
+	for i := range v.Array {
+		v.Array[i] = CloneValue(v.Array[i])
+	}
+	return v
+}
