@@ -30,6 +30,8 @@ const suiteListHeader = `# Tests of Redis 7.0.15's own suite (../shared/redis-te
 # A test named "(stopped early)" marks a unit that stops before its end,
 # or one of whose server blocks does (an error outside any test); the
 # reason says where. The tests it did not reach are not judged.
+# A reason starting "flaky: " marks a test that fails only sometimes: it
+# may pass without its line having to go.
 # Regenerate (keeps reasons; new lines get "TODO: reason" for a human, or
 # the Redis one when redis-server fails the test too), from the repository
 # root, for all units or some:
