@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo/server/internal/luascript"
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
@@ -104,7 +105,7 @@ func (ld *luaDiff) run(body string, keys, argv []string) resp.Value {
 	if err != nil {
 		ld.t.Fatalf("script %q wrote an unreadable reply %q: %v", body, buf.String(), err)
 	}
-	return cloneValue(v)
+	return testutil.CloneValue(v)
 }
 
 // TestLuaScriptDiff compares hand-picked scripts, each aimed at one rule
