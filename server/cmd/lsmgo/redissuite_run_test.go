@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// suiteResult is what one unit of Redis' test suite reported.
+type suiteResult struct {
+	passed, failed, skipped []string // test names, in the order they ran
+	aborted                 string   // why the unit stopped early; "" when it ran to its end
+	elapsed                 time.Duration
+}
+
+// failedSet is the names of the failed tests.
+func (r suiteResult) failedSet() map[string]bool { return nameSet(r.failed) }
+
+func nameSet(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+var (
+	ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+	// runtest's status lines: "[ok]: NAME (N ms)", "[err]: NAME in
+	// tests/unit/x.tcl" (the failure's detail follows on later lines),
+	// "[skip]: NAME", "[ignore]: NAME: why" and "[exception]: ...".
+	// Skipped tests are only counted, so "why" stays in their name.
+	okLine   = regexp.MustCompile(`^\[ok\]: (.*) \(\d+ ms\)$`)
+	errLine  = regexp.MustCompile(`^\[err\]: (.*) in tests/\S+\.tcl$`)
+	skipLine = regexp.MustCompile(`^\[(?:skip|ignore)\]: (.*)$`)
+	doneLine = regexp.MustCompile(`^\[\d+/\d+ done\]: `)
+)
+
+// parseSuiteLog reads a runtest log of one unit. A unit that printed no
+// "done" line stopped early: the exception, or the log's last lines, say why.
+func parseSuiteLog(log string) suiteResult {
+	var r suiteResult
+	lines := strings.Split(ansiEscape.ReplaceAllString(log, ""), "\n")
+	done := false
+	for i, l := range lines {
+		switch {
+		case okLine.MatchString(l):
+			r.passed = append(r.passed, okLine.FindStringSubmatch(l)[1])
+		case errLine.MatchString(l):
+			r.failed = append(r.failed, errLine.FindStringSubmatch(l)[1])
+		case skipLine.MatchString(l):
+			r.skipped = append(r.skipped, skipLine.FindStringSubmatch(l)[1])
+		case strings.HasPrefix(l, "[err]: ") && r.aborted == "":
+			// With --durable, an error outside any test skips the rest of
+			// its start_server block and reports "[err]: " and the error
+			// (its first ten bytes cut) without a test name.
+			r.aborted = "a server block stopped: " + oneLine(strings.Join(lines[i+1:min(i+2, len(lines))], " "))
+		case strings.HasPrefix(l, "[exception]: ") && r.aborted == "":
+			r.aborted = oneLine(strings.Join(lines[i:min(i+3, len(lines))], " "))
+		case doneLine.MatchString(l):
+			done = true
+		}
+	}
+	if r.aborted == "" && !done {
+		r.aborted = "no done line; log ends: " + oneLine(strings.Join(lines[max(0, len(lines)-4):], " "))
+	}
+	return r
+}
+
+// oneLine squeezes s onto one line of at most 200 bytes, for the list file.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// runSuiteUnit runs one unit with run-external.sh against addr and parses
+// its log. The runner and what it starts get their own process group,
+// killed by its ID when the unit outlasts timeout.
+func runSuiteUnit(t *testing.T, suite, addr, unit string, timeout time.Duration) suiteResult {
+	t.Helper()
+	logDir := t.TempDir()
+	// runtest listens on a port below --baseport and would start servers
+	// from it; each run gets its own range, so that runs of other packages
+	// or machines' users do not collide with it.
+	base := freePort(t)
+	if base < 1024+32 {
+		base += 1024
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(suite, "run-external.sh"), suite, addr,
+		"--durable", "--baseport", fmt.Sprint(base), "--portcount", "64")
+	cmd.Env = append(os.Environ(), "UNITS="+unit, "LOGDIR="+logDir,
+		fmt.Sprintf("UNIT_TIMEOUT=%d", int(timeout.Seconds())))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	elapsed := time.Since(start)
+	log, readErr := os.ReadFile(filepath.Join(logDir, strings.ReplaceAll(unit, "/", "_")+".log"))
+	r := parseSuiteLog(string(log))
+	r.elapsed = elapsed
+	switch {
+	case ctx.Err() != nil:
+		r.aborted = fmt.Sprintf("killed after %s", elapsed.Round(time.Second))
+	case readErr != nil:
+		r.aborted = oneLine(fmt.Sprintf("no log (%v): %v %s", readErr, err, out))
+	case r.aborted == "" && strings.Contains(string(out), " TIMEOUT after "):
+		r.aborted = fmt.Sprintf("timed out after %s", timeout)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("%s: run-external.sh: %v\n%s", unit, err, out)
+	}
+	return r
+}
+
+// startReferenceRedis starts redis-server on a free loopback port with
+// DEBUG enabled and nothing saved, as the suite's README asks for the
+// reference run. Cleanup kills it by PID.
+func startReferenceRedis(t *testing.T, bin string) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--dir", t.TempDir(),
+		"--save", "", "--appendonly", "no", "--enable-debug-command", "yes")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Ready to accept connections") {
+				ready <- true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-exited:
+		t.Fatalf("redis-server exited at start")
+	case <-time.After(10 * time.Second):
+		t.Fatalf("redis-server did not start on %s", addr)
+	}
+	return addr
+}
