@@ -63,6 +63,7 @@ func faultTargets() []faultTarget {
 		{name: "wal-write", match: file(".log", w)},
 		{name: "wal-sync", match: file(".log", s)},
 		{name: "wal-create", match: file(".log", c)},
+		{name: "wal-close", match: file(".log", errorfs.OpClose)},
 		{name: "sst-write", match: file(".sst", w)},
 		{name: "sst-sync", match: file(".sst", s)},
 		{name: "sst-create", match: file(".sst", c)},

@@ -161,6 +161,12 @@ func (l *walWriter) rotate(num base.FileNum) error {
 
 // switchTo syncs and closes the current file, if any, and installs next
 // (when not nil) in its place. db.mu is held.
+//
+// When a rotation (next not nil) cannot close the current file, that file
+// stays current: the failure may be one that fails only the write that
+// rotated (no space), and the writes after it still go to this file
+// through cur.w, so it must stay the file that sync fsyncs. A file the
+// OS did release refuses those writes, which then fail the DB.
 func (l *walWriter) switchTo(next *walFile) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -168,11 +174,13 @@ func (l *walWriter) switchTo(next *walFile) error {
 		if err := l.syncLocked(); err != nil {
 			return err
 		}
-		err := l.cur.close()
-		l.cur.file = nil
-		if err != nil {
+		if err := l.cur.close(); err != nil {
+			if next == nil {
+				l.cur.file = nil
+			}
 			return fmt.Errorf("lsmgo: WAL close: %w", err)
 		}
+		l.cur.file = nil
 	}
 	if next != nil {
 		l.cur = *next
@@ -364,8 +372,13 @@ func (l *walWriter) syncLocked() error {
 	// change while syncMu is held.
 	target := l.written.Load()
 	f := &l.cur
-	if f.file == nil || l.synced.Load() >= target {
+	if l.synced.Load() >= target {
 		return nil
+	}
+	if f.file == nil {
+		// Writes the WAL can no longer sync: a waiter must hear of it
+		// rather than wait for an fsync that cannot come.
+		return fmt.Errorf("lsmgo: WAL sync: %w", ErrClosed)
 	}
 	if l.beforeSync != nil {
 		// Every record below target was written after the blob bytes its
