@@ -161,6 +161,10 @@ type Config struct {
 	// milliseconds, live). Default 5 s, as in Redis.
 	BusyReplyThreshold time.Duration
 
+	// NoEffect holds the values of the settings lsmgo accepts for Redis
+	// clients without acting on them (config_noeffect.go).
+	NoEffect noEffectValues
+
 	// ConfigFile names a TOML file of settings; the server reloads the
 	// live settings when it changes. Empty means none.
 	ConfigFile string
@@ -220,11 +224,14 @@ type setting struct {
 	// instead of a set value, and the slow log hides the value a CONFIG
 	// SET gave them.
 	secret bool
-	get    func(*Config) string
-	set    func(*Config, string) error
+	// noEffect settings are Redis' that lsmgo accepts and reads back
+	// but does not act on (config_noeffect.go).
+	noEffect bool
+	get      func(*Config) string
+	set      func(*Config, string) error
 }
 
-var settings = []*setting{
+var settings = append([]*setting{
 	stringSetting("addr", "RESP listen address", false, func(c *Config) *string { return &c.Addr }, nil),
 	stringSetting("http", "HTTP listen address for /metrics, /healthz and /debug/ (empty disables)", false,
 		func(c *Config) *string { return &c.HTTPAddr }, nil),
@@ -299,9 +306,8 @@ var settings = []*setting{
 	secret(stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
 		func(c *Config) *string { return &c.S3SecretKey }, nil)),
 	fixedSetting("appendonly", "yes"),
-	fixedSetting("save", ""),
 	fixedSetting("databases", "1"),
-}
+}, noEffectSettings()...)
 
 func lookupSetting(name string) *setting {
 	for _, s := range settings {
@@ -451,9 +457,13 @@ func parseBound(v string, lo, hi int64, withUnits bool) (int64, error) {
 	}
 	n *= mul
 	if n < lo || n > hi {
-		return 0, fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+		return 0, boundError(lo, hi)
 	}
 	return n, nil
+}
+
+func boundError(lo, hi int64) error {
+	return fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
 }
 
 // parseDuration parses an integer count of unit, at least lo, or a Go

@@ -205,6 +205,12 @@ func TestSettingUnits(t *testing.T) {
 		"lua-time-limit":                {{"250", "250"}, {"2s", "2000"}},
 		"images-upload-queue-wait":      {{"250", "250"}, {"1s", "1000"}, {"1m", "60000"}},
 		"images-min-upload-rate-window": {{"10", "10"}, {"2m", "120"}, {"1500ms", "1.5s"}},
+		"hash-max-listpack-value":       sizes,
+		"hash-max-ziplist-value":        sizes,
+		"set-max-listpack-value":        sizes,
+		"zset-max-listpack-value":       sizes,
+		"zset-max-ziplist-value":        sizes,
+		"stream-node-max-bytes":         sizes,
 		"client-output-buffer-limit": {
 			{"pubsub 2mb 1mb 60", "normal 0 0 0 slave 268435456 67108864 60 pubsub 2097152 1048576 60"},
 			{"3kb 3k 5", "normal 0 0 0 slave 268435456 67108864 60 pubsub 3072 3000 5"},
@@ -215,7 +221,11 @@ func TestSettingUnits(t *testing.T) {
 		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
 		"images-uploads-per-client", "images-min-upload-rate",
-		"blob-store", "s3-access-key", "s3-secret-key", "backup-dir"}
+		"blob-store", "s3-access-key", "s3-secret-key", "backup-dir",
+		"hash-max-listpack-entries", "hash-max-ziplist-entries", "list-max-listpack-size", "list-max-ziplist-size",
+		"list-compress-depth", "set-max-intset-entries", "set-max-listpack-entries", "zset-max-listpack-entries",
+		"zset-max-ziplist-entries", "stream-node-max-entries", "activerehashing", "lazyfree-lazy-eviction",
+		"lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush"}
 	for _, st := range settings {
 		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
 			t.Errorf("setting %q is in neither the unit table nor the list of settings without units", st.name)
