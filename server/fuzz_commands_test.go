@@ -100,6 +100,14 @@ func FuzzCommands(f *testing.F) {
 		{"FLUSHALL"}, {"SET", "s", "hello"}, {"SET", "n", "10"}, {"RPUSH", "l", "a", "b", "c"},
 		{"SADD", "set", "a", "b"}, {"HSET", "h", "f", "1", "g", "x"}, {"ZADD", "z", "1", "a", "2", "b"},
 	}
+	// Regression seeds by name: the committed corpus names commands by
+	// their place in the table, which moves as commands are added.
+	for _, seed := range [][]string{
+		{"setrange", "k", "9223372036854775807", "a"},
+		{"lrem", "l", "-9223372036854775808", "a"},
+	} {
+		f.Add(fuzzSeed(f, names, seed))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		panicsBefore := s.stats.panics.Load()
 		var cmds [][]string
@@ -212,4 +220,28 @@ func short2(cmds [][]string) [][]string {
 		out[i] = short(c)
 	}
 	return out
+}
+
+// fuzzSeed encodes one command, its name words followed by arguments
+// taken from fuzzValues, in FuzzCommands' input format: the command's
+// index in names, the argument count, each argument's index.
+func fuzzSeed(t testing.TB, names [][]string, cmd []string) []byte {
+	t.Helper()
+	for i, name := range names {
+		if len(cmd) < len(name) || !slices.Equal(name, cmd[:len(name)]) {
+			continue
+		}
+		args := cmd[len(name):]
+		out := []byte{byte(i), byte(len(args))}
+		for _, a := range args {
+			j := slices.Index(fuzzValues, a)
+			if j < 0 || j > 255 || i > 255 || len(args) > 7 {
+				t.Fatalf("fuzz seed %q cannot be encoded", cmd)
+			}
+			out = append(out, byte(j))
+		}
+		return out
+	}
+	t.Fatalf("fuzz seed %q: no such command", cmd)
+	return nil
 }
