@@ -123,6 +123,19 @@ func TestCellsCoverShape(t *testing.T) {
 	}
 }
 
+// A search centered on the grid's upper edge reads the score range of the
+// points stored there, which lie past the grid (TestRedisFigures).
+func TestCellsOnUpperEdge(t *testing.T) {
+	edge, _ := Encode(180, 10.06653)
+	s := Shape{Lon: 180, Lat: 10.931263, Radius: 199.75, Conversion: 1609.34}
+	for _, c := range s.Cells() {
+		if lo, hi := ScoreRange(c); !c.IsZero() && edge >= lo && edge < hi {
+			return
+		}
+	}
+	t.Errorf("no cell of %+v holds score %d", s, edge)
+}
+
 func TestScoreBits(t *testing.T) {
 	for _, tc := range []struct {
 		f    float64

@@ -137,26 +137,33 @@ func neighbours(h Hash) neighbourCells {
 }
 
 // move returns the cell dLon columns east and dLat rows north of h
-// (each -1, 0 or 1), modulo the grid's size.
+// (each -1, 0 or 1), modulo the grid's size. Like Redis, it masks to the
+// step only the coordinates it moves: a cell past the grid's upper edge
+// (a point on the edge, encode) keeps its extra bit in the coordinate
+// that does not move, and with it the score range that holds the points
+// stored on that edge.
 func (h Hash) move(dLon, dLat int) Hash {
-	used := uint64(1)<<(2*uint(h.Step)) - 1
-	lonBits := 0xaaaaaaaaaaaaaaaa & used
-	latBits := 0x5555555555555555 & used
-	h.Bits = stepBits(h.Bits, lonBits, dLon) | stepBits(h.Bits, latBits, dLat)
+	const lonBits, latBits = 0xaaaaaaaaaaaaaaaa, 0x5555555555555555
+	shift := 64 - 2*uint(h.Step)
+	if dLon != 0 {
+		h.Bits = stepBits(h.Bits&lonBits, lonBits>>shift, dLon) | h.Bits&latBits
+	}
+	if dLat != 0 {
+		h.Bits = stepBits(h.Bits&latBits, latBits>>shift, dLat) | h.Bits&lonBits
+	}
 	return h
 }
 
-// stepBits adds d (-1, 0 or 1) to the coordinate whose bits are the ones
-// set in mask, wrapping, and returns that coordinate's bits. An increment
-// first sets every bit outside the mask, so that its carry ripples
-// through them to the coordinate's next bit; a decrement's borrow
-// ripples through the zeros outside the mask by itself.
-func stepBits(bits, mask uint64, d int) uint64 {
-	v := bits & mask
-	switch d {
-	case 1:
+// stepBits adds d (-1 or 1) to the coordinate whose bits, within the
+// step, are the ones set in mask, wrapping, and returns them. An
+// increment first sets every bit outside the mask, so that its carry
+// ripples through them to the coordinate's next bit; a decrement's
+// borrow ripples through the zeros outside the mask by itself.
+func stepBits(v, mask uint64, d int) uint64 {
+	v &= mask
+	if d > 0 {
 		v = (v | ^mask) + 1
-	case -1:
+	} else {
 		v--
 	}
 	return v & mask
