@@ -15,8 +15,8 @@ import (
 // the string's length (doc/server.md, "Bitmaps and HyperLogLogs"):
 //
 //	'k' + user key                       header 'B' + version (8, BE) + length in bytes (8, BE)
-//	'e' + … + version + index (4, BE)    bytes [index*fragSize, (index+1)*fragSize) of the
-//	                                     string, trailing zero bytes dropped
+//	'e' + … + version + index (4, BE)    uvarint skip + bytes [index*fragSize+skip, …) of
+//	                                     the string up to the fragment's last nonzero byte
 //
 // It is a collection (collection.go) whose count is the string's length:
 // DEL, EXPIRE and FLUSHALL write the metadata only, COPY and RENAME copy
@@ -41,25 +41,26 @@ func fragCorrupt(userKey []byte, reason string) error {
 }
 
 // fragWalk calls fn with each stored fragment of m at userKey whose index
-// is in [from, to), in order, read through r; data is valid during the
-// call only.
-func (ks *keyspace) fragWalk(r lsmgo.Reader, userKey []byte, m collMeta, from, to int64, fn func(index int64, data []byte) error) error {
+// is in [from, to), in order, read through r: the string's bytes from
+// offset at on are data (the rest of the fragment is zeros); data is
+// valid during the call only.
+func (ks *keyspace) fragWalk(r lsmgo.Reader, userKey []byte, m collMeta, from, to int64, fn func(at int64, data []byte) error) error {
 	start := binary.BigEndian.AppendUint32(nil, uint32(from))
 	var ferr error
 	err := ks.scanElems(r, userKey, m, start, func(elem, val []byte) bool {
-		if len(elem) != fragIndexLen || len(val) > fragSize {
-			ferr = fragCorrupt(userKey, fmt.Sprintf("fragment %x of %d bytes", elem, len(val)))
+		if len(elem) != fragIndexLen {
+			ferr = fragCorrupt(userKey, fmt.Sprintf("fragment key %x", elem))
 			return false
 		}
 		i := int64(binary.BigEndian.Uint32(elem))
 		if i >= to {
 			return false
 		}
-		if i*fragSize+int64(len(val)) > m.count {
-			ferr = fragCorrupt(userKey, fmt.Sprintf("fragment %d reaches past the length %d", i, m.count))
-			return false
+		var at int64
+		var data []byte
+		if at, data, ferr = decodeFrag(userKey, m, i, val); ferr == nil {
+			ferr = fn(at, data)
 		}
-		ferr = fn(i, val)
 		return ferr == nil
 	})
 	if ferr != nil {
@@ -76,8 +77,7 @@ func (ks *keyspace) fragRead(r lsmgo.Reader, userKey []byte, m collMeta, off, n 
 		return out, nil
 	}
 	first, last := off/fragSize, (off+n-1)/fragSize
-	place := func(i int64, data []byte) error {
-		base := i * fragSize
+	place := func(base int64, data []byte) error {
 		lo, hi := max(off, base), min(off+n, base+int64(len(data)))
 		if lo < hi {
 			copy(out[lo-off:hi-off], data[lo-base:hi-base])
@@ -87,14 +87,15 @@ func (ks *keyspace) fragRead(r lsmgo.Reader, userKey []byte, m collMeta, off, n 
 	if first == last {
 		// One fragment, the commonest case (GETBIT): a point read.
 		var buf []byte
-		data, ok, err := ks.getElem(r, &buf, userKey, m, binary.BigEndian.AppendUint32(nil, uint32(first)))
+		val, ok, err := ks.getElem(r, &buf, userKey, m, binary.BigEndian.AppendUint32(nil, uint32(first)))
 		if err != nil || !ok {
 			return out, err
 		}
-		if len(data) > fragSize {
-			return nil, fragCorrupt(userKey, fmt.Sprintf("fragment %d of %d bytes", first, len(data)))
+		at, data, err := decodeFrag(userKey, m, first, val)
+		if err != nil {
+			return nil, err
 		}
-		return out, place(first, data)
+		return out, place(at, data)
 	}
 	return out, ks.fragWalk(r, userKey, m, first, last+1, place)
 }
@@ -154,14 +155,17 @@ func (e *fragEdit) frag(i int64) ([]byte, error) {
 	f := make([]byte, fragSize)
 	if !e.fresh {
 		var buf []byte
-		data, ok, err := e.ks.getElem(e.r, &buf, e.userKey, e.m, binary.BigEndian.AppendUint32(nil, uint32(i)))
+		val, ok, err := e.ks.getElem(e.r, &buf, e.userKey, e.m, binary.BigEndian.AppendUint32(nil, uint32(i)))
 		if err != nil {
 			return nil, err
 		}
-		if ok && len(data) > fragSize {
-			return nil, fragCorrupt(e.userKey, fmt.Sprintf("fragment %d of %d bytes", i, len(data)))
+		if ok {
+			at, data, err := decodeFrag(e.userKey, e.m, i, val)
+			if err != nil {
+				return nil, err
+			}
+			copy(f[at-i*fragSize:], data)
 		}
-		copy(f, data)
 	}
 	e.dirty[i] = f
 	e.order = append(e.order, i)
@@ -225,18 +229,34 @@ func allZero(b []byte) bool {
 
 // flush adds the staged fragments and the metadata to b.
 func (e *fragEdit) flush(b *lsmgo.Batch, scratch *[]byte) {
-	var buf []byte
+	var buf, val []byte
 	for _, i := range e.order {
 		f := bytes.TrimRight(e.dirty[i], "\x00")
 		buf = fragIndexKey(buf, e.userKey, e.m.version, i)
 		switch {
 		case len(f) > 0:
-			b.Set(buf, f)
+			skip := len(f) - len(bytes.TrimLeft(f, "\x00"))
+			val = append(binary.AppendUvarint(val[:0], uint64(skip)), f[skip:]...)
+			b.Set(buf, val)
 		case !e.fresh:
 			b.Delete(buf)
 		}
 	}
 	e.ks.putColl(b, scratch, e.userKey, e.m)
+}
+
+// decodeFrag decodes the stored fragment i of m at userKey: the string's
+// bytes from offset at on are data, the rest of the fragment zeros.
+func decodeFrag(userKey []byte, m collMeta, i int64, val []byte) (at int64, data []byte, err error) {
+	skip, w := binary.Uvarint(val)
+	if w <= 0 || skip > fragSize || int64(skip)+int64(len(val)-w) > fragSize {
+		return 0, nil, fragCorrupt(userKey, fmt.Sprintf("fragment %d of %d bytes is malformed", i, len(val)))
+	}
+	at, data = i*fragSize+int64(skip), val[w:]
+	if at+int64(len(data)) > m.count {
+		return 0, nil, fragCorrupt(userKey, fmt.Sprintf("fragment %d reaches past the length %d", i, m.count))
+	}
+	return at, data, nil
 }
 
 // readFragString returns the whole of the fragmented string m at userKey.

@@ -249,12 +249,18 @@ func TestSparseBitmap(t *testing.T) {
 	if err != nil || v.frag == nil {
 		t.Fatalf("not fragmented: %v", err)
 	}
-	frags := 0
-	if err := ks.fragWalk(ks.latest(), []byte("sparse"), *v.frag, 0, 1<<32, func(int64, []byte) error { frags++; return nil }); err != nil {
+	frags, stored := 0, 0
+	if err := ks.fragWalk(ks.latest(), []byte("sparse"), *v.frag, 0, 1<<32, func(_ int64, data []byte) error {
+		frags++
+		stored += len(data)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if frags > len(set) {
-		t.Fatalf("%d fragments for %d bits", frags, len(set))
+	// A fragment keeps only the bytes between its first and last nonzero
+	// byte: about one per bit here, where two bits rarely share one.
+	if frags > len(set) || stored > 64*len(set) {
+		t.Fatalf("%d fragments holding %d bytes for %d bits", frags, stored, len(set))
 	}
 	if n := cl.Del(ctx, "sparse").Val(); n != 1 {
 		t.Fatalf("DEL = %d", n)
@@ -262,7 +268,29 @@ func TestSparseBitmap(t *testing.T) {
 	if n := cl.Exists(ctx, "sparse").Val(); n != 0 {
 		t.Fatalf("EXISTS after DEL = %d", n)
 	}
-	t.Logf("%d bits in %d fragments", len(set), frags)
+	t.Logf("%d bits in %d fragments of %d bytes in all", len(set), frags, stored)
+}
+
+// A stored fragment is bytes from disk: damaged ones are corruption,
+// never a panic or bytes past the string.
+func TestDecodeFragRefusesDamage(t *testing.T) {
+	m := collMeta{count: 3 * fragSize}
+	for _, val := range [][]byte{
+		{},              // no skip
+		{0x80},          // truncated uvarint
+		{0x81, 0x20, 1}, // skip 4097
+		append([]byte{0x80, 0x20}, make([]byte, 1)...), // 4096 + 1 byte
+	} {
+		if _, _, err := decodeFrag([]byte("k"), m, 0, val); err == nil {
+			t.Errorf("decodeFrag(%x) accepted", val)
+		}
+	}
+	if _, _, err := decodeFrag([]byte("k"), m, 2, []byte{0, 1, 2}); err != nil {
+		t.Errorf("a valid last fragment: %v", err)
+	}
+	if _, _, err := decodeFrag([]byte("k"), collMeta{count: 2*fragSize + 2}, 2, []byte{0, 1, 2, 3}); err == nil {
+		t.Error("a fragment past the length accepted")
+	}
 }
 
 // bitTwin is the bit next to bit in its pair (bit^1): set or not.
