@@ -184,23 +184,25 @@ func TestFragStringModel(t *testing.T) {
 	}
 }
 
+// getRangeModel is GETRANGE over m: negative indexes count from the end
+// (and stop at 0), the end stops at the last byte, and a range that ends
+// before it starts, or two negative indexes in the wrong order, is empty.
 func getRangeModel(m []byte, start, end int64) []byte {
 	n := int64(len(m))
 	if start < 0 && end < 0 && start > end {
 		return nil
 	}
-	if start < 0 {
-		start += n
+	lo, hi := start, end
+	if lo < 0 {
+		lo = max(lo+n, 0)
 	}
-	if end < 0 {
-		end += n
+	if hi < 0 {
+		hi = max(hi+n, 0)
 	}
-	start, end = max(start, 0), max(end, 0)
-	end = min(end, n-1)
-	if n == 0 || start > end {
+	if hi = min(hi, n-1); lo > hi {
 		return nil
 	}
-	return m[start : end+1]
+	return m[lo : hi+1]
 }
 
 func bitPosModel(m []byte, bit int) int64 {
