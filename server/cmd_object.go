@@ -42,7 +42,12 @@ func cmdObjectEncoding(c *conn, _ *command, args [][]byte) error {
 	if err != nil || done {
 		return err
 	}
-	if e.typ != typeString {
+	switch e.typ {
+	case typeFragString:
+		c.wr.BulkString("raw")
+		return nil
+	case typeString:
+	default:
 		c.wr.BulkString(collEncodings[typeNames[e.typ]])
 		return nil
 	}

@@ -27,14 +27,17 @@ import (
 // range visits each key exactly once whatever its type; collections keep
 // their elements in the 'e' range (collection.go).
 const (
-	dataPrefix  = keylayout.Data
-	dataEnd     = dataPrefix + 1
-	typeString  = 's'
-	typeHash    = 'h'
-	typeSet     = 'S'
-	typeList    = 'l'
-	typeZSet    = 'z'
-	flagExpires = 0x80
+	dataPrefix = keylayout.Data
+	dataEnd    = dataPrefix + 1
+	typeString = 's'
+	typeHash   = 'h'
+	typeSet    = 'S'
+	typeList   = 'l'
+	typeZSet   = 'z'
+	// typeFragString is a string stored in fragments (fragstring.go):
+	// to clients it is a string like any other.
+	typeFragString = 'B'
+	flagExpires    = 0x80
 
 	// formatKey holds formatVersion; Start refuses a directory written
 	// with another version.
@@ -44,7 +47,8 @@ const (
 
 // typeNames are the names TYPE replies with, by header type; decodeHeader
 // refuses a header whose type is not here.
-var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list", typeZSet: "zset"}
+var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list", typeZSet: "zset",
+	typeFragString: "string"}
 
 // dataKey appends the engine key of userKey to dst.
 func dataKey(dst, userKey []byte) []byte {

@@ -183,7 +183,7 @@ func (ks *keyspace) reclaimDeleted(userKey []byte, e entry) {
 		return
 	}
 	m, err := decodeMeta(userKey, e)
-	if err != nil || m.count < reclaimMinElems {
+	if err != nil || elemsOf(m) < reclaimMinElems {
 		return
 	}
 	prefix := elemsKey(nil, userKey, m.version)
@@ -201,6 +201,15 @@ func (ks *keyspace) elemCount(scratch *[]byte, userKey []byte) int64 {
 	m, err := decodeMeta(userKey, e)
 	if err != nil {
 		return 0
+	}
+	return elemsOf(m)
+}
+
+// elemsOf is the number of elements of m, at most: a fragmented string
+// counts its bytes, and holds at most a fragment per fragSize of them.
+func elemsOf(m collMeta) int64 {
+	if m.typ == typeFragString {
+		return (m.count + fragSize - 1) / fragSize
 	}
 	return m.count
 }
