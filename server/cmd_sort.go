@@ -122,8 +122,12 @@ func cmdSort(c *conn, cmd *command, args [][]byte) error {
 }
 
 // inScript reports whether the running command was called by a script:
-// a run nested in another that is not EXEC's.
-func (c *conn) inScript() bool { return c.depth > 1+btoi(c.inExec()) }
+// scripts run one at a time, and the command a script calls is a run
+// nested in the script's own.
+func (c *conn) inScript() bool {
+	r := c.s.scripts.running.Load()
+	return r != nil && r.conn == c && c.depth > 1
+}
 
 // loadSortItems reads the elements to sort and the [start, end) range of
 // them the reply takes. A list or sorted set that is not sorted (BY a

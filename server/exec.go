@@ -170,6 +170,10 @@ func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed boo
 	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
 		c.s.slowlog.add(c, redactArgs(cmd, args), d, cfg.SlowlogMaxLen)
 	}
+	// A script's commands are inside its sample, as in Redis.
+	if cfg.LatencyMonitorThreshold > 0 && d >= cfg.LatencyMonitorThreshold && !c.inScript() {
+		c.s.latency.addCommand(cmd, d)
+	}
 }
 
 // Reply helpers. Every error reply goes through fail so that the command

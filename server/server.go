@@ -37,6 +37,7 @@ type Server struct {
 	scripts   scripting
 	blocked   blockRegistry
 	slowlog   slowlog
+	latency   latencyMonitor
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
