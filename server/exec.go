@@ -91,6 +91,7 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	c.failed = false
 	c.depth++
 	defer c.recoverHandler(cmd)
+	c.touchKeys(cmd, args)
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
 	}

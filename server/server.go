@@ -38,6 +38,7 @@ type Server struct {
 	blocked   blockRegistry
 	slowlog   slowlog
 	latency   latencyMonitor
+	access    accessClock // OBJECT IDLETIME
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
