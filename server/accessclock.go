@@ -75,6 +75,5 @@ func (c *conn) touchKeys(cmd *command, args [][]byte) {
 // TOUCH is EXISTS that uses its keys: run's touchKeys records the use.
 func init() {
 	register(spec{name: "touch", arity: -2, flags: flagReadonly | flagFast, firstKey: 1, lastKey: -1, step: 1, group: "generic", since: "3.2.1",
-		summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
-		run:     cmdExists})
+		summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", run: cmdExists})
 }
