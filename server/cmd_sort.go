@@ -321,14 +321,7 @@ func (c *conn) sortReply(items []sortItem, s *sortSpec) {
 			vals, found = append(vals, v), append(found, ok)
 		}
 	}
-	c.wr.ArrayHeader(len(vals))
-	for i, v := range vals {
-		if found[i] {
-			c.wr.Bulk(v)
-		} else {
-			c.wr.Null()
-		}
-	}
+	c.bulksOrNulls(vals, found)
 }
 
 // sortStore replaces the STORE key with a list of the result (a missing

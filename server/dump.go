@@ -2,12 +2,11 @@ package server
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server/internal/rdb"
+	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
 // DUMP serializes a value as Redis 7.0 does (RDB version 10), choosing
@@ -172,7 +171,7 @@ func (ks *keyspace) dumpZSet(r lsmgo.Reader, d *dumper, key []byte, m collMeta) 
 				return false
 			}
 			lp.Append(member)
-			num = appendListpackScore(num[:0], score)
+			num = resp.AppendDouble(num[:0], score) // what Redis 7.2 writes; 7.0's %.17g reads back the same
 			lp.Append(num)
 			n++
 			return true
@@ -200,23 +199,6 @@ func (ks *keyspace) dumpZSet(r lsmgo.Reader, d *dumper, key []byte, m collMeta) 
 		err = countMismatch(key, m.typ, n, m.count)
 	}
 	return err
-}
-
-// appendListpackScore writes a score as Redis' d2string does before it
-// goes into a listpack: an integral score as an integer (which the
-// listpack then stores as one), any other with 17 significant digits.
-func appendListpackScore(dst []byte, f float64) []byte {
-	switch {
-	case math.IsInf(f, 1):
-		return append(dst, "inf"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-inf"...)
-	case f == 0 && math.Signbit(f):
-		return append(dst, "-0"...)
-	case f == math.Trunc(f) && math.Abs(f) < 1<<62:
-		return strconv.AppendInt(dst, int64(f), 10)
-	}
-	return strconv.AppendFloat(dst, f, 'g', 17, 64)
 }
 
 // dumpList writes a quicklist of listpack nodes of up to

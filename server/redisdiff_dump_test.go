@@ -35,7 +35,7 @@ func TestDumpRestoreRedis(t *testing.T) {
 				for _, cmd := range v.build(key) {
 					mustDo(t, side.from, cmd...)
 				}
-				payload := side.from.Do(t, []byte("DUMP"), []byte(key))
+				payload := doStrings(t, side.from, []string{"DUMP", key})
 				if payload.Type != '$' || payload.Null {
 					t.Fatalf("seed %d %s %s: DUMP = %+v", seed, side.name, v.name, payload)
 				}
@@ -48,7 +48,7 @@ func TestDumpRestoreRedis(t *testing.T) {
 				if want != have {
 					t.Fatalf("seed %d %s %s: restored value differs\nsent %.300s\ngot  %.300s", seed, side.name, v.name, want, have)
 				}
-				if pttl := side.to.Do(t, []byte("PTTL"), []byte(key)).Int; (ttl == "0") != (pttl == -1) {
+				if pttl := doStrings(t, side.to, []string{"PTTL", key}).Int; (ttl == "0") != (pttl == -1) {
 					t.Fatalf("seed %d %s %s: PTTL %d after RESTORE with ttl %s", seed, side.name, v.name, pttl, ttl)
 				}
 			}
@@ -56,7 +56,7 @@ func TestDumpRestoreRedis(t *testing.T) {
 	}
 }
 
-// dumpValue is a generated value: the commands that build it at a key.
+// dumpTestValue is a generated value: the commands that build it at a key.
 type dumpTestValue struct {
 	name  string
 	build func(key string) [][]string
@@ -162,13 +162,20 @@ func dumpElem(rng interface{ IntN(int) int }) string {
 	return "e" + strconv.Itoa(rng.IntN(100000))
 }
 
-func mustDo(t *testing.T, c *testutil.Client, args ...string) resp.Value {
+// doStrings sends args and returns the reply, an error reply included.
+func doStrings(t *testing.T, c *testutil.Client, args []string) resp.Value {
 	t.Helper()
 	bargs := make([][]byte, len(args))
 	for i, a := range args {
 		bargs[i] = []byte(a)
 	}
-	v := c.Do(t, bargs...)
+	return c.Do(t, bargs...)
+}
+
+// mustDo sends args and fails t on an error reply.
+func mustDo(t *testing.T, c *testutil.Client, args ...string) resp.Value {
+	t.Helper()
+	v := doStrings(t, c, args)
 	if v.Type == '-' {
 		t.Fatalf("%.80q: %s", args, v.Err)
 	}
@@ -281,11 +288,7 @@ func TestRestoreRepliesRedis(t *testing.T) {
 }
 
 func renderAll(c *testutil.Client, t *testing.T, cmd []string) string {
-	bargs := make([][]byte, len(cmd))
-	for i, a := range cmd {
-		bargs[i] = []byte(a)
-	}
-	v := c.Do(t, bargs...)
+	v := doStrings(t, c, cmd)
 	if v.Type == '-' {
 		return "-" + v.Err
 	}

@@ -70,11 +70,11 @@ func TestMigrateRedis(t *testing.T) {
 			t.Fatalf("%s here after redis' MIGRATE: %.200s, want %.200s", key, got, want[key])
 		}
 	}
-	got := redisConn.Do(t, []byte("MIGRATE"), []byte(oHost), []byte(oPort), []byte(keys[1]), []byte("0"), []byte("5000"), []byte("AUTH"), []byte("pw"))
+	got := doStrings(t, redisConn, []string{"MIGRATE", oHost, oPort, keys[1], "0", "5000", "AUTH", "pw"})
 	if !strings.Contains(got.Err, "BUSYKEY") {
 		t.Fatalf("redis MIGRATE onto an existing key: %+v", got)
 	}
-	got = redisConn.Do(t, []byte("MIGRATE"), []byte(oHost), []byte(oPort), []byte(keys[1]), []byte("0"), []byte("5000"), []byte("AUTH"), []byte("wrong"))
+	got = doStrings(t, redisConn, []string{"MIGRATE", oHost, oPort, keys[1], "0", "5000", "AUTH", "wrong"})
 	if !strings.Contains(got.Err, "Target instance replied with error") {
 		t.Fatalf("redis MIGRATE with a wrong password: %+v", got)
 	}
@@ -100,11 +100,7 @@ func TestMigrateRedis(t *testing.T) {
 		{[]string{"MIGRATE", rHost, rPort, keys[3], "0", "500", "AUTH"}, "ERR syntax error"},
 		{[]string{"MIGRATE", rHost, rPort, keys[3], "x", "500"}, "ERR value is not an integer"},
 	} {
-		bargs := make([][]byte, len(tc.args))
-		for i, a := range tc.args {
-			bargs[i] = []byte(a)
-		}
-		if got := ours.Do(t, bargs...); !strings.HasPrefix(got.Err, tc.want) {
+		if got := doStrings(t, ours, tc.args); !strings.HasPrefix(got.Err, tc.want) {
 			t.Errorf("%q: %+v, want %q", tc.args, got, tc.want)
 		}
 	}

@@ -117,11 +117,7 @@ func TestSortRedis(t *testing.T) {
 
 // sortReply renders a SORT reply, its items sorted when unordered.
 func sortReply(t *testing.T, c *testutil.Client, cmd []string, unordered bool) string {
-	bargs := make([][]byte, len(cmd))
-	for i, a := range cmd {
-		bargs[i] = []byte(a)
-	}
-	v := c.Do(t, bargs...)
+	v := doStrings(t, c, cmd)
 	if v.Type != '*' {
 		return fmt.Sprintf("%c%q%s%d", v.Type, v.Str, v.Err, v.Int)
 	}
