@@ -17,7 +17,7 @@ const maxDecoded = 512 << 20
 
 var (
 	errBadPayload = redisError("ERR " + rdb.ErrPayload.Error())
-	errBadRDB     = redisError("ERR " + rdb.ErrFormat.Error())
+	errBadRDB     = redisError("ERR Bad data format")
 )
 
 // rdbError turns an error of package rdb into Redis' reply for it.

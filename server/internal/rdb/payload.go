@@ -54,7 +54,7 @@ var (
 	ErrPayload = errors.New("DUMP payload version or checksum are wrong")
 	// ErrFormat is a payload whose checksum holds but whose content does
 	// not decode: Redis' "Bad data format".
-	ErrFormat = errors.New("Bad data format")
+	ErrFormat = errors.New("bad data format")
 	// ErrBudget is a payload that would expand past the reader's budget.
 	ErrBudget = errors.New("DUMP payload expands past the limit on decoded bytes")
 )
