@@ -52,7 +52,7 @@ func TestCopyObject(t *testing.T) {
 			{args: []any{"OBJECT", "ENCODING", "n"}, want: "int"},
 			{args: []any{"OBJECT", "REFCOUNT", "n"}, want: int64(1)},
 			{args: []any{"OBJECT", "REFCOUNT", "missing"}, want: nil},
-			{args: []any{"OBJECT", "IDLETIME", "n"}, err: "ERR access times are not tracked by lsmgo, so the idle time of a key is unknown"},
+			{args: []any{"OBJECT", "IDLETIME", "n"}, want: int64(0)}, // just written
 			{args: []any{"OBJECT", "IDLETIME", "missing"}, want: nil},
 			{args: []any{"OBJECT", "FREQ", "missing"}, want: nil},
 			{args: []any{"OBJECT", "ENCODING"}, err: "ERR wrong number of arguments for 'object|encoding' command"},

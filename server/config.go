@@ -125,6 +125,10 @@ type Config struct {
 	// the slow log; negative disables it, zero logs every command
 	// ("slowlog-log-slower-than", microseconds, live). Default 10ms.
 	SlowlogSlowerThan time.Duration
+	// LatencyMonitorThreshold is the execution time from which a command
+	// is recorded as a latency event ("latency-monitor-threshold",
+	// milliseconds, live); zero, the default, turns the monitor off.
+	LatencyMonitorThreshold time.Duration
 	// SlowlogMaxLen is how many slow log entries are kept
 	// ("slowlog-max-len", live); default 128.
 	SlowlogMaxLen int
@@ -261,6 +265,8 @@ var settings = append([]*setting{
 		func(c *Config) *int64 { return &c.QueryBufferLimit }),
 	durationSetting("slowlog-log-slower-than", "slow log threshold in microseconds (negative: off)", true, time.Microsecond, math.MinInt64,
 		func(c *Config) *time.Duration { return &c.SlowlogSlowerThan }),
+	durationSetting("latency-monitor-threshold", "latency monitor threshold in milliseconds (0: off)", true, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.LatencyMonitorThreshold }),
 	intSetting("slowlog-max-len", "slow log entries kept", true, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.SlowlogMaxLen }),
 	stringSetting("loglevel", "debug, verbose, notice, warning or nothing", true,

@@ -203,6 +203,7 @@ func TestSettingUnits(t *testing.T) {
 		"slowlog-log-slower-than":       {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
 		"busy-reply-threshold":          {{"250", "250"}, {"2s", "2000"}, {"1m", "60000"}},
 		"lua-time-limit":                {{"250", "250"}, {"2s", "2000"}},
+		"latency-monitor-threshold":     {{"0", "0"}, {"100", "100"}, {"2s", "2000"}},
 		"images-upload-queue-wait":      {{"250", "250"}, {"1s", "1000"}, {"1m", "60000"}},
 		"images-min-upload-rate-window": {{"10", "10"}, {"2m", "120"}, {"1500ms", "1.5s"}},
 		"hash-max-listpack-value":       sizes,

@@ -91,6 +91,7 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	c.failed = false
 	c.depth++
 	defer c.recoverHandler(cmd)
+	c.touchKeys(cmd, args)
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
 	}
@@ -169,6 +170,10 @@ func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed boo
 	cfg := c.s.config()
 	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
 		c.s.slowlog.add(c, redactArgs(cmd, args), d, cfg.SlowlogMaxLen)
+	}
+	// A script's commands are inside its sample, as in Redis.
+	if cfg.LatencyMonitorThreshold > 0 && d >= cfg.LatencyMonitorThreshold && !c.inScript() {
+		c.s.latency.addCommand(cmd, d)
 	}
 }
 

@@ -194,6 +194,7 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "pubsub_channels", s.pubsub.numChannels())
 	field(b, "pubsub_patterns", s.pubsub.numPatterns())
 	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load())
+	field(b, "migrate_cached_sockets", 0) // MIGRATE dials each time (cmd_migrate.go)
 	errs, _ := s.errors.totals()
 	field(b, "total_error_replies", errs)
 	field(b, "total_command_panics", st.panics.Load())

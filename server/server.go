@@ -37,6 +37,8 @@ type Server struct {
 	scripts   scripting
 	blocked   blockRegistry
 	slowlog   slowlog
+	latency   latencyMonitor
+	access    accessClock // OBJECT IDLETIME
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
