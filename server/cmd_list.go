@@ -498,7 +498,7 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 			return true
 		}
 		if !dstExists {
-			if dm, err = c.s.ks.newColl(typeList); err != nil {
+			if dm, err = c.s.ks.newColl(c.scratch.ns, typeList); err != nil {
 				c.replyErr(err)
 				return true
 			}

@@ -33,6 +33,10 @@ type Server struct {
 	log       *slog.Logger
 	db        *lsmgo.DB
 	ks        keyspace
+	// dbs maps databases to namespaces (databases.go); databases is how
+	// many SELECT offers, fixed at start.
+	dbs       atomic.Pointer[dbMap]
+	databases int
 	cursors   cursorTable
 	scripts   scripting
 	blocked   blockRegistry
@@ -155,7 +159,12 @@ func (s *Server) start(r *Config) error {
 	if err := s.ks.checkFormat(r.Dir); err != nil {
 		return err
 	}
-	var err error
+	dbs, err := s.ks.loadDBs(r.Databases)
+	if err != nil {
+		return err
+	}
+	s.dbs.Store(dbs)
+	s.databases = r.Databases
 	if s.ks.versions, err = newVersionClock(s.db); err != nil {
 		return fmt.Errorf("lsmgo server: collection versions: %w", err)
 	}
