@@ -51,11 +51,19 @@ func (c *conn) selectDB(db int) {
 }
 
 func cmdSwapDB(c *conn, _ *command, args [][]byte) error {
-	a, err := parseDBArg(c, args[1], "ERR invalid first DB index")
+	// Both must be numbers before either is checked against the range,
+	// as in Redis.
+	if _, ok := parseInt(args[1]); !ok {
+		return redisError("ERR invalid first DB index")
+	}
+	if _, ok := parseInt(args[2]); !ok {
+		return redisError("ERR invalid second DB index")
+	}
+	a, err := c.parseDB(args[1])
 	if err != nil {
 		return err
 	}
-	b, err := parseDBArg(c, args[2], "ERR invalid second DB index")
+	b, err := c.parseDB(args[2])
 	if err != nil {
 		return err
 	}
@@ -69,15 +77,6 @@ func cmdSwapDB(c *conn, _ *command, args [][]byte) error {
 	}
 	c.ok()
 	return nil
-}
-
-// parseDBArg reads SWAPDB's index: notInt is its error for one that is not
-// a number.
-func parseDBArg(c *conn, arg []byte, notInt string) (int, error) {
-	if _, ok := parseInt(arg); !ok {
-		return 0, redisError(notInt)
-	}
-	return c.parseDB(arg)
 }
 
 // cmdFlush implements FLUSHDB and FLUSHALL [ASYNC|SYNC]: the databases get

@@ -353,6 +353,9 @@ func cmdLTrim(c *conn, _ *command, args [][]byte) error {
 		if !existed {
 			return nil
 		}
+		// Redis counts LTRIM of a list as a change even when it keeps
+		// every element: WATCH sees it.
+		c.touchWatched(key)
 		from, to, empty := listRange(start, end, m.count)
 		if empty {
 			from, to = m.count, m.count-1

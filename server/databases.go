@@ -113,6 +113,23 @@ func (m *dbMap) live(ns nsID) bool {
 	return false
 }
 
+// dbOf returns the database that maps to ns, or -1. A nil map (a bare
+// keyspace in tests) has database 0 in namespace 0.
+func (m *dbMap) dbOf(ns nsID) int {
+	if m == nil {
+		if ns == 0 {
+			return 0
+		}
+		return -1
+	}
+	for db, n := range m.ns {
+		if n == ns {
+			return db
+		}
+	}
+	return -1
+}
+
 // clone returns a copy to change before it is published.
 func (m *dbMap) clone() *dbMap {
 	return &dbMap{next: m.next, ns: append([]nsID(nil), m.ns...)}
@@ -162,7 +179,7 @@ func (c *conn) dbs() *dbMap {
 	case c.view != nil:
 		return c.viewDBs
 	}
-	return c.s.dbs.Load()
+	return c.s.ks.dbs.Load()
 }
 
 // useDB points the connection's key buffer at its database's namespace.
@@ -176,10 +193,10 @@ func (c *conn) useDBToRead() {
 		return
 	}
 	for {
-		m := c.s.dbs.Load()
+		m := c.s.ks.dbs.Load()
 		c.reading.Store(m)
 		c.announced = true
-		if c.s.dbs.Load() == m {
+		if c.s.ks.dbs.Load() == m {
 			c.scratch.ns = m.ns[c.db]
 			return
 		}
@@ -199,12 +216,12 @@ func (c *conn) doneReading() {
 // a run of pipelined reads.
 func (c *conn) openView() error {
 	for {
-		m := c.s.dbs.Load()
+		m := c.s.ks.dbs.Load()
 		v, err := c.s.ks.newView()
 		if err != nil {
 			return err
 		}
-		if c.s.dbs.Load() == m {
+		if c.s.ks.dbs.Load() == m {
 			c.view, c.viewDBs = v, m
 			return nil
 		}
@@ -232,7 +249,7 @@ func (c *conn) changeDBs(change func(m *dbMap) error) (old *dbMap, err error) {
 	}
 	held := c.lockAll()
 	defer c.unlock(held)
-	old = c.s.dbs.Load()
+	old = c.s.ks.dbs.Load()
 	m := old.clone()
 	if err := change(m); err != nil {
 		return nil, err
@@ -252,7 +269,7 @@ func (c *conn) changeDBs(change func(m *dbMap) error) (old *dbMap, err error) {
 // any more reclaimed.
 func (c *conn) publishDBs(old, m *dbMap) {
 	s := c.s
-	s.dbs.Store(m)
+	s.ks.dbs.Store(m)
 	for _, other := range s.clientList() {
 		for other != c && other.reading.Load() == old {
 			runtime.Gosched()

@@ -321,7 +321,7 @@ func (s *Server) infoReplication(b *strings.Builder) error {
 // decoded.
 func (s *Server) infoKeyspace(b *strings.Builder) error {
 	b.WriteString("# Keyspace\r\n")
-	dbs := s.dbs.Load()
+	dbs := s.ks.dbs.Load()
 	for db := range s.databases {
 		var keys, expires int64
 		err := s.ks.scanKeys(s.ks.latest(), dbs.ns[db], nil, nil, func(_ []byte, _ byte, exp bool) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -102,6 +103,8 @@ type keyspace struct {
 	versions *versionClock
 	reclaim  *reclaimer // nil in tests that build a bare keyspace
 	watches  watchRegistry
+	// dbs maps databases to namespaces (databases.go).
+	dbs atomic.Pointer[dbMap]
 }
 
 // latest is the reader of the DB's newest state.
@@ -117,7 +120,7 @@ func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
 // apply commits b atomically, after marking the clients that watch a key
 // it writes (WATCH): every write of the keyspace passes here.
 func (ks *keyspace) apply(b *lsmgo.Batch) error {
-	ks.watches.touch(b)
+	ks.watches.touch(b, ks.dbs.Load())
 	return ks.db.Apply(b, nil)
 }
 

@@ -227,7 +227,7 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 			}
 		}
 		if c.exec.dbs != nil && !stopped {
-			c.publishDBs(c.s.dbs.Load(), c.exec.dbs)
+			c.publishDBs(c.s.ks.dbs.Load(), c.exec.dbs)
 		}
 	}
 	if bytes.HasPrefix(reply, []byte("-")) {

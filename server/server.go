@@ -33,9 +33,7 @@ type Server struct {
 	log       *slog.Logger
 	db        *lsmgo.DB
 	ks        keyspace
-	// dbs maps databases to namespaces (databases.go); databases is how
-	// many SELECT offers, fixed at start.
-	dbs       atomic.Pointer[dbMap]
+	// databases is how many databases SELECT offers, fixed at start.
 	databases int
 	cursors   cursorTable
 	scripts   scripting
@@ -163,7 +161,7 @@ func (s *Server) start(r *Config) error {
 	if err != nil {
 		return err
 	}
-	s.dbs.Store(dbs)
+	s.ks.dbs.Store(dbs)
 	s.databases = r.Databases
 	if s.ks.versions, err = newVersionClock(s.db); err != nil {
 		return fmt.Errorf("lsmgo server: collection versions: %w", err)

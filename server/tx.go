@@ -198,7 +198,7 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 		}
 	}
 	if st.dbs != nil {
-		c.publishDBs(c.s.dbs.Load(), st.dbs)
+		c.publishDBs(c.s.ks.dbs.Load(), st.dbs)
 	}
 	c.wr.Raw(buf.Bytes())
 	return nil
@@ -233,15 +233,20 @@ func (c *conn) txLocks(tx *transaction) lockSet {
 	return set
 }
 
-// watchedKey is a key this client watches, in the namespace of its
-// database at WATCH, under its name in the watch registry (its engine
-// key), and whether it held a value when WATCH read it: a value gone by
-// EXEC without a write having marked the client has expired meanwhile.
+// watchedKey is a key this client watches in database db, under its
+// name in the watch registry (watchKey), and whether it held a value when
+// WATCH read it: a value gone by EXEC without a write having marked the
+// client has expired meanwhile.
 type watchedKey struct {
 	key     []byte
-	ns      nsID
+	db      int
 	reg     string
 	existed bool
+}
+
+// watchKey is the registry's name of key in database db.
+func watchKey(dst []byte, db int, key []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(dst[:0], uint32(db)), key...)
 }
 
 func cmdWatch(c *conn, _ *command, args [][]byte) error {
@@ -250,7 +255,7 @@ func cmdWatch(c *conn, _ *command, args [][]byte) error {
 	}
 	c.useDBToRead()
 	for _, key := range args[1:] {
-		reg := string(dataKey(nil, c.scratch.ns, key))
+		reg := string(watchKey(nil, c.db, key))
 		if c.watches(reg) {
 			continue
 		}
@@ -261,7 +266,7 @@ func cmdWatch(c *conn, _ *command, args [][]byte) error {
 		if err != nil {
 			return err
 		}
-		c.watched = append(c.watched, watchedKey{key: bytes.Clone(key), ns: c.scratch.ns, reg: reg, existed: exists})
+		c.watched = append(c.watched, watchedKey{key: bytes.Clone(key), db: c.db, reg: reg, existed: exists})
 	}
 	c.ok()
 	return nil
@@ -302,7 +307,7 @@ func (c *conn) watchBroken(view lsmgo.Reader) (bool, error) {
 		if !w.existed {
 			continue
 		}
-		exists, err := c.s.ks.exists(view, &keyBuf{ns: w.ns}, w.key)
+		exists, err := c.s.ks.exists(view, &keyBuf{ns: c.dbs().ns[w.db]}, w.key)
 		if err != nil || !exists {
 			return !exists, err
 		}
@@ -310,9 +315,9 @@ func (c *conn) watchBroken(view lsmgo.Reader) (bool, error) {
 	return false, nil
 }
 
-// watchRegistry knows which clients watch which keys, by engine key (so,
-// by namespace too). Every batch the keyspace applies passes through
-// touch first; with no key watched that costs one atomic load.
+// watchRegistry knows which clients watch which keys, by database and
+// key. Every batch the keyspace applies passes through touch first; with
+// no key watched that costs one atomic load.
 type watchRegistry struct {
 	n    atomic.Int64 // keys watched, over all clients
 	mu   sync.Mutex
@@ -345,10 +350,13 @@ func (r *watchRegistry) remove(c *conn, key string) {
 	r.n.Add(-1)
 }
 
-// touch marks the clients watching a key that b writes. It runs before b
-// commits, under the writer's stripe locks, so an EXEC holding a watched
-// key's stripe sees either the mark or none of b.
-func (r *watchRegistry) touch(b *lsmgo.Batch) {
+// touch marks the clients watching a key that b writes, in the database
+// that dbs maps its namespace to. It runs before b commits, under the
+// writer's stripe locks, so an EXEC holding a watched key's stripe sees
+// either the mark or none of b; and no SWAPDB changes dbs meanwhile. (An
+// EXEC whose own SWAPDB precedes its writes is the exception: its writes
+// count in the databases of before the swap.)
+func (r *watchRegistry) touch(b *lsmgo.Batch, dbs *dbMap) {
 	if r.n.Load() == 0 {
 		return
 	}
@@ -356,13 +364,33 @@ func (r *watchRegistry) touch(b *lsmgo.Batch) {
 	defer r.mu.Unlock()
 	var buf []byte
 	b.ForEachKey(func(k []byte) {
-		if ns, key, ok := userKeyOf(k); ok {
-			buf = dataKey(buf, ns, key)
+		ns, key, ok := userKeyOf(k)
+		if !ok {
+			return
+		}
+		if db := dbs.dbOf(ns); db >= 0 {
+			buf = watchKey(buf, db, key)
 			for c := range r.keys[string(buf)] {
 				c.watchDirty.Store(true)
 			}
 		}
 	})
+}
+
+// touchWatched marks the clients watching key in the running command's
+// database, for a command that Redis counts as a change though it writes
+// nothing; the caller holds key's stripe.
+func (c *conn) touchWatched(key []byte) {
+	r := &c.s.ks.watches
+	if r.n.Load() == 0 {
+		return
+	}
+	reg := watchKey(nil, c.db, key)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for w := range r.keys[string(reg)] {
+		w.watchDirty.Store(true)
+	}
 }
 
 // touchChanged marks, after the map of databases changed from old to m,
@@ -377,8 +405,11 @@ func (r *watchRegistry) touchChanged(ks *keyspace, old, m *dbMap) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for reg, clients := range r.keys {
-		ns, key, _ := userKeyOf([]byte(reg))
-		for _, in := range changed[ns] {
+		db, key := int(binary.BigEndian.Uint32([]byte(reg))), []byte(reg[4:])
+		if db >= len(old.ns) {
+			continue
+		}
+		for _, in := range changed[old.ns[db]] {
 			if exists, err := ks.exists(ks.latest(), &keyBuf{ns: in}, key); exists || err != nil {
 				for c := range clients {
 					c.watchDirty.Store(true)
