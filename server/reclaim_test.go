@@ -40,7 +40,7 @@ func TestElemFilter(t *testing.T) {
 		{elemKey(nil, []byte("gone"), collMeta{version: 7}, []byte("a")), true},  // no metadata
 		{elemKey(nil, []byte("gone"), collMeta{version: 7}, []byte("b")), true},  // same run: no read
 		{elemKey(nil, []byte("str"), collMeta{version: 1}, []byte("a")), true},   // overwritten by a string
-		{[]byte("klive"), false},                              // metadata is never dropped
+		{[]byte("klive"), false}, // metadata is never dropped
 		{[]byte("mversions"), false},
 		{[]byte("e\x00\x00\x00\x09short"), false}, // not an element key: kept
 	} {

@@ -28,11 +28,11 @@ const Version = "7.2.0"
 // Server is a running lsmgo server: the engine, the RESP listener and the
 // optional HTTP listener. Start creates one; Shutdown stops it.
 type Server struct {
-	base      Config // as given to Start, before the file and overrides
-	logLevel  slog.LevelVar
-	log       *slog.Logger
-	db        *lsmgo.DB
-	ks        keyspace
+	base     Config // as given to Start, before the file and overrides
+	logLevel slog.LevelVar
+	log      *slog.Logger
+	db       *lsmgo.DB
+	ks       keyspace
 	// databases is how many databases SELECT offers, fixed at start.
 	databases int
 	cursors   cursorTable
