@@ -67,6 +67,10 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgSubscribedOnly(cmd))
 		return
 	}
+	if c.tx != nil && cmd.flags&flagNoMulti != 0 {
+		c.reject(cmd, "ERR Command not allowed inside a transaction")
+		return
+	}
 	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
 		c.queue(cmd, args)
 		c.mark = time.Now()

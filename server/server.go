@@ -83,6 +83,10 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+	// shutdownAsked is closed when a client's SHUTDOWN starts the
+	// shutdown (cmd_shutdown.go).
+	shutdownAsked     chan struct{}
+	shutdownAskedOnce sync.Once
 }
 
 // serverStats are the counters INFO reports.
@@ -105,7 +109,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		base: cfg, fileCfg: r, startTime: time.Now(), runID: newRunID(), build: BuildInfo(),
-		clients: map[uint64]*conn{}, done: make(chan struct{}),
+		clients: map[uint64]*conn{}, done: make(chan struct{}), shutdownAsked: make(chan struct{}),
 	}
 	s.cfg.Store(&r)
 	out := cfg.LogOutput
