@@ -68,7 +68,7 @@ func cmdSwapDB(c *conn, _ *command, args [][]byte) error {
 		return err
 	}
 	if a != b {
-		if _, err := c.changeDBs(func(m *dbMap) error {
+		if err := c.changeDBs(func(m *dbMap) error {
 			m.ns[a], m.ns[b] = m.ns[b], m.ns[a]
 			return nil
 		}); err != nil {
@@ -86,7 +86,7 @@ func cmdFlush(all bool) func(c *conn, _ *command, args [][]byte) error {
 		if len(args) > 2 || len(args) == 2 && !is(args[1], "ASYNC") && !is(args[1], "SYNC") {
 			return redisError(msgSyntax)
 		}
-		_, err := c.changeDBs(func(m *dbMap) error {
+		err := c.changeDBs(func(m *dbMap) error {
 			if !all {
 				return m.fresh(c.db)
 			}

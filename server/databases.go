@@ -230,36 +230,29 @@ func (c *conn) openView() error {
 }
 
 // changeDBs runs change on a copy of the map and makes the result the
-// map: persisted in one write (inside EXEC or a script, in its batch, and
-// published once that commits), with every stripe held. It returns the map
-// it changed.
-func (c *conn) changeDBs(change func(m *dbMap) error) (old *dbMap, err error) {
-	if c.inExec() {
-		old = c.dbs()
-		m := old.clone()
-		if err := change(m); err != nil {
-			return nil, err
-		}
-		c.batch.Set([]byte(dbsKey), m.encode())
-		if err := c.commit(); err != nil {
-			return nil, err
-		}
-		c.exec.dbs = m
-		return old, nil
+// map: persisted in one write with every stripe held; inside EXEC or a
+// script, in its batch, and published once that commits.
+func (c *conn) changeDBs(change func(m *dbMap) error) error {
+	own := !c.inExec() // EXEC and scripts hold every stripe already
+	if own {
+		held := c.lockAll()
+		defer c.unlock(held)
 	}
-	held := c.lockAll()
-	defer c.unlock(held)
-	old = c.s.ks.dbs.Load()
+	old := c.dbs()
 	m := old.clone()
 	if err := change(m); err != nil {
-		return nil, err
+		return err
 	}
 	c.batch.Set([]byte(dbsKey), m.encode())
 	if err := c.commit(); err != nil {
-		return nil, err
+		return err
 	}
-	c.publishDBs(old, m)
-	return old, nil
+	if own {
+		c.publishDBs(old, m)
+	} else {
+		c.exec.dbs = m
+	}
+	return nil
 }
 
 // publishDBs makes m, committed, the server's map in place of old, with
