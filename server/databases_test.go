@@ -206,3 +206,72 @@ func TestDatabasesCommands(t *testing.T) {
 		t.Fatal("SWAPDB did not serve the client blocked on q")
 	}
 }
+
+// TestSwapDBUnderLoad swaps two databases while clients read and write
+// them, pipelined and in transactions: no command fails, a key never
+// holds a value written to the other database, and (under -race) the
+// namespace handover is free of data races. Each database's writers
+// stamp their values with a tag that moves with the database: db 0's
+// "tag" key names the tag its writers use, read in the same transaction.
+func TestSwapDBUnderLoad(t *testing.T) {
+	s := startServer(t, nil)
+	ctx := context.Background()
+	for db, tag := range []string{"A", "B"} {
+		c := newClient(t, s, 2, func(o *redis.Options) { o.DB = db })
+		if err := c.Set(ctx, "tag", tag, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Second)
+	errs := make(chan error, 8)
+	for w := range 4 {
+		db := w % 2
+		c := newClient(t, s, 2, func(o *redis.Options) { o.DB = db; o.PoolSize = 1 })
+		go func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				// The tag and the write in one transaction: the value
+				// written carries the tag of the database it lands in.
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Eval(ctx, "return redis.call('set', 'k'..ARGV[1], redis.call('get', 'tag'))", nil, i%8)
+					p.Get(ctx, "tag")
+					return nil
+				})
+				if err == nil {
+					var cmds []redis.Cmder
+					cmds, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+						p.Get(ctx, "tag")
+						p.Get(ctx, fmt.Sprint("k", i%8))
+						return nil
+					})
+					if err == nil || err == redis.Nil {
+						tag, v := cmds[0].(*redis.StringCmd).Val(), cmds[1].(*redis.StringCmd).Val()
+						if v != "" && v != tag {
+							err = fmt.Errorf("database tagged %s holds k%d = %s", tag, i%8, v)
+						} else {
+							err = nil
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	swapper := newClient(t, s, 2, nil)
+	swaps := 0
+	for time.Now().Before(deadline) {
+		if err := swapper.Do(ctx, "SWAPDB", 0, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		swaps++
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d swaps", swaps)
+}
