@@ -297,6 +297,7 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.doneReading() // a handler that panicked may have left it set
 	c.unwatchAll()
 	c.unsubscribeAll()
 	c.closeView()
