@@ -204,7 +204,8 @@ func (c *conn) useDBToRead() {
 }
 
 // doneReading ends useDBToRead's announcement: at the end of a command,
-// and before it waits (a lock, blocking).
+// and before it waits for anything a change of the map may hold (stripes,
+// blocking), or a change waiting for it would wait for good.
 func (c *conn) doneReading() {
 	if c.announced {
 		c.reading.Store(nil)

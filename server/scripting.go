@@ -195,6 +195,7 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	ks := &c.s.ks
 	sc := &c.s.scripts
 	own := !c.inExec()
+	c.doneReading() // before the stripes: see databases.go
 	// A script starts in its caller's database, and its SELECT does not
 	// change the caller's (Redis 7).
 	defer func(db int) {

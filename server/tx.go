@@ -159,6 +159,7 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	if tx.aborted {
 		return redisError("EXECABORT Transaction discarded because of previous errors.")
 	}
+	c.doneReading() // before the stripes: see databases.go
 	locks := c.s.ks.locks
 	held := c.txLocks(tx).lock(locks)
 	defer held.unlock(locks)
