@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
 
 // upload posts a PNG to the server's image host and returns the status and
@@ -127,7 +129,7 @@ func TestImageHost(t *testing.T) {
 func TestImageUploadRate(t *testing.T) {
 	var buf bytes.Buffer
 	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 8, 8)))
-	const n = 30 // more than the default burst
+	const n = imgbed.DefaultUploadBurst + 10
 	for _, rate := range []int{-1, 5} {
 		s := startServer(t, func(c *Config) { c.ImagesUploadRate = rate })
 		refused := 0

@@ -43,7 +43,10 @@ func newTestHost(t testing.TB, cfg Config) *testHost {
 		t.Fatal(err)
 	}
 	if cfg.UploadRate == 0 {
-		cfg.UploadRate = -1 // tests that want the limit set it
+		cfg.UploadRate = -1 // tests that want the limits set them
+	}
+	if cfg.TokenUploadRate == 0 {
+		cfg.TokenUploadRate = -1
 	}
 	if cfg.SpoolDir == "" {
 		cfg.SpoolDir = t.TempDir()

@@ -15,14 +15,15 @@ import (
 // Host is an image host over one DB. Its methods are safe for concurrent
 // use.
 type Host struct {
-	cfg     Config
-	st      *store
-	auth    atomic.Pointer[tokenSet]
-	limiter *rateLimiter
-	uploads *uploadSlots
-	thumbs  *thumbnailer
-	metrics *metrics
-	now     func() time.Time
+	cfg          Config
+	st           *store
+	auth         atomic.Pointer[tokenSet]
+	limiter      *rateLimiter // anonymous uploads, per IP address
+	tokenLimiter *rateLimiter
+	uploads      *uploadSlots
+	thumbs       *thumbnailer
+	metrics      *metrics
+	now          func() time.Time
 }
 
 // New returns a host storing its images in db. It first removes the
@@ -38,11 +39,12 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("imgbed: spool directory: %w", err)
 	}
 	h := &Host{
-		cfg:     cfg,
-		st:      newStore(db, cfg.ChunkSize),
-		limiter: newRateLimiter(cfg.UploadRate, cfg.UploadBurst),
-		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient),
-		now:     time.Now,
+		cfg:          cfg,
+		st:           newStore(db, cfg.ChunkSize),
+		limiter:      newRateLimiter(cfg.UploadRate, cfg.UploadBurst),
+		tokenLimiter: newRateLimiter(cfg.TokenUploadRate, cfg.TokenUploadBurst),
+		uploads:      newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient),
+		now:          time.Now,
 	}
 	if cfg.BlobStore != "" {
 		o, err := parseS3URL(cfg.BlobStore)
@@ -148,7 +150,26 @@ func toAPIError(err error) *apiError {
 func (h *Host) fail(w http.ResponseWriter, err error) {
 	ae := toAPIError(err)
 	h.metrics.errors.WithLabelValues(ae.reason).Inc()
+	retryLater(w, ae.status)
 	writeJSON(w, ae.status, map[string]any{"status": false, "message": ae.msg})
+}
+
+// defaultRetryAfter is the Retry-After of a 429 or 503 whose cause does not
+// say how long it lasts (storage unavailable or read-only).
+const defaultRetryAfter = 5 * time.Second
+
+// retryLater gives every 429 and 503 a Retry-After, so clients (the
+// page, ShareX, scripts) wait and retry instead of failing; a handler
+// that knows the wait sets the header first.
+func retryLater(w http.ResponseWriter, status int) {
+	if (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
+		setRetryAfter(w, defaultRetryAfter)
+	}
+}
+
+// setRetryAfter writes d in whole seconds, rounded up and at least 1.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", itoa(max(1, int((d+time.Second-1)/time.Second))))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -52,18 +52,19 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	client := "ip:" + clientIP(r)
+	client, limiter := "ip:"+clientIP(r), h.limiter
 	if tok != nil {
-		client = "token:" + tok.Name
+		client, limiter = "token:"+tok.Name, h.tokenLimiter
 	}
-	if !h.limiter.allow(client, h.now()) {
+	if ok, wait := limiter.allow(client, h.now()); !ok {
+		setRetryAfter(w, wait)
 		h.fail(w, errRateLimited)
 		return
 	}
 	if err := h.uploads.acquire(r.Context(), client, h.cfg.UploadQueueWait); err != nil {
 		// Most clients retry a 503 that says when: a saturated host sheds
 		// load at once instead of queueing it for minutes.
-		w.Header().Set("Retry-After", itoa(int(h.cfg.UploadQueueWait.Seconds()+0.999)))
+		setRetryAfter(w, h.cfg.UploadQueueWait)
 		h.fail(w, errBusy)
 		return
 	}
@@ -390,6 +391,7 @@ func (h *Host) respondUpload(w http.ResponseWriter, r *http.Request, results []u
 		return status, map[string]any{"status": true, "message": msg, "url": d.Links.URL, "data": d}
 	}
 	status, body := envelope(results[0])
+	retryLater(w, status)
 	if len(results) > 1 {
 		files := make([]map[string]any, len(results))
 		files[0] = body

@@ -25,50 +25,104 @@ const linkFormats = [
   ["Markdown with link", "markdown_with_link"], ["Thumbnail", "thumbnail_url"], ["Delete link", "delete_url"],
 ];
 
+// The host lets one client hold a few upload slots (4 by default) and
+// answers 429 or 503 with Retry-After when a batch outruns its budget:
+// files wait in a queue, a few are sent at once, and a refused one waits
+// as long as the host asks and is sent again, holding its place.
+const maxParallel = 4;
+const maxAttempts = 12;
+const queue = [];
+let running = 0;
+
 function upload(file) {
   const card = $("card").content.firstElementChild.cloneNode(true);
   card.querySelector(".name").textContent = file.name || "pasted image";
   card.querySelector("img").src = URL.createObjectURL(file);
+  card.querySelector(".status").textContent = "Queued";
   $("results").prepend(card);
+  queue.push({ file, card, attempt: 0 });
+  pump();
+}
+
+function pump() {
+  while (running < maxParallel && queue.length > 0) {
+    running++;
+    send(queue.shift());
+  }
+  if (running === 0) loadGallery(1, true);
+}
+
+function finish() {
+  running--;
+  pump();
+}
+
+// retryDelay reads Retry-After (seconds or an HTTP date) in milliseconds.
+function retryDelay(xhr) {
+  const h = xhr.getResponseHeader("Retry-After");
+  let ms = 2000;
+  if (h && !isNaN(Number(h))) ms = Number(h) * 1000;
+  else if (h && !isNaN(Date.parse(h))) ms = Date.parse(h) - Date.now();
+  return Math.min(60000, Math.max(250, ms));
+}
+
+function retry(job, delay) {
+  job.attempt++;
+  job.card.querySelector(".status").textContent = "Server busy, retrying in " + Math.ceil(delay / 1000) + " s";
+  setTimeout(() => send(job), delay);
+}
+
+function send(job) {
+  const { file, card } = job;
   const bar = card.querySelector("progress");
+  const status = card.querySelector(".status");
+  status.textContent = "";
+  bar.value = 0;
   const form = new FormData();
   form.append("file", file, file.name || "pasted.png");
   const xhr = new XMLHttpRequest();
   xhr.open("POST", "/api/v1/upload");
   if (token()) xhr.setRequestHeader("Authorization", "Bearer " + token());
   xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = (100 * e.loaded) / e.total; };
-  xhr.onerror = () => { card.querySelector(".error").textContent = "Network error"; };
+  xhr.onerror = () => {
+    if (job.attempt + 1 < maxAttempts) return retry(job, 2000);
+    bar.remove();
+    card.querySelector(".error").textContent = "Network error";
+    finish();
+  };
   xhr.onload = () => {
+    if ((xhr.status === 429 || xhr.status === 503) && job.attempt + 1 < maxAttempts) return retry(job, retryDelay(xhr));
     bar.remove();
     let res;
     try { res = JSON.parse(xhr.responseText); } catch { res = { status: false, message: "HTTP " + xhr.status }; }
-    if (!res.status) {
-      card.querySelector(".error").textContent = res.message;
-      return;
-    }
-    card.querySelector(".name").textContent = res.data.origin_name + " · " + res.data.width + "×" + res.data.height +
-      (res.data.duplicate ? " · already stored" : "");
-    const dl = card.querySelector(".links");
-    for (const [label, key] of linkFormats) {
-      const value = res.data.links[key];
-      if (!value) continue;
-      const dt = document.createElement("dt");
-      dt.textContent = label;
-      const dd = document.createElement("dd");
-      const input = document.createElement("input");
-      input.readOnly = true;
-      input.value = value;
-      input.dataset.format = key;
-      dd.append(input);
-      const copy = document.createElement("button");
-      copy.type = "button";
-      copy.textContent = "Copy";
-      copy.addEventListener("click", () => copyText(input, copy));
-      dl.append(dt, dd, copy);
-    }
-    loadGallery(1, true);
+    if (res.status) showLinks(card, res.data);
+    else card.querySelector(".error").textContent = res.message;
+    finish();
   };
   xhr.send(form);
+}
+
+function showLinks(card, data) {
+  card.querySelector(".name").textContent = data.origin_name + " · " + data.width + "×" + data.height +
+    (data.duplicate ? " · already stored" : "");
+  const dl = card.querySelector(".links");
+  for (const [label, key] of linkFormats) {
+    const value = data.links[key];
+    if (!value) continue;
+    const dt = document.createElement("dt");
+    dt.textContent = label;
+    const dd = document.createElement("dd");
+    const input = document.createElement("input");
+    input.readOnly = true;
+    input.value = value;
+    input.dataset.format = key;
+    dd.append(input);
+    const copy = document.createElement("button");
+    copy.type = "button";
+    copy.textContent = "Copy";
+    copy.addEventListener("click", () => copyText(input, copy));
+    dl.append(dt, dd, copy);
+  }
 }
 
 async function copyText(input, button) {
