@@ -93,6 +93,10 @@ type Config struct {
 	// slower than that for ImagesMinUploadRateWindow
 	// ("images-min-upload-rate", negative disables,
 	// "images-min-upload-rate-window"). Defaults: imgbed's.
+	// ImagesCORSOrigins are the origins, separated by commas ("*": any),
+	// whose browser scripts may call the image API
+	// ("images-cors-origins"); empty: none.
+	ImagesCORSOrigins         string
 	ImagesUploadsPerClient    int
 	ImagesUploadQueueWait     time.Duration
 	ImagesMinUploadRate       int
@@ -307,6 +311,8 @@ var settings = append([]*setting{
 		func(c *Config) *int { return &c.ImagesTokenUploadRate }),
 	intSetting("images-token-upload-burst", "image uploads one token may send at once", false, 1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesTokenUploadBurst }),
+	stringSetting("images-cors-origins", "origins whose browser scripts may call the image API, separated by commas (*: any; empty: none)", false,
+		func(c *Config) *string { return &c.ImagesCORSOrigins }, nil),
 	intSetting("images-uploads-per-client", "upload slots one image client (token or address) may hold at once (0: a sixteenth of the 64 slots)", false, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadsPerClient }),
 	durationSetting("images-upload-queue-wait", "how long an image upload waits for a slot before a 503 with Retry-After, in milliseconds", false, time.Millisecond, 0,

@@ -33,6 +33,7 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		TokenUploadRate:     float64(r.ImagesTokenUploadRate),
 		TokenUploadBurst:    r.ImagesTokenUploadBurst,
 		MaxUploadsPerClient: r.ImagesUploadsPerClient,
+		CORSOrigins:         splitList(r.ImagesCORSOrigins),
 		UploadQueueWait:     r.ImagesUploadQueueWait,
 		MinUploadRate:       r.ImagesMinUploadRate,
 		MinUploadRateWindow: r.ImagesMinUploadRateWindow,
@@ -77,4 +78,15 @@ func parseImageTokens(v string) ([]imgbed.Token, error) {
 func checkImageTokens(v string) error {
 	_, err := parseImageTokens(v)
 	return err
+}
+
+// splitList reads a comma-separated setting, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for e := range strings.SplitSeq(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }

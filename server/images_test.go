@@ -214,3 +214,20 @@ func TestImageUploadSlotSettings(t *testing.T) {
 	stall.CloseWithError(errors.New("test over"))
 	<-stalled
 }
+
+// TestImageCORSSetting: images-cors-origins reaches the image host, whose
+// preflight answer names the allowed origin.
+func TestImageCORSSetting(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.ImagesCORSOrigins = " https://a.example , https://b.example" })
+	req, _ := http.NewRequest("OPTIONS", "http://"+s.HTTPAddr()+"/api/v1/upload", nil)
+	req.Header.Set("Origin", "https://b.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://b.example" {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}

@@ -63,7 +63,7 @@ func TestBrowserUpload(t *testing.T) {
 
 // newBrowser starts headless Chromium (Debian package chromium) for one
 // test, skipping the test where it is missing outside CI.
-func newBrowser(t *testing.T) context.Context {
+func newBrowser(t *testing.T, opts ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	chrome, err := exec.LookPath("chromium")
 	if err != nil {
@@ -73,7 +73,7 @@ func newBrowser(t *testing.T) context.Context {
 		t.Skip("no chromium")
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1000, 900))...)
+		append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1000, 900)}, opts...)...)...)
 	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(cancel)

@@ -136,6 +136,12 @@ type Config struct {
 	// store. Empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else the
 	// shared AWS files (~/.aws/credentials, ~/.aws/config, AWS_PROFILE).
 	S3AccessKey, S3SecretKey string
+	// CORSOrigins are the origins (such as "https://blog.example.com", or
+	// "*" for any) whose scripts may call the API from a browser: their
+	// requests get Access-Control-Allow-Origin and preflights are
+	// answered. Empty: none, as browsers do by default. Tokens travel in
+	// headers, never cookies, so no credentials mode is offered.
+	CORSOrigins []string
 	// Registerer receives the host's Prometheus metrics; nil registers
 	// nothing.
 	Registerer prometheus.Registerer

@@ -103,7 +103,7 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/images", h.serveList)
 	mux.HandleFunc("GET /api/v1/sharex.sxcu", h.serveShareX)
 	mux.HandleFunc("GET /api/v1/picgo.json", h.servePicGo)
-	return mux
+	return routes{h: h, mux: mux}
 }
 
 // apiError is a failed request: its status, the message clients see, and

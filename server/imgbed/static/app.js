@@ -8,6 +8,40 @@ tokenInput.value = localStorage.getItem("lsmgo-token") || "";
 
 function token() { return tokenInput.value.trim(); }
 
+// The page arrives rendered in its language (<html lang>); the strings
+// are loaded again here for the messages the script writes and for
+// switching language in place.
+let strings = {};
+let lang = document.documentElement.lang;
+const stringsLoaded = fetch("/assets/i18n.json").then((r) => r.json()).then((s) => { strings = s; });
+
+function tr(key, vars) {
+  let s = (strings[lang] && strings[lang][key]) || (strings.en && strings.en[key]) || key;
+  for (const k in vars || {}) s = s.replace("{" + k + "}", vars[k]);
+  return s;
+}
+
+// label sets an element's text to a string and marks it, so a language
+// switch translates it again.
+function label(el, key) {
+  el.dataset.i18n = key;
+  el.textContent = tr(key);
+  return el;
+}
+
+function translate() {
+  document.documentElement.lang = lang;
+  for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = tr(el.dataset.i18n);
+  for (const el of document.querySelectorAll("[data-i18n-placeholder]")) el.placeholder = tr(el.dataset.i18nPlaceholder);
+}
+
+$("lang").addEventListener("click", async () => {
+  await stringsLoaded;
+  lang = lang === "zh" ? "en" : "zh";
+  document.cookie = "lsmgo-lang=" + lang + "; path=/; max-age=31536000; SameSite=Lax";
+  translate();
+});
+
 function updateConfigLinks() {
   const q = token() ? "?key=" + encodeURIComponent(token()) : "";
   $("sharex").href = "/api/v1/sharex.sxcu" + q;
@@ -20,10 +54,7 @@ tokenInput.addEventListener("change", () => {
   loadGallery(1, true);
 });
 
-const linkFormats = [
-  ["URL", "url"], ["Markdown", "markdown"], ["HTML", "html"], ["BBCode", "bbcode"],
-  ["Markdown with link", "markdown_with_link"], ["Thumbnail", "thumbnail_url"], ["Delete link", "delete_url"],
-];
+const linkFormats = ["url", "markdown", "html", "bbcode", "markdown_with_link", "thumbnail_url", "delete_url"];
 
 // The host lets one client hold a few upload slots (4 by default) and
 // answers 429 or 503 with Retry-After when a batch outruns its budget:
@@ -36,9 +67,10 @@ let running = 0;
 
 function upload(file) {
   const card = $("card").content.firstElementChild.cloneNode(true);
-  card.querySelector(".name").textContent = file.name || "pasted image";
+  if (file.name) card.querySelector(".name").textContent = file.name;
+  else label(card.querySelector(".name"), "pasted");
   card.querySelector("img").src = URL.createObjectURL(file);
-  card.querySelector(".status").textContent = "Queued";
+  label(card.querySelector(".status"), "queued");
   $("results").prepend(card);
   queue.push({ file, card, attempt: 0 });
   pump();
@@ -68,7 +100,9 @@ function retryDelay(xhr) {
 
 function retry(job, delay) {
   job.attempt++;
-  job.card.querySelector(".status").textContent = "Server busy, retrying in " + Math.ceil(delay / 1000) + " s";
+  const status = job.card.querySelector(".status");
+  delete status.dataset.i18n;
+  status.textContent = tr("retrying", { n: Math.ceil(delay / 1000) });
   setTimeout(() => send(job), delay);
 }
 
@@ -76,6 +110,7 @@ function send(job) {
   const { file, card } = job;
   const bar = card.querySelector("progress");
   const status = card.querySelector(".status");
+  delete status.dataset.i18n;
   status.textContent = "";
   bar.value = 0;
   const form = new FormData();
@@ -87,7 +122,7 @@ function send(job) {
   xhr.onerror = () => {
     if (job.attempt + 1 < maxAttempts) return retry(job, 2000);
     bar.remove();
-    card.querySelector(".error").textContent = "Network error";
+    label(card.querySelector(".error"), "networkError");
     finish();
   };
   xhr.onload = () => {
@@ -103,26 +138,62 @@ function send(job) {
 }
 
 function showLinks(card, data) {
-  card.querySelector(".name").textContent = data.origin_name + " · " + data.width + "×" + data.height +
-    (data.duplicate ? " · already stored" : "");
+  const name = card.querySelector(".name");
+  delete name.dataset.i18n;
+  name.textContent = data.origin_name + " · " + data.width + "×" + data.height;
+  if (data.duplicate) {
+    name.append(" · ");
+    name.append(label(document.createElement("span"), "alreadyStored"));
+  }
   const dl = card.querySelector(".links");
-  for (const [label, key] of linkFormats) {
+  for (const key of linkFormats) {
     const value = data.links[key];
     if (!value) continue;
-    const dt = document.createElement("dt");
-    dt.textContent = label;
+    const dt = label(document.createElement("dt"), key);
     const dd = document.createElement("dd");
     const input = document.createElement("input");
     input.readOnly = true;
     input.value = value;
     input.dataset.format = key;
     dd.append(input);
-    const copy = document.createElement("button");
+    const copy = label(document.createElement("button"), "copy");
     copy.type = "button";
-    copy.textContent = "Copy";
     copy.addEventListener("click", () => copyText(input, copy));
     dl.append(dt, dd, copy);
   }
+  if (data.links.delete_url) offerDelete(card, data);
+}
+
+// offerDelete arms the card's delete button: the first click asks, the
+// second deletes with the delete token of the upload's delete link.
+function offerDelete(card, data) {
+  const button = card.querySelector(".delete");
+  button.hidden = false;
+  let armed = false;
+  button.addEventListener("click", async () => {
+    if (!armed) {
+      armed = true;
+      label(button, "confirmDelete");
+      return;
+    }
+    button.disabled = true;
+    const deleteToken = new URL(data.links.delete_url).searchParams.get("token");
+    const res = await fetch("/api/v1/images/" + encodeURIComponent(data.key), {
+      method: "DELETE", headers: { "X-Delete-Token": deleteToken },
+    });
+    let body;
+    try { body = await res.json(); } catch { body = { status: false, message: "HTTP " + res.status }; }
+    if (!body.status) {
+      card.querySelector(".error").textContent = body.message;
+      button.disabled = false;
+      return;
+    }
+    button.remove();
+    card.querySelector(".links").remove();
+    card.classList.add("deleted");
+    label(card.querySelector(".status"), "deleted");
+    loadGallery(1, true);
+  });
 }
 
 async function copyText(input, button) {
@@ -132,9 +203,9 @@ async function copyText(input, button) {
     input.select();
     document.execCommand("copy");
   }
-  button.textContent = "Copied";
+  label(button, "copied");
   button.classList.add("done");
-  setTimeout(() => { button.textContent = "Copy"; button.classList.remove("done"); }, 1500);
+  setTimeout(() => { label(button, "copy"); button.classList.remove("done"); }, 1500);
 }
 
 function uploadAll(files) {
