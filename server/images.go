@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
 
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
@@ -42,6 +45,17 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		S3SecretKey:         r.S3SecretKey,
 		Registerer:          s.metrics.registry,
 	})
+}
+
+// imageFilter reclaims the bytes of expired images; the engine expires
+// keys by its default clock, time.Now.
+var imageFilter = imgbed.NewCompactionFilter(time.Now)
+
+// newDBFilter is the DB's compaction filter: the image host's for image
+// keys, the collections' for the rest (each keeps what it does not own).
+func newDBFilter(state lsmgo.Reader) lsmgo.CompactionFilter {
+	images, elems := imageFilter(state), newElemFilter(state)
+	return lsmgo.CompactionFilterFunc(func(k []byte) bool { return images.Drop(k) || elems.Drop(k) })
 }
 
 // imageTokens are the image host's tokens under c: image-tokens, and the

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
 
@@ -229,5 +230,49 @@ func TestImageCORSSetting(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://b.example" {
 		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestImageExpiryReclaimed: the server's DB runs the image host's
+// compaction filter next to its own, so the bytes of an image that
+// expired are gone after a compaction.
+func TestImageExpiryReclaimed(t *testing.T) {
+	s := startServer(t, nil)
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 9, 7)))
+	req, _ := http.NewRequest("POST", "http://"+s.HTTPAddr()+"/api/v1/upload", bytes.NewReader(buf.Bytes()))
+	req.Header.Set("Content-Type", "image/png")
+	req.Header.Set("X-Expiration", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	chunks := func() int {
+		it, err := s.db.NewIter(&lsmgo.IterOptions{LowerBound: []byte("iC"), UpperBound: []byte("iD")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		return n
+	}
+	if chunks() == 0 {
+		t.Fatal("no chunk stored")
+	}
+	time.Sleep(1100 * time.Millisecond)
+	for range 2 { // chunks first, then their metadata
+		if err := s.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Compact(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := chunks(); n != 0 {
+		t.Fatalf("%d chunks of an expired image after a compaction", n)
 	}
 }

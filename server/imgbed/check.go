@@ -45,9 +45,16 @@ func (h *Host) check(remote bool) error {
 		s sum
 		g gen
 	}
-	refs := make(map[sum]int64)
+	now := h.now()
+	refs := make(map[sum]int64)    // records without expiry
+	expRefs := make(map[sum]int64) // records with one
+	latest := make(map[sum]int64)  // their latest expiry
 	recent := make(map[string]bool)
 	live := make(map[genKey]blobMeta) // generations that metadata names
+	// Generations of expired blobs and their thumbnails: the compaction
+	// filter reclaims their chunks in any order, so some may be gone.
+	dead := make(map[genKey]bool)
+	deadBlob := make(map[sum]bool)
 	pending := make(map[genKey]bool)
 
 	err := errors.Join(
@@ -57,7 +64,12 @@ func (h *Host) check(remote bool) error {
 				bad("record %q: %v", k, err)
 				return nil
 			}
-			refs[rec.Sum]++
+			if rec.Expires == 0 {
+				refs[rec.Sum]++
+			} else {
+				expRefs[rec.Sum]++
+				latest[rec.Sum] = max(latest[rec.Sum], rec.Expires)
+			}
 			recent[string(recentKey(rec.Created, rec.ID))] = true
 			return nil
 		}),
@@ -79,7 +91,16 @@ func (h *Host) check(remote bool) error {
 			if m.Refs != refs[s] {
 				bad("blob %v counts %d references, %d records point at it", s, m.Refs, refs[s])
 			}
+			// Expired records are never counted down: at least as many.
+			if m.ExpRefs < expRefs[s] || m.Expires < latest[s] {
+				bad("blob %v counts %d expiring references until %d, %d records expire until %d", s, m.ExpRefs, m.Expires, expRefs[s], latest[s])
+			}
+			if !m.live(now) {
+				deadBlob[s] = true
+				dead[genKey{s, m.Gen}] = true
+			}
 			delete(refs, s)
+			delete(expRefs, s)
 			live[genKey{s, m.Gen}] = m
 			return nil
 		}),
@@ -92,6 +113,9 @@ func (h *Host) check(remote bool) error {
 			s := sum(k[:sumLen])
 			if _, err := snap.Get(blobKey(s)); err != nil {
 				bad("thumbnail %x of missing blob: %v", k, err)
+			}
+			if deadBlob[s] {
+				dead[genKey{s, m.Gen}] = true
 			}
 			live[genKey{s, m.Gen}] = m
 			return nil
@@ -108,6 +132,9 @@ func (h *Host) check(remote bool) error {
 	}
 	for s := range refs {
 		bad("records point at missing blob %v", s)
+	}
+	for s := range expRefs {
+		bad("expiring records point at missing blob %v", s)
 	}
 	for k := range recent {
 		bad("record without recent index entry %x", k)
@@ -144,7 +171,7 @@ func (h *Host) check(remote bool) error {
 			}
 			continue
 		}
-		if seen[gk] != m.chunks() {
+		if seen[gk] != m.chunks() && !(dead[gk] && seen[gk] < m.chunks()) {
 			bad("blob %v generation %x has %d of its %d chunks", gk.s, gk.g, seen[gk], m.chunks())
 		}
 	}

@@ -38,7 +38,13 @@ type testHost struct {
 
 func newTestHost(t testing.TB, cfg Config) *testHost {
 	t.Helper()
-	db, err := lsmgo.Open(t.TempDir(), nil)
+	return newTestHostOn(t, cfg, nil)
+}
+
+// newTestHostOn is newTestHost on a DB opened with opts.
+func newTestHostOn(t testing.TB, cfg Config, opts *lsmgo.Options) *testHost {
+	t.Helper()
+	db, err := lsmgo.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

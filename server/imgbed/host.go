@@ -60,6 +60,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 			h.st.thumbnails = remote
 		}
 	}
+	h.st.now = func() time.Time { return h.now() } // tests replace h.now
 	h.thumbs = newThumbnailer(h)
 	h.SetTokens(cfg.Tokens)
 	m, err := newMetrics(cfg.Registerer)

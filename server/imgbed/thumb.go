@@ -85,6 +85,10 @@ func thumbFormat(r *http.Request, rec *record, ext string) (f format, negotiated
 	return formatPNG, true, true
 }
 
+// errViewLimited: a thumbnail would show a view-limited image without
+// counting a view.
+var errViewLimited = &apiError{http.StatusNotFound, "not_found", "no thumbnails of a view-limited image"}
+
 var errBadWidth = &apiError{http.StatusBadRequest, "bad_request", "w must be a positive number of pixels"}
 
 func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
@@ -99,6 +103,9 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := lookup(h.st.db, id, "")
+	if err == nil && rec.MaxViews > 0 {
+		err = errViewLimited
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -121,7 +128,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	etag := fmt.Sprintf("%v-%s%d", rec.Sum, f.ext(), width)
-	h.serveBlob(w, r, k, rec.Sum, etag, time.Unix(0, rec.Created))
+	h.serveBlob(w, r, k, rec.Sum, etag, time.Unix(0, rec.Created), h.cachePolicy(rec))
 }
 
 // make renders and stores the thumbnail k unless another request is doing

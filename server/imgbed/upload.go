@@ -48,6 +48,10 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if err == nil && tok == nil && !h.anonymousAllowed(r) {
 		err = errTokenRequired
 	}
+	var opts uploadOptions
+	if err == nil {
+		opts, err = requestOptions(r)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -73,7 +77,7 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 	// The per-file limit is enforced while spooling; this bounds the
 	// whole request, form fields and multipart framing included.
 	limited := http.MaxBytesReader(w, io.NopCloser(body), int64(h.cfg.MaxFilesPerRequest)*(h.cfg.MaxBytes+maxFormField)+maxFormField)
-	results, err := h.readUpload(r, limited, tok)
+	results, err := h.readUpload(r, limited, tok, opts)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -82,8 +86,9 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 	h.metrics.uploadSeconds.Observe(time.Since(start).Seconds())
 }
 
-// readUpload stores every file of the request, one at a time.
-func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]uploaded, error) {
+// readUpload stores every file of the request, one at a time. Option
+// fields of a multipart body apply to the files after them.
+func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token, opts uploadOptions) ([]uploaded, error) {
 	ct, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, errContentType
@@ -91,7 +96,7 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]upload
 	switch {
 	case ct == "multipart/form-data":
 	case strings.HasPrefix(ct, "image/"), ct == "application/octet-stream":
-		return []uploaded{h.ingest(r.Context(), body, r.URL.Query().Get("filename"), tok)}, nil
+		return []uploaded{h.ingest(r.Context(), body, r.URL.Query().Get("filename"), tok, opts)}, nil
 	default:
 		return nil, errContentType
 	}
@@ -109,17 +114,24 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]upload
 			return nil, badBody(err)
 		}
 		if !fileFields[part.FormName()] && part.FileName() == "" {
-			if _, err := io.CopyN(io.Discard, part, maxFormField+1); err == nil {
-				return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "form field too large"}
-			} else if err != io.EOF {
+			v, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
+			switch {
+			case err != nil:
 				return nil, badBody(err)
+			case len(v) > maxFormField:
+				return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "form field too large"}
+			}
+			if isOption(part.FormName()) {
+				if err := opts.set(part.FormName(), strings.TrimSpace(string(v))); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
 		if len(out) == h.cfg.MaxFilesPerRequest {
 			return nil, errTooManyFile
 		}
-		u := h.ingest(r.Context(), part, part.FileName(), tok)
+		u := h.ingest(r.Context(), part, part.FileName(), tok, opts)
 		out = append(out, u)
 		if isBodyError(u.err) {
 			// The body is unusable from here on; report what we have.
@@ -151,7 +163,7 @@ func isBodyError(err error) bool {
 }
 
 // ingest checks and stores one file.
-func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token) uploaded {
+func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token, opts uploadOptions) uploaded {
 	sp := newSpool(h.cfg.SpoolDir)
 	defer sp.close()
 	if err := sp.fill(r, h.cfg.MaxBytes, !h.cfg.KeepGPS); err != nil {
@@ -186,6 +198,11 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token)
 		Width:      cfg.Width,
 		Height:     cfg.Height,
 		Created:    h.now().UnixNano(),
+		MaxViews:   opts.maxViews,
+	}
+	if opts.expiresIn > 0 {
+		// The engine expires keys by the millisecond.
+		rec.Expires = h.now().Add(opts.expiresIn).Truncate(time.Millisecond).UnixNano()
 	}
 	limit := func(usage) error { return nil }
 	if tok != nil {
@@ -334,6 +351,8 @@ type imageData struct {
 	MD5        string    `json:"md5"`
 	Duplicate  bool      `json:"duplicate"`
 	Created    time.Time `json:"created"`
+	ExpiresAt  string    `json:"expires_at,omitempty"` // RFC 3339
+	MaxViews   int64     `json:"max_views,omitempty"`
 	Links      links     `json:"links"`
 }
 
@@ -357,7 +376,7 @@ func (h *Host) data(r *http.Request, rec *record, deleteToken string, dup bool) 
 	d := imageData{
 		Key: rec.ID, Name: name, OriginName: rec.OriginName, Size: rec.Size,
 		Mimetype: rec.Mime, Extension: rec.Ext, Width: rec.Width, Height: rec.Height,
-		SHA256: rec.Sum.String(), MD5: rec.MD5, Duplicate: dup, Created: time.Unix(0, rec.Created).UTC(),
+		SHA256: rec.Sum.String(), MD5: rec.MD5, Duplicate: dup, Created: time.Unix(0, rec.Created).UTC(), MaxViews: rec.MaxViews,
 		Links: links{
 			URL:              u,
 			HTML:             `<img src="` + html.EscapeString(u) + `" alt="` + html.EscapeString(rec.OriginName) + `" />`,
@@ -366,6 +385,9 @@ func (h *Host) data(r *http.Request, rec *record, deleteToken string, dup bool) 
 			MarkdownWithLink: "[![" + alt + "](" + u + ")](" + u + ")",
 			ThumbnailURL:     base + "/t/" + name + "?w=" + itoa(defaultThumbWidth),
 		},
+	}
+	if rec.Expires != 0 {
+		d.ExpiresAt = rec.expiry().UTC().Format(time.RFC3339Nano)
 	}
 	if deleteToken != "" {
 		d.Links.DeleteURL = base + "/d/" + rec.ID + "?token=" + deleteToken
