@@ -1,6 +1,7 @@
 package imgbed
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -56,6 +57,8 @@ func (h *Host) check(remote bool) error {
 	dead := make(map[genKey]bool)
 	deadBlob := make(map[sum]bool)
 	pending := make(map[genKey]bool)
+	records := make(map[string]*record)
+	owned := make(map[string]bool) // owner index entries the records want
 
 	err := errors.Join(
 		each(kindImage, func(k, v []byte) error {
@@ -71,6 +74,10 @@ func (h *Host) check(remote bool) error {
 				latest[rec.Sum] = max(latest[rec.Sum], rec.Expires)
 			}
 			recent[string(recentKey(rec.Created, rec.ID))] = true
+			records[rec.ID] = &rec
+			if rec.Owner != "" {
+				owned[string(ownedKey(&rec))] = true
+			}
 			return nil
 		}),
 		each(kindRecent, func(k, _ []byte) error {
@@ -133,6 +140,9 @@ func (h *Host) check(remote bool) error {
 	for s := range refs {
 		bad("records point at missing blob %v", s)
 	}
+	if err := h.checkIndexes(snap, records, owned, bad); err != nil {
+		return err
+	}
 	for s := range expRefs {
 		bad("expiring records point at missing blob %v", s)
 	}
@@ -193,4 +203,61 @@ func (h *Host) checkRemote(s sum, m blobMeta, bad func(string, ...any)) {
 	case size != m.Size:
 		bad("blob %v generation %x in store %q holds %d bytes, want %d", s, m.Gen, m.Store, size, m.Size)
 	}
+}
+
+// checkIndexes verifies the owner index and album memberships: every
+// owned record has its entry and every entry its record; every membership
+// names an existing album and image and has its way back.
+func (h *Host) checkIndexes(snap *lsmgo.Snapshot, records map[string]*record, owned map[string]bool, bad func(string, ...any)) error {
+	each := func(kind byte, fn func(k []byte)) error {
+		lo, hi := span(key(kind))
+		it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			fn(bytes.Clone(it.Key()))
+		}
+		return it.Error()
+	}
+	backs := make(map[string]bool)
+	err := errors.Join(
+		each(kindOwned, func(k []byte) {
+			if !owned[string(k)] {
+				bad("owner index entry %q has no record", k)
+			}
+			delete(owned, string(k))
+		}),
+		each(kindMember, func(k []byte) {
+			albumID, rest, ok := bytes.Cut(k[2:], []byte{0})
+			if !ok || len(rest) < 8 {
+				bad("membership key %q", k)
+				return
+			}
+			id := string(rest[8:])
+			rec := records[id]
+			if _, err := snap.Get(albumKey(string(albumID))); err != nil || rec == nil ||
+				!bytes.Equal(k, memberKey(string(albumID), rec)) {
+				bad("membership %q: album or image missing", k)
+			}
+			backs[string(memberOfKey(id, string(albumID)))] = true
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	for k := range owned {
+		bad("record without owner index entry %q", k)
+	}
+	err = each(kindMemberOf, func(k []byte) {
+		if !backs[string(k)] {
+			bad("album membership %q has no entry in its album", k)
+		}
+		delete(backs, string(k))
+	})
+	for k := range backs {
+		bad("album membership %q has no way back from its image", k)
+	}
+	return err
 }

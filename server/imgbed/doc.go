@@ -21,6 +21,11 @@
 //	"iQ" token name                 per-token usage (bytes and count) of permanent images, for quotas
 //	"iE" token 0 id                 size of one expiring image of a token (quota), with its expiry
 //	"iV" id                         downloads so far of a view-limited image, with its expiry
+//	"iO" token 0 ^created(8) id     a token's images, newest first ("my uploads")
+//	"iA" album                      album: name, description, owner (JSON)
+//	"iL" token 0 ^created(8) album  a token's albums, newest first
+//	"iM" album 0 ^created(8) id     an album's images, newest upload first
+//	"iN" id 0 album                 the albums of an image, so deleting it leaves them
 //
 // The content hash is the identity of the bytes: identical uploads share
 // one blob whose metadata counts its references (one per image record).

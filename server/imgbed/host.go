@@ -87,8 +87,13 @@ func (h *Host) SetTokens(tokens []Token) { h.auth.Store(newTokenSet(tokens)) }
 //	GET  /api/v1/images/{id}       metadata
 //	DELETE /api/v1/images/{id}     delete (delete token, owner or admin)
 //	GET, POST /d/{id}?token=       delete from a link, with a confirmation
-//	GET  /api/v1/images?page=N     recent uploads (admin)
+//	GET  /api/v1/images?page=N     uploads: all for an admin, else the token's own
 //	GET  /api/v1/sharex.sxcu, /api/v1/picgo.json   uploader configurations
+//	POST, GET /api/v1/albums       create an album, list the token's albums
+//	GET, PATCH, DELETE /api/v1/albums/{id}   an album and its images, edit, delete
+//	PUT, DELETE /api/v1/albums/{id}/images/{key}   add or remove an image
+//	GET  /a/{id}                   an album's public page
+//	POST /api/v1/tokens, GET /api/v1/profile, /api/v1/strategies   Lsky Pro V1
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.servePage)
@@ -104,6 +109,17 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/images", h.serveList)
 	mux.HandleFunc("GET /api/v1/sharex.sxcu", h.serveShareX)
 	mux.HandleFunc("GET /api/v1/picgo.json", h.servePicGo)
+	mux.HandleFunc("POST /api/v1/albums", h.serveAlbumCreate)
+	mux.HandleFunc("GET /api/v1/albums", h.serveAlbums)
+	mux.HandleFunc("GET /api/v1/albums/{id}", h.serveAlbum)
+	mux.HandleFunc("PATCH /api/v1/albums/{id}", h.serveAlbumEdit)
+	mux.HandleFunc("DELETE /api/v1/albums/{id}", h.serveAlbumDelete)
+	mux.HandleFunc("PUT /api/v1/albums/{id}/images/{key}", h.serveAlbumMember)
+	mux.HandleFunc("DELETE /api/v1/albums/{id}/images/{key}", h.serveAlbumMember)
+	mux.HandleFunc("GET /a/{id}", h.serveAlbumPage)
+	mux.HandleFunc("POST /api/v1/tokens", h.serveTokens)
+	mux.HandleFunc("GET /api/v1/profile", h.serveProfile)
+	mux.HandleFunc("GET /api/v1/strategies", h.serveStrategies)
 	return routes{h: h, mux: mux}
 }
 

@@ -21,6 +21,11 @@ const (
 	kindRecent    = 'R'
 	kindUsage     = 'Q'
 	kindViews     = 'V'
+	kindOwned     = 'O'
+	kindAlbum     = 'A'
+	kindMember    = 'M'
+	kindMemberOf  = 'N'
+	kindAlbumOf   = 'L'
 	kindExpUsage  = 'E'
 	sumLen        = 32
 	genLen        = 8
@@ -79,10 +84,36 @@ func imageKey(id string) []byte { return key(kindImage, []byte(id)) }
 // recentKey orders records newest first: the creation time is stored
 // inverted.
 func recentKey(created int64, id string) []byte {
-	return key(kindRecent, binary.BigEndian.AppendUint64(nil, ^uint64(created)), []byte(id))
+	return key(kindRecent, newestFirst(created), []byte(id))
 }
 
 func usageKey(token string) []byte { return key(kindUsage, []byte(token)) }
+
+// newestFirst is a key part that orders by creation time, newest first.
+func newestFirst(created int64) []byte { return binary.BigEndian.AppendUint64(nil, ^uint64(created)) }
+
+// ownedPrefix starts the index of a token's images, newest first: "my
+// uploads".
+func ownedPrefix(owner string) []byte { return key(kindOwned, []byte(owner), []byte{0}) }
+
+func ownedKey(rec *record) []byte {
+	return append(append(ownedPrefix(rec.Owner), newestFirst(rec.Created)...), rec.ID...)
+}
+
+func albumKey(id string) []byte { return key(kindAlbum, []byte(id)) }
+
+// memberPrefix starts the images of an album, newest upload first;
+// memberOfKey is the way back, from an image to its albums, so deleting
+// the image can take it out of them.
+func memberPrefix(album string) []byte { return key(kindMember, []byte(album), []byte{0}) }
+
+func memberKey(album string, rec *record) []byte {
+	return append(append(memberPrefix(album), newestFirst(rec.Created)...), rec.ID...)
+}
+
+func memberOfPrefix(id string) []byte { return key(kindMemberOf, []byte(id), []byte{0}) }
+
+func memberOfKey(id, album string) []byte { return append(memberOfPrefix(id), album...) }
 
 func viewsKey(id string) []byte { return key(kindViews, []byte(id)) }
 
@@ -164,6 +195,16 @@ func (rec *record) expiry() time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, rec.Expires)
+}
+
+// album is a named set of images of one owner, public under /a/{id}.
+type album struct {
+	V           int    `json:"v"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Owner       string `json:"owner"`
+	Created     int64  `json:"created"` // Unix nanoseconds
 }
 
 // usage is what one token has stored.

@@ -414,58 +414,83 @@ func (h *Host) serveDeletePage(w http.ResponseWriter, r *http.Request) {
 	deletePage.Execute(w, page)
 }
 
-// serveList pages through the recent uploads, newest first (admin only).
+// serveList pages through uploads, newest first: an admin's request
+// every upload (its own with ?mine=1), any other token's its own ("my
+// uploads", Lsky's /images).
 func (h *Host) serveList(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.admin(r); err != nil {
-		h.fail(w, err)
-		return
+	t, err := h.identify(r)
+	if err == nil && t == nil {
+		err = errTokenRequired
 	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
-	per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-	if per <= 0 || per > 100 {
-		per = DefaultPageSize
-	}
-	snap := h.st.db.NewSnapshot()
-	defer snap.Close()
-	lo, hi := span(key(kindRecent))
-	it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	skip := (page - 1) * per
+	index := key(kindRecent)
+	if !t.Admin || r.URL.Query().Get("mine") != "" {
+		index = ownedPrefix(t.Name)
+	}
+	items, p, err := h.listImages(r, index)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "", "data": p.body(items)})
+}
+
+// paging is a page of a listing, from ?page= and ?per_page=.
+type paging struct {
+	page, per int
+	more      bool
+}
+
+func pageOf(r *http.Request) paging {
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if per <= 0 || per > 100 {
+		per = DefaultPageSize
+	}
+	return paging{page: max(page, 1), per: per}
+}
+
+func (p paging) body(items any) map[string]any {
+	return map[string]any{"current_page": p.page, "per_page": p.per, "has_more": p.more, "data": items}
+}
+
+// listImages reads the request's page of an index whose keys are index,
+// a creation time (newestFirst) and an image id, through one snapshot.
+func (h *Host) listImages(r *http.Request, index []byte) ([]imageData, paging, error) {
+	p := pageOf(r)
+	snap := h.st.db.NewSnapshot()
+	defer snap.Close()
+	lo, hi := span(index)
+	it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, p, err
+	}
+	defer it.Close()
+	skip := (p.page - 1) * p.per
 	items := []imageData{}
-	more := false
 	for ok := it.First(); ok; ok = it.Next() {
-		if skip > 0 {
-			skip--
-			continue
-		}
-		if len(items) == per {
-			more = true
+		if len(items) == p.per {
+			p.more = true
 			break
 		}
-		k := it.Key()
 		// The index entry and the record are written and deleted in the
 		// same batches, so within one snapshot the record exists, unless
 		// it expired between the two reads (they share the expiry).
-		rec, err := lookup(snap, string(k[2+8:]), "")
+		rec, err := lookup(snap, string(it.Key()[len(index)+8:]), "")
 		if err == errNotFound {
 			continue
 		}
 		if err != nil {
-			it.Close()
-			h.fail(w, err)
-			return
+			return nil, p, err
+		}
+		if skip > 0 {
+			skip--
+			continue
 		}
 		items = append(items, h.data(r, rec, "", false))
 	}
-	if err := it.Close(); err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "", "data": map[string]any{
-		"current_page": page, "per_page": per, "has_more": more, "data": items,
-	}})
+	return items, p, it.Error()
 }

@@ -230,6 +230,9 @@ func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit 
 			setFor(b, rec, expUsageKey(rec.Owner, rec.ID), []byte(strconv.FormatInt(rec.Size, 10)))
 		}
 	}
+	if rec.Owner != "" {
+		setFor(b, rec, ownedKey(rec), nil)
+	}
 	setFor(b, rec, imageKey(rec.ID), encode(rec))
 	setFor(b, rec, recentKey(rec.Created, rec.ID), nil)
 	b.Set(blobKey(rec.Sum), encode(meta))
@@ -284,6 +287,12 @@ func (st *store) removeImage(id string, allow func(*record) bool) (freed bool, e
 		b.Delete(recentKey(rec.Created, id))
 		if rec.MaxViews > 0 {
 			b.Delete(viewsKey(id))
+		}
+		if rec.Owner != "" {
+			b.Delete(ownedKey(rec))
+		}
+		if err := st.leaveAlbums(b, rec); err != nil {
+			return err
 		}
 		switch {
 		case rec.Owner == "":
