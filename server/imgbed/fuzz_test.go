@@ -2,6 +2,8 @@ package imgbed
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -16,6 +18,11 @@ func FuzzInspect(f *testing.F) {
 	f.Add(encodeGIF(f, gradient(8, 8)))
 	f.Add(encodeWebP(f, gradient(8, 8)))
 	f.Add(craftPNG(100000, 100000, 1))
+	for _, name := range []string{"gradient-96x64.avif", "gradient-96x64.heic"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		head := bytes.Clone(data)
 		exifInfo(head, true)

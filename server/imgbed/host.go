@@ -134,7 +134,7 @@ type apiError struct {
 func (e *apiError) Error() string { return e.msg }
 
 var (
-	errUnsupported = &apiError{http.StatusUnsupportedMediaType, "type", "unsupported type: JPEG, PNG, GIF and WebP are accepted"}
+	errUnsupported = &apiError{http.StatusUnsupportedMediaType, "type", "unsupported type: JPEG, PNG, GIF, WebP, AVIF and HEIC/HEIF are accepted"}
 	errForbidden   = &apiError{http.StatusForbidden, "forbidden", "forbidden"}
 )
 

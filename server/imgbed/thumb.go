@@ -63,7 +63,7 @@ func thumbWidth(q string) (int, bool) {
 
 // thumbFormat picks the output format: the link's extension when it names
 // another format, else WebP for clients that accept it, else JPEG for
-// JPEG originals and PNG (which keeps transparency) for the rest.
+// JPEG and HEIC originals and PNG (which keeps transparency) for the rest.
 func thumbFormat(r *http.Request, rec *record, ext string) (f format, negotiated, ok bool) {
 	if ext != rec.Ext && !(rec.Ext == "jpg" && ext == "jpeg") {
 		switch ext {
@@ -79,7 +79,7 @@ func thumbFormat(r *http.Request, rec *record, ext string) (f format, negotiated
 	if strings.Contains(r.Header.Get("Accept"), "image/webp") {
 		return formatWebP, true, true
 	}
-	if rec.Mime == formatJPEG.mime() {
+	if rec.Mime == formatJPEG.mime() || rec.Mime == formatHEIC.mime() { // photos
 		return formatJPEG, true, true
 	}
 	return formatPNG, true, true

@@ -11,7 +11,9 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"net/http"
 
+	"github.com/gen2brain/avif"
 	"github.com/gen2brain/webp"
 	xdraw "golang.org/x/image/draw"
 	xwebp "golang.org/x/image/webp"
@@ -33,6 +35,9 @@ func renderThumb(src io.Reader, mime string, f format, width int) (data []byte, 
 		src = io.MultiReader(bytes.NewReader(head), src)
 	}
 	img, err := decodeImage(mime, src)
+	if err == errNoHEICDecoder {
+		return nil, 0, 0, err
+	}
 	if err != nil {
 		return nil, 0, 0, invalid("cannot decode the original: %v", err)
 	}
@@ -119,9 +124,23 @@ func decodeImage(mime string, r io.Reader) (image.Image, error) {
 		return gif.Decode(r) // the first frame
 	case formatWebP.mime():
 		return xwebp.Decode(r)
+	case formatAVIF.mime():
+		// libavif in WebAssembly (wazero), no cgo: memory is the wasm
+		// instance's, freed when the decode returns. libavif refuses
+		// frames over 16384×16384 itself; the upload's pixel limit
+		// already held the declared size.
+		return avif.Decode(r)
+	case formatHEIC.mime():
+		return nil, errNoHEICDecoder
 	}
 	return nil, errors.New("unsupported type")
 }
+
+// errNoHEICDecoder: no HEVC decoder is written in Go or shipped as
+// WebAssembly by a well-kept library, so the pure-Go build stores HEIC
+// originals and serves them as sent but renders no thumbnails of them;
+// the vips build does (libvips with libheif).
+var errNoHEICDecoder = &apiError{http.StatusUnsupportedMediaType, "type", "this build renders no HEIC thumbnails (build with -tags vips)"}
 
 // orientImage turns src as EXIF orientation o says, so that it shows
 // upright: 2 mirrors, 3 turns half, 4 flips, 5-8 transpose then as 1-4.
