@@ -184,6 +184,11 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token,
 	if err := checkStructure(sp.format, sp.reader()); err != nil {
 		return uploaded{err: err}
 	}
+	if !h.cfg.KeepGPS {
+		if err := sp.stripGPS(); err != nil {
+			return uploaded{err: err}
+		}
+	}
 	if sp.orient >= 5 { // rotated a quarter turn: report what viewers show
 		cfg.Width, cfg.Height = cfg.Height, cfg.Width
 	}
