@@ -70,18 +70,6 @@ func (h *Host) identify(r *http.Request) (*Token, error) {
 	return t, nil
 }
 
-// admin returns the request's token if it is an admin token.
-func (h *Host) admin(r *http.Request) (*Token, error) {
-	t, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	if t == nil || !t.Admin {
-		return nil, errAdminRequired
-	}
-	return t, nil
-}
-
 // anonymousAllowed applies Config.Anonymous to r. AnonymousAuto looks at
 // the address the connection arrived on, not at the peer: a reverse proxy
 // on the same host makes every peer loopback, but it connects to an
