@@ -147,12 +147,7 @@ func (h *Host) serveAlbums(w http.ResponseWriter, r *http.Request) {
 
 // serveAlbum answers an album and a page of its images; it is public.
 func (h *Host) serveAlbum(w http.ResponseWriter, r *http.Request) {
-	a, err := h.st.album(r.PathValue("id"))
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	items, p, err := h.listImages(r, memberPrefix(a.ID))
+	a, items, p, err := h.albumImages(r)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -160,6 +155,17 @@ func (h *Host) serveAlbum(w http.ResponseWriter, r *http.Request) {
 	body := p.body(items)
 	body["album"] = h.albumData(r, a)
 	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "", "data": body})
+}
+
+// albumImages reads the album of the request's path and the requested
+// page of its images.
+func (h *Host) albumImages(r *http.Request) (*album, []imageData, paging, error) {
+	a, err := h.st.album(r.PathValue("id"))
+	if err != nil {
+		return nil, nil, paging{}, err
+	}
+	items, p, err := h.listImages(r, memberPrefix(a.ID))
+	return a, items, p, err
 }
 
 // ownedAlbum is the album of the request's path, which its token must own
@@ -252,12 +258,7 @@ var albumPage = template.Must(template.New("album").Parse(`<!doctype html>
 // serveAlbumPage is the public page of an album: its images' thumbnails,
 // each a link to the original.
 func (h *Host) serveAlbumPage(w http.ResponseWriter, r *http.Request) {
-	a, err := h.st.album(r.PathValue("id"))
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	items, p, err := h.listImages(r, memberPrefix(a.ID))
+	a, items, p, err := h.albumImages(r)
 	if err != nil {
 		h.fail(w, err)
 		return
