@@ -123,7 +123,7 @@ func decodeImage(mime string, r io.Reader) (image.Image, error) {
 	case formatGIF.mime():
 		return gif.Decode(r) // the first frame
 	case formatWebP.mime():
-		return xwebp.Decode(r)
+		return decodeWebP(r)
 	case formatAVIF.mime():
 		// libavif in WebAssembly (wazero), no cgo: memory is the wasm
 		// instance's, freed when the decode returns. libavif refuses
@@ -134,6 +134,27 @@ func decodeImage(mime string, r io.Reader) (image.Image, error) {
 		return nil, errNoHEICDecoder
 	}
 	return nil, errors.New("unsupported type")
+}
+
+// decodeWebP decodes a still WebP in pure Go; x/image/webp reads no
+// animation, so an animated one is decoded by libwebp (WebAssembly, the
+// package the encoder comes from), whose first frame is the thumbnail.
+func decodeWebP(r io.Reader) (image.Image, error) {
+	data, err := io.ReadAll(r) // at most MaxBytes: the original was checked
+	if err != nil {
+		return nil, err
+	}
+	img, err := xwebp.Decode(bytes.NewReader(data))
+	if err != nil && animatedWebP(data) {
+		return webp.Decode(bytes.NewReader(data))
+	}
+	return img, err
+}
+
+// animatedWebP reports whether data is an extended WebP with the
+// animation flag.
+func animatedWebP(data []byte) bool {
+	return len(data) >= 21 && string(data[12:16]) == "VP8X" && data[20]&0x02 != 0
 }
 
 // errNoHEICDecoder: no HEVC decoder is written in Go or shipped as
