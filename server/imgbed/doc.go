@@ -26,6 +26,7 @@
 //	"iL" token 0 ^created(8) album  a token's albums, newest first
 //	"iM" album 0 ^created(8) id     an album's images, newest upload first
 //	"iN" id 0 album                 the albums of an image, so deleting it leaves them
+//	"iZ" name                       markers of one-time upgrades ("owner-index": every record indexed)
 //
 // The content hash is the identity of the bytes: identical uploads share
 // one blob whose metadata counts its references (one per image record).

@@ -71,6 +71,9 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 	if _, err := h.st.sweep(); err != nil {
 		return nil, err
 	}
+	if err := h.st.indexOwners(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 

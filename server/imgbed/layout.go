@@ -26,6 +26,7 @@ const (
 	kindMember    = 'M'
 	kindMemberOf  = 'N'
 	kindAlbumOf   = 'L'
+	kindMarker    = 'Z'
 	kindExpUsage  = 'E'
 	sumLen        = 32
 	genLen        = 8
