@@ -168,6 +168,19 @@ func (h *Host) albumImages(r *http.Request) (*album, []imageData, paging, error)
 	return a, items, p, err
 }
 
+// mayAddTo reports whether an upload with token t may go into album id:
+// it exists and is t's, or t is an admin's.
+func (h *Host) mayAddTo(id string, t *Token) error {
+	a, err := h.st.album(id)
+	switch {
+	case err != nil:
+		return err
+	case t == nil || a.Owner != t.Name && !t.Admin:
+		return errNotOwner
+	}
+	return nil
+}
+
 // ownedAlbum is the album of the request's path, which its token must own
 // (or be an admin).
 func (h *Host) ownedAlbum(r *http.Request) (*Token, *album, error) {

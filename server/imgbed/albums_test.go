@@ -1,6 +1,7 @@
 package imgbed
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -171,5 +172,35 @@ func TestLskyV1(t *testing.T) {
 	var strategies struct{ Strategies []struct{ ID int } }
 	if st := th.call(t, "GET", "/api/v1/strategies", tok.Token, nil, "", &strategies); st != 200 || len(strategies.Strategies) != 1 {
 		t.Errorf("strategies: %d %+v", st, strategies)
+	}
+}
+
+// TestUploadIntoAlbum: Lsky's album_id puts an upload into the
+// uploader's album; someone else's album refuses the upload before
+// anything is stored.
+func TestUploadIntoAlbum(t *testing.T) {
+	th := newTestHost(t, Config{Tokens: albumTokens})
+	var a albumData
+	th.call(t, "POST", "/api/v1/albums", "alice-secret", strings.NewReader(`{"name":"a"}`), "application/json", &a)
+	mine := encodePNG(t, gradient(21, 10))
+	req, _ := http.NewRequest("POST", th.srv.URL+"/api/v1/upload?album_id="+a.ID, bytes.NewReader(mine))
+	req.Header.Set("Content-Type", "image/png")
+	req.Header.Set("Authorization", "Bearer alice-secret")
+	if resp, body := th.do(t, req); resp.StatusCode != 201 {
+		t.Fatalf("upload into her album: %d %s", resp.StatusCode, body)
+	}
+	theirs := encodePNG(t, gradient(22, 10))
+	req, _ = http.NewRequest("POST", th.srv.URL+"/api/v1/upload?album_id="+a.ID, bytes.NewReader(theirs))
+	req.Header.Set("Content-Type", "image/png")
+	req.Header.Set("Authorization", "Bearer bob-secret")
+	if resp, _ := th.do(t, req); resp.StatusCode != 403 {
+		t.Fatalf("upload into another's album: %d", resp.StatusCode)
+	}
+	var page albumPageData
+	if th.call(t, "GET", "/api/v1/albums/"+a.ID, "", nil, "", &page); len(page.Data) != 1 || page.Data[0].SHA256 != sumHex(mine) {
+		t.Fatalf("album: %+v", page.Data)
+	}
+	if th.chunkCount(t, theirs) != 0 {
+		t.Error("the refused upload was stored")
 	}
 }

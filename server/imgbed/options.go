@@ -10,6 +10,7 @@ import (
 type uploadOptions struct {
 	expiresIn time.Duration // 0: never
 	maxViews  int64         // 0: unlimited
+	albumID   string        // Lsky's album_id: an album of the uploader's to add the files to
 }
 
 // maxExpiry bounds an expiry, so the expiry time cannot overflow.
@@ -21,12 +22,13 @@ var (
 )
 
 // requestOptions reads the options a request carries in its query
-// (?expiration=, ?max_views=) or headers (X-Expiration, X-Max-Views);
+// (?expiration=, ?max_views=, ?album_id=) or headers (X-Expiration,
+// X-Max-Views);
 // multipart fields of the same names, before a file, override them
 // (setOption).
 func requestOptions(r *http.Request) (uploadOptions, error) {
 	var o uploadOptions
-	for _, name := range []string{"expiration", "max_views"} {
+	for _, name := range []string{"expiration", "max_views", "album_id"} {
 		v := r.URL.Query().Get(name)
 		if v == "" {
 			v = r.Header.Get(map[string]string{"expiration": "X-Expiration", "max_views": "X-Max-Views"}[name])
@@ -39,7 +41,9 @@ func requestOptions(r *http.Request) (uploadOptions, error) {
 }
 
 // isOption reports whether a form field is an upload option.
-func isOption(field string) bool { return field == "expiration" || field == "max_views" }
+func isOption(field string) bool {
+	return field == "expiration" || field == "max_views" || field == "album_id"
+}
 
 // set applies one option; an empty value leaves it alone.
 func (o *uploadOptions) set(name, v string) error {
@@ -59,6 +63,11 @@ func (o *uploadOptions) set(name, v string) error {
 			return errBadMaxViews
 		}
 		o.maxViews = n
+	case "album_id":
+		if !validID(v) {
+			return errNotFound
+		}
+		o.albumID = v
 	}
 	return nil
 }

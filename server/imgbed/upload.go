@@ -164,6 +164,14 @@ func isBodyError(err error) bool {
 
 // ingest checks and stores one file.
 func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token, opts uploadOptions) uploaded {
+	if opts.albumID != "" {
+		// Checked before anything is stored: a file meant for an album
+		// it cannot join is refused, not stored outside it.
+		if err := h.mayAddTo(opts.albumID, tok); err != nil {
+			io.Copy(io.Discard, r)
+			return uploaded{err: err}
+		}
+	}
 	sp := newSpool(h.cfg.SpoolDir)
 	defer sp.close()
 	if err := sp.fill(r, h.cfg.MaxBytes, !h.cfg.KeepGPS); err != nil {
@@ -238,6 +246,11 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token,
 			h.metrics.uploadBytes.Add(float64(rec.Size))
 			if dup {
 				h.metrics.dedupHits.Inc()
+			}
+			if opts.albumID != "" {
+				// Only an album deleted meanwhile fails here; the image
+				// stays stored and is answered, outside the album.
+				h.st.setMember(opts.albumID, rec, true)
 			}
 			return uploaded{rec: rec, deleteToken: deleteToken, dup: dup}
 		case errors.Is(err, errBlobGone) && fresh == nil:
