@@ -221,6 +221,7 @@ func TestSettingUnits(t *testing.T) {
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "requirepass", "admin-token",
 		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
+		"images-upload-burst", "images-token-upload-rate", "images-token-upload-burst", "images-cors-origins",
 		"images-uploads-per-client", "images-min-upload-rate",
 		"blob-store", "s3-access-key", "s3-secret-key", "backup-dir",
 		"hash-max-listpack-entries", "hash-max-ziplist-entries", "list-max-listpack-size", "list-max-ziplist-size",

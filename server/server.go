@@ -129,7 +129,7 @@ func Start(cfg Config) (*Server, error) {
 		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
 		Logger:                   s.log.With("component", "engine"),
 		FS:                       cfg.FS,
-		NewCompactionFilter:      newElemFilter,
+		NewCompactionFilter:      newDBFilter,
 	})
 	if err != nil {
 		return nil, err
