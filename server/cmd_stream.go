@@ -594,27 +594,9 @@ func cmdXRead(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	after := make([]streamID, len(a.keys))
-	{
-		defer c.pin()()
-		for i, key := range a.keys {
-			m, exists, err := c.s.ks.getStream(c.reader(), &c.scratch, key)
-			if err != nil {
-				return err
-			}
-			switch arg := a.ids[i]; {
-			case len(arg) == 1 && arg[0] == '$':
-				if exists {
-					after[i] = m.last
-				}
-			case len(arg) == 1 && arg[0] == '>':
-				return redisError("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
-			default:
-				if after[i], _, err = parseStreamID(arg, true, false, 0); err != nil {
-					return err
-				}
-			}
-		}
+	after, err := c.xreadIDs(a)
+	if err != nil {
+		return err
 	}
 	try := func(ready []byte) bool { return c.xreadTry(a, after, ready) }
 	if !a.blocks {
@@ -627,6 +609,31 @@ func cmdXRead(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
+// xreadIDs resolves XREAD's ids: "$" is the stream's last id now.
+func (c *conn) xreadIDs(a streamReadArgs) ([]streamID, error) {
+	defer c.pin()()
+	after := make([]streamID, len(a.keys))
+	for i, key := range a.keys {
+		m, exists, err := c.s.ks.getStream(c.reader(), &c.scratch, key)
+		if err != nil {
+			return nil, err
+		}
+		switch arg := a.ids[i]; {
+		case len(arg) == 1 && arg[0] == '$':
+			if exists {
+				after[i] = m.last
+			}
+		case len(arg) == 1 && arg[0] == '>':
+			return nil, redisError("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
+		default:
+			if after[i], _, err = parseStreamID(arg, true, false, 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return after, nil
+}
+
 // xreadTry serves XREAD from every stream (ready nil) or from ready
 // only: it replies and returns true when any has entries after its id.
 func (c *conn) xreadTry(a streamReadArgs, after []streamID, ready []byte) bool {
@@ -637,7 +644,7 @@ func (c *conn) xreadTry(a streamReadArgs, after []streamID, ready []byte) bool {
 	}
 	var results []result
 	for i, key := range a.keys {
-		if ready != nil && string(key) != string(ready) {
+		if ready != nil && (string(key) != string(ready) || len(results) > 0) {
 			continue
 		}
 		m, exists, err := c.s.ks.getStream(c.reader(), &c.scratch, key)

@@ -350,7 +350,7 @@ func (c *conn) xreadGroupTry(a streamReadArgs, history []bool, after []streamID,
 		return true
 	}
 	for i, key := range a.keys {
-		if ready != nil && string(key) != string(ready) {
+		if ready != nil && (string(key) != string(ready) || len(ops) > 0) {
 			continue
 		}
 		op, err := c.s.ks.openStream(c.reader(), c.batch, &c.scratch, key)

@@ -134,6 +134,11 @@ func cmdXInfoGroups(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdXInfoStream(c *conn, _ *command, args [][]byte) error {
+	defer c.pin()()
+	op, err := c.infoStream(args[2])
+	if err != nil {
+		return err
+	}
 	full, count := false, int64(10)
 	switch rest := args[3:]; {
 	case len(rest) == 0:
@@ -147,11 +152,6 @@ func cmdXInfoStream(c *conn, _ *command, args [][]byte) error {
 		full, count = true, max(n, 0)
 	default:
 		return subcommandSyntax(args)
-	}
-	defer c.pin()()
-	op, err := c.infoStream(args[2])
-	if err != nil {
-		return err
 	}
 	m := &op.m
 	if !full {
