@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -354,10 +355,10 @@ func (c *conn) xreadGroupTry(a streamReadArgs, history []bool, after []streamID,
 			continue
 		}
 		op, err := c.s.ks.openStream(c.reader(), c.batch, &c.scratch, key)
-		if err != nil {
-			if ready != nil {
-				return false
-			}
+		switch {
+		case ready != nil && (errors.Is(err, errWrongType) || err == nil && !op.exists):
+			return fail(redisError("UNBLOCKED the stream key no longer exists"))
+		case err != nil:
 			return fail(err)
 		}
 		g, err := op.group(a.group)

@@ -296,7 +296,7 @@ func (c *conn) fullGroup(op *streamOp, g *streamGroup, count, now int64) error {
 	c.intOrNull(op.lag(g))
 	c.wr.BulkString("pel-count")
 	c.wr.Int(int64(g.pending))
-	c.wr.BulkString("pel")
+	c.wr.BulkString("pending")
 	c.wr.ArrayHeader(len(pel))
 	for _, p := range pel {
 		c.wr.ArrayHeader(4)
@@ -317,7 +317,7 @@ func (c *conn) fullGroup(op *streamOp, g *streamGroup, count, now int64) error {
 		c.wr.Int(cons.active)
 		c.wr.BulkString("pel-count")
 		c.wr.Int(int64(cons.pending))
-		c.wr.BulkString("pel")
+		c.wr.BulkString("pending")
 		c.wr.ArrayHeader(len(owned[i]))
 		for _, p := range owned[i] {
 			c.wr.ArrayHeader(3)
