@@ -435,15 +435,16 @@ func cmdXDel(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdXTrim(c *conn, _ *command, args [][]byte) error {
+	t, _, _, err := c.parseTrimArgs(args, false)
+	if err != nil {
+		return err
+	}
 	var deleted int64
-	err := c.streamWrite(args[1], func(op *streamOp) error {
+	err = c.streamWrite(args[1], func(op *streamOp) error {
 		if !op.exists {
 			return nil
 		}
-		t, _, _, err := c.parseTrimArgs(args, false)
-		if err != nil {
-			return err
-		}
+		var err error
 		deleted, err = c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, op.key, &op.m, t, nil)
 		op.metaDirty = deleted > 0
 		return err
@@ -455,6 +456,8 @@ func cmdXTrim(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
+// cmdXSetID is XSETID as Redis 7.0.15 has it, which lets the last id
+// fall below the largest deleted one (later releases refuse that).
 func cmdXSetID(c *conn, _ *command, args [][]byte) error {
 	id, _, err := parseStreamID(args[2], true, false, 0)
 	if err != nil {
@@ -487,13 +490,17 @@ func cmdXSetID(c *conn, _ *command, args [][]byte) error {
 	}
 	err = c.streamWrite(args[1], func(op *streamOp) error {
 		m := &op.m
-		switch {
-		case !op.exists:
+		if !op.exists {
 			return redisError(msgNoSuchKey)
-		case m.length > 0 && id.compare(m.last) < 0:
+		}
+		// The newest entry left, which may be older than the last id.
+		top, _, err := c.s.ks.streamEdge(c.reader(), op.key, m, true)
+		if err != nil {
+			return err
+		}
+		switch {
+		case m.length > 0 && id.compare(top) < 0:
 			return redisError("ERR The ID specified in XSETID is smaller than the target stream top item")
-		case id.compare(m.maxDeleted) < 0:
-			return redisError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
 		case m.length > 0 && entriesAdded != -1 && m.length > uint64(entriesAdded):
 			return redisError("ERR The entries_added specified in XSETID is smaller than the target stream length")
 		}

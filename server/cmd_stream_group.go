@@ -371,19 +371,26 @@ func (c *conn) xreadGroupTry(a streamReadArgs, history []bool, after []streamID,
 			}
 			return fail(redisError("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(a.group) + "' in XREADGROUP with GROUP option"))
 		}
-		cons, _, err := op.consumer(g, a.consumer, true, now)
-		if err != nil {
-			return fail(err)
-		}
-		cons.seen, cons.dirty = now, true
 		ops = append(ops, op)
+		// As in Redis 7.0, the consumer is created, and seen, only by a
+		// read that serves it: its history, or new entries.
+		consumer := func() (*streamConsumer, error) {
+			cons, _, err := op.consumer(g, a.consumer, true, now)
+			if err == nil {
+				cons.seen, cons.dirty = now, true
+			}
+			return cons, err
+		}
 		var read streamRead
 		var served bool
 		if history[i] {
-			read, err = op.readHistory(g, cons, after[i], a.count, now)
+			var cons *streamConsumer
+			if cons, err = consumer(); err == nil {
+				read, err = op.readHistory(g, cons, after[i], a.count, now)
+			}
 			served = true
 		} else if op.m.length > 0 && op.m.last.compare(g.lastID) > 0 {
-			read, err = op.readNew(g, cons, a.count, a.noAck, now)
+			read, err = op.readNew(g, consumer, a.count, a.noAck, now)
 			served = len(read.entries) > 0
 		}
 		if err != nil {
@@ -409,8 +416,8 @@ func (c *conn) xreadGroupTry(a streamReadArgs, history []bool, after []streamID,
 }
 
 // readNew delivers up to count (0: all) entries after g's last id to
-// cons, adding them to the PEL unless noAck.
-func (op *streamOp) readNew(g *streamGroup, cons *streamConsumer, count int64, noAck bool, now int64) (streamRead, error) {
+// the consumer that consumer returns, adding them to the PEL unless noAck.
+func (op *streamOp) readNew(g *streamGroup, consumer func() (*streamConsumer, error), count int64, noAck bool, now int64) (streamRead, error) {
 	var read streamRead
 	start, _ := g.lastID.next()
 	err := op.ks.streamScan(op.r, op.key, &op.m, start, maxStreamID, false, func(e streamEntry) bool {
@@ -418,6 +425,10 @@ func (op *streamOp) readNew(g *streamGroup, cons *streamConsumer, count int64, n
 		read.entries = append(read.entries, e)
 		return count <= 0 || int64(len(read.entries)) < count
 	})
+	if err != nil || len(read.entries) == 0 {
+		return read, err
+	}
+	cons, err := consumer()
 	if err != nil {
 		return read, err
 	}

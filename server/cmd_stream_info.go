@@ -76,21 +76,29 @@ func cmdXInfoConsumers(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
-// lag is a group's XINFO lag: the entries added that it has not read, or
-// -1 (null) when that cannot be known.
-func (op *streamOp) lag(g *streamGroup) int64 {
+// lag is a group's XINFO lag: the entries added that it has not read;
+// ok is false (null) when that cannot be known.
+func (op *streamOp) lag(g *streamGroup) (lag int64, ok bool) {
 	m := &op.m
 	switch {
 	case m.entriesAdded == 0:
-		return 0
+		return 0, true
 	case g.entriesRead != invalidEntriesRead && !m.hasTombstones(g.lastID, maxStreamID):
-		return int64(m.entriesAdded) - g.entriesRead
+		return int64(m.entriesAdded) - g.entriesRead, true
 	}
 	read := m.entriesBefore(g.lastID)
 	if read == invalidEntriesRead {
-		return -1
+		return 0, false
 	}
-	return int64(m.entriesAdded) - read
+	return int64(m.entriesAdded) - read, true
+}
+
+func (c *conn) writeLag(op *streamOp, g *streamGroup) {
+	if lag, ok := op.lag(g); ok {
+		c.wr.Int(lag)
+	} else {
+		c.wr.Null()
+	}
 }
 
 func (c *conn) intOrNull(n int64) {
@@ -128,7 +136,7 @@ func cmdXInfoGroups(c *conn, _ *command, args [][]byte) error {
 		c.wr.BulkString("entries-read")
 		c.intOrNull(g.entriesRead)
 		c.wr.BulkString("lag")
-		c.intOrNull(op.lag(g))
+		c.writeLag(op, g)
 	}
 	return nil
 }
@@ -293,7 +301,7 @@ func (c *conn) fullGroup(op *streamOp, g *streamGroup, count, now int64) error {
 	c.wr.BulkString("entries-read")
 	c.intOrNull(g.entriesRead)
 	c.wr.BulkString("lag")
-	c.intOrNull(op.lag(g))
+	c.writeLag(op, g)
 	c.wr.BulkString("pel-count")
 	c.wr.Int(int64(g.pending))
 	c.wr.BulkString("pending")
