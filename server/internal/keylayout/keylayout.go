@@ -11,7 +11,8 @@
 //	Elem  'e' + len(user key) (4, BE)          a collection element, under its
 //	      + user key + version (8, BE) + elem  collection's version
 //	                                           (server/collection.go; lists:
-//	                                           list.go, sorted sets: zset.go)
+//	                                           list.go, sorted sets: zset.go,
+//	                                           streams: stream.go)
 //	Meta  'm' + name                           server metadata: "mformat" (the
 //	                                           keyspace format), "mversions"
 //	                                           (collection versions reserved)
