@@ -64,6 +64,22 @@ func (c *conn) streamWrite(key []byte, fn func(op *streamOp) error) error {
 	return c.commit()
 }
 
+// streamWriteCount is streamWrite for a command that replies with the
+// count fn returns.
+func (c *conn) streamWriteCount(key []byte, fn func(op *streamOp) (int64, error)) error {
+	var n int64
+	err := c.streamWrite(key, func(op *streamOp) error {
+		var err error
+		n, err = fn(op)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.wr.Int(n)
+	return nil
+}
+
 // create makes op a new, empty stream at its key.
 func (op *streamOp) create() error {
 	m, err := op.ks.newStream()
@@ -372,66 +388,64 @@ func cmdXLen(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdXDel(c *conn, _ *command, args [][]byte) error {
-	var deleted int64
-	err := c.streamWrite(args[1], func(op *streamOp) error {
+	return c.streamWriteCount(args[1], func(op *streamOp) (int64, error) {
 		if !op.exists {
-			return nil
+			return 0, nil
 		}
-		ids := make([]streamID, len(args)-2)
-		for i, a := range args[2:] {
-			var err error
-			if ids[i], _, err = parseStreamID(a, true, false, 0); err != nil {
-				return err
-			}
+		ids, err := parseStrictIDs(args[2:])
+		if err != nil {
+			return 0, err
 		}
-		m := &op.m
-		gone := map[streamID]bool{}
-		firstGone := false
-		for _, id := range ids {
-			if gone[id] {
-				continue
-			}
-			_, ok, err := c.s.ks.streamGet(c.reader(), &c.elemBuf, op.key, m, id)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			gone[id] = true
-			c.elemBuf = streamEntryKey(c.elemBuf, op.key, m, id)
-			c.batch.Delete(c.elemBuf)
-			m.length--
-			deleted++
-			firstGone = firstGone || id == m.first
-			if id.compare(m.maxDeleted) > 0 {
-				m.maxDeleted = id
-			}
-		}
-		if deleted == 0 {
-			return nil
-		}
-		op.metaDirty = true
-		if m.length == 0 {
-			m.first = streamID{}
-			return nil
-		}
-		if firstGone {
-			return c.s.ks.streamScan(c.reader(), op.key, m, m.first, maxStreamID, false, func(e streamEntry) bool {
-				if gone[e.id] {
-					return true
-				}
-				m.first = e.id
-				return false
-			})
-		}
-		return nil
+		return c.streamDelete(op, ids)
 	})
-	if err != nil {
-		return err
+}
+
+// streamDelete adds to the batch the deletion of the entries ids of op
+// and returns how many there were.
+func (c *conn) streamDelete(op *streamOp, ids []streamID) (int64, error) {
+	var deleted int64
+	m := &op.m
+	gone := map[streamID]bool{}
+	firstGone := false
+	for _, id := range ids {
+		if gone[id] {
+			continue
+		}
+		_, ok, err := c.s.ks.streamGet(c.reader(), &c.elemBuf, op.key, m, id)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		gone[id] = true
+		c.elemBuf = streamEntryKey(c.elemBuf, op.key, m, id)
+		c.batch.Delete(c.elemBuf)
+		m.length--
+		deleted++
+		firstGone = firstGone || id == m.first
+		if id.compare(m.maxDeleted) > 0 {
+			m.maxDeleted = id
+		}
 	}
-	c.wr.Int(deleted)
-	return nil
+	if deleted == 0 {
+		return 0, nil
+	}
+	op.metaDirty = true
+	if m.length == 0 {
+		m.first = streamID{}
+		return deleted, nil
+	}
+	if !firstGone {
+		return deleted, nil
+	}
+	return deleted, c.s.ks.streamScan(c.reader(), op.key, m, m.first, maxStreamID, false, func(e streamEntry) bool {
+		if gone[e.id] {
+			return true
+		}
+		m.first = e.id
+		return false
+	})
 }
 
 func cmdXTrim(c *conn, _ *command, args [][]byte) error {
@@ -439,21 +453,14 @@ func cmdXTrim(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	var deleted int64
-	err = c.streamWrite(args[1], func(op *streamOp) error {
+	return c.streamWriteCount(args[1], func(op *streamOp) (int64, error) {
 		if !op.exists {
-			return nil
+			return 0, nil
 		}
-		var err error
-		deleted, err = c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, op.key, &op.m, t, nil)
+		deleted, err := c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, op.key, &op.m, t, nil)
 		op.metaDirty = deleted > 0
-		return err
+		return deleted, err
 	})
-	if err != nil {
-		return err
-	}
-	c.wr.Int(deleted)
-	return nil
 }
 
 // cmdXSetID is XSETID as Redis 7.0.15 has it, which lets the last id
@@ -605,15 +612,20 @@ func cmdXRead(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	try := func(ready []byte) bool { return c.xreadTry(a, after, ready) }
+	c.streamRead(a, func(ready []byte) bool { return c.xreadTry(a, after, ready) })
+	return nil
+}
+
+// streamRead runs XREAD's or XREADGROUP's try once, or with BLOCK as a
+// blocking command; both answer a null array when nothing came.
+func (c *conn) streamRead(a streamReadArgs, try func(ready []byte) bool) {
 	if !a.blocks {
 		if !try(nil) {
 			c.wr.NullArray()
 		}
-		return nil
+		return
 	}
 	c.blockingCommand(a.keys, a.block, try, c.wr.NullArray)
-	return nil
 }
 
 // xreadIDs resolves XREAD's ids: "$" is the stream's last id now.
@@ -645,13 +657,9 @@ func (c *conn) xreadIDs(a streamReadArgs) ([]streamID, error) {
 // only: it replies and returns true when any has entries after its id.
 func (c *conn) xreadTry(a streamReadArgs, after []streamID, ready []byte) bool {
 	defer c.pin()()
-	type result struct {
-		key     []byte
-		entries []streamEntry
-	}
-	var results []result
+	var reads []streamRead
 	for i, key := range a.keys {
-		if ready != nil && (string(key) != string(ready) || len(results) > 0) {
+		if ready != nil && (string(key) != string(ready) || len(reads) > 0) {
 			continue
 		}
 		m, exists, err := c.s.ks.getStream(c.reader(), &c.scratch, key)
@@ -672,23 +680,13 @@ func (c *conn) xreadTry(a streamReadArgs, after []streamID, ready []byte) bool {
 			return true
 		}
 		if len(entries) > 0 {
-			results = append(results, result{key, entries})
+			reads = append(reads, streamRead{key: key, entries: entries})
 		}
 	}
-	if len(results) == 0 {
+	if len(reads) == 0 {
 		return false
 	}
-	c.streamsHeader(len(results))
-	for _, r := range results {
-		if c.wr.Protocol() == 2 {
-			c.wr.ArrayHeader(2)
-		}
-		c.wr.Bulk(r.key)
-		c.wr.ArrayHeader(len(r.entries))
-		for _, e := range r.entries {
-			c.writeStreamEntry(e)
-		}
-	}
+	c.writeStreamReads(reads)
 	return true
 }
 

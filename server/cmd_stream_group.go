@@ -125,6 +125,17 @@ func cmdXGroupCreate(c *conn, _ *command, args [][]byte) error {
 
 // groupWrite runs an XGROUP subcommand that needs the key and the group.
 func (c *conn) groupWrite(args [][]byte, fn func(op *streamOp, g *streamGroup) error) error {
+	return c.groupWriteMaybe(args, func(op *streamOp, g *streamGroup) error {
+		if g == nil {
+			return errNoGroup(args[3], args[2])
+		}
+		return fn(op, g)
+	})
+}
+
+// groupWriteMaybe runs an XGROUP subcommand that needs the key; g is nil
+// when the group does not exist.
+func (c *conn) groupWriteMaybe(args [][]byte, fn func(op *streamOp, g *streamGroup) error) error {
 	return c.streamWrite(args[2], func(op *streamOp) error {
 		if !op.exists {
 			return redisError(msgXGroupNoKey)
@@ -132,9 +143,6 @@ func (c *conn) groupWrite(args [][]byte, fn func(op *streamOp, g *streamGroup) e
 		g, err := op.group(args[3])
 		if err != nil {
 			return err
-		}
-		if g == nil {
-			return errNoGroup(args[3], args[2])
 		}
 		return fn(op, g)
 	})
@@ -169,14 +177,7 @@ func cmdXGroupSetID(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdXGroupDestroy(c *conn, _ *command, args [][]byte) error {
-	return c.streamWrite(args[2], func(op *streamOp) error {
-		if !op.exists {
-			return redisError(msgXGroupNoKey)
-		}
-		g, err := op.group(args[3])
-		if err != nil {
-			return err
-		}
+	return c.groupWriteMaybe(args, func(op *streamOp, g *streamGroup) error {
 		if g == nil {
 			c.wr.Int(0)
 			return nil
@@ -326,14 +327,7 @@ func cmdXReadGroup(c *conn, _ *command, args [][]byte) error {
 			history[i] = true
 		}
 	}
-	try := func(ready []byte) bool { return c.xreadGroupTry(a, history, after, ready) }
-	if !a.blocks {
-		if !try(nil) {
-			c.wr.NullArray()
-		}
-		return nil
-	}
-	c.blockingCommand(a.keys, a.block, try, c.wr.NullArray)
+	c.streamRead(a, func(ready []byte) bool { return c.xreadGroupTry(a, history, after, ready) })
 	return nil
 }
 
@@ -506,30 +500,25 @@ func parseStrictIDs(args [][]byte) ([]streamID, error) {
 }
 
 func cmdXAck(c *conn, _ *command, args [][]byte) error {
-	var acked int64
-	err := c.streamWrite(args[1], func(op *streamOp) error {
+	return c.streamWriteCount(args[1], func(op *streamOp) (int64, error) {
 		g, err := op.group(args[2])
 		if err != nil || g == nil {
-			return err
+			return 0, err
 		}
 		ids, err := parseStrictIDs(args[3:])
 		if err != nil {
-			return err
+			return 0, err
 		}
+		var acked int64
 		for _, id := range ids {
 			ok, err := op.ackOne(g, id)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			acked += int64(boolInt(ok))
 		}
-		return nil
+		return acked, nil
 	})
-	if err != nil {
-		return err
-	}
-	c.wr.Int(acked)
-	return nil
 }
 
 func cmdXPending(c *conn, _ *command, args [][]byte) error {
@@ -848,15 +837,21 @@ func (c *conn) claim(op *streamOp, g *streamGroup, name []byte, ids []streamID, 
 		e.fields = cloneAll(e.fields)
 		claimed = append(claimed, e)
 	}
+	c.writeClaimed(claimed, ca.justID)
+	return nil
+}
+
+// writeClaimed replies with the entries XCLAIM or XAUTOCLAIM claimed, or
+// with their ids only.
+func (c *conn) writeClaimed(claimed []streamEntry, justID bool) {
 	c.wr.ArrayHeader(len(claimed))
 	for _, e := range claimed {
-		if ca.justID {
+		if justID {
 			c.writeStreamID(e.id)
 		} else {
 			c.writeStreamEntry(e)
 		}
 	}
-	return nil
 }
 
 func cmdXAutoClaim(c *conn, _ *command, args [][]byte) error {
@@ -954,14 +949,7 @@ func cmdXAutoClaim(c *conn, _ *command, args [][]byte) error {
 		}
 		c.wr.ArrayHeader(3)
 		c.writeStreamID(cursor)
-		c.wr.ArrayHeader(len(claimed))
-		for _, e := range claimed {
-			if justID {
-				c.writeStreamID(e.id)
-			} else {
-				c.writeStreamEntry(e)
-			}
-		}
+		c.writeClaimed(claimed, justID)
 		c.wr.ArrayHeader(len(deleted))
 		for _, id := range deleted {
 			c.writeStreamID(id)

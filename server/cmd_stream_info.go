@@ -49,11 +49,8 @@ func cmdXInfoConsumers(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	var list []*streamConsumer
-	if err := op.scanConsumers(g, func(cons *streamConsumer) bool {
-		list = append(list, cons)
-		return true
-	}); err != nil {
+	list, err := op.allConsumers(g)
+	if err != nil {
 		return err
 	}
 	now := c.clock().UnixMilli()
@@ -115,11 +112,8 @@ func cmdXInfoGroups(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	var list []*streamGroup
-	if err := op.scanGroups(func(g *streamGroup) bool {
-		list = append(list, g)
-		return true
-	}); err != nil {
+	list, err := op.allGroups()
+	if err != nil {
 		return err
 	}
 	c.wr.ArrayHeader(len(list))
@@ -169,11 +163,8 @@ func cmdXInfoStream(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	var groups []*streamGroup
-	if err := op.scanGroups(func(g *streamGroup) bool {
-		groups = append(groups, g)
-		return true
-	}); err != nil {
+	groups, err := op.allGroups()
+	if err != nil {
 		return err
 	}
 	var first *streamEntry
@@ -267,11 +258,8 @@ func (c *conn) fullGroup(op *streamOp, g *streamGroup, count, now int64) error {
 	}); err != nil {
 		return err
 	}
-	var consumers []*streamConsumer
-	if err := op.scanConsumers(g, func(cons *streamConsumer) bool {
-		consumers = append(consumers, cons)
-		return true
-	}); err != nil {
+	consumers, err := op.allConsumers(g)
+	if err != nil {
 		return err
 	}
 	owned := make([][]pending, len(consumers))

@@ -71,7 +71,6 @@ type streamOp struct {
 	groups    map[string]*streamGroup
 	consumers map[string]*streamConsumer // by consumerKey
 	nacks     map[string]*streamNack     // by pendingKey; nil: acknowledged
-	buf       []byte
 }
 
 // openStream reads the stream at key for a command; exists is false when
@@ -457,6 +456,26 @@ func (op *streamOp) scanConsumers(g *streamGroup, fn func(c *streamConsumer) boo
 		}
 	}
 	return nil
+}
+
+// allGroups returns every group, in name order.
+func (op *streamOp) allGroups() ([]*streamGroup, error) {
+	var list []*streamGroup
+	err := op.scanGroups(func(g *streamGroup) bool {
+		list = append(list, g)
+		return true
+	})
+	return list, err
+}
+
+// allConsumers returns every consumer of g, in name order.
+func (op *streamOp) allConsumers(g *streamGroup) ([]*streamConsumer, error) {
+	var list []*streamConsumer
+	err := op.scanConsumers(g, func(cons *streamConsumer) bool {
+		list = append(list, cons)
+		return true
+	})
+	return list, err
 }
 
 // flush adds to the batch the records this command changed, the
