@@ -308,7 +308,14 @@ func decodeStreamEntry(key []byte, id streamID, v []byte) (streamEntry, error) {
 // streamScan calls fn with the entries of m at key whose ids are within
 // [from, to], in id order or in reverse, until fn returns false. The
 // entry's fields are valid only during the call.
+//
+// Walks start at the first live entry at the earliest: trimming leaves
+// tombstones before it until compaction drops them, and a stream capped
+// by XADD … MAXLEN would otherwise step over all of them at every add.
 func (ks *keyspace) streamScan(r lsmgo.Reader, key []byte, m *streamMeta, from, to streamID, reverse bool, fn func(e streamEntry) bool) error {
+	if m.length > 0 && from.compare(m.first) < 0 {
+		from = m.first
+	}
 	if from.compare(to) > 0 {
 		return nil
 	}
