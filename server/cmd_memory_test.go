@@ -29,6 +29,12 @@ func TestMemoryUsage(t *testing.T) {
 			t.Fatalf("MEMORY USAGE h SAMPLES %d = %d, want %d", samples, got, want)
 		}
 	}
+	// A bitmap past 64 KiB is stored in 4 KiB fragments, zero ones not
+	// at all: one bit costs its metadata and the tail of one fragment.
+	c.SetBit(ctx, "bits", 1000000, 1)
+	if got, _ := c.MemoryUsage(ctx, "bits").Result(); got <= 0 || got > 200 {
+		t.Fatalf("MEMORY USAGE of a one-bit 122 KiB bitmap = %d", got)
+	}
 	if _, err := c.MemoryUsage(ctx, "missing").Result(); err == nil || !strings.Contains(err.Error(), "nil") {
 		t.Fatalf("MEMORY USAGE of a missing key: %v", err)
 	}
