@@ -122,7 +122,7 @@ func (c *conn) fragEdit(key []byte, v stringValue) (*fragEdit, error) {
 		e.m.expireAt = v.expireAt
 		return e, nil
 	}
-	e, err := c.s.ks.newFragString(c.reader(), key, v)
+	e, err := c.s.ks.newFragString(c.reader(), c.scratch.ns, key, v)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func cmdMemoryUsage(c *conn, _ *command, args [][]byte) error {
 		}
 		return err
 	}
-	size := int64(len(dataKey(nil, key)) + 1 + len(e.payload))
+	size := int64(len(dataKey(nil, e.ns, key)) + 1 + len(e.payload))
 	if e.typ != typeString {
 		m, err := decodeMeta(key, e)
 		if err != nil {
@@ -73,7 +73,7 @@ func cmdMemoryUsage(c *conn, _ *command, args [][]byte) error {
 			// string has at most 2^17).
 			samples, m.count = 1<<62, 0
 		}
-		prefix := int64(len(elemsKey(nil, key, m.version)))
+		prefix := int64(len(elemsKey(nil, key, m)))
 		var seen, bytesSeen int64
 		err = c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
 			seen++

@@ -102,6 +102,10 @@ type Config struct {
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
 	MaxClients int
+	// Databases is how many databases SELECT offers ("databases");
+	// default 16, as in Redis. Lowering it hides the databases past it,
+	// keeping their keys; raising it again shows them.
+	Databases int
 	// Timeout closes a client that has not completed a command for this
 	// long; 0 disables ("timeout", seconds, live). A command that is still
 	// arriving does not count as activity, so a client trickling bytes is
@@ -193,6 +197,7 @@ func DefaultConfig() Config {
 		AppendFsync:               "everysec",
 		ProtectedMode:             true,
 		MaxClients:                10000,
+		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,
 		MaxMultibulkLen:           1024 * 1024,
 		HLLSparseMaxBytes:         hll.DefaultSparseMaxBytes,
@@ -312,7 +317,8 @@ var settings = append([]*setting{
 	secret(stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
 		func(c *Config) *string { return &c.S3SecretKey }, nil)),
 	fixedSetting("appendonly", "yes"),
-	fixedSetting("databases", "1"),
+	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
+		func(c *Config) *int { return &c.Databases }),
 }, noEffectSettings()...)
 
 func lookupSetting(name string) *setting {

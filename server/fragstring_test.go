@@ -247,7 +247,7 @@ func TestSparseBitmap(t *testing.T) {
 	}
 	// The fragments of the key: at most one per bit set.
 	ks := &s.ks
-	v, _, err := ks.getStringRef(ks.latest(), new([]byte), []byte("sparse"))
+	v, _, err := ks.getStringRef(ks.latest(), new(keyBuf), []byte("sparse"))
 	if err != nil || v.frag == nil {
 		t.Fatalf("not fragmented: %v", err)
 	}
