@@ -283,10 +283,18 @@ func (c *conn) sortLookup(pattern, elem []byte) (val []byte, ok bool, err error)
 		return nil, false, err
 	}
 	if field == nil {
-		if e.typ != typeString {
-			return nil, false, nil
+		switch e.typ {
+		case typeString:
+			return bytes.Clone(e.payload), true, nil
+		case typeFragString:
+			m, err := decodeMeta(key, e)
+			if err != nil {
+				return nil, false, err
+			}
+			v, err := c.s.ks.readFragString(c.reader(), key, m)
+			return v, err == nil, err
 		}
-		return bytes.Clone(e.payload), true, nil
+		return nil, false, nil
 	}
 	if e.typ != typeHash {
 		return nil, false, nil
