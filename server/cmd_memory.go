@@ -78,7 +78,7 @@ func cmdMemoryUsage(c *conn, _ *command, args [][]byte) error {
 			return err
 		}
 		if seen > 0 {
-			size += bytesSeen * m.count * perElem / seen
+			size += bytesSeen * elemsOf(m) * perElem / seen
 		}
 	}
 	c.wr.Int(size)
