@@ -128,10 +128,13 @@ func (f Field) fit(value, incr int64, ow Overflow) (uint64, bool) {
 	}
 	var up, down bool
 	if f.Signed {
-		// hi-value and lo-value cannot overflow below 64 bits; at 64 only
-		// a sum of two same-signed numbers can, so they are compared then.
-		up = value > int64(hi) || (incr > 0 && (f.Bits < 64 || value >= 0) && incr > int64(hi)-value)
-		down = value < lo || (incr < 0 && (f.Bits < 64 || value < 0) && incr < lo-value)
+		// Redis' own test, wrapping included: hi-value wraps for a value
+		// to store near -2^63, which then counts as an overflow upwards
+		// (SAT stores the maximum); at 64 bits only a sum of two
+		// same-signed numbers is compared with the room left.
+		maxIncr, minIncr := int64(uint64(hi)-uint64(value)), lo-value
+		up = value > int64(hi) || f.Bits < 64 && incr > maxIncr || value >= 0 && incr > 0 && incr > maxIncr
+		down = value < lo || f.Bits < 64 && incr < minIncr || value < 0 && incr < 0 && incr < minIncr
 	} else {
 		u := uint64(value)
 		up = u > hi || (incr > 0 && uint64(incr) > hi-u)

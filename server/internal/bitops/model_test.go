@@ -172,7 +172,12 @@ func fieldModel(f Field, value *big.Int, incr int64, ow Overflow) (*big.Int, boo
 	case Fail:
 		return nil, false
 	case Sat:
-		if sum.Cmp(hi) > 0 {
+		// Redis' quirk: a signed field under 64 bits given a value at
+		// most its maximum less 2^63 (near -2^63) saturates upwards, its
+		// room computed as max-value wraps (redis-server 7.0.15: SET i43
+		// to -2^63 under SAT stores 2^42-1).
+		quirk := new(big.Int).Sub(hi, new(big.Int).Lsh(big.NewInt(1), 63))
+		if sum.Cmp(hi) > 0 || f.Signed && f.Bits < 64 && incr == 0 && value.Cmp(quirk) <= 0 {
 			return hi, true
 		}
 		return lo, true
