@@ -287,12 +287,8 @@ func (c *conn) sortLookup(pattern, elem []byte) (val []byte, ok bool, err error)
 		case typeString:
 			return bytes.Clone(e.payload), true, nil
 		case typeFragString:
-			m, err := decodeMeta(key, e)
-			if err != nil {
-				return nil, false, err
-			}
-			v, err := c.s.ks.readFragString(c.reader(), key, m)
-			return v, err == nil, err
+			v, ok, err := c.get(key) // a long bitmap, read whole
+			return v.val, ok, err
 		}
 		return nil, false, nil
 	}
