@@ -166,6 +166,7 @@ func (r *blockRegistry) tryServe(w *waiter, key []byte, runner *conn, queue *[][
 	ok := w.try(key)
 	if ok {
 		w.state = served
+		w.c.flushNotes() // the try committed: see notify.go
 	}
 	if w.c != runner {
 		for _, k := range w.c.blk.ready {

@@ -86,6 +86,7 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) error {
 		if err := c.put(args[1], v); err != nil {
 			return err
 		}
+		c.notifyEdit(typeString, "setbit", args[1], !exists, false)
 	}
 	c.wr.Int(int64(old))
 	return nil
@@ -241,11 +242,13 @@ func cmdBitOp(c *conn, _ *command, args [][]byte) error {
 		if err := c.put(dest, stringValue{val: res}); err != nil {
 			return err
 		}
+		c.notifySet(dest, !existed, false)
 	case existed:
 		c.s.ks.deleteKey(c.batch, &c.scratch, dest)
 		if err := c.commit(); err != nil {
 			return err
 		}
+		c.notify(notifyGeneric, "del", dest)
 	}
 	if existed {
 		c.s.ks.reclaimDeleted(dest, old)
@@ -367,6 +370,7 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 		if err := c.put(args[1], v); err != nil {
 			return err
 		}
+		c.notifyEdit(typeString, "setbit", args[1], !exists, false)
 	}
 	c.wr.ArrayHeader(len(ops))
 	for _, r := range results {

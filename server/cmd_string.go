@@ -120,9 +120,10 @@ func cmdSet(c *conn, cmd *command, args [][]byte) error {
 	// be a string. Without a read it is a blind write.
 	var old entry
 	var exists bool
-	if !o.nx && !o.xx && !o.get && !o.keepTTL {
+	if !o.nx && !o.xx && !o.get && !o.keepTTL && !c.s.notifying(notifyNew) {
 		defer c.unlockBlind(c.lockBlind(key))
 	} else {
+		// Also when "new" events are on: only a read tells a new key.
 		defer c.unlock(c.lock(args[1:2], 1))
 		var err error
 		if old, exists, err = c.getEntry(key); err != nil {
@@ -148,6 +149,7 @@ func cmdSet(c *conn, cmd *command, args [][]byte) error {
 	if err := c.put(key, v); err != nil {
 		return err
 	}
+	c.notifySet(key, !exists, !o.expireAt.IsZero())
 	if o.get {
 		c.bulkOrNull(oldVal, exists)
 	} else {
@@ -172,6 +174,7 @@ func cmdSetNX(c *conn, _ *command, args [][]byte) error {
 	if err := c.put(args[1], stringValue{val: args[2]}); err != nil {
 		return err
 	}
+	c.notifySet(args[1], true, false)
 	c.wr.Int(1)
 	return nil
 }
@@ -186,9 +189,14 @@ func setEX(u timeArg) handler {
 		}
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
+		created, err := c.creates(args[1])
+		if err != nil {
+			return err
+		}
 		if err := c.put(args[1], stringValue{val: args[3], expireAt: expireAt}); err != nil {
 			return err
 		}
+		c.notifySet(args[1], created, true)
 		c.ok()
 		return nil
 	}
@@ -197,7 +205,7 @@ func setEX(u timeArg) handler {
 func cmdGetSet(c *conn, _ *command, args [][]byte) error {
 	var old stringValue
 	var existed bool
-	if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
+	if err := c.modify(args[1:2], "set", func(v *stringValue, exists bool) error {
 		old, existed = *v, exists
 		*v = stringValue{val: args[2]}
 		return nil
@@ -220,6 +228,7 @@ func cmdGetDel(c *conn, _ *command, args [][]byte) error {
 		if err := c.commit(); err != nil {
 			return err
 		}
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.bulkOrNull(old, exists)
 	return nil
@@ -242,6 +251,14 @@ func cmdGetEX(c *conn, cmd *command, args [][]byte) error {
 		v.expireAt = o.expireAt
 		if err := c.put(args[1], v); err != nil {
 			return err
+		}
+		switch {
+		case o.persist:
+			c.notify(notifyGeneric, "persist", args[1])
+		case !o.expireAt.After(time.Now()):
+			c.notify(notifyGeneric, "del", args[1]) // EXAT in the past
+		default:
+			c.notify(notifyGeneric, "expire", args[1])
 		}
 	}
 	c.bulkOrNull(v, exists)
@@ -273,6 +290,16 @@ func mset(nx bool) handler {
 		}
 		held := c.lock(args[1:], 2)
 		defer c.unlock(held)
+		var created []bool // for "new" events: which keys were absent
+		if c.s.notifying(notifyNew) {
+			for i := 1; i < len(args); i += 2 {
+				isNew, err := c.creates(args[i])
+				if err != nil {
+					return err
+				}
+				created = append(created, isNew)
+			}
+		}
 		if nx {
 			for i := 1; i < len(args); i += 2 {
 				exists, err := c.s.ks.exists(c.reader(), &c.scratch, args[i])
@@ -295,6 +322,9 @@ func mset(nx bool) handler {
 		if err := c.commit(); err != nil {
 			return err
 		}
+		for i := 1; i < len(args); i += 2 {
+			c.notifySet(args[i], created != nil && created[i/2], false)
+		}
 		if nx {
 			c.wr.Int(1)
 		} else {
@@ -308,8 +338,10 @@ func mset(nx bool) handler {
 // slice of the arguments) under the key's lock: fn gets the current value
 // (zero when absent) and changes it in place, or returns an error, or
 // errNothingToStore when the command writes nothing. modify stores the
-// result and returns fn's error or the write's; it replies nothing.
-func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) error) error {
+// result, fires the keyspace event named event (a string event, after
+// "new" when the key was absent), and returns fn's error or the write's;
+// it replies nothing.
+func (c *conn) modify(keyArg [][]byte, event string, fn func(v *stringValue, exists bool) error) error {
 	held := c.lock(keyArg, 1)
 	defer c.unlock(held)
 	v, exists, err := c.get(keyArg[0])
@@ -319,7 +351,14 @@ func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) erro
 	if err := fn(&v, exists); err != nil {
 		return err
 	}
-	return c.put(keyArg[0], v)
+	if err := c.put(keyArg[0], v); err != nil {
+		return err
+	}
+	if !exists {
+		c.notifyNew(keyArg[0])
+	}
+	c.notify(notifyString, event, keyArg[0])
+	return nil
 }
 
 // errNothingToStore tells modify that the command writes nothing: its
@@ -345,7 +384,7 @@ func incrBy(sign int64) handler {
 			delta = -delta
 		}
 		var n int64
-		if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
+		if err := c.modify(args[1:2], "incrby", func(v *stringValue, exists bool) error {
 			if exists {
 				var ok bool
 				if n, ok = parseInt(v.val); !ok {
@@ -370,7 +409,7 @@ func incrBy(sign int64) handler {
 // checked first, then its value, then the increment.
 func cmdIncrByFloat(c *conn, _ *command, args [][]byte) error {
 	var result []byte
-	if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
+	if err := c.modify(args[1:2], "incrbyfloat", func(v *stringValue, exists bool) error {
 		cur := new(big.Float)
 		if exists {
 			var ok bool
@@ -398,7 +437,7 @@ func cmdIncrByFloat(c *conn, _ *command, args [][]byte) error {
 
 func cmdAppend(c *conn, _ *command, args [][]byte) error {
 	var n int
-	if err := c.modify(args[1:2], func(v *stringValue, _ bool) error {
+	if err := c.modify(args[1:2], "append", func(v *stringValue, _ bool) error {
 		if int64(len(v.val))+int64(len(args[2])) > c.maxStringLen(args[1]) {
 			return redisError(msgStringTooBig)
 		}
@@ -467,7 +506,7 @@ func cmdSetRange(c *conn, _ *command, args [][]byte) error {
 	}
 	patch := args[3]
 	var n int
-	if err := c.modify(args[1:2], func(v *stringValue, _ bool) error {
+	if err := c.modify(args[1:2], "setrange", func(v *stringValue, _ bool) error {
 		if len(patch) == 0 {
 			// Nothing to write: Redis neither creates the key nor checks
 			// the offset against the size limit.

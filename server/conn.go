@@ -89,6 +89,10 @@ type conn struct {
 	watched    []watchedKey
 	watchDirty atomic.Bool
 
+	// notes are the keyspace events of writes not yet committed
+	// (notify.go).
+	notes []keyEvent
+
 	scratch []byte // engine keys and values under construction
 	elemBuf []byte // collection element keys under construction
 	nameBuf []byte // lower-cased command names

@@ -102,6 +102,7 @@ func (c *conn) run(cmd *command, args [][]byte) {
 		return
 	}
 	c.finished(cmd, args, now.Sub(start), c.failed)
+	c.flushNotes()
 }
 
 // reader is what the running command reads through: inside EXEC, the

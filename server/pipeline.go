@@ -151,6 +151,7 @@ func (c *conn) commitPending() {
 	if err == nil {
 		c.releaseReplies(p.ends[len(p.ends)-1])
 	} else {
+		c.dropNotes()
 		msg := engineError(err)
 		for range p.cmds {
 			c.s.errors.count(msg)
@@ -169,6 +170,7 @@ func (c *conn) commitPending() {
 	if cap(p.stripes) > maxPending {
 		p.stripes = nil
 	}
+	c.flushNotes() // after the cmds are gone: the writes committed
 	// The clients blocked on keys these writes filled are served now
 	// that they have committed.
 	if len(c.blk.ready) > 0 {
@@ -201,4 +203,5 @@ func (c *conn) dropPending() {
 	clear(p.cmds)
 	p.cmds, p.ends, p.stripes = p.cmds[:0], p.ends[:0], p.stripes[:0]
 	p.replies.Reset()
+	c.dropNotes()
 }

@@ -256,7 +256,8 @@ func cmdPublish(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
-// publish delivers msg on channel, sent by the connection from, to its
+// publish delivers msg on channel, sent by the connection from (nil for
+// the server's own messages: keyspace events of expiry), to its
 // subscribers and to those of matching patterns, and returns how many
 // deliveries it made.
 func (h *pubsubHub) publish(from *conn, channel, msg []byte) int64 {
@@ -319,7 +320,7 @@ func encodeMessage(proto int, parts ...[]byte) []byte {
 // them unsubscribed (dropUnsubscribed). So, as in Redis, an UNSUBSCRIBE
 // that arrived before a PUBLISH is run first.
 func (c *conn) push(from *conn, msg []byte, pattern bool, name string) {
-	s := from.s
+	s := c.s
 	var arrived int64
 	if c == from {
 		arrived = c.inputEnd() - 1 // published by the command running

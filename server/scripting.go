@@ -211,11 +211,13 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	reply, stopped := sc.call(c, r, caller, run)
 	if stopped && own {
 		c.exec.batch.Reset()
+		c.dropNotes()
 	}
 	if own {
 		b := c.exec.batch
 		if b.Count() > 0 || b.Err() != nil {
 			if err := ks.apply(b); err != nil {
+				c.dropNotes()
 				return err
 			}
 		}

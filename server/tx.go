@@ -189,6 +189,7 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	c.wr.SetProtocol(proto)
 	if batch.Count() > 0 || batch.Err() != nil {
 		if err := c.s.ks.apply(batch); err != nil {
+			c.dropNotes()
 			return err
 		}
 	}
