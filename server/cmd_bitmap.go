@@ -353,8 +353,15 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 		ok bool
 	}
 	results := make([]result, len(ops))
+	// Redis counts as changes the writes that did not fail and changed
+	// their field or found the key created or grown.
+	changes, grown := 0, write && (!exists || len(s) != len(v.val))
 	for i, op := range ops {
 		r := &results[i]
+		var before int64
+		if op.write {
+			before = op.field.Get(s, op.offset)
+		}
 		switch {
 		case op.incr:
 			r.n, r.ok = op.field.IncrBy(s, op.offset, op.value, op.overflow)
@@ -363,6 +370,9 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 		default:
 			r.n, r.ok = op.field.Get(s, op.offset), true
 		}
+		if op.write && r.ok && (grown || op.field.Get(s, op.offset) != before) {
+			changes++
+		}
 	}
 	// Redis creates or grows the key even when every write failed.
 	if write && (!exists || !bytes.Equal(s, v.val)) {
@@ -370,7 +380,12 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 		if err := c.put(args[1], v); err != nil {
 			return err
 		}
-		c.notifyEdit(typeString, "setbit", args[1], !exists, false)
+	}
+	if !exists && write {
+		c.notifyNew(args[1])
+	}
+	if changes > 0 {
+		c.notify(notifyString, "setbit", args[1])
 	}
 	c.wr.ArrayHeader(len(ops))
 	for _, r := range results {

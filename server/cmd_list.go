@@ -529,7 +529,7 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 	c.signalReady(dst)
 	// Redis' order: the push, then the pop.
 	c.notifyEdit(typeList, sideEvent(toLeft, "push"), dst, !dstExists, false)
-	c.notifyEdit(typeList, sideEvent(fromLeft, "pop"), src, false, sm.count == 0)
+	c.notifyEdit(typeList, sideEvent(fromLeft, "pop"), src, false, !same && sm.count == 0)
 	c.wr.Bulk(vals[0])
 	return true
 }

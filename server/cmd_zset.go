@@ -260,14 +260,14 @@ func zadd(incrBy bool) handler {
 		var added, updated int64
 		processed := false
 		var result float64
-		event := "zadd"
-		if incr {
-			event = "zincr"
-		}
-		if err := c.editZSet(key, event, func(e *zedit) error {
+		created := false
+		// The event follows Redis' counts, not the net write: a member
+		// set twice back to its score is an update.
+		if err := c.editZSet(key, "", func(e *zedit) error {
 			if !e.existed && xx {
 				return nil
 			}
+			created = !e.existed
 			for j, score := range scores {
 				member := pairs[2*j+1]
 				cur, in, err := e.get(member)
@@ -308,6 +308,13 @@ func zadd(incrBy bool) handler {
 			return err
 		}
 		c.signalReady(key) // a client may be blocked on key (blocking.go)
+		if added+updated > 0 {
+			event := "zadd"
+			if incr {
+				event = "zincr"
+			}
+			c.notifyEdit(typeZSet, event, key, created, false)
+		}
 		switch {
 		case incr && processed:
 			c.wr.Double(result)
