@@ -266,3 +266,9 @@ func typeClass(typ byte) notifyFlags {
 	}
 	return notifyGeneric
 }
+
+// expiredOn reports whether f publishes "expired" events, which the
+// expiry watch then has to follow (expiry_events.go).
+func (f notifyFlags) expiredOn() bool {
+	return f&notifyExpired != 0 && f&(notifyKeyspace|notifyKeyevent) != 0
+}
