@@ -35,6 +35,7 @@ func init() {
 				{name: "list", arity: -2, since: "2.4.0", summary: "Lists open connections.", run: cmdClientList},
 				{name: "info", arity: 2, since: "6.2.0", summary: "Returns information about the connection.", run: cmdClientInfo},
 				{name: "setinfo", arity: 4, since: "7.2.0", summary: "Sets information specific to the client or connection.", run: cmdClientSetInfo},
+				{name: "reply", arity: 3, since: "3.2.0", summary: "Instructs the server whether to reply to commands.", run: cmdClientReply},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "command", arity: -1, group: srv, since: "2.8.13", summary: "Returns detailed information about all commands.",

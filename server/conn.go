@@ -89,6 +89,11 @@ type conn struct {
 	watched    []watchedKey
 	watchDirty atomic.Bool
 
+	// replies is CLIENT REPLY's mode; unmuted is the connection's writer
+	// while a command's replies are silenced (cmd_client.go).
+	replies replyMode
+	unmuted *resp.Writer
+
 	// notes are the keyspace events of writes not yet committed
 	// (notify.go).
 	notes []keyEvent

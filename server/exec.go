@@ -32,6 +32,7 @@ func (c *conn) execute(args [][]byte) {
 	// buffers at once: the connection may have read the command before
 	// the publisher's wake-up reached it.
 	c.deliverPushes(c.inputEnd())
+	defer c.unmuteReplies(c.muteReplies())
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(nil, unknownCommand(args))

@@ -237,14 +237,15 @@ func (c *conn) unsubscribeAll() {
 
 // subReply writes a (un)subscribe confirmation: a push in RESP3.
 func (c *conn) subReply(kind string, name []byte, count int) {
-	c.wr.PushHeader(3)
-	c.wr.BulkString(kind)
+	w := c.pushOut()
+	w.PushHeader(3)
+	w.BulkString(kind)
 	if name == nil {
-		c.wr.Null()
+		w.Null()
 	} else {
-		c.wr.Bulk(name)
+		w.Bulk(name)
 	}
-	c.wr.Int(int64(count))
+	w.Int(int64(count))
 }
 
 func cmdPublish(c *conn, _ *command, args [][]byte) error {
@@ -425,7 +426,7 @@ func (c *conn) deliverPushes(limit int64) {
 	}
 	sub.inflight += len(q)
 	sub.mu.Unlock()
-	c.wr.Raw(q)
+	c.pushOut().Raw(q)
 	sub.mu.Lock()
 	if sub.spare == nil && cap(q) <= 64<<10 {
 		sub.spare = q[:0]
