@@ -258,6 +258,8 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 		timer = t.C
 	}
 	stop, gone := c.readAheadWhileBlocked()
+	c.setState(stateBlocked, true)
+	defer c.setState(stateBlocked, false)
 	res := blockTimedOut
 	select {
 	case <-w.served:

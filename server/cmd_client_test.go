@@ -74,3 +74,102 @@ func replyFrames(t *testing.T, d *diffConn, cmds [][]string) string {
 		}
 	}
 }
+
+// TestRedisDiffClientKillErrors compares CLIENT KILL, NO-EVICT and WAIT
+// replies (NO-TOUCH is Redis 7.2's, newer than the redis-server here) that do not depend on which clients are connected.
+func TestRedisDiffClientKillErrors(t *testing.T) {
+	redisSock := startRedis(t)
+	s := startServer(t, nil)
+	ours := dialDiff(t, "tcp", s.Addr().String(), 2)
+	theirs := dialDiff(t, "unix", redisSock, 2)
+	diffRound(t, 0, [][]string{
+		{"CLIENT", "KILL", "1.2.3.4:5"},
+		{"CLIENT", "KILL", "ID", "0"},
+		{"CLIENT", "KILL", "ID", "x"},
+		{"CLIENT", "KILL", "ID", "999999"},
+		{"CLIENT", "KILL", "TYPE", "bogus"},
+		{"CLIENT", "KILL", "TYPE", "master"},
+		{"CLIENT", "KILL", "TYPE", "replica", "SKIPME", "no"},
+		{"CLIENT", "KILL", "USER", "nobody"},
+		{"CLIENT", "KILL", "SKIPME", "maybe"},
+		{"CLIENT", "KILL", "ADDR", "1.2.3.4:5", "ID"},
+		{"CLIENT", "KILL", "BOGUS", "1"},
+		{"CLIENT", "NO-EVICT", "on"},
+		{"CLIENT", "NO-EVICT", "off"},
+		{"CLIENT", "NO-EVICT", "x"},
+		{"WAIT", "0", "0"},
+		{"WAIT", "1", "-1"},
+		{"WAIT", "x", "0"},
+		{"WAIT", "0", "x"},
+		{"WAIT", "1", "20"},
+	}, ours, theirs)
+}
+
+// TestClientListFlagsAndKill follows clients through CLIENT LIST's flags
+// and counts (MULTI, blocked, subscribed, NO-EVICT) and kills them by
+// each filter.
+func TestClientListFlagsAndKill(t *testing.T) {
+	s := startServer(t, nil)
+	admin := dialRaw(t, s)
+	do := func(r *rawConn, cmd string) string {
+		t.Helper()
+		r.send(cmd + "\r\n")
+		return strings.TrimSpace(r.reply())
+	}
+	line := func(id string) string {
+		r := do(admin, "CLIENT LIST ID "+id)
+		if !strings.Contains(r, "id="+id+" ") {
+			return ""
+		}
+		return r
+	}
+	field := func(l, name string) string {
+		for _, f := range strings.Fields(l) {
+			if v, ok := strings.CutPrefix(f, name+"="); ok {
+				return v
+			}
+		}
+		return "<none>"
+	}
+	idOf := func(r *rawConn) string {
+		return strings.TrimPrefix(do(r, "CLIENT ID"), ":")
+	}
+	tx, sub, blocked := dialRaw(t, s), dialRaw(t, s), dialRaw(t, s)
+	txID, subID, blockedID := idOf(tx), idOf(sub), idOf(blocked)
+
+	do(tx, "MULTI")
+	do(tx, "INCR a")
+	do(tx, "CLIENT NO-EVICT off")
+	l := line(txID)
+	eq(t, "MULTI client flags", field(l, "flags"), "x")
+	eq(t, "MULTI client multi", field(l, "multi"), "2")
+	do(tx, "EXEC")
+	do(tx, "CLIENT NO-EVICT on")
+	eq(t, "NO-EVICT flags", field(line(txID), "flags"), "e")
+	eq(t, "NO-TOUCH bad", do(tx, "CLIENT NO-TOUCH maybe"), "-ERR syntax error")
+	do(tx, "CLIENT NO-TOUCH on")
+	eq(t, "NO-TOUCH flags", field(line(txID), "flags"), "eT")
+
+	do(sub, "SUBSCRIBE c1 c2")
+	sub.reply()
+	do(sub, "PSUBSCRIBE p*")
+	l = line(subID)
+	eq(t, "subscriber flags", field(l, "flags"), "P")
+	eq(t, "subscriber sub", field(l, "sub"), "2")
+	eq(t, "subscriber psub", field(l, "psub"), "1")
+
+	blocked.send("BLPOP nothing 0\r\n")
+	waitFor(t, "client blocked", func() bool { return field(line(blockedID), "flags") == "b" })
+
+	eq(t, "kill TYPE pubsub", do(admin, "CLIENT KILL TYPE pubsub"), ":1")
+	sub.expectClosed("")
+	eq(t, "kill ID", do(admin, "CLIENT KILL ID "+blockedID), ":1")
+	blocked.expectClosed("")
+	addr := field(line(txID), "addr")
+	eq(t, "kill addr (old form)", do(admin, "CLIENT KILL "+addr), "+OK")
+	tx.expectClosed("")
+	adminID := idOf(admin)
+	eq(t, "kill ID skips me", do(admin, "CLIENT KILL ID "+adminID), ":0")
+	eq(t, "kill myself", do(admin, "CLIENT KILL ID "+adminID+" SKIPME no"), ":1")
+	admin.expectClosed("")
+}

@@ -35,6 +35,9 @@ func init() {
 				{name: "list", arity: -2, since: "2.4.0", summary: "Lists open connections.", run: cmdClientList},
 				{name: "info", arity: 2, since: "6.2.0", summary: "Returns information about the connection.", run: cmdClientInfo},
 				{name: "setinfo", arity: 4, since: "7.2.0", summary: "Sets information specific to the client or connection.", run: cmdClientSetInfo},
+				{name: "kill", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "2.4.0", summary: "Terminates open connections.", run: cmdClientKill},
+				{name: "no-evict", arity: 3, flags: flagAdmin | flagLoading | flagStale, since: "7.0.0", summary: "Sets the client eviction mode of the connection.", run: onOff(stateNoEvict)},
+				{name: "no-touch", arity: 3, flags: flagLoading | flagStale, since: "7.2.0", summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", run: onOff(stateNoTouch)},
 				{name: "reply", arity: 3, since: "3.2.0", summary: "Instructs the server whether to reply to commands.", run: cmdClientReply},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
@@ -69,6 +72,8 @@ func init() {
 			summary: "Removes all keys from all databases.", run: cmdFlush},
 		spec{name: "lsmgo.resume", arity: 1, flags: flagAdmin | flagLoading | flagStale, group: srv, since: "1.0.0",
 			summary: "Makes a read-only engine accept writes again after a failed fsync (lsmgo's DB.Resume).", run: cmdResume},
+		spec{name: "wait", arity: 3, group: "generic", since: "3.0.0",
+			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", run: cmdWait},
 		spec{name: "time", arity: 1, flags: flagLoading | flagStale | fast, group: srv, since: "2.6.0",
 			summary: "Returns the server time.", run: cmdTime},
 	)
@@ -359,8 +364,13 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 		cmd = "client|list"
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	multi := int64(-1)
+	if c.state.Load()&stateMulti != 0 {
+		multi = c.queued.Load()
+	}
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
+		flagLetters(c.state.Load()), c.dbIndex(), c.nsub.Load(), c.npsub.Load(), multi,
 		cmd, c.proto.Load(), libName, libVer)
 }
 

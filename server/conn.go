@@ -93,6 +93,10 @@ type conn struct {
 	// while a command's replies are silenced (cmd_client.go).
 	replies replyMode
 	unmuted *resp.Writer
+	// state holds the flags CLIENT LIST shows (stateMulti …); queued,
+	// nsub and npsub its multi, sub and psub counts.
+	state               atomic.Uint32
+	queued, nsub, npsub atomic.Int64
 
 	// notes are the keyspace events of writes not yet committed
 	// (notify.go).

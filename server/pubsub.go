@@ -147,6 +147,7 @@ func subscribe(pattern bool) handler {
 				}
 				set[c] = struct{}{}
 				h.mu.Unlock()
+				c.countSubs()
 			}
 			c.subReply(kind, name, c.sub.count())
 		}
@@ -183,6 +184,14 @@ func unsubscribe(pattern bool) handler {
 		}
 		return nil
 	}
+}
+
+// countSubs publishes the connection's subscription counts for CLIENT
+// LIST and CLIENT KILL TYPE pubsub.
+func (c *conn) countSubs() {
+	c.nsub.Store(int64(len(c.sub.channels)))
+	c.npsub.Store(int64(len(c.sub.patterns)))
+	c.setState(statePubsub, c.sub.count() > 0)
 }
 
 func (c *conn) subCount() int {
@@ -223,6 +232,7 @@ func (c *conn) unsubscribeOne(pattern bool, name []byte) {
 		delete(*hubSet, string(name))
 	}
 	h.mu.Unlock()
+	c.countSubs()
 }
 
 // unsubscribeAll ends every subscription: RESET, and a closing

@@ -82,6 +82,8 @@ func cmdMulti(c *conn, _ *command, _ [][]byte) error {
 		return redisError("ERR MULTI calls can not be nested")
 	}
 	c.tx = &transaction{}
+	c.queued.Store(0)
+	c.setState(stateMulti, true)
 	c.ok()
 	return nil
 }
@@ -102,6 +104,7 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		return
 	}
 	c.tx.cmds = append(c.tx.cmds, q)
+	c.queued.Add(1)
 	c.wr.SimpleString("QUEUED")
 }
 
@@ -143,6 +146,7 @@ func cmdDiscard(c *conn, _ *command, _ [][]byte) error {
 // discard ends the transaction, if any, and forgets the watched keys.
 func (c *conn) discard() {
 	c.tx = nil
+	c.setState(stateMulti, false)
 	c.unwatchAll()
 }
 
