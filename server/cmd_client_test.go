@@ -173,3 +173,47 @@ func TestClientListFlagsAndKill(t *testing.T) {
 	eq(t, "kill myself", do(admin, "CLIENT KILL ID "+adminID+" SKIPME no"), ":1")
 	admin.expectClosed("")
 }
+
+// TestClientPause checks that CLIENT PAUSE WRITE holds writes but not
+// reads, that ALL holds both, that CLIENT commands pass, and that
+// UNPAUSE and the timeout release the held clients.
+func TestClientPause(t *testing.T) {
+	s := startServer(t, nil)
+	admin, other := dialRaw(t, s), dialRaw(t, s)
+	do := func(r *rawConn, cmd string) string {
+		t.Helper()
+		r.send(cmd + "\r\n")
+		return strings.TrimSpace(r.reply())
+	}
+	// held sends cmd on other and reports whether its reply is late.
+	held := func(cmd string) bool {
+		other.send(cmd + "\r\n")
+		other.nc.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+		_, err := other.br.Peek(1)
+		other.nc.SetReadDeadline(time.Time{})
+		return err != nil
+	}
+	eq(t, "pause write", do(admin, "CLIENT PAUSE 100000 WRITE"), "+OK")
+	if held("GET k") {
+		t.Fatal("GET held by PAUSE WRITE")
+	}
+	eq(t, "GET", strings.TrimSpace(other.reply()), "$-1")
+	if !held("SET k v") {
+		t.Fatal("SET not held by PAUSE WRITE")
+	}
+	eq(t, "CLIENT passes a pause", do(admin, "CLIENT ID") != "", true)
+	eq(t, "unpause", do(admin, "CLIENT UNPAUSE"), "+OK")
+	eq(t, "SET after unpause", strings.TrimSpace(other.reply()), "+OK")
+
+	eq(t, "pause all", do(admin, "CLIENT PAUSE 300 ALL"), "+OK")
+	start := time.Now()
+	if !held("GET k") {
+		t.Fatal("GET not held by PAUSE ALL")
+	}
+	eq(t, "GET after the timeout", other.reply(), "$1\r\nv\r\n")
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("released after %v, before the 300ms pause ended", d)
+	}
+	eq(t, "bad mode", do(admin, "CLIENT PAUSE 10 SOME"), "-ERR syntax error")
+	eq(t, "negative", do(admin, "CLIENT PAUSE -1"), "-ERR timeout is negative")
+}

@@ -74,6 +74,7 @@ func (c *conn) execute(args [][]byte) {
 		c.lastActive.Store(c.mark.UnixNano())
 		return
 	}
+	c.s.pause.wait(cmd, c.s.done)
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
 		// Without a view (the DB closing) reads go to the DB.
 		c.view, _ = c.s.ks.newView()

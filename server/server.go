@@ -74,6 +74,8 @@ type Server struct {
 	stats  serverStats
 	errors errorStats
 	pubsub pubsubHub
+	// pause is CLIENT PAUSE's (pause.go).
+	pause pauseState
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
