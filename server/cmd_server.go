@@ -137,6 +137,7 @@ func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.discard()
 	c.unsubscribeAll()
+	c.unmonitor()
 	c.setProtocol(2)
 	c.setAuthed(c.s.config().RequirePass == "")
 	c.info.Lock()

@@ -299,6 +299,7 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.unmonitor()
 	c.unwatchAll()
 	c.unsubscribeAll()
 	c.closeView()

@@ -105,6 +105,9 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	}
 	c.finished(cmd, args, now.Sub(start), c.failed)
 	c.flushNotes()
+	if c.s.monitors.n.Load() > 0 && cmd.flags&flagAdmin == 0 {
+		c.feedMonitors(args)
+	}
 }
 
 // reader is what the running command reads through: inside EXEC, the

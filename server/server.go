@@ -76,6 +76,8 @@ type Server struct {
 	pubsub pubsubHub
 	// pause is CLIENT PAUSE's (pause.go).
 	pause pauseState
+	// monitors are the MONITOR clients (monitor.go).
+	monitors monitorSet
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
