@@ -68,6 +68,9 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgSubscribedOnly(cmd))
 		return
 	}
+	// Fed as received, as Redis does: a queued command when queued,
+	// EXEC before the commands it runs.
+	c.feedMonitors(cmd, args, "")
 	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
 		c.queue(cmd, args)
 		c.mark = time.Now()
@@ -105,9 +108,6 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	}
 	c.finished(cmd, args, now.Sub(start), c.failed)
 	c.flushNotes()
-	if c.s.monitors.n.Load() > 0 && cmd.flags&flagAdmin == 0 {
-		c.feedMonitors(args)
-	}
 }
 
 // reader is what the running command reads through: inside EXEC, the

@@ -7,12 +7,14 @@ import (
 	"time"
 )
 
-// MONITOR: every command run by any client, other than admin commands,
-// is fed to the monitoring clients as Redis' line
+// MONITOR: every command a client sends, other than admin commands and
+// those refused before they run, is fed to the monitoring clients as
+// Redis' line
 //
 //	+<unix seconds>.<microseconds> [<db> <client addr>] "arg" "arg" …
 //
-// after it ran. The lines travel through the monitor's Pub/Sub queue
+// when it is about to run or be queued (a script's commands as they run,
+// with the address "lua"). The lines travel through the monitor's Pub/Sub queue
 // (pubsub.go), so a slow monitor costs at most the pubsub output limit
 // and the commands fed never wait for it.
 type monitorSet struct {
@@ -58,9 +60,15 @@ func (c *conn) unmonitor() {
 	m.mu.Unlock()
 }
 
-// feedMonitors sends the line of the command c ran, args, to every
-// monitor.
-func (c *conn) feedMonitors(args [][]byte) {
+// feedMonitors sends the line of cmd, with its arguments args, to every
+// monitor, naming c's address or addr when given.
+func (c *conn) feedMonitors(cmd *command, args [][]byte, addr string) {
+	if c.s.monitors.n.Load() == 0 || cmd.flags&flagAdmin != 0 {
+		return
+	}
+	if addr == "" {
+		addr = c.nc.RemoteAddr().String()
+	}
 	now := time.Now()
 	line := []byte{'+'}
 	line = strconv.AppendInt(line, now.Unix(), 10)
@@ -73,7 +81,7 @@ func (c *conn) feedMonitors(args [][]byte) {
 	line = append(line, " ["...)
 	line = strconv.AppendInt(line, int64(c.dbIndex()), 10)
 	line = append(line, ' ')
-	line = append(line, c.nc.RemoteAddr().String()...)
+	line = append(line, addr...)
 	line = append(line, ']')
 	for _, a := range args {
 		line = append(line, ' ')

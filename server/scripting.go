@@ -384,6 +384,7 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 	io.call.Reset()
 	io.callW.SetProtocol(proto)
 	c.wr = io.callW
+	c.feedMonitors(cmd, args, "lua")
 	c.run(cmd, args)
 	io.callW.Flush()
 	c.wr, c.failed = out, failed
