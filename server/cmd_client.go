@@ -138,10 +138,10 @@ func onOff(bit uint32) handler {
 
 // killFilter is CLIENT KILL's filters.
 type killFilter struct {
-	id               uint64
-	addr, laddr      string
-	typ              string // "", "normal", "pubsub", or a class no client is in
-	skipMe, anyValid bool
+	id          uint64
+	addr, laddr string
+	typ         string // "", "normal", "pubsub", or a class no client is in
+	skipMe      bool
 }
 
 func (f *killFilter) matches(c, self *conn) bool {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"strconv"
 )
 
@@ -71,7 +70,15 @@ var notifyLetters = []struct {
 	{'t', notifyStream}, {'d', notifyModule}, {'n', notifyNew},
 }
 
-var errNotifyClass = errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+// errNotifyClass is Redis' error for a letter it does not know, worded
+// as Redis words it (capital, full stop), which clients may match.
+var errNotifyClass error = notifyClassError{}
+
+type notifyClassError struct{}
+
+func (notifyClassError) Error() string {
+	return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+}
 
 // parseNotifyFlags parses notify-keyspace-events' letters.
 func parseNotifyFlags(v string) (notifyFlags, error) {
