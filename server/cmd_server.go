@@ -138,6 +138,8 @@ func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.discard()
 	c.unsubscribeAll()
 	c.unmonitor()
+	c.replies = replyOn
+	c.setState(stateNoEvict|stateNoTouch, false)
 	c.setProtocol(2)
 	c.setAuthed(c.s.config().RequirePass == "")
 	c.info.Lock()
