@@ -24,6 +24,9 @@ func TestRedisDiffClientReply(t *testing.T) {
 			switch rng.IntN(6) {
 			case 0, 1:
 				cmds = append(cmds, []string{"CLIENT", "REPLY", []string{"ON", "OFF", "SKIP", "MAYBE"}[rng.IntN(4)]})
+				if rng.IntN(8) == 0 {
+					cmds = append(cmds, []string{"RESET"})
+				}
 			case 2:
 				cmds = append(cmds, []string{"INCR", "replyctr"})
 			case 3:

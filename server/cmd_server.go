@@ -135,6 +135,12 @@ func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 }
 
 func cmdReset(c *conn, _ *command, _ [][]byte) error {
+	// Heard under CLIENT REPLY OFF, which RESET ends, but not under SKIP,
+	// as from Redis.
+	w := c.wr
+	if c.replies == replyOff {
+		w = c.pushOut()
+	}
 	c.discard()
 	c.unsubscribeAll()
 	c.unmonitor()
@@ -145,7 +151,7 @@ func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.info.Lock()
 	c.info.name = ""
 	c.info.Unlock()
-	c.wr.SimpleString("RESET")
+	w.SimpleString("RESET")
 	return nil
 }
 
