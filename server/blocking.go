@@ -197,6 +197,7 @@ func (r *blockRegistry) tryServe(w *waiter, key []byte, runner *conn, queue *[][
 	ok := w.try(key)
 	if ok {
 		w.state = served
+		w.c.flushNotes() // the try committed: see notify.go
 	}
 	if w.c != runner {
 		for _, k := range w.c.blk.ready {
@@ -301,6 +302,8 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 		timer = t.C
 	}
 	stop, gone := c.readAheadWhileBlocked()
+	c.setState(stateBlocked, true)
+	defer c.setState(stateBlocked, false)
 	res := blockTimedOut
 	select {
 	case <-w.served:

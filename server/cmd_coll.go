@@ -38,7 +38,11 @@ func removeElems(typ byte) handler {
 	return func(c *conn, _ *command, args [][]byte) error {
 		key := args[1]
 		var removed int64
-		if err := c.editColl(key, typ, func(m *collMeta, existed bool) error {
+		event := "srem"
+		if typ == typeHash {
+			event = "hdel"
+		}
+		if err := c.editCollEvent(key, typ, event, func(m *collMeta, existed bool) error {
 			if !existed {
 				return nil
 			}

@@ -30,6 +30,7 @@ type geoQuery struct {
 	count                         int64 // 0: no limit
 	store                         []byte
 	storeDist                     bool
+	storeEvent                    string // STORE's keyspace event
 }
 
 // geoMatch is a member a search found.
@@ -38,6 +39,14 @@ type geoMatch struct {
 	score    float64
 	dist     float64
 	lon, lat float64
+}
+
+// storeEvent is the keyspace event of a search's STORE, as Redis names it.
+func (f geoFlags) storeEvent() string {
+	if f&geoSearchCmd != 0 {
+		return "geosearchstore"
+	}
+	return "georadiusstore"
 }
 
 // geoSearch returns the handler of a search command, which parses and
@@ -68,9 +77,10 @@ func geoSearch(flags geoFlags) handler {
 		if err != nil {
 			return err
 		}
+		q.storeEvent = flags.storeEvent()
 		if !exists {
 			if q.store != nil {
-				return c.storeColl(q.store, typeZSet, 0, nil)
+				return c.storeColl(q.store, typeZSet, q.storeEvent, 0, nil)
 			}
 			c.wr.ArrayHeader(0)
 			return nil
@@ -309,7 +319,7 @@ func (c *conn) geoReply(q geoQuery, found []geoMatch) error {
 				items[i].score = f.dist
 			}
 		}
-		return c.zstore(q.store, items)
+		return c.zstore(q.storeEvent, q.store, items)
 	}
 	c.wr.ArrayHeader(len(found))
 	extra := 0

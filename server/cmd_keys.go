@@ -37,6 +37,7 @@ func cmdDel(c *conn, _ *command, args [][]byte) error {
 	}
 	for _, d := range deleted {
 		c.s.ks.reclaimDeleted(d.key, d.e)
+		c.notify(notifyGeneric, "del", d.key)
 	}
 	c.wr.Int(int64(len(deleted)))
 	return nil
@@ -112,6 +113,11 @@ func rename(nx bool) handler {
 		}
 		c.s.ks.reclaimDeleted(src, e)
 		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
+		// Redis deletes dst and adds it anew: "new" whether or not it
+		// held a value.
+		c.notifyNew(dst)
+		c.notify(notifyGeneric, "rename_from", src)
+		c.notify(notifyGeneric, "rename_to", dst)
 		if nx {
 			c.wr.Int(1)
 		} else {
@@ -185,12 +191,14 @@ func expire(u timeArg) handler {
 				return err
 			}
 			c.s.ks.reclaimDeleted(args[1], e)
+			c.notify(notifyGeneric, "del", args[1])
 		} else {
 			e.expireAt = time.UnixMilli(when)
 			c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
 			if err := c.commit(); err != nil {
 				return err
 			}
+			c.notify(notifyGeneric, "expire", args[1])
 		}
 		c.wr.Int(1)
 		return nil
@@ -245,6 +253,7 @@ func cmdPersist(c *conn, _ *command, args [][]byte) error {
 	if err := c.commit(); err != nil {
 		return err
 	}
+	c.notify(notifyGeneric, "persist", args[1])
 	c.wr.Int(1)
 	return nil
 }

@@ -33,6 +33,12 @@ func init() {
 				{name: "list", arity: -2, since: "2.4.0", summary: "Lists open connections.", run: cmdClientList},
 				{name: "info", arity: 2, since: "6.2.0", summary: "Returns information about the connection.", run: cmdClientInfo},
 				{name: "setinfo", arity: 4, since: "7.2.0", summary: "Sets information specific to the client or connection.", run: cmdClientSetInfo},
+				{name: "kill", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "2.4.0", summary: "Terminates open connections.", run: cmdClientKill},
+				{name: "no-evict", arity: 3, flags: flagAdmin | flagLoading | flagStale, since: "7.0.0", summary: "Sets the client eviction mode of the connection.", run: onOff(stateNoEvict)},
+				{name: "no-touch", arity: 3, flags: flagLoading | flagStale, since: "7.2.0", summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", run: onOff(stateNoTouch)},
+				{name: "pause", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "3.0.0", summary: "Suspends commands processing.", run: cmdClientPause},
+				{name: "unpause", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "6.2.0", summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
+				{name: "reply", arity: 3, since: "3.2.0", summary: "Instructs the server whether to reply to commands.", run: cmdClientReply},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "command", arity: -1, group: srv, since: "2.8.13", summary: "Returns detailed information about all commands.",
@@ -60,6 +66,8 @@ func init() {
 			summary: "Returns information and statistics about the server.", run: cmdInfo},
 		spec{name: "lsmgo.resume", arity: 1, flags: flagAdmin | flagLoading | flagStale, group: srv, since: "1.0.0",
 			summary: "Makes a read-only engine accept writes again after a failed fsync (lsmgo's DB.Resume).", run: cmdResume},
+		spec{name: "wait", arity: 3, group: "generic", since: "3.0.0",
+			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", run: cmdWait},
 		spec{name: "time", arity: 1, flags: flagLoading | flagStale | fast, group: srv, since: "2.6.0",
 			summary: "Returns the server time.", run: cmdTime},
 	)
@@ -111,15 +119,24 @@ func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 }
 
 func cmdReset(c *conn, _ *command, _ [][]byte) error {
+	// Heard under CLIENT REPLY OFF, which RESET ends, but not under SKIP,
+	// as from Redis.
+	w := c.wr
+	if c.replies == replyOff {
+		w = c.pushOut()
+	}
 	c.discard()
 	c.unsubscribeAll()
 	c.selectDB(0)
+	c.unmonitor()
+	c.replies = replyOn
+	c.setState(stateNoEvict|stateNoTouch, false)
 	c.setProtocol(2)
 	c.setAuthed(c.s.config().RequirePass == "")
 	c.info.Lock()
 	c.info.name = ""
 	c.info.Unlock()
-	c.wr.SimpleString("RESET")
+	w.SimpleString("RESET")
 	return nil
 }
 
@@ -343,9 +360,14 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 		cmd = "client|list"
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=%d sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	multi := int64(-1)
+	if c.state.Load()&stateMulti != 0 {
+		multi = c.queued.Load()
+	}
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
-		db, cmd, c.proto.Load(), libName, libVer)
+		flagLetters(c.state.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
+		cmd, c.proto.Load(), libName, libVer)
 }
 
 func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {

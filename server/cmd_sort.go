@@ -352,7 +352,7 @@ func (c *conn) sortStore(items []sortItem, s *sortSpec) error {
 			return err
 		}
 	}
-	return c.storeColl(s.store, typeList, len(out), func(m collMeta) {
+	return c.storeColl(s.store, typeList, "sortstore", len(out), func(m collMeta) {
 		for i, v := range out {
 			c.s.ks.listPut(c.batch, &c.elemBuf, s.store, m, int64(i), v)
 		}

@@ -395,10 +395,13 @@ func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []b
 // storeColl replaces whatever dst holds with a new collection of type
 // typ holding n elements, which put adds to the batch under the new
 // collection's version, commits, and replies with n: the STORE commands
-// (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …). The caller holds dst's lock.
-// An empty result deletes dst only when dst holds a value: as in Redis,
-// deleting nothing is no write, which WATCH must not see.
-func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) error {
+// (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …), whose keyspace event, of
+// typ's class, is event ("del" when an empty result deleted dst). The
+// caller holds dst's lock. An empty result deletes dst only when dst
+// holds a value: as in Redis, deleting nothing is no write, which WATCH
+// must not see.
+func (c *conn) storeColl(dst []byte, typ byte, event string, n int, put func(m collMeta)) error {
+	var existed, created bool
 	if n == 0 {
 		exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
 		if err != nil {
@@ -408,7 +411,13 @@ func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) erro
 		if exists {
 			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
 		}
+		existed = exists
 	} else {
+		var err error
+		if created, err = c.creates(dst); err != nil {
+			c.batch.Reset()
+			return err
+		}
 		m, err := c.s.ks.newColl(c.scratch.ns, typ)
 		if err != nil {
 			c.batch.Reset()
@@ -421,6 +430,12 @@ func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) erro
 	}
 	if err := c.commit(); err != nil {
 		return err
+	}
+	switch {
+	case n > 0:
+		c.notifyEdit(typ, event, dst, created, false)
+	case existed:
+		c.notify(notifyGeneric, "del", dst)
 	}
 	c.wr.Int(int64(n))
 	return nil
@@ -445,6 +460,12 @@ func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists 
 // emptied collection) and commits everything as one batch. It replies
 // nothing: the caller replies with the error, or with its result.
 func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool) error) error {
+	return c.editCollEvent(key, typ, "", fn)
+}
+
+// editCollEvent is editColl for a command whose write fires the keyspace
+// event named event, of typ's class, when it wrote anything (notifyEdit).
+func (c *conn) editCollEvent(key []byte, typ byte, event string, fn func(m *collMeta, existed bool) error) error {
 	held := c.lock([][]byte{key}, 1)
 	defer c.unlock(held)
 	m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
@@ -465,7 +486,13 @@ func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool)
 		return nil
 	}
 	c.s.ks.putColl(c.batch, &c.scratch, key, m)
-	return c.commit()
+	if err := c.commit(); err != nil {
+		return err
+	}
+	if event != "" {
+		c.notifyEdit(typ, event, key, !exists, m.count == 0)
+	}
+	return nil
 }
 
 // readElems returns every element under sub of m at key (scanElemsIn)

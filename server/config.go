@@ -179,6 +179,10 @@ type Config struct {
 	// ("busy-reply-threshold", or its old name "lua-time-limit", in
 	// milliseconds, live). Default 5 s, as in Redis.
 	BusyReplyThreshold time.Duration
+	// NotifyKeyspaceEvents selects the keyspace events published through
+	// Pub/Sub ("notify-keyspace-events", Redis' class letters, live;
+	// notify.go). Default none.
+	NotifyKeyspaceEvents notifyFlags
 
 	// NoEffect holds the values of the settings lsmgo accepts for Redis
 	// clients without acting on them (config_noeffect.go).
@@ -338,6 +342,7 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.S3AccessKey }, nil)),
 	secret(stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
 		func(c *Config) *string { return &c.S3SecretKey }, nil)),
+	notifySetting(),
 	fixedSetting("appendonly", "yes"),
 	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
 		func(c *Config) *int { return &c.Databases }),

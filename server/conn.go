@@ -101,6 +101,20 @@ type conn struct {
 	// and values in its namespace (useDB).
 	db      int
 	scratch keyBuf
+
+	// replies is CLIENT REPLY's mode; unmuted is the connection's writer
+	// while a command's replies are silenced (cmd_client.go).
+	replies replyMode
+	unmuted *resp.Writer
+	// state holds the flags CLIENT LIST shows (stateMulti …); queued,
+	// nsub and npsub its multi, sub and psub counts.
+	state               atomic.Uint32
+	queued, nsub, npsub atomic.Int64
+
+	// notes are the keyspace events of writes not yet committed
+	// (notify.go).
+	notes []keyEvent
+
 	elemBuf []byte // collection element keys under construction
 	nameBuf []byte // lower-cased command names
 
@@ -298,6 +312,7 @@ func lingerClose(nc net.Conn) {
 
 func (c *conn) close() {
 	c.doneReading() // a handler that panicked may have left it set
+	c.unmonitor()
 	c.unwatchAll()
 	c.unsubscribeAll()
 	c.closeView()

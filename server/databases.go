@@ -113,6 +113,15 @@ func (m *dbMap) live(ns nsID) bool {
 	return false
 }
 
+// namespaces returns the namespace of every database.
+func (ks *keyspace) namespaces() []nsID {
+	m := ks.dbs.Load()
+	if m == nil {
+		return []nsID{0}
+	}
+	return m.ns
+}
+
 // dbOf returns the database that maps to ns, or -1. A nil map (a bare
 // keyspace in tests) has database 0 in namespace 0.
 func (m *dbMap) dbOf(ns nsID) int {

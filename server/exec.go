@@ -32,6 +32,7 @@ func (c *conn) execute(args [][]byte) {
 	// buffers at once: the connection may have read the command before
 	// the publisher's wake-up reached it.
 	c.deliverPushes(c.inputEnd())
+	defer c.unmuteReplies(c.muteReplies())
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(nil, unknownCommand(args))
@@ -71,12 +72,16 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, "ERR Command not allowed inside a transaction")
 		return
 	}
+	// Fed as received, as Redis does: a queued command when queued,
+	// EXEC before the commands it runs.
+	c.feedMonitors(cmd, args, "")
 	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
 		c.queue(cmd, args)
 		c.mark = time.Now()
 		c.lastActive.Store(c.mark.UnixNano())
 		return
 	}
+	c.s.pause.wait(cmd, c.s.done)
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
 		// Without a view (the DB closing) reads go to the DB.
 		_ = c.openView()
@@ -111,6 +116,7 @@ func (c *conn) run(cmd *command, args [][]byte) {
 		return
 	}
 	c.finished(cmd, args, now.Sub(start), c.failed)
+	c.flushNotes()
 }
 
 // reader is what the running command reads through: inside EXEC, the

@@ -109,6 +109,9 @@ type keyspace struct {
 	watches  watchRegistry
 	// dbs maps databases to namespaces (databases.go).
 	dbs atomic.Pointer[dbMap]
+	// expiries announces expired keys (expiry_events.go); nil in tests
+	// that build a bare keyspace.
+	expiries *expiryWatch
 }
 
 // latest is the reader of the DB's newest state.
@@ -122,10 +125,17 @@ func (ks *keyspace) newView() (*lsmgo.View, error) { return ks.db.NewView() }
 func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
 
 // apply commits b atomically, after marking the clients that watch a key
-// it writes (WATCH): every write of the keyspace passes here.
+// it writes (WATCH), and shows it to the expiry watch once committed:
+// every write of the keyspace passes here.
 func (ks *keyspace) apply(b *lsmgo.Batch) error {
 	ks.watches.touch(b, ks.dbs.Load())
-	return ks.db.Apply(b, nil)
+	if err := ks.db.Apply(b, nil); err != nil {
+		return err
+	}
+	if ks.expiries != nil && ks.expiries.on.Load() {
+		ks.expiries.observe(ks.db, b)
+	}
+	return nil
 }
 
 // checkFormat stamps a new directory with the keyspace format version and

@@ -67,7 +67,8 @@ func (p *pendingWrites) add(cmd *command, start time.Time) {
 // that passes every check execute makes, inside a pipeline.
 func (c *conn) mayDefer(cmd *command, args [][]byte) bool {
 	return cmd.pipe&pipeDefer != 0 && cmd.subs == nil && cmd.arityOK(len(args)) &&
-		c.authed && c.tx == nil && !c.subscribed() &&
+		c.authed && c.tx == nil && !c.subscribed() && c.replies == replyOn && !c.s.pause.on.Load() &&
+		c.s.monitors.n.Load() == 0 &&
 		(c.rd.Buffered() > 0 || len(c.pending.cmds) > 0)
 }
 
@@ -151,6 +152,7 @@ func (c *conn) commitPending() {
 	if err == nil {
 		c.releaseReplies(p.ends[len(p.ends)-1])
 	} else {
+		c.dropNotes()
 		msg := engineError(err)
 		for range p.cmds {
 			c.s.errors.count(msg)
@@ -169,6 +171,7 @@ func (c *conn) commitPending() {
 	if cap(p.stripes) > maxPending {
 		p.stripes = nil
 	}
+	c.flushNotes() // after the cmds are gone: the writes committed
 	// The clients blocked on keys these writes filled are served now
 	// that they have committed.
 	if len(c.blk.ready) > 0 {
@@ -201,4 +204,5 @@ func (c *conn) dropPending() {
 	clear(p.cmds)
 	p.cmds, p.ends, p.stripes = p.cmds[:0], p.ends[:0], p.stripes[:0]
 	p.replies.Reset()
+	c.dropNotes()
 }

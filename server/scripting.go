@@ -219,11 +219,13 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	reply, stopped := sc.call(c, r, caller, run)
 	if stopped && own {
 		c.exec.batch.Reset()
+		c.dropNotes()
 	}
 	if own {
 		b := c.exec.batch
 		if b.Count() > 0 || b.Err() != nil {
 			if err := c.apply(b); err != nil {
+				c.dropNotes()
 				return err
 			}
 		}
@@ -393,6 +395,7 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 	io.call.Reset()
 	io.callW.SetProtocol(proto)
 	c.wr = io.callW
+	c.feedMonitors(cmd, args, "lua")
 	c.run(cmd, args)
 	io.callW.Flush()
 	c.wr, c.failed = out, failed

@@ -33,7 +33,7 @@ var notSecret = map[string]string{
 
 // looksSecret says whether a setting's name suggests it holds a
 // credential.
-var looksSecret = regexp.MustCompile(`token|secret|pass|key|auth`)
+var looksSecret = regexp.MustCompile(`token|secret|pass|key($|s\b|-)|auth`)
 
 // TestSecretSettingsTable walks the whole settings table: a setting whose
 // name looks like a credential must be marked secret and listed in

@@ -78,6 +78,10 @@ type Server struct {
 	stats  serverStats
 	errors errorStats
 	pubsub pubsubHub
+	// pause is CLIENT PAUSE's (pause.go).
+	pause pauseState
+	// monitors are the MONITOR clients (monitor.go).
+	monitors monitorSet
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
@@ -134,7 +138,8 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log)}
+	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log),
+		expiries: newExpiryWatch(s.publishExpired)}
 	if err := s.start(&r); err != nil {
 		s.closeListeners()
 		s.ks.reclaim.stop()
@@ -193,9 +198,14 @@ func (s *Server) start(r *Config) error {
 			return err
 		}
 	}
-	s.bgWG.Add(2)
+	s.ks.expiries.turn(&s.ks, r.NotifyKeyspaceEvents.expiredOn())
+	s.bgWG.Add(3)
 	go s.acceptLoop()
 	go s.returnMemoryLoop()
+	go func() {
+		defer s.bgWG.Done()
+		s.ks.expiries.loop(&s.ks, s.done)
+	}()
 	if s.httpSrv != nil {
 		s.bgWG.Add(1)
 		go func() {

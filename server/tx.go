@@ -86,6 +86,8 @@ func cmdMulti(c *conn, _ *command, _ [][]byte) error {
 		return redisError("ERR MULTI calls can not be nested")
 	}
 	c.tx = &transaction{}
+	c.queued.Store(0)
+	c.setState(stateMulti, true)
 	c.ok()
 	return nil
 }
@@ -106,6 +108,7 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		return
 	}
 	c.tx.cmds = append(c.tx.cmds, q)
+	c.queued.Add(1)
 	c.wr.SimpleString("QUEUED")
 }
 
@@ -147,6 +150,7 @@ func cmdDiscard(c *conn, _ *command, _ [][]byte) error {
 // discard ends the transaction, if any, and forgets the watched keys.
 func (c *conn) discard() {
 	c.tx = nil
+	c.setState(stateMulti, false)
 	c.unwatchAll()
 }
 
@@ -195,6 +199,7 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	c.wr.SetProtocol(proto)
 	if batch.Count() > 0 || batch.Err() != nil {
 		if err := c.apply(batch); err != nil {
+			c.dropNotes()
 			return err
 		}
 	}
