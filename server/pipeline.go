@@ -67,7 +67,7 @@ func (p *pendingWrites) add(cmd *command, start time.Time) {
 // that passes every check execute makes, inside a pipeline.
 func (c *conn) mayDefer(cmd *command, args [][]byte) bool {
 	return cmd.pipe&pipeDefer != 0 && cmd.subs == nil && cmd.arityOK(len(args)) &&
-		c.authed && c.tx == nil && !c.subscribed() &&
+		c.authed && c.perms().unrestricted && c.tx == nil && !c.subscribed() &&
 		(c.rd.Buffered() > 0 || len(c.pending.cmds) > 0)
 }
 

@@ -117,6 +117,10 @@ func (s *Server) setLocked(values map[string]string) error {
 	s.cfg.Store(&next)
 	s.logLevel.Set(slogLevel(next.LogLevel))
 	s.slowlog.trim(next.SlowlogMaxLen)
+	s.acl.log.trim(next.ACLLogMaxLen)
+	if next.RequirePass != prev.RequirePass {
+		s.acl.setDefaultPassword(next.RequirePass)
+	}
 	if next.MaxConcurrentCompactions != prev.MaxConcurrentCompactions {
 		s.db.SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
 	}
