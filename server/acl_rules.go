@@ -178,8 +178,12 @@ func containsString(list []string, s string) bool {
 }
 
 // addKeyPattern adds ~pattern, or %R~, %W~, %RW~pattern with those
-// permissions; a pattern already there gains the new permissions.
+// permissions; a pattern already there gains the new permissions. Only
+// ~* itself means allkeys: %RW~* is a pattern, as in Redis.
 func (s *aclSelector) addKeyPattern(rule string) error {
+	if s.allKeys {
+		return selectorError(errACLKeysAfterAll)
+	}
 	read, write := true, true
 	pattern := rule[1:]
 	if rule[0] == '%' {
@@ -199,13 +203,6 @@ func (s *aclSelector) addKeyPattern(rule string) error {
 			}
 		}
 		pattern = rest
-	}
-	if s.allKeys {
-		return selectorError(errACLKeysAfterAll)
-	}
-	if pattern == "*" && read && write {
-		s.allKeys, s.keys = true, nil
-		return nil
 	}
 	for i := range s.keys {
 		if s.keys[i].pattern == pattern {
@@ -261,12 +258,20 @@ func (s *aclSelector) applyCommand(name string, allow bool) error {
 		s.setCommand(cmd, allow)
 		return nil
 	}
+	if _, ok := aclTable[name]; ok {
+		// A Redis command lsmgo lacks: a rule Redis accepts, and one
+		// that has nothing to allow or deny here.
+		return nil
+	}
 	bar := strings.LastIndexByte(name, '|')
 	if bar < 0 || !allow {
 		return selectorError(errACLUnknown)
 	}
 	base, first := name[:bar], name[bar+1:]
 	cmd := lookupFullName(base)
+	if _, ok := aclTable[base]; ok && cmd == nil && first != "" && !strings.Contains(base, "|") {
+		return nil
+	}
 	switch {
 	case cmd == nil:
 		return selectorError(errACLUnknown)
