@@ -341,3 +341,19 @@ func aclLogObject(d aclDenial, cmd *command, args [][]byte, pos int) string {
 	}
 	return string(args[pos])
 }
+
+// ACLCheck answers redis.acl_check_cmd: whether the script's caller may
+// run args, and whether args name a command at all.
+func (sc *scriptCaller) ACLCheck(args [][]byte) (allowed, known bool) {
+	c := sc.c
+	cmd := lookup(commands, &c.nameBuf, args[0])
+	if cmd != nil && cmd.subs != nil && len(args) > 1 {
+		cmd = lookup(cmd.subs, &c.nameBuf, args[1])
+	}
+	if cmd == nil {
+		return false, false
+	}
+	d, _, keys := c.perms().check(cmd, args, c.aclKeys)
+	c.aclKeys = keys[:0]
+	return d == aclAllowed, true
+}

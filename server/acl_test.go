@@ -122,6 +122,7 @@ func TestACLScriptsAndMulti(t *testing.T) {
 	eq(t, "auth", aclDo(c, "AUTH sc any"), "+OK")
 	eq(t, "script incr", aclDo(c, `EVAL "return redis.pcall('incr', KEYS[1])" 1 k1`), "-NOPERM User sc has no permissions to run the 'incr' command")
 	eq(t, "script key", aclDo(c, `EVAL "return redis.pcall('get', 'other')" 0`), "-NOPERM No permissions to access a key")
+	eq(t, "acl_check_cmd", aclDo(c, `EVAL "return {redis.acl_check_cmd('get', 'k1'), redis.acl_check_cmd('get', 'x'), redis.acl_check_cmd('incr', 'k1')}" 0`), "*3\r\n:1\r\n$-1\r\n$-1")
 	eq(t, "multi", aclDo(c, "MULTI"), "+OK")
 	eq(t, "queued", aclDo(c, "SET k1 v"), "+QUEUED")
 	eq(t, "revoke", aclDo(admin, "ACL SETUSER sc -set"), "+OK")
