@@ -30,10 +30,7 @@ func init() {
 
 func cmdACLCat(c *conn, _ *command, args [][]byte) error {
 	if len(args) == 2 {
-		c.wr.ArrayHeader(len(aclCategoryNames))
-		for _, n := range aclCategoryNames {
-			c.wr.BulkString(n)
-		}
+		c.bulkStrings(aclCategoryNames)
 		return nil
 	}
 	if len(args) > 3 {
@@ -49,11 +46,16 @@ func cmdACLCat(c *conn, _ *command, args [][]byte) error {
 			names = append(names, cmd.name)
 		}
 	}
-	c.wr.ArrayHeader(len(names))
-	for _, n := range names {
-		c.wr.BulkString(n)
-	}
+	c.bulkStrings(names)
 	return nil
+}
+
+// bulkStrings replies with list as an array of bulk strings.
+func (c *conn) bulkStrings(list []string) {
+	c.wr.ArrayHeader(len(list))
+	for _, s := range list {
+		c.wr.BulkString(s)
+	}
 }
 
 // validUserName refuses what Redis refuses: a name the ACL file format
@@ -104,10 +106,7 @@ func cmdACLGetUser(c *conn, _ *command, args [][]byte) error {
 		c.wr.BulkString(f)
 	}
 	c.wr.BulkString("passwords")
-	c.wr.ArrayHeader(len(p.passwords))
-	for _, h := range p.passwords {
-		c.wr.BulkString(h)
-	}
+	c.bulkStrings(p.passwords)
 	c.writeSelector(p.selectors[0])
 	c.wr.BulkString("selectors")
 	c.wr.ArrayHeader(len(p.selectors) - 1)
@@ -164,20 +163,12 @@ func (s *Server) disconnectUsers(self *conn, deleted []*aclUser) {
 }
 
 func cmdACLList(c *conn, _ *command, _ [][]byte) error {
-	lines := c.s.acl.list()
-	c.wr.ArrayHeader(len(lines))
-	for _, l := range lines {
-		c.wr.BulkString(l)
-	}
+	c.bulkStrings(c.s.acl.list())
 	return nil
 }
 
 func cmdACLUsers(c *conn, _ *command, _ [][]byte) error {
-	names := c.s.acl.names()
-	c.wr.ArrayHeader(len(names))
-	for _, n := range names {
-		c.wr.BulkString(n)
-	}
+	c.bulkStrings(c.s.acl.names())
 	return nil
 }
 
