@@ -342,3 +342,14 @@ func (a *aclUsers) list() []string {
 	}
 	return lines
 }
+
+// all returns every user.
+func (a *aclUsers) all() []*aclUser {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	users := make([]*aclUser, 0, len(a.users))
+	for _, u := range a.users {
+		users = append(users, u)
+	}
+	return users
+}

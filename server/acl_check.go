@@ -357,3 +357,47 @@ func (sc *scriptCaller) ACLCheck(args [][]byte) (allowed, known bool) {
 	c.aclKeys = keys[:0]
 	return d == aclAllowed, true
 }
+
+// channelAllowed reports whether any selector of p allows the channel
+// (or, with pattern, the pattern subscription) ch.
+func (p *aclPerms) channelAllowed(ch []byte, pattern bool) bool {
+	for _, s := range p.selectors {
+		if s.allChans || s.channelAllowed(ch, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeRevokedSubscribers closes the connections of users that are
+// subscribed to a channel or pattern their rules no longer allow, as Redis
+// 7 does when a user's rules change; self, if among them, closes after
+// its reply.
+func (s *Server) closeRevokedSubscribers(self *conn, users ...*aclUser) {
+	doomed := map[*conn]bool{}
+	h := &s.pubsub
+	h.mu.RLock()
+	for _, u := range users {
+		p := u.perms.Load()
+		for _, subs := range []struct {
+			m       map[string]map[*conn]struct{}
+			pattern bool
+		}{{h.channels, false}, {h.patterns, true}} {
+			for ch, conns := range subs.m {
+				for c := range conns {
+					if c.user.Load() == u && !p.channelAllowed([]byte(ch), subs.pattern) {
+						doomed[c] = true
+					}
+				}
+			}
+		}
+	}
+	h.mu.RUnlock()
+	for c := range doomed {
+		if c == self {
+			c.quit = true
+		} else {
+			c.nc.Close()
+		}
+	}
+}

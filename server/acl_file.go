@@ -126,6 +126,7 @@ func cmdACLLoad(c *conn, _ *command, _ [][]byte) error {
 		return redisError("ERR " + err.Error())
 	}
 	c.s.disconnectUsers(c, gone)
+	c.s.closeRevokedSubscribers(c, c.s.acl.all()...)
 	c.ok()
 	return nil
 }

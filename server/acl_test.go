@@ -66,6 +66,24 @@ func TestACLDelUserDisconnects(t *testing.T) {
 	bob.expectClosed("")
 }
 
+// TestACLRevokedSubscriberClosed: a subscriber whose user loses the
+// channel it listens to is closed, as in Redis 7; one whose channels stay
+// allowed is not.
+func TestACLRevokedSubscriberClosed(t *testing.T) {
+	s := startServer(t, nil)
+	admin := dialRaw(t, s)
+	eq(t, "setuser", aclDo(admin, "ACL SETUSER ps on nopass +@all ~* &news* &chat"), "+OK")
+	news, chat := dialRaw(t, s), dialRaw(t, s)
+	for _, c := range []*rawConn{news, chat} {
+		eq(t, "auth", aclDo(c, "AUTH ps x"), "+OK")
+	}
+	eq(t, "subscribe news", aclDo(news, "SUBSCRIBE news.1"), "*3\r\n$9\r\nsubscribe\r\n$6\r\nnews.1\r\n:1")
+	eq(t, "psubscribe chat", aclDo(chat, "PSUBSCRIBE chat"), "*3\r\n$10\r\npsubscribe\r\n$4\r\nchat\r\n:1")
+	eq(t, "revoke news", aclDo(admin, "ACL SETUSER ps resetchannels &chat"), "+OK")
+	news.expectClosed("")
+	eq(t, "chat stays", aclDo(chat, "PING"), "*2\r\n$4\r\npong\r\n$0\r\n")
+}
+
 // TestACLRequirePass: requirepass is the default user's password, live,
 // and AUTH with one argument authenticates as the default user.
 func TestACLRequirePass(t *testing.T) {

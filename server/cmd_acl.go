@@ -78,6 +78,7 @@ func cmdACLSetUser(c *conn, _ *command, args [][]byte) error {
 	if err := c.s.acl.setUser(string(args[2]), rules, c.s.config().ACLPubsubDefault == "allchannels"); err != nil {
 		return redisError(err.Error())
 	}
+	c.s.closeRevokedSubscribers(c, c.s.acl.get(string(args[2])))
 	c.ok()
 	return nil
 }
