@@ -34,7 +34,7 @@ func cmdACLCat(c *conn, _ *command, args [][]byte) error {
 		return nil
 	}
 	if len(args) > 3 {
-		return redisError(wrongArity(lookupFullName("acl|cat")))
+		return aclSyntaxError(args)
 	}
 	cat, ok := aclCategory(string(args[2]))
 	if !ok {
@@ -181,7 +181,7 @@ func cmdACLWhoAmI(c *conn, _ *command, _ [][]byte) error {
 func cmdACLGenPass(c *conn, _ *command, args [][]byte) error {
 	bits := int64(256)
 	if len(args) > 3 {
-		return redisError(wrongArity(lookupFullName("acl|genpass")))
+		return aclSyntaxError(args)
 	}
 	if len(args) == 3 {
 		var ok bool
@@ -225,7 +225,7 @@ func cmdACLLog(c *conn, _ *command, args [][]byte) error {
 	n := 10
 	switch {
 	case len(args) > 3:
-		return redisError(wrongArity(lookupFullName("acl|log")))
+		return aclSyntaxError(args)
 	case len(args) == 3 && is(args[2], "RESET"):
 		c.s.acl.log.reset()
 		c.ok()
@@ -260,4 +260,10 @@ func cmdACLLog(c *conn, _ *command, args [][]byte) error {
 		c.wr.Int(e.updated.UnixMilli())
 	}
 	return nil
+}
+
+// aclSyntaxError is Redis' reply to an ACL subcommand given more
+// arguments than it takes.
+func aclSyntaxError(args [][]byte) error {
+	return redisError("ERR unknown subcommand or wrong number of arguments for '" + strings.ToLower(string(args[1])) + "'. Try ACL HELP.")
 }
