@@ -13,7 +13,8 @@ import (
 // server and to a real redis-server and requires the same replies, the
 // same GETUSER flags, passwords, keys and channels, the same permission
 // for a pool of commands over keys and channels that the patterns match
-// or miss (ACL DRYRUN), and the same answer to AUTH. Redis 7.0 (the
+// or miss (ACL DRYRUN), the same answer to AUTH, and the same refusal of
+// a command sent as the user. Redis 7.0 (the
 // Debian package) words NOPERM as "This user has no permissions …",
 // Redis 7.2 (and lsmgo) as "User NAME has no permissions …": the 7.0
 // wording is mapped before comparing. How the command rules are printed
@@ -25,7 +26,7 @@ func TestRedisDiffACL(t *testing.T) {
 	s := startServer(t, nil)
 	ours := dialDiff(t, "tcp", s.Addr().String(), 2)
 	theirs := dialDiff(t, "unix", redisSock, 2)
-	compared := 0
+	compared, refusals := 0, 0
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 0xac1))
 		for round := range rounds {
@@ -57,10 +58,12 @@ func TestRedisDiffACL(t *testing.T) {
 				}
 				compared++
 			}
-			compareAuth(t, rng, s.Addr().String(), redisSock, user)
+			if compareAuth(t, rng, s.Addr().String(), redisSock, user) {
+				refusals++
+			}
 		}
 	}
-	t.Logf("%d replies compared", compared)
+	t.Logf("%d replies compared; %d commands refused as a user, alike", compared, refusals)
 }
 
 // aclView renders a reply for comparison: Redis 7.0's NOPERM wording
@@ -94,24 +97,43 @@ func argAt(cmd []string, i int) string {
 }
 
 // compareAuth authenticates as user with a password from the pool on
-// both servers and requires the same reply.
-func compareAuth(t *testing.T, rng *rand.Rand, addr, sock, user string) {
+// both servers and requires the same reply; when both let the user in,
+// it runs a probe command as the user on each and requires the same
+// refusal, if either refuses it (the command path's check).
+func compareAuth(t *testing.T, rng *rand.Rand, addr, sock, user string) (refused bool) {
 	t.Helper()
 	pass := aclPasswords[rng.IntN(len(aclPasswords))]
+	probe := randomProbe(rng)
 	a, b := dialDiff(t, "tcp", addr, 2), dialDiff(t, "unix", sock, 2)
-	var got [2]string
+	var auth, ran [2]string
 	for i, d := range []*diffConn{a, b} {
 		d.send([]string{"AUTH", user, pass})
-		r, err := d.flushRead(1)
+		d.send(probe)
+		r, err := d.flushRead(2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got[i] = render(r[0], exact)
+		auth[i], ran[i] = render(r[0], exact), nopermView(r[1], user)
 		d.nc.Close()
 	}
-	if got[0] != got[1] {
-		t.Fatalf("AUTH %s %s: lsmgo %s, redis %s", user, pass, got[0], got[1])
+	if auth[0] != auth[1] {
+		t.Fatalf("AUTH %s %s: lsmgo %s, redis %s", user, pass, auth[0], auth[1])
 	}
+	refused = strings.Contains(ran[0], "NOPERM") || strings.Contains(ran[1], "NOPERM")
+	if refused && ran[0] != ran[1] {
+		t.Fatalf("as %s (AUTH %s), %q:\nlsmgo: %s\nredis: %s", user, pass, probe, ran[0], ran[1])
+	}
+	return refused
+}
+
+// nopermView renders a reply with Redis 7.0's NOPERM wording mapped to
+// 7.2's.
+func nopermView(v resp.Value, user string) string {
+	return strings.NewReplacer(
+		"NOPERM this user has no permissions to run", "NOPERM User "+user+" has no permissions to run",
+		"NOPERM this user has no permissions to access one of the keys used as arguments", "NOPERM No permissions to access a key",
+		"NOPERM this user has no permissions to access one of the channels used as arguments", "NOPERM No permissions to access a channel",
+	).Replace(render(v, exact))
 }
 
 var (
