@@ -295,7 +295,7 @@ func (c *conn) aclRefusal(p *aclPerms, cmd *command, args [][]byte, ctx string) 
 		return ""
 	}
 	u := c.user.Load()
-	c.s.acl.log.add(c, aclLogReason(d), ctx, aclLogObject(d, cmd, args, pos), u.name)
+	c.s.acl.log.add(c, d, ctx, aclLogObject(d, cmd, args, pos), u.name)
 	return "NOPERM " + aclDenialMessage(d, u.name, cmd, args[pos], false)
 }
 
@@ -322,7 +322,7 @@ func (c *conn) aclChangedSinceQueued(cmd *command, args [][]byte) string {
 	if d == aclAllowed {
 		return ""
 	}
-	c.s.acl.log.add(c, aclLogReason(d), aclCtxMulti, aclLogObject(d, cmd, args, pos), c.user.Load().name)
+	c.s.acl.log.add(c, d, aclCtxMulti, aclLogObject(d, cmd, args, pos), c.user.Load().name)
 	reason := "no permission to execute the command or subcommand"
 	switch d {
 	case aclDeniedKey:

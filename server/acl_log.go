@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,6 +13,10 @@ import (
 // user) within a minute of its last update counts in that entry instead,
 // as in Redis.
 type aclLog struct {
+	// denied counts the refusals by kind, for INFO's
+	// acl_access_denied_* fields.
+	denied [aclDeniedChannel + 1]atomic.Int64
+
 	mu      sync.Mutex
 	entries []*aclLogEntry
 	nextID  int64
@@ -43,7 +48,9 @@ func aclLogReason(d aclDenial) string {
 }
 
 // add records a refusal of c's command (or AUTH).
-func (l *aclLog) add(c *conn, reason, context, object, user string) {
+func (l *aclLog) add(c *conn, d aclDenial, context, object, user string) {
+	l.denied[d].Add(1)
+	reason := aclLogReason(d)
 	var info strings.Builder
 	c.describe(&info, nil)
 	now := time.Now()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,22 @@ func TestACLGoRedisUsername(t *testing.T) {
 	entries, err := admin.Do(ctx, "ACL", "LOG").Slice()
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("ACL LOG: %v %v", entries, err)
+	}
+	// INFO's acl_access_denied_* count what ACL LOG counts (its
+	// entries' counts, by reason; nothing was trimmed).
+	logged := map[string]int64{}
+	for _, e := range entries {
+		m := e.(map[any]any)
+		logged[m["reason"].(string)] += m["count"].(int64)
+	}
+	if logged["key"] == 0 || logged["command"] == 0 || logged["auth"] == 0 {
+		t.Fatalf("ACL LOG counts %v: want key, command and auth refusals", logged)
+	}
+	info := admin.Info(ctx, "stats").Val()
+	for reason, field := range map[string]string{"auth": "auth", "command": "cmd", "key": "key", "channel": "channel"} {
+		if want := fmt.Sprintf("acl_access_denied_%s:%d\r\n", field, logged[reason]); !strings.Contains(info, want) {
+			t.Errorf("INFO stats lacks %q:\n%s", want, info)
+		}
 	}
 }
 

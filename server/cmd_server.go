@@ -161,7 +161,7 @@ func (c *conn) checkPassword(user, password []byte, userGiven bool) error {
 			return nil
 		}
 	}
-	c.s.acl.log.add(c, aclLogReason(aclDeniedAuth), c.aclContext(), "AUTH", string(user))
+	c.s.acl.log.add(c, aclDeniedAuth, c.aclContext(), "AUTH", string(user))
 	return redisError("WRONGPASS invalid username-password pair or user is disabled.")
 }
 
@@ -540,6 +540,9 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
 		v.Store(0)
 	}
 	c.s.errors.reset()
+	for i := range c.s.acl.log.denied {
+		c.s.acl.log.denied[i].Store(0)
+	}
 	c.ok()
 	return nil
 }
