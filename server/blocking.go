@@ -183,6 +183,18 @@ func (r *blockRegistry) tryServe(w *waiter, key []byte, runner *conn, queue *[][
 	return served
 }
 
+// keys returns every key a client is blocked on: after SWAPDB, which may
+// have filled any of them, they all get tried.
+func (r *blockRegistry) keys() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([][]byte, 0, len(r.waiting))
+	for k := range r.waiting {
+		keys = append(keys, []byte(k))
+	}
+	return keys
+}
+
 // add registers w on its keys, at the end of each key's queue.
 func (r *blockRegistry) add(w *waiter) {
 	r.mu.Lock()
@@ -237,6 +249,7 @@ func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(ke
 // disconnect the connection ends without a reply, as in Redis; on shutdown
 // the client gets an error.
 func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) bool) blockResult {
+	c.doneReading()
 	r := &c.s.blocked
 	w := &waiter{c: c, try: try, served: make(chan struct{})}
 	for _, k := range keys {

@@ -90,6 +90,7 @@ func (c *conn) lock(keys [][]byte, step int) lockSet {
 	if c.inExec() {
 		return nil
 	}
+	c.doneReading()
 	locks := c.s.ks.locks
 	set := c.stripes[:0]
 	for i := 0; i < len(keys); i += step {
@@ -97,6 +98,7 @@ func (c *conn) lock(keys [][]byte, step int) lockSet {
 	}
 	set = set.lock(locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 
@@ -106,8 +108,10 @@ func (c *conn) lockAll() lockSet {
 	if c.inExec() {
 		return nil
 	}
+	c.doneReading()
 	set := allStripes(c.stripes).lock(c.s.ks.locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 
@@ -124,11 +128,15 @@ func (c *conn) lockBlind(key []byte) lockSet {
 		return nil
 	}
 	if c.pending.open {
+		// The write commits later, maybe after a SWAPDB or FLUSHDB: it
+		// then counts as made before it, in the database it was sent to.
 		c.pending.stripes = c.pending.stripes.add(c.s.ks.locks, key)
 		return nil
 	}
+	c.doneReading()
 	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 
