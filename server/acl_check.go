@@ -401,3 +401,35 @@ func (s *Server) closeRevokedSubscribers(self *conn, users ...*aclUser) {
 		}
 	}
 }
+
+// sortPatternsAllowed refuses SORT's BY (with a pattern) and GET, which
+// read keys no key spec names, unless one of the user's selectors that
+// allows the command may read every key, as in Redis.
+func (c *conn) sortPatternsAllowed(cmd *command, args [][]byte, by []byte, gets int) error {
+	p := c.perms()
+	if p.unrestricted || (bytes.IndexByte(by, '*') < 0 && gets == 0) {
+		return nil
+	}
+	keys := commandKeys(cmd, args, nil)
+	for _, s := range p.selectors {
+		if d, _ := s.check(cmd, args, keys); d == aclAllowed && s.readsAllKeys() {
+			return nil
+		}
+	}
+	if bytes.IndexByte(by, '*') >= 0 {
+		return redisError("ERR BY option of SORT denied due to insufficient ACL permissions.")
+	}
+	return redisError("ERR GET option of SORT denied due to insufficient ACL permissions.")
+}
+
+func (s *aclSelector) readsAllKeys() bool {
+	if s.allKeys {
+		return true
+	}
+	for _, k := range s.keys {
+		if k.read && k.pattern == "*" {
+			return true
+		}
+	}
+	return false
+}
