@@ -259,30 +259,26 @@ func (c *conn) geoFind(key []byte, m collMeta, q *geoQuery) ([]geoMatch, error) 
 		limit = int(q.count)
 	}
 	cells := q.shape.Cells()
-	var found []geoMatch
+	var ranges [][2][]byte
 	last := 0
 	for i, cell := range cells {
 		if cell.IsZero() || last != 0 && cell == cells[last] {
 			continue
 		}
-		if limit > 0 && len(found) >= limit {
-			break
-		}
 		lo, hi := geohash.ScoreRange(cell)
-		r := scoreRange{min: float64(lo), max: float64(hi), maxEx: true}
-		err := c.s.ks.scoreWalk(c.reader(), key, m, r, false, func(score float64, member []byte) bool {
-			lon, lat := geohash.Decode(geohash.ScoreBits(score))
-			if dist, in := q.shape.Contains(lon, lat); in {
-				found = append(found, geoMatch{member: bytes.Clone(member), score: score, dist: dist, lon: lon, lat: lat})
-			}
-			return limit == 0 || len(found) < limit
-		})
-		if err != nil {
-			return nil, err
-		}
+		lower, upper := scoreRange{min: float64(lo), max: float64(hi), maxEx: true}.bounds()
+		ranges = append(ranges, [2][]byte{lower, upper})
 		last = i
 	}
-	return found, nil
+	var found []geoMatch
+	err := c.s.ks.zwalkRanges(c.reader(), key, m, ranges, func(score float64, member []byte) bool {
+		lon, lat := geohash.Decode(geohash.ScoreBits(score))
+		if dist, in := q.shape.Contains(lon, lat); in {
+			found = append(found, geoMatch{member: bytes.Clone(member), score: score, dist: dist, lon: lon, lat: lat})
+		}
+		return limit == 0 || len(found) < limit
+	})
+	return found, err
 }
 
 // geoReply sorts and cuts the matches as the query says, then replies

@@ -286,10 +286,14 @@ func (c *conn) sortLookup(pattern, elem []byte) (val []byte, ok bool, err error)
 		return nil, false, err
 	}
 	if field == nil {
-		if e.typ != typeString {
-			return nil, false, nil
+		switch e.typ {
+		case typeString:
+			return bytes.Clone(e.payload), true, nil
+		case typeFragString:
+			v, ok, err := c.get(key) // a long bitmap, read whole
+			return v.val, ok, err
 		}
-		return bytes.Clone(e.payload), true, nil
+		return nil, false, nil
 	}
 	if e.typ != typeHash {
 		return nil, false, nil

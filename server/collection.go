@@ -108,6 +108,10 @@ func (vc *versionClock) nextVersion() (uint64, error) {
 
 // decodeMeta checks a collection's metadata entry.
 func decodeMeta(userKey []byte, e entry) (collMeta, error) {
+	if e.typ == typeStream {
+		m, err := decodeStreamMeta(userKey, e)
+		return m.coll(), err
+	}
 	want := metaLen
 	if e.typ == typeList {
 		want = listMetaLen

@@ -219,7 +219,7 @@ func (c *conn) commit() error {
 		c.batch.Reset()
 		return c.exec.batch.Err()
 	}
-	err := c.s.ks.apply(c.batch)
+	err := c.apply(c.batch)
 	c.batch.Reset()
 	return err
 }

@@ -161,6 +161,15 @@ func TestFragStringModel(t *testing.T) {
 				if typ := cl.Type(ctx, k).Val(); typ != "string" {
 					fail(step, "TYPE", typ, "string")
 				}
+				// DUMP gives a string's payload, whatever its storage.
+				payload, err := cl.Dump(ctx, k).Result()
+				if err == nil {
+					err = cl.RestoreReplace(ctx, "restored", 0, payload).Err()
+				}
+				got, _ := cl.Get(ctx, "restored").Bytes()
+				if err != nil || !bytes.Equal(got, m) {
+					fail(step, "GET of DUMP/RESTORE length", fmt.Sprint(len(got), err), len(m))
+				}
 			}
 		default:
 			if rng.IntN(3) == 0 {

@@ -26,7 +26,7 @@ import (
 //
 // The header's low 7 bits name the Redis type ('s' for string, payload =
 // the string; 'h' for a hash, 'S' for a set, 'l' for a list and 'z' for
-// a sorted set, payload = collection metadata) and its high
+// a sorted set, 'x' for a stream, payload = collection metadata) and its high
 // bit says the entry carries an engine expiry, so INFO can count expiring
 // keys while iterating without decoding the engine's expiry. Every Redis
 // type keeps its metadata under its 'k' key, so one iteration over the 'k'
@@ -53,7 +53,7 @@ const (
 // typeNames are the names TYPE replies with, by header type; decodeHeader
 // refuses a header whose type is not here.
 var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list", typeZSet: "zset",
-	typeFragString: "string"}
+	typeFragString: "string", typeStream: "stream"}
 
 // dataKey appends the engine key of userKey in namespace ns to dst.
 func dataKey(dst []byte, ns nsID, userKey []byte) []byte {

@@ -144,7 +144,7 @@ func (c *conn) commitPending() {
 	}
 	locks := c.s.ks.locks
 	held := p.stripes.lockShared(locks)
-	err := c.s.ks.apply(p.batch)
+	err := c.apply(p.batch)
 	held.unlockShared(locks)
 	now := time.Now()
 	c.mark = now

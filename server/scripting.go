@@ -223,7 +223,7 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	if own {
 		b := c.exec.batch
 		if b.Count() > 0 || b.Err() != nil {
-			if err := ks.apply(b); err != nil {
+			if err := c.apply(b); err != nil {
 				return err
 			}
 		}

@@ -24,6 +24,13 @@ var secretSettings = map[string]string{
 
 const secretNeedle = "sekrit"
 
+// notSecret are the settings whose names look like credentials but whose
+// values are not, each with the reason.
+var notSecret = map[string]string{
+	"images-token-upload-rate":  "the upload rate of token holders",
+	"images-token-upload-burst": "the upload burst of token holders",
+}
+
 // looksSecret says whether a setting's name suggests it holds a
 // credential.
 var looksSecret = regexp.MustCompile(`token|secret|pass|key|auth`)
@@ -34,7 +41,7 @@ var looksSecret = regexp.MustCompile(`token|secret|pass|key|auth`)
 func TestSecretSettingsTable(t *testing.T) {
 	for _, st := range settings {
 		_, listed := secretSettings[st.name]
-		if looksSecret.MatchString(st.name) && !listed {
+		if _, plain := notSecret[st.name]; looksSecret.MatchString(st.name) && !listed && !plain {
 			t.Errorf("setting %q looks secret but is not in secretSettings", st.name)
 		}
 		if st.secret != listed {

@@ -198,7 +198,7 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	c.wr, c.exec = out, nil
 	c.wr.SetProtocol(proto)
 	if batch.Count() > 0 || batch.Err() != nil {
-		if err := c.s.ks.apply(batch); err != nil {
+		if err := c.apply(batch); err != nil {
 			return err
 		}
 	}

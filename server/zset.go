@@ -135,6 +135,7 @@ func (ks *keyspace) zdelete(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collM
 type zIter struct {
 	it      *lsmgo.Iterator
 	userKey []byte
+	prefix  []byte  // the index's prefix
 	skip    int     // the length of the index's prefix
 	mark    popMark // the set's pop mark, which bounds the walk
 	reverse bool
@@ -171,7 +172,36 @@ func (ks *keyspace) newZIter(r lsmgo.Reader, userKey []byte, m collMeta, lower, 
 	if err != nil {
 		return nil, err
 	}
-	return &zIter{it: it, userKey: userKey, skip: len(prefix), mark: mark, reverse: reverse}, nil
+	return &zIter{it: it, userKey: userKey, prefix: prefix[:len(prefix):len(prefix)], skip: len(prefix), mark: mark, reverse: reverse}, nil
+}
+
+// walkRange seeks to lower and walks forward to upper (both as for
+// newZIter, narrowed by the pop mark), calling fn with each entry until
+// it returns false; it reports whether fn asked for more. A walk opened
+// unbounded can so read several ranges with one iterator and one read
+// of the mark (zwalkRanges).
+func (z *zIter) walkRange(lower, upper []byte, fn func(score float64, member []byte) bool) bool {
+	if z.mark.low != nil && bytes.Compare(lower, z.mark.low) < 0 {
+		lower = z.mark.low
+	}
+	if z.mark.high != nil && bytes.Compare(upper, z.mark.high) > 0 {
+		upper = z.mark.high
+	}
+	for ok := z.it.SeekGE(append(z.prefix, lower...)); ok; ok = z.it.Next() {
+		k := z.it.Key()[z.skip:]
+		if bytes.Compare(k, upper) >= 0 {
+			return true
+		}
+		if len(k) < scoreLen {
+			z.err = zsetCorrupt(z.userKey, fmt.Sprintf("score index entry of %d bytes", len(k)))
+			return false
+		}
+		if !fn(decodeScore(k), k[scoreLen:]) {
+			return false
+		}
+	}
+	z.err = z.it.Error()
+	return z.err == nil
 }
 
 func (z *zIter) next() bool {
@@ -221,6 +251,23 @@ func (ks *keyspace) zwalk(r lsmgo.Reader, userKey []byte, m collMeta, lower, upp
 		return err
 	}
 	for z.next() && fn(z.score, z.member) {
+	}
+	return z.close()
+}
+
+// zwalkRanges calls fn with the entries of the score index of m at
+// userKey in each of ranges ([lower, upper) pairs, as for newZIter), range
+// after range, until fn returns false: one iterator and one read of the
+// pop mark for them all.
+func (ks *keyspace) zwalkRanges(r lsmgo.Reader, userKey []byte, m collMeta, ranges [][2][]byte, fn func(score float64, member []byte) bool) error {
+	z, err := ks.newZIter(r, userKey, m, nil, nil, false)
+	if err != nil {
+		return err
+	}
+	for _, rg := range ranges {
+		if !z.walkRange(rg[0], rg[1], fn) {
+			break
+		}
 	}
 	return z.close()
 }

@@ -23,7 +23,8 @@
 //	       + user key + version (8, BE) + elem element, under its
 //	                                           collection's version
 //	                                           (server/collection.go; lists:
-//	                                           list.go, sorted sets: zset.go)
+//	                                           list.go, sorted sets: zset.go,
+//	                                           streams: stream.go)
 //	NSData 'n' + ns (4, BE) + user key         Data of namespace ns >= 1
 //	NSElem 'o' + ns (4, BE) + len(user key)    Elem of namespace ns >= 1
 //	       (4, BE) + user key + version (8,
