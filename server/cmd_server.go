@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"slices"
 	"strconv"
@@ -132,7 +131,8 @@ func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.replies = replyOn
 	c.setState(stateNoEvict|stateNoTouch, false)
 	c.setProtocol(2)
-	c.setAuthed(c.s.config().RequirePass == "")
+	c.user.Store(c.s.acl.byDefault)
+	c.setAuthed(c.s.acl.authenticates())
 	c.info.Lock()
 	c.info.name = ""
 	c.info.Unlock()
@@ -150,16 +150,20 @@ func (c *conn) setAuthed(authed bool) {
 	c.rd.SetAuthRequired(!authed)
 }
 
-// checkPassword authenticates user/password against the default user.
+// checkPassword authenticates the connection as user with password: an
+// enabled user that password opens. A failure is logged in ACL LOG.
 func (c *conn) checkPassword(user, password []byte, userGiven bool) error {
-	pass := c.s.config().RequirePass
-	switch {
-	case pass == "" && !userGiven:
+	if !userGiven && c.s.acl.byDefault.perms.Load().nopass {
 		return redisError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	case string(user) == "default" && (pass == "" || subtle.ConstantTimeCompare(password, []byte(pass)) == 1):
-		c.setAuthed(true)
-		return nil
 	}
+	if u := c.s.acl.get(string(user)); u != nil {
+		if p := u.perms.Load(); p.enabled && p.checkPassword(password) {
+			c.user.Store(u)
+			c.setAuthed(true)
+			return nil
+		}
+	}
+	c.s.acl.log.add(c, aclDeniedAuth, c.aclContext(), "AUTH", string(user))
 	return redisError("WRONGPASS invalid username-password pair or user is disabled.")
 }
 
@@ -364,10 +368,10 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 	if c.state.Load()&stateMulti != 0 {
 		multi = c.queued.Load()
 	}
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
 		flagLetters(c.state.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
-		cmd, c.proto.Load(), libName, libVer)
+		cmd, c.user.Load().name, c.proto.Load(), libName, libVer)
 }
 
 func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {
@@ -442,33 +446,8 @@ func (cmd *command) sortedSubs() []*command {
 	return subs
 }
 
-// aclCategories derives Redis' ACL categories from the flags and group.
-func (cmd *command) aclCategories() []string {
-	var cats []string
-	switch {
-	case cmd.flags&flagWrite != 0:
-		cats = append(cats, "@write")
-	case cmd.flags&flagReadonly != 0:
-		cats = append(cats, "@read")
-	}
-	switch cmd.group {
-	case "string":
-		cats = append(cats, "@string")
-	case "generic":
-		cats = append(cats, "@keyspace")
-	case "connection":
-		cats = append(cats, "@connection")
-	}
-	if cmd.flags&flagAdmin != 0 {
-		cats = append(cats, "@admin", "@dangerous")
-	}
-	if cmd.flags&flagFast != 0 {
-		cats = append(cats, "@fast")
-	} else {
-		cats = append(cats, "@slow")
-	}
-	return cats
-}
+// aclCategories are the command's ACL categories, as Redis reports them.
+func (cmd *command) aclCategories() []string { return cmd.acl.cats.names() }
 
 // cmdCommandDocs implements COMMAND DOCS [name ...]: a map from command
 // name to its summary, version and group (and subcommands), which is what
@@ -568,6 +547,9 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
 		v.Store(0)
 	}
 	c.s.errors.reset()
+	for i := range c.s.acl.log.denied {
+		c.s.acl.log.denied[i].Store(0)
+	}
 	c.ok()
 	return nil
 }

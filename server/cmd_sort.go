@@ -83,6 +83,9 @@ func cmdSort(c *conn, cmd *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	if err := c.sortPatternsAllowed(cmd, args, s.by, len(s.gets)); err != nil {
+		return err
+	}
 	var held lockSet
 	if s.store != nil {
 		held = c.lock([][]byte{s.store}, 1)

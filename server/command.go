@@ -95,8 +95,11 @@ type command struct {
 	// subcommand.
 	subs   map[string]*command
 	parent *command
-	// id indexes the server's per-command statistics.
+	// id indexes the server's per-command statistics and ACL
+	// selectors' command bits.
 	id int
+	// acl holds the command's ACL categories and key specs (acl_table.go).
+	acl aclInfo
 }
 
 func (cmd *command) arityOK(n int) bool {
@@ -142,7 +145,8 @@ func newCommand(s spec, parent *command) *command {
 		firstKey: s.firstKey, lastKey: s.lastKey, step: s.step,
 		group: s.group, since: s.since, summary: s.summary,
 		run: s.run, parent: parent,
-		id: len(allCommands),
+		id:  len(allCommands),
+		acl: aclInfoFor(name, s.flags),
 	}
 	allCommands = append(allCommands, cmd)
 	if len(s.subs) > 0 {

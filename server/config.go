@@ -46,6 +46,17 @@ type Config struct {
 	// RequirePass is the password of the default user; empty means no
 	// authentication ("requirepass", live).
 	RequirePass string
+	// ACLFile is where ACL SAVE writes the users and ACL LOAD (and the
+	// start) reads them, in Redis' format ("aclfile"); empty: users live
+	// only until the server stops.
+	ACLFile string
+	// ACLPubsubDefault is the channels a new user may use:
+	// "resetchannels" (none, Redis 7's default) or "allchannels"
+	// ("acl-pubsub-default", live).
+	ACLPubsubDefault string
+	// ACLLogMaxLen is how many ACL LOG entries are kept ("acllog-max-len",
+	// live).
+	ACLLogMaxLen int
 	// AdminToken, when set, lets non-loopback HTTP clients reach
 	// /debug/pprof/ and /debug/vars with "Authorization: Bearer <token>"
 	// ("admin-token", live).
@@ -219,6 +230,8 @@ func DefaultConfig() Config {
 		QueryBufferLimit:          1 << 30,
 		SlowlogSlowerThan:         10 * time.Millisecond,
 		SlowlogMaxLen:             128,
+		ACLPubsubDefault:          "resetchannels",
+		ACLLogMaxLen:              128,
 		LogLevel:                  "notice",
 		ShutdownTimeout:           30 * time.Second,
 		BusyReplyThreshold:        5 * time.Second,
@@ -269,6 +282,12 @@ var settings = append([]*setting{
 		func(c *Config) *bool { return &c.ProtectedMode }),
 	secret(stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,
 		func(c *Config) *string { return &c.RequirePass }, nil)),
+	stringSetting("aclfile", "file of ACL users in Redis' format, read at start and by ACL LOAD, written by ACL SAVE", false,
+		func(c *Config) *string { return &c.ACLFile }, nil),
+	stringSetting("acl-pubsub-default", "channels a new ACL user may use: resetchannels or allchannels", true,
+		func(c *Config) *string { return &c.ACLPubsubDefault }, oneOf("resetchannels", "allchannels")),
+	intSetting("acllog-max-len", "entries ACL LOG keeps", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.ACLLogMaxLen }),
 	secret(stringSetting("admin-token", "bearer token that opens /debug/ to non-loopback HTTP clients", true,
 		func(c *Config) *string { return &c.AdminToken }, nil)),
 	intSetting("maxclients", "maximum simultaneous clients", true, 1, math.MaxInt32,

@@ -31,7 +31,11 @@ type conn struct {
 	wr      *resp.Writer
 
 	authed bool
-	quit   bool
+	// user is the ACL user the connection runs as (CLIENT LIST reads
+	// it); aclKeys is scratch space for the keys of a checked command.
+	user    atomic.Pointer[aclUser]
+	aclKeys []keyRef
+	quit    bool
 	// failed records that the running command replied with an error.
 	failed bool
 
@@ -133,8 +137,8 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	c := &conn{s: s, nc: nc, id: id, created: time.Now(), batch: s.ks.newBatch()}
 	c.rd = resp.NewReader(connReader{c}, resp.Limits{MaxBulkLen: cfg.ProtoMaxBulkLen, MaxMultibulkLen: cfg.MaxMultibulkLen})
 	c.wr = resp.NewWriter(countingWriter{c})
-	c.authed = cfg.RequirePass == ""
-	c.rd.SetAuthRequired(!c.authed)
+	c.user.Store(s.acl.byDefault)
+	c.setAuthed(s.acl.authenticates())
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	return c

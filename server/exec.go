@@ -61,6 +61,12 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgNoAuth)
 		return
 	}
+	if p := c.perms(); !p.unrestricted {
+		if msg := c.aclRefusal(p, cmd, args, c.aclContext()); msg != "" {
+			c.reject(cmd, msg)
+			return
+		}
+	}
 	if c.refusedBusy(cmd) {
 		return
 	}

@@ -198,6 +198,11 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	errs, _ := s.errors.totals()
 	field(b, "total_error_replies", errs)
 	field(b, "total_command_panics", st.panics.Load())
+	denied := &s.acl.log.denied
+	field(b, "acl_access_denied_auth", denied[aclDeniedAuth].Load())
+	field(b, "acl_access_denied_cmd", denied[aclDeniedCommand].Load())
+	field(b, "acl_access_denied_key", denied[aclDeniedKey].Load())
+	field(b, "acl_access_denied_channel", denied[aclDeniedChannel].Load())
 	return nil
 }
 

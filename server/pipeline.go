@@ -67,8 +67,8 @@ func (p *pendingWrites) add(cmd *command, start time.Time) {
 // that passes every check execute makes, inside a pipeline.
 func (c *conn) mayDefer(cmd *command, args [][]byte) bool {
 	return cmd.pipe&pipeDefer != 0 && cmd.subs == nil && cmd.arityOK(len(args)) &&
-		c.authed && c.tx == nil && !c.subscribed() && c.replies == replyOn && !c.s.pause.on.Load() &&
-		c.s.monitors.n.Load() == 0 &&
+		c.authed && c.perms().unrestricted && c.tx == nil && !c.subscribed() && c.replies == replyOn &&
+		!c.s.pause.on.Load() && c.s.monitors.n.Load() == 0 &&
 		(c.rd.Buffered() > 0 || len(c.pending.cmds) > 0)
 }
 

@@ -384,6 +384,11 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 	if notInScripts[cmd.name] {
 		return scriptError(luascript.ErrNotAllowed)
 	}
+	if p := c.perms(); !p.unrestricted {
+		if msg := c.aclRefusal(p, cmd, args, aclCtxLua); msg != "" {
+			return scriptError(msg)
+		}
+	}
 	if cmd.flags&flagWrite != 0 {
 		if sc.readOnly {
 			return scriptError(luascript.ErrWriteReadOnly)

@@ -86,6 +86,8 @@ type Server struct {
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
 	backups backups
+	// acl holds the ACL users and the ACL LOG.
+	acl aclUsers
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -118,6 +120,10 @@ func Start(cfg Config) (*Server, error) {
 		clients: map[uint64]*conn{}, done: make(chan struct{}), shutdownAsked: make(chan struct{}),
 	}
 	s.cfg.Store(&r)
+	s.acl.init(r.RequirePass)
+	if _, err := s.acl.loadFile(r.ACLFile, r.ACLPubsubDefault == "allchannels"); err != nil {
+		return nil, fmt.Errorf("lsmgo server: %w", err)
+	}
 	out := cfg.LogOutput
 	if out == nil {
 		out = os.Stderr

@@ -189,6 +189,10 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	c.wr.SetProtocol(out.Protocol())
 	c.wr.ArrayHeader(len(tx.cmds))
 	for _, q := range tx.cmds {
+		if msg := c.aclChangedSinceQueued(q.cmd, q.args); msg != "" {
+			c.fail(msg)
+			continue
+		}
 		c.run(q.cmd, q.args)
 	}
 	c.failed = false // EXEC itself fails only as a whole, below
