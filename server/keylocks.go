@@ -86,7 +86,9 @@ func allStripes(set lockSet) lockSet {
 // lock takes the stripes of every step-th key in keys and returns what to
 // pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
 func (c *conn) lock(keys [][]byte, step int) lockSet {
-	c.leaveDeferring()
+	if c.pending.open && c.lockDeferred(keys, step) {
+		return nil // held until the pending batch commits
+	}
 	if c.inExec() {
 		return nil
 	}
@@ -112,20 +114,22 @@ func (c *conn) lockAll() lockSet {
 }
 
 func (c *conn) unlock(set lockSet) {
+	if set == nil {
+		return // nothing taken, or held by the pending batch
+	}
 	set.unlock(c.s.ks.locks)
 	c.stripes = set[:0]
 }
 
 // lockBlind takes key's stripe shared, for a write that reads nothing
-// (see keyLocks); unlockBlind releases it. A write that may join the
-// pipeline's pending batch takes nothing now: the commit holds the stripe.
+// (see keyLocks); unlockBlind releases it. A write deferred in a pipeline
+// leaves it to the pending batch, which holds it until its commit.
 func (c *conn) lockBlind(key []byte) lockSet {
 	if c.inExec() {
 		return nil
 	}
-	if c.pending.open {
-		c.pending.stripes = c.pending.stripes.add(c.s.ks.locks, key)
-		return nil
+	if c.pending.open && c.lockBlindDeferred(key) {
+		return nil // held until the pending batch commits
 	}
 	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
 	c.stripes = set
