@@ -59,7 +59,9 @@ const (
 
 // deferrable reports whether cmd's writes may join a pipeline's pending
 // batch (pipeline.go): a write whose keys its table entry locates, so
-// that the stripes it locks are its keys'. Inside a pipeline its handler
+// that the stripes it locks are those of every key it reads (a command
+// that reads other keys, such as SORT … BY, must be flagMovableKeys, as
+// in Redis). Inside a pipeline its handler
 // runs deferring, and its reply is released once the batch commits,
 // which happens before any other command runs and before the connection
 // reads again.
