@@ -137,6 +137,12 @@ func (c *conn) deferWrite() bool {
 	if !p.open {
 		return false
 	}
+	// The stripes the command locked, and those of the keys its batch
+	// names (a write that locked nothing, such as a blind one): a key
+	// layout that userKeyOf does not know is still covered by its lock.
+	for _, s := range p.cmdExcl {
+		p.written.add(s)
+	}
 	locks := c.s.ks.locks
 	c.batch.ForEachKey(func(k []byte) {
 		if key, ok := userKeyOf(k); ok {
