@@ -65,17 +65,24 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) error {
 	}
 	// Setting a bit to the value it has, inside the string, is a read:
 	// no lock, no write, as Redis does not count it as a change either.
-	if v, exists, err := c.get(args[1]); err != nil {
+	if v, exists, err := c.getRef(args[1]); err != nil {
 		return err
-	} else if exists && offset>>3 < uint64(len(v.val)) && int64(bitops.GetBit(v.val, offset)) == on {
-		c.wr.Int(on)
-		return nil
+	} else if exists && offset>>3 < uint64(v.length()) {
+		if old, err := c.bitAt(args[1], v, offset); err != nil {
+			return err
+		} else if int64(old) == on {
+			c.wr.Int(on)
+			return nil
+		}
 	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
-	v, exists, err := c.get(args[1])
+	v, exists, err := c.getRef(args[1])
 	if err != nil {
 		return err
+	}
+	if v.frag != nil || offset>>3 >= fragThreshold {
+		return c.setBitFrag(args[1], v, offset, on == 1)
 	}
 	grown := bitops.Grow(v.val, offset)
 	old := bitops.SetBit(grown, offset, on == 1)
@@ -91,16 +98,77 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
+// bitAt reads bit offset of v, the string at key, which getRef read.
+func (c *conn) bitAt(key []byte, v stringValue, offset uint64) (int, error) {
+	if v.frag == nil {
+		return bitops.GetBit(v.val, offset), nil
+	}
+	if int64(offset>>3) >= v.frag.count {
+		return 0, nil
+	}
+	b, err := c.s.ks.fragRead(c.reader(), key, *v.frag, int64(offset>>3), 1)
+	if err != nil {
+		return 0, err
+	}
+	return bitops.GetBit(b, offset&7), nil
+}
+
+// fragEdit starts an edit of the string v at key as a fragmented string:
+// v's own fragments, or, for a plain string, a new fragmented string
+// holding v's bytes (the write that makes the string long enough).
+func (c *conn) fragEdit(key []byte, v stringValue) (*fragEdit, error) {
+	if v.frag != nil {
+		e := c.s.ks.newFragEdit(c.reader(), key, *v.frag)
+		e.m.expireAt = v.expireAt
+		return e, nil
+	}
+	e, err := c.s.ks.newFragString(c.reader(), c.scratch.ns, key, v)
+	if err != nil {
+		return nil, err
+	}
+	return e, e.write(0, v.val)
+}
+
+// setBitFrag is SETBIT on a fragmented string, or on a string it makes
+// long enough to become one: one fragment read and written.
+func (c *conn) setBitFrag(key []byte, v stringValue, offset uint64, on bool) error {
+	e, err := c.fragEdit(key, v)
+	if err != nil {
+		return err
+	}
+	at := int64(offset >> 3)
+	b, err := e.read(at, 1)
+	if err != nil {
+		return err
+	}
+	old := bitops.SetBit(b, offset&7, on)
+	if v.frag == nil || at >= e.length() || old != bitops.GetBit(b, offset&7) {
+		if err := e.write(at, b); err != nil {
+			return err
+		}
+		e.flush(c.batch, &c.scratch)
+		if err := c.commit(); err != nil {
+			return err
+		}
+	}
+	c.wr.Int(int64(old))
+	return nil
+}
+
 func cmdGetBit(c *conn, _ *command, args [][]byte) error {
 	offset, err := c.bitOffset(args[2], 0)
 	if err != nil {
 		return err
 	}
-	v, _, err := c.get(args[1])
+	v, _, err := c.getRef(args[1])
 	if err != nil {
 		return err
 	}
-	c.wr.Int(int64(bitops.GetBit(v.val, offset)))
+	bit, err := c.bitAt(args[1], v, offset)
+	if err != nil {
+		return err
+	}
+	c.wr.Int(int64(bit))
 	return nil
 }
 
@@ -157,15 +225,27 @@ func cmdBitCount(c *conn, _ *command, args [][]byte) error {
 	default:
 		return redisError(msgSyntax)
 	}
+	if len(args) == 2 {
+		// The whole string: a fragmented one is counted fragment by
+		// fragment, never read whole.
+		v, _, err := c.getRef(args[1])
+		if err != nil {
+			return err
+		}
+		n := bitops.CountAll(v.val)
+		if v.frag != nil {
+			if n, err = c.s.ks.fragCount(c.reader(), args[1], *v.frag); err != nil {
+				return err
+			}
+		}
+		c.wr.Int(n)
+		return nil
+	}
 	v, _, err := c.get(args[1])
 	if err != nil {
 		return err
 	}
-	if len(args) == 2 {
-		c.wr.Int(bitops.CountAll(v.val))
-	} else {
-		c.wr.Int(bitops.Count(v.val, r))
-	}
+	c.wr.Int(bitops.Count(v.val, r))
 	return nil
 }
 
@@ -238,7 +318,7 @@ func cmdBitOp(c *conn, _ *command, args [][]byte) error {
 	case len(res) > 0:
 		// The result replaces the destination whatever its type, without
 		// its expiry.
-		if err := c.put(dest, stringValue{val: res}); err != nil {
+		if err := c.putBits(dest, stringValue{val: res}); err != nil {
 			return err
 		}
 	case existed:
@@ -337,36 +417,18 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
 	}
-	v, exists, err := c.get(args[1])
+	v, exists, err := c.getRef(args[1])
 	if err != nil {
 		return err
 	}
-	s := v.val
-	if write {
-		s = bitops.Grow(bytes.Clone(v.val), maxBit)
+	var results []bitFieldResult
+	if v.frag != nil || write && maxBit>>3 >= fragThreshold {
+		results, err = c.bitFieldFrag(args[1], v, ops, write, maxBit)
+	} else {
+		results, err = c.bitFieldPlain(args[1], v, exists, ops, write, maxBit)
 	}
-	type result struct {
-		n  int64
-		ok bool
-	}
-	results := make([]result, len(ops))
-	for i, op := range ops {
-		r := &results[i]
-		switch {
-		case op.incr:
-			r.n, r.ok = op.field.IncrBy(s, op.offset, op.value, op.overflow)
-		case op.write:
-			r.n, r.ok = op.field.Set(s, op.offset, op.value, op.overflow)
-		default:
-			r.n, r.ok = op.field.Get(s, op.offset), true
-		}
-	}
-	// Redis creates or grows the key even when every write failed.
-	if write && (!exists || !bytes.Equal(s, v.val)) {
-		v.val = s
-		if err := c.put(args[1], v); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	c.wr.ArrayHeader(len(ops))
 	for _, r := range results {
@@ -377,4 +439,86 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// bitFieldResult is one BITFIELD subcommand's reply: a number, or null
+// when an overflow FAILed.
+type bitFieldResult struct {
+	n  int64
+	ok bool
+}
+
+// run runs op on s, whose bit 0 is the string's bit base.
+func (op bitFieldOp) run(s []byte, base uint64) bitFieldResult {
+	var r bitFieldResult
+	off := op.offset - base
+	switch {
+	case op.incr:
+		r.n, r.ok = op.field.IncrBy(s, off, op.value, op.overflow)
+	case op.write:
+		r.n, r.ok = op.field.Set(s, off, op.value, op.overflow)
+	default:
+		r.n, r.ok = op.field.Get(s, off), true
+	}
+	return r
+}
+
+// bitFieldPlain runs BITFIELD on a plain string, v at key, which stays
+// plain: it is edited whole and written back when changed.
+func (c *conn) bitFieldPlain(key []byte, v stringValue, exists bool, ops []bitFieldOp, write bool, maxBit uint64) ([]bitFieldResult, error) {
+	s := v.val
+	if write {
+		s = bitops.Grow(bytes.Clone(v.val), maxBit)
+	}
+	results := make([]bitFieldResult, len(ops))
+	for i, op := range ops {
+		results[i] = op.run(s, 0)
+	}
+	// Redis creates or grows the key even when every write failed.
+	if write && (!exists || !bytes.Equal(s, v.val)) {
+		v.val = s
+		if err := c.put(key, v); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// bitFieldFrag runs BITFIELD on a fragmented string, or on one its
+// writes make long enough to become one: each subcommand reads and
+// writes only the (at most 9) bytes of its field.
+func (c *conn) bitFieldFrag(key []byte, v stringValue, ops []bitFieldOp, write bool, maxBit uint64) ([]bitFieldResult, error) {
+	e, err := c.fragEdit(key, v)
+	if err != nil {
+		return nil, err
+	}
+	changed := v.frag == nil
+	if write && int64(maxBit>>3) >= e.length() {
+		// Redis grows the string to the last field written, even when
+		// every write fails.
+		e.m.count, changed = int64(maxBit>>3)+1, true
+	}
+	results := make([]bitFieldResult, len(ops))
+	for i, op := range ops {
+		lo, hi := int64(op.offset>>3), int64((op.offset+uint64(op.field.Bits)-1)>>3)
+		window, err := e.read(lo, hi-lo+1)
+		if err != nil {
+			return nil, err
+		}
+		before := bytes.Clone(window)
+		results[i] = op.run(window, uint64(lo)*8)
+		if !bytes.Equal(before, window) {
+			if err := e.write(lo, window); err != nil {
+				return nil, err
+			}
+			changed = true
+		}
+	}
+	if write && changed {
+		e.flush(c.batch, &c.scratch)
+		if err := c.commit(); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
 }

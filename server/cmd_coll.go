@@ -111,3 +111,16 @@ func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count 
 	}
 	return elems, vals, false, nil
 }
+
+// bulksOrNulls replies with an array of vals, null where found is false
+// (HMGET, SORT … GET).
+func (c *conn) bulksOrNulls(vals [][]byte, found []bool) {
+	c.wr.ArrayHeader(len(vals))
+	for i, v := range vals {
+		if found[i] {
+			c.wr.Bulk(v)
+		} else {
+			c.wr.Null()
+		}
+	}
+}

@@ -149,14 +149,7 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) error {
 		return err
 	}
 	c.countLookup(exists)
-	c.wr.ArrayHeader(len(vals))
-	for i, v := range vals {
-		if found[i] {
-			c.wr.Bulk(v)
-		} else {
-			c.wr.Null()
-		}
-	}
+	c.bulksOrNulls(vals, found)
 	return nil
 }
 

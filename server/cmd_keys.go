@@ -103,7 +103,7 @@ func rename(nx bool) handler {
 				return nil
 			}
 		}
-		if err := c.putCopy(src, dst, e); err != nil {
+		if err := c.putCopy(&c.scratch, src, dst, e); err != nil {
 			return err
 		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, src)
@@ -264,7 +264,8 @@ func cmdKeys(c *conn, _ *command, args [][]byte) error {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
-	err := c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, _ byte, _ bool) bool {
+	r, ns := c.readNS()
+	err := c.s.ks.scanKeys(r, ns, lower, upper, func(key []byte, _ byte, _ bool) bool {
 		if globMatch(pattern, key, false) {
 			keys = append(keys, bytes.Clone(key))
 		}
@@ -308,7 +309,8 @@ func cmdScan(c *conn, _ *command, args [][]byte) error {
 		lower, upper = matchRange(pattern, from)
 	}
 	examined := int64(0)
-	err = c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, typ byte, _ bool) bool {
+	r, ns := c.readNS()
+	err = c.s.ks.scanKeys(r, ns, lower, upper, func(key []byte, typ byte, _ bool) bool {
 		if examined == count {
 			next = bytes.Clone(key)
 			return false
@@ -332,7 +334,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) error {
 
 // cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
 func cmdRandomKey(c *conn, _ *command, _ [][]byte) error {
-	key, ok, err := c.s.ks.randomKey(c.reader())
+	key, ok, err := c.s.ks.randomKey(c.readNS())
 	switch {
 	case err != nil:
 		return err

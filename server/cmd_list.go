@@ -353,6 +353,9 @@ func cmdLTrim(c *conn, _ *command, args [][]byte) error {
 		if !existed {
 			return nil
 		}
+		// Redis counts LTRIM of a list as a change even when it keeps
+		// every element: WATCH sees it.
+		c.touchWatched(key)
 		from, to, empty := listRange(start, end, m.count)
 		if empty {
 			from, to = m.count, m.count-1
@@ -498,7 +501,7 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 			return true
 		}
 		if !dstExists {
-			if dm, err = c.s.ks.newColl(typeList); err != nil {
+			if dm, err = c.s.ks.newColl(c.scratch.ns, typeList); err != nil {
 				c.replyErr(err)
 				return true
 			}

@@ -9,7 +9,7 @@ func init() {
 			{name: "freq", arity: 3, flags: r, firstKey: 2, lastKey: 2, step: 1, since: "4.0.0",
 				summary: "Fails: access frequency is not tracked.", run: cmdObjectFreq},
 			{name: "idletime", arity: 3, flags: r, firstKey: 2, lastKey: 2, step: 1, since: "2.2.3",
-				summary: "Fails: access time is not tracked.", run: cmdObjectIdleTime},
+				summary: "Returns the seconds since the last access to a key (a lower bound; doc/server.md).", run: cmdObjectIdleTime},
 			{name: "refcount", arity: 3, flags: r, firstKey: 2, lastKey: 2, step: 1, since: "2.2.3",
 				summary: "Returns 1: values are never shared.", run: cmdObjectRefcount},
 			{name: "help", arity: 2, since: "6.2.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
@@ -20,7 +20,7 @@ func init() {
 // collection: the one Redis gives a big collection of the type, whose
 // elements it stores one by one, as this server does at every size
 // (doc/server.md, "OBJECT").
-var collEncodings = map[string]string{"hash": "hashtable", "set": "hashtable", "list": "quicklist", "zset": "skiplist"}
+var collEncodings = map[string]string{"hash": "hashtable", "set": "hashtable", "list": "quicklist", "zset": "skiplist", "stream": "stream"}
 
 // objectEntry reads the key of an OBJECT subcommand; for a missing key
 // it writes the null reply and returns done.
@@ -42,7 +42,12 @@ func cmdObjectEncoding(c *conn, _ *command, args [][]byte) error {
 	if err != nil || done {
 		return err
 	}
-	if e.typ != typeString {
+	switch e.typ {
+	case typeFragString:
+		c.wr.BulkString("raw")
+		return nil
+	case typeString:
+	default:
 		c.wr.BulkString(collEncodings[typeNames[e.typ]])
 		return nil
 	}
@@ -66,15 +71,15 @@ func cmdObjectFreq(c *conn, _ *command, args [][]byte) error {
 	return redisError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 }
 
-// cmdObjectIdleTime fails for an existing key: keys live on disk, and
-// recording each read's time would turn every read into a write. Redis
-// would answer the seconds since the last access; an invented number
-// would mislead a tool that evicts or reports by it.
+// cmdObjectIdleTime answers the seconds since the key was last used, as
+// the access clock (accessclock.go) knows them: a lower bound, exact
+// unless another key sharing its clock slot was used since.
 func cmdObjectIdleTime(c *conn, _ *command, args [][]byte) error {
 	if _, done, err := c.objectEntry(args[2]); err != nil || done {
 		return err
 	}
-	return redisError("ERR access times are not tracked by lsmgo, so the idle time of a key is unknown")
+	c.wr.Int(c.s.access.idle(args[2], c.clock().Unix(), c.s.startTime))
+	return nil
 }
 
 // cmdObjectRefcount answers 1 for an existing key: each value is stored

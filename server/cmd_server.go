@@ -21,8 +21,6 @@ func init() {
 			summary: "Handshakes with the Redis server.", run: cmdHello},
 		spec{name: "auth", arity: -2, flags: flagNoAuth | fast, group: conn, since: "1.0.0",
 			summary: "Authenticates the connection.", run: cmdAuth},
-		spec{name: "select", arity: 2, flags: flagLoading | flagStale | fast, group: conn, since: "1.0.0",
-			summary: "Changes the selected database.", run: cmdSelect},
 		spec{name: "quit", arity: -1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "1.0.0",
 			summary: "Closes the connection.", run: cmdQuit},
 		spec{name: "reset", arity: 1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "6.2.0",
@@ -60,12 +58,6 @@ func init() {
 			}},
 		spec{name: "info", arity: -1, flags: flagLoading | flagStale, group: srv, since: "1.0.0",
 			summary: "Returns information and statistics about the server.", run: cmdInfo},
-		spec{name: "dbsize", arity: 1, flags: flagReadonly, group: srv, since: "1.0.0",
-			summary: "Returns the number of keys in the database.", run: cmdDBSize},
-		spec{name: "flushdb", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
-			summary: "Removes all keys from the current database.", run: cmdFlush},
-		spec{name: "flushall", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
-			summary: "Removes all keys from all databases.", run: cmdFlush},
 		spec{name: "lsmgo.resume", arity: 1, flags: flagAdmin | flagLoading | flagStale, group: srv, since: "1.0.0",
 			summary: "Makes a read-only engine accept writes again after a failed fsync (lsmgo's DB.Resume).", run: cmdResume},
 		spec{name: "time", arity: 1, flags: flagLoading | flagStale | fast, group: srv, since: "2.6.0",
@@ -112,14 +104,6 @@ func cmdPing(c *conn, cmd *command, args [][]byte) error {
 
 func cmdEcho(c *conn, _ *command, args [][]byte) error { c.wr.Bulk(args[1]); return nil }
 
-func cmdSelect(c *conn, _ *command, args [][]byte) error {
-	if err := checkDB(args[1]); err != nil {
-		return err
-	}
-	c.ok()
-	return nil
-}
-
 func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 	c.ok()
 	c.quit = true
@@ -129,6 +113,7 @@ func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.discard()
 	c.unsubscribeAll()
+	c.selectDB(0)
 	c.setProtocol(2)
 	c.setAuthed(c.s.config().RequirePass == "")
 	c.info.Lock()
@@ -348,7 +333,7 @@ func cmdClientInfo(c *conn, _ *command, _ [][]byte) error {
 func (c *conn) describe(b *strings.Builder, self *conn) {
 	now := time.Now()
 	c.info.Lock()
-	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
+	name, libName, libVer, db := c.info.name, c.info.libName, c.info.libVer, c.info.db
 	c.info.Unlock()
 	cmd := "NULL"
 	if last := c.lastCmd.Load(); last != nil {
@@ -358,9 +343,9 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 		cmd = "client|list"
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=%d sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
-		cmd, c.proto.Load(), libName, libVer)
+		db, cmd, c.proto.Load(), libName, libVer)
 }
 
 func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {
@@ -563,67 +548,6 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
 	c.s.errors.reset()
 	c.ok()
 	return nil
-}
-
-func cmdDBSize(c *conn, _ *command, _ [][]byte) error {
-	var n int64
-	err := c.s.ks.scanKeys(c.reader(), nil, nil, func([]byte, byte, bool) bool {
-		n++
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	c.wr.Int(n)
-	return nil
-}
-
-// flushBatchKeys bounds one FLUSHDB batch, so deleting a large keyspace
-// neither builds a huge batch nor holds the commit pipeline for long.
-const flushBatchKeys = 1000
-
-// cmdFlush implements FLUSHDB and FLUSHALL [ASYNC|SYNC]: a tombstone per
-// key, in batches. Writes racing with it may survive it. Each batch
-// commits holding every stripe, so that it falls wholly before or after
-// any EXEC (whose checks of WATCH rely on holding its keys' stripes).
-func cmdFlush(c *conn, _ *command, args [][]byte) error {
-	if len(args) > 2 || len(args) == 2 && !is(args[1], "ASYNC") && !is(args[1], "SYNC") {
-		return redisError(msgSyntax)
-	}
-	var applyErr error
-	var elems int64 // of the collections deleted, for reclaimAll
-	err := c.s.ks.scanKeys(c.reader(), nil, nil, func(key []byte, typ byte, _ bool) bool {
-		if typ != typeString {
-			elems += c.s.ks.elemCount(&c.scratch, key)
-		}
-		c.s.ks.deleteKey(c.batch, &c.scratch, key)
-		if c.batch.Count() >= flushBatchKeys {
-			applyErr = c.commitHoldingAll()
-		}
-		return applyErr == nil
-	})
-	if applyErr != nil {
-		return applyErr
-	}
-	if err != nil {
-		c.batch.Reset()
-		return err
-	}
-	if err := c.commitHoldingAll(); err != nil {
-		return err
-	}
-	if elems >= reclaimMinElems {
-		c.s.ks.reclaimAll()
-	}
-	c.ok()
-	return nil
-}
-
-// commitHoldingAll is commit holding every stripe.
-func (c *conn) commitHoldingAll() error {
-	held := c.lockAll()
-	defer c.unlock(held)
-	return c.commit()
 }
 
 func cmdTime(c *conn, _ *command, _ [][]byte) error {

@@ -240,7 +240,7 @@ func cmdSMove(c *conn, _ *command, args [][]byte) error {
 	inDst := false
 	if !dstExists {
 		var err error
-		if dm, err = c.s.ks.newColl(typeSet); err != nil {
+		if dm, err = c.s.ks.newColl(c.scratch.ns, typeSet); err != nil {
 			c.batch.Reset()
 			return err
 		}

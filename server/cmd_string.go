@@ -128,11 +128,16 @@ func cmdSet(c *conn, cmd *command, args [][]byte) error {
 		if old, exists, err = c.getEntry(key); err != nil {
 			return err
 		}
-		if o.get && exists && old.typ != typeString {
+		if o.get && exists && typeNames[old.typ] != "string" {
 			return errWrongType
 		}
 	}
 	oldVal := stringValue{val: old.payload}
+	if o.get && exists && old.typ == typeFragString {
+		if oldVal, _, err = c.get(key); err != nil {
+			return err
+		}
+	}
 	if o.nx && exists || o.xx && !exists {
 		if o.get {
 			c.bulkOrNull(oldVal, exists)
@@ -310,16 +315,41 @@ func mset(nx bool) handler {
 // errNothingToStore when the command writes nothing. modify stores the
 // result and returns fn's error or the write's; it replies nothing.
 func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) error) error {
+	return c.editString(keyArg, nil, fn)
+}
+
+// editString is modify for the commands that edit a fragmented string
+// in place (APPEND, SETRANGE): frag, when not nil, gets such a string's
+// edit, which editString then writes; fn gets a plain string (or, when
+// frag is nil, any string read whole).
+func (c *conn) editString(keyArg [][]byte, frag func(e *fragEdit) error, fn func(v *stringValue, exists bool) error) error {
 	held := c.lock(keyArg, 1)
 	defer c.unlock(held)
-	v, exists, err := c.get(keyArg[0])
+	key := keyArg[0]
+	v, exists, err := c.getRef(key)
 	if err != nil {
 		return err
+	}
+	if v.frag != nil && frag != nil {
+		e, err := c.fragEdit(key, v)
+		if err != nil {
+			return err
+		}
+		if err := frag(e); err != nil {
+			return err
+		}
+		e.flush(c.batch, &c.scratch)
+		return c.commit()
+	}
+	if v.frag != nil {
+		if v.val, err = c.s.ks.readFragString(c.reader(), key, *v.frag); err != nil {
+			return err
+		}
 	}
 	if err := fn(&v, exists); err != nil {
 		return err
 	}
-	return c.put(keyArg[0], v)
+	return c.put(key, v)
 }
 
 // errNothingToStore tells modify that the command writes nothing: its
@@ -397,27 +427,33 @@ func cmdIncrByFloat(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdAppend(c *conn, _ *command, args [][]byte) error {
-	var n int
-	if err := c.modify(args[1:2], func(v *stringValue, _ bool) error {
+	var n int64
+	if err := c.editString(args[1:2], func(e *fragEdit) error {
+		if e.length()+int64(len(args[2])) > c.s.config().ProtoMaxBulkLen {
+			return redisError(msgStringTooBig)
+		}
+		n = e.length() + int64(len(args[2]))
+		return e.write(e.length(), args[2])
+	}, func(v *stringValue, _ bool) error {
 		if int64(len(v.val))+int64(len(args[2])) > c.maxStringLen(args[1]) {
 			return redisError(msgStringTooBig)
 		}
 		v.val = append(v.val, args[2]...)
-		n = len(v.val)
+		n = int64(len(v.val))
 		return nil
 	}); err != nil && err != errNothingToStore {
 		return err
 	}
-	c.wr.Int(int64(n))
+	c.wr.Int(n)
 	return nil
 }
 
 func cmdStrlen(c *conn, _ *command, args [][]byte) error {
-	v, _, err := c.get(args[1])
+	v, _, err := c.getRef(args[1])
 	if err != nil {
 		return err
 	}
-	c.wr.Int(int64(len(v.val)))
+	c.wr.Int(v.length())
 	return nil
 }
 
@@ -430,11 +466,11 @@ func cmdGetRange(c *conn, _ *command, args [][]byte) error {
 	if !ok1 || !ok2 {
 		return redisError(msgNotInteger)
 	}
-	v, _, err := c.get(args[1])
+	v, _, err := c.getRef(args[1])
 	if err != nil {
 		return err
 	}
-	n := int64(len(v.val))
+	n := v.length()
 	if start < 0 && end < 0 && start > end {
 		c.wr.Bulk(nil)
 		return nil
@@ -453,6 +489,14 @@ func cmdGetRange(c *conn, _ *command, args [][]byte) error {
 		c.wr.Bulk(nil)
 		return nil
 	}
+	if v.frag != nil {
+		part, err := c.s.ks.fragRead(c.reader(), args[1], *v.frag, start, end-start+1)
+		if err != nil {
+			return err
+		}
+		c.wr.Bulk(part)
+		return nil
+	}
 	c.wr.Bulk(v.val[start : end+1])
 	return nil
 }
@@ -467,7 +511,18 @@ func cmdSetRange(c *conn, _ *command, args [][]byte) error {
 	}
 	patch := args[3]
 	var n int
-	if err := c.modify(args[1:2], func(v *stringValue, _ bool) error {
+	if err := c.editString(args[1:2], func(e *fragEdit) error {
+		n = int(e.length())
+		if len(patch) == 0 {
+			return errNothingToStore
+		}
+		if offset > c.s.config().ProtoMaxBulkLen-int64(len(patch)) {
+			return redisError(msgStringTooBig)
+		}
+		err := e.write(offset, patch)
+		n = int(e.length())
+		return err
+	}, func(v *stringValue, _ bool) error {
 		if len(patch) == 0 {
 			// Nothing to write: Redis neither creates the key nor checks
 			// the offset against the size limit.

@@ -182,7 +182,7 @@ func (e *zedit) flush() error {
 			e.m.count--
 		default:
 			if was.in {
-				*buf = zScoreKey(*buf, e.key, e.m.version, was.score, mb)
+				*buf = zScoreKey(*buf, e.key, *e.m, was.score, mb)
 				b.Delete(*buf)
 			} else {
 				e.m.count++

@@ -5,7 +5,7 @@ import (
 )
 
 // cmdFlags are Redis' command flags, reported by COMMAND INFO; the server
-// itself acts on flagWrite and flagNoAuth.
+// itself acts on flagWrite, flagNoAuth and flagNoMulti.
 type cmdFlags uint16
 
 const (
@@ -21,9 +21,11 @@ const (
 	// step do not locate (a numkeys argument says where they are): EXEC
 	// then locks every stripe for it.
 	flagMovableKeys
+	// flagNoMulti marks a command MULTI refuses to queue.
+	flagNoMulti
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale", "movablekeys"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale", "movablekeys", "no_multi"}
 
 func (f cmdFlags) names() []string {
 	var out []string

@@ -75,10 +75,17 @@ type Config struct {
 	// ImagesMaxBytes bounds one uploaded image ("images-max-bytes");
 	// default 20 MiB.
 	ImagesMaxBytes int64
-	// ImagesUploadRate limits image uploads per second per client (token,
-	// or IP address for anonymous uploads), with bursts of four seconds'
-	// worth; negative disables the limit ("images-upload-rate"). Default 5.
-	ImagesUploadRate int
+	// ImagesUploadRate and ImagesUploadBurst limit anonymous image uploads
+	// per IP address: uploads per second, and the batch that passes at
+	// once ("images-upload-rate", negative disables the limit;
+	// "images-upload-burst"). ImagesTokenUploadRate and
+	// ImagesTokenUploadBurst do the same per token
+	// ("images-token-upload-rate", "images-token-upload-burst").
+	// Defaults: imgbed's (5 and 120; 20 and 500).
+	ImagesUploadRate       int
+	ImagesUploadBurst      int
+	ImagesTokenUploadRate  int
+	ImagesTokenUploadBurst int
 	// ImagesUploadsPerClient bounds the upload slots one client holds at
 	// once ("images-uploads-per-client", 0: imgbed's default); ImagesUploadQueueWait is how long
 	// an upload waits for a slot before a 503 ("images-upload-queue-wait");
@@ -86,6 +93,10 @@ type Config struct {
 	// slower than that for ImagesMinUploadRateWindow
 	// ("images-min-upload-rate", negative disables,
 	// "images-min-upload-rate-window"). Defaults: imgbed's.
+	// ImagesCORSOrigins are the origins, separated by commas ("*": any),
+	// whose browser scripts may call the image API
+	// ("images-cors-origins"); empty: none.
+	ImagesCORSOrigins         string
 	ImagesUploadsPerClient    int
 	ImagesUploadQueueWait     time.Duration
 	ImagesMinUploadRate       int
@@ -102,6 +113,10 @@ type Config struct {
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
 	MaxClients int
+	// Databases is how many databases SELECT offers ("databases");
+	// default 16, as in Redis. Lowering it hides the databases past it,
+	// keeping their keys; raising it again shows them.
+	Databases int
 	// Timeout closes a client that has not completed a command for this
 	// long; 0 disables ("timeout", seconds, live). A command that is still
 	// arriving does not count as activity, so a client trickling bytes is
@@ -125,6 +140,10 @@ type Config struct {
 	// the slow log; negative disables it, zero logs every command
 	// ("slowlog-log-slower-than", microseconds, live). Default 10ms.
 	SlowlogSlowerThan time.Duration
+	// LatencyMonitorThreshold is the execution time from which a command
+	// is recorded as a latency event ("latency-monitor-threshold",
+	// milliseconds, live); zero, the default, turns the monitor off.
+	LatencyMonitorThreshold time.Duration
 	// SlowlogMaxLen is how many slow log entries are kept
 	// ("slowlog-max-len", live); default 128.
 	SlowlogMaxLen int
@@ -189,6 +208,7 @@ func DefaultConfig() Config {
 		AppendFsync:               "everysec",
 		ProtectedMode:             true,
 		MaxClients:                10000,
+		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,
 		MaxMultibulkLen:           1024 * 1024,
 		HLLSparseMaxBytes:         hll.DefaultSparseMaxBytes,
@@ -204,6 +224,9 @@ func DefaultConfig() Config {
 		ImagesAnonymous:           "auto",
 		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
 		ImagesUploadRate:          imgbed.DefaultUploadRate,
+		ImagesUploadBurst:         imgbed.DefaultUploadBurst,
+		ImagesTokenUploadRate:     imgbed.DefaultTokenUploadRate,
+		ImagesTokenUploadBurst:    imgbed.DefaultTokenUploadBurst,
 		ImagesUploadQueueWait:     imgbed.DefaultUploadQueueWait,
 		ImagesMinUploadRate:       imgbed.DefaultMinUploadRate,
 		ImagesMinUploadRateWindow: imgbed.DefaultMinUploadRateWindow,
@@ -261,6 +284,8 @@ var settings = append([]*setting{
 		func(c *Config) *int64 { return &c.QueryBufferLimit }),
 	durationSetting("slowlog-log-slower-than", "slow log threshold in microseconds (negative: off)", true, time.Microsecond, math.MinInt64,
 		func(c *Config) *time.Duration { return &c.SlowlogSlowerThan }),
+	durationSetting("latency-monitor-threshold", "latency monitor threshold in milliseconds (0: off)", true, time.Millisecond, 0,
+		func(c *Config) *time.Duration { return &c.LatencyMonitorThreshold }),
 	intSetting("slowlog-max-len", "slow log entries kept", true, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.SlowlogMaxLen }),
 	stringSetting("loglevel", "debug, verbose, notice, warning or nothing", true,
@@ -289,8 +314,16 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
 	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
-	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
+	intSetting("images-upload-rate", "anonymous image uploads per second per IP address (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
+	intSetting("images-upload-burst", "anonymous image uploads one IP address may send at once", false, 1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesUploadBurst }),
+	intSetting("images-token-upload-rate", "image uploads per second per token (negative: unlimited)", false, -1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesTokenUploadRate }),
+	intSetting("images-token-upload-burst", "image uploads one token may send at once", false, 1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesTokenUploadBurst }),
+	stringSetting("images-cors-origins", "origins whose browser scripts may call the image API, separated by commas (*: any; empty: none)", false,
+		func(c *Config) *string { return &c.ImagesCORSOrigins }, nil),
 	intSetting("images-uploads-per-client", "upload slots one image client (token or address) may hold at once (0: a sixteenth of the 64 slots)", false, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadsPerClient }),
 	durationSetting("images-upload-queue-wait", "how long an image upload waits for a slot before a 503 with Retry-After, in milliseconds", false, time.Millisecond, 0,
@@ -306,7 +339,8 @@ var settings = append([]*setting{
 	secret(stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
 		func(c *Config) *string { return &c.S3SecretKey }, nil)),
 	fixedSetting("appendonly", "yes"),
-	fixedSetting("databases", "1"),
+	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
+		func(c *Config) *int { return &c.Databases }),
 }, noEffectSettings()...)
 
 func lookupSetting(name string) *setting {

@@ -39,6 +39,7 @@ type conn struct {
 	info struct {
 		sync.Mutex
 		name, libName, libVer string
+		db                    int
 	}
 	// lastCmd and lastActive (unix nanoseconds) describe the last
 	// completed command as of the last publish.
@@ -70,6 +71,13 @@ type conn struct {
 	// writes, and a command received later must see writes acknowledged
 	// meanwhile.
 	view *lsmgo.View
+	// viewDBs is the map of databases of view's moment (openView).
+	viewDBs *dbMap
+	// reading is the map of databases a read without locks uses, seen by
+	// SWAPDB and FLUSHDB, which wait for it (databases.go); announced
+	// says it is set.
+	reading   atomic.Pointer[dbMap]
+	announced bool
 
 	// blk is the connection's part in blocking commands (blocking.go).
 	blk blockState
@@ -89,7 +97,10 @@ type conn struct {
 	watched    []watchedKey
 	watchDirty atomic.Bool
 
-	scratch []byte // engine keys and values under construction
+	// db is the selected database (SELECT); scratch builds engine keys
+	// and values in its namespace (useDB).
+	db      int
+	scratch keyBuf
 	elemBuf []byte // collection element keys under construction
 	nameBuf []byte // lower-cased command names
 
@@ -286,6 +297,7 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.doneReading() // a handler that panicked may have left it set
 	c.unwatchAll()
 	c.unsubscribeAll()
 	c.closeView()

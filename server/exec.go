@@ -66,6 +66,10 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgSubscribedOnly(cmd))
 		return
 	}
+	if c.tx != nil && cmd.flags&flagNoMulti != 0 {
+		c.reject(cmd, "ERR Command not allowed inside a transaction")
+		return
+	}
 	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
 		c.queue(cmd, args)
 		c.mark = time.Now()
@@ -78,7 +82,7 @@ func (c *conn) execute(args [][]byte) {
 	}
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
 		// Without a view (the DB closing) reads go to the DB.
-		c.view, _ = c.s.ks.newView()
+		_ = c.openView()
 	}
 	c.run(cmd, args)
 	// The clients blocked on keys this command filled are served once it
@@ -94,8 +98,13 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	c.failed = false
 	c.depth++
 	defer c.recoverHandler(cmd)
+	c.useDB()
+	c.touchKeys(cmd, args)
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
+	}
+	if c.depth == 1 {
+		c.doneReading()
 	}
 	now := time.Now()
 	c.mark = now
@@ -121,6 +130,7 @@ func (c *conn) reader() lsmgo.Reader {
 	if c.view != nil {
 		return c.view
 	}
+	c.useDBToRead()
 	return c.s.ks.latest()
 }
 
@@ -128,7 +138,7 @@ func (c *conn) reader() lsmgo.Reader {
 func (c *conn) closeView() {
 	if c.view != nil {
 		c.view.Close()
-		c.view = nil
+		c.view, c.viewDBs = nil, nil
 	}
 }
 
@@ -180,6 +190,10 @@ func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed boo
 	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
 		c.s.slowlog.add(c, redactArgs(cmd, args), d, cfg.SlowlogMaxLen)
 	}
+	// A script's commands are inside its sample, as in Redis.
+	if cfg.LatencyMonitorThreshold > 0 && d >= cfg.LatencyMonitorThreshold && !c.inScript() {
+		c.s.latency.addCommand(cmd, d)
+	}
 }
 
 // Reply helpers. Every error reply goes through fail so that the command
@@ -209,7 +223,7 @@ func (c *conn) commit() error {
 		c.batch.Reset()
 		return c.exec.batch.Err()
 	}
-	err := c.s.ks.apply(c.batch)
+	err := c.apply(c.batch)
 	c.batch.Reset()
 	return err
 }
@@ -222,10 +236,9 @@ func (c *conn) pin() func() {
 	if c.view != nil || c.inExec() || c.pending.open {
 		return func() {}
 	}
-	v, err := c.s.ks.newView()
-	if err != nil {
+	if c.openView() != nil {
 		return func() {}
 	}
-	c.view = v
+	c.useDB()
 	return c.closeView
 }

@@ -23,6 +23,7 @@ var fuzzSkipped = map[string]string{
 	"save":           "writes a whole snapshot: slow, and takes no number",
 	"bgsave":         "as SAVE, in the background",
 	testPanicCommand: "the test-only command that panics on purpose",
+	"migrate":        "connects to the host its arguments name (a DNS lookup, or the fuzzed server itself, waited on for its timeout); TestMigrateRedis covers it",
 	"config|set": "can shrink limits the fuzzer's own connection lives by (proto-max-bulk-len, " +
 		"maxmemory-clients, timeout); its numbers go through parseBound, which config tests cover",
 }

@@ -87,11 +87,15 @@ func allStripes(set lockSet) lockSet {
 // pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
 func (c *conn) lock(keys [][]byte, step int) lockSet {
 	if c.pending.open && c.lockDeferred(keys, step) {
-		return nil // held until the pending batch commits
+		// Held until the pending batch commits: no SWAPDB or FLUSHDB,
+		// which take every stripe, comes in between.
+		c.useDB()
+		return nil
 	}
 	if c.inExec() {
 		return nil
 	}
+	c.doneReading()
 	locks := c.s.ks.locks
 	set := c.stripes[:0]
 	for i := 0; i < len(keys); i += step {
@@ -99,6 +103,7 @@ func (c *conn) lock(keys [][]byte, step int) lockSet {
 	}
 	set = set.lock(locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 
@@ -108,8 +113,10 @@ func (c *conn) lockAll() lockSet {
 	if c.inExec() {
 		return nil
 	}
+	c.doneReading()
 	set := allStripes(c.stripes).lock(c.s.ks.locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 
@@ -129,10 +136,15 @@ func (c *conn) lockBlind(key []byte) lockSet {
 		return nil
 	}
 	if c.pending.open && c.lockBlindDeferred(key) {
-		return nil // held until the pending batch commits
+		// Held until the pending batch commits: no SWAPDB or FLUSHDB,
+		// which take every stripe, comes in between.
+		c.useDB()
+		return nil
 	}
+	c.doneReading()
 	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 

@@ -145,7 +145,7 @@ func (c *conn) deferWrite() bool {
 	}
 	locks := c.s.ks.locks
 	c.batch.ForEachKey(func(k []byte) {
-		if key, ok := userKeyOf(k); ok {
+		if _, key, ok := userKeyOf(k); ok {
 			p.written.add(locks.stripe(key))
 		}
 	})
@@ -269,7 +269,7 @@ func (c *conn) commitPending() {
 	}
 	var err error
 	if p.batch.Count() > 0 || p.batch.Err() != nil {
-		err = c.s.ks.apply(p.batch)
+		err = c.apply(p.batch)
 	}
 	p.releaseStripes(c.s.ks.locks)
 	now := time.Now()
@@ -352,7 +352,7 @@ func (c *conn) abandonPending() {
 		c.wr = p.out
 	}
 	if p.batch != nil && p.batch.Count() > 0 {
-		if err := c.s.ks.apply(p.batch); err != nil {
+		if err := c.apply(p.batch); err != nil {
 			c.s.log.Warn("the writes pipelined before a panicking command failed", "client", c.id, "err", err)
 		}
 		p.batch.Reset()

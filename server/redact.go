@@ -51,6 +51,17 @@ func redactArgs(cmd *command, args [][]byte) [][]byte {
 				i += 2
 			}
 		}
+	case "migrate":
+		for i := 6; i < len(args) && !is(args[i], "KEYS"); i++ {
+			switch {
+			case is(args[i], "AUTH"):
+				hide = append(hide, i+1)
+				i++
+			case is(args[i], "AUTH2"):
+				hide = append(hide, i+1, i+2)
+				i += 2
+			}
+		}
 	case "config|set":
 		for i := 2; i+1 < len(args); i += 2 {
 			if st := lookupSetting(strings.ToLower(string(args[i]))); st != nil && st.secret {
@@ -63,7 +74,9 @@ func redactArgs(cmd *command, args [][]byte) [][]byte {
 	}
 	out := append([][]byte(nil), args...)
 	for _, i := range hide {
-		out[i] = []byte(redactedMarker)
+		if i < len(out) { // MIGRATE ... AUTH with its password missing
+			out[i] = []byte(redactedMarker)
+		}
 	}
 	return out
 }

@@ -74,7 +74,8 @@ func diffBitmaps(g *diffGen) diffCmd {
 }
 
 // bitOffset is mostly a small offset, sometimes one that grows a string
-// to a few KiB, and sometimes one at or past the limit.
+// to a few KiB or past fragThreshold, and sometimes one at or past the
+// limit.
 func (g *diffGen) bitOffset() string {
 	switch g.rng.IntN(10) {
 	case 0:
@@ -82,6 +83,11 @@ func (g *diffGen) bitOffset() string {
 		return g.pick("4294967296", "-1", "x", "1.5", "", "+3", "09", "99999999999999999999")
 	case 1:
 		return strconv.Itoa(g.rng.IntN(40000))
+	case 2:
+		if g.rng.IntN(4) == 0 {
+			// Past fragThreshold: the key turns into a fragmented string.
+			return strconv.Itoa(fragThreshold*8 + g.rng.IntN(80000))
+		}
 	}
 	return strconv.Itoa(g.rng.IntN(80))
 }

@@ -195,6 +195,14 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	ks := &c.s.ks
 	sc := &c.s.scripts
 	own := !c.inExec()
+	c.doneReading() // before the stripes: see databases.go
+	// A script starts in its caller's database, and its SELECT does not
+	// change the caller's (Redis 7).
+	defer func(db int) {
+		if c.db != db {
+			c.selectDB(db)
+		}
+	}(c.db)
 	if own {
 		sc.enter(ks.locks)
 		defer sc.leave(ks.locks)
@@ -215,9 +223,12 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	if own {
 		b := c.exec.batch
 		if b.Count() > 0 || b.Err() != nil {
-			if err := ks.apply(b); err != nil {
+			if err := c.apply(b); err != nil {
 				return err
 			}
+		}
+		if c.exec.dbs != nil && !stopped {
+			c.publishDBs(c.s.ks.dbs.Load(), c.exec.dbs)
 		}
 	}
 	if bytes.HasPrefix(reply, []byte("-")) {

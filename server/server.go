@@ -28,15 +28,19 @@ const Version = "7.2.0"
 // Server is a running lsmgo server: the engine, the RESP listener and the
 // optional HTTP listener. Start creates one; Shutdown stops it.
 type Server struct {
-	base      Config // as given to Start, before the file and overrides
-	logLevel  slog.LevelVar
-	log       *slog.Logger
-	db        *lsmgo.DB
-	ks        keyspace
+	base     Config // as given to Start, before the file and overrides
+	logLevel slog.LevelVar
+	log      *slog.Logger
+	db       *lsmgo.DB
+	ks       keyspace
+	// databases is how many databases SELECT offers, fixed at start.
+	databases int
 	cursors   cursorTable
 	scripts   scripting
 	blocked   blockRegistry
 	slowlog   slowlog
+	latency   latencyMonitor
+	access    accessClock // OBJECT IDLETIME
 	metrics   *metrics
 	cmdStats  []*cmdStats // indexed by command.id
 	startTime time.Time
@@ -81,6 +85,10 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+	// shutdownAsked is closed when a client's SHUTDOWN starts the
+	// shutdown (cmd_shutdown.go).
+	shutdownAsked     chan struct{}
+	shutdownAskedOnce sync.Once
 }
 
 // serverStats are the counters INFO reports.
@@ -103,7 +111,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		base: cfg, fileCfg: r, startTime: time.Now(), runID: newRunID(), build: BuildInfo(),
-		clients: map[uint64]*conn{}, done: make(chan struct{}),
+		clients: map[uint64]*conn{}, done: make(chan struct{}), shutdownAsked: make(chan struct{}),
 	}
 	s.cfg.Store(&r)
 	out := cfg.LogOutput
@@ -121,7 +129,7 @@ func Start(cfg Config) (*Server, error) {
 		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
 		Logger:                   s.log.With("component", "engine"),
 		FS:                       cfg.FS,
-		NewCompactionFilter:      newElemFilter,
+		NewCompactionFilter:      newDBFilter,
 	})
 	if err != nil {
 		return nil, err
@@ -155,7 +163,12 @@ func (s *Server) start(r *Config) error {
 	if err := s.ks.checkFormat(r.Dir); err != nil {
 		return err
 	}
-	var err error
+	dbs, err := s.ks.loadDBs(r.Databases)
+	if err != nil {
+		return err
+	}
+	s.ks.dbs.Store(dbs)
+	s.databases = r.Databases
 	if s.ks.versions, err = newVersionClock(s.db); err != nil {
 		return fmt.Errorf("lsmgo server: collection versions: %w", err)
 	}

@@ -87,7 +87,7 @@ func TestSPopDrainsWithoutWalkingDeletions(t *testing.T) {
 		if got := c.SCard(ctx, "s").Val(); got != int64(len(model)) {
 			t.Fatalf("round %d: SCARD = %d, want %d", rounds, got, len(model))
 		}
-		m, ok, err := s.ks.getColl(s.ks.latest(), new([]byte), []byte("s"), typeSet)
+		m, ok, err := s.ks.getColl(s.ks.latest(), &keyBuf{}, []byte("s"), typeSet)
 		if err != nil || ok != (len(model) > 0) {
 			t.Fatalf("round %d: metadata: ok %v, err %v", rounds, ok, err)
 		}

@@ -7,25 +7,54 @@ import (
 )
 
 // Strings are stored whole under their 'k' key (keyspace.go): the header
-// byte 's', then the value.
+// byte 's', then the value; or, when bit commands grew them past
+// fragThreshold, in fragments (fragstring.go).
 
 // stringValue is a decoded string entry.
 type stringValue struct {
 	val      []byte
 	expireAt time.Time // zero: no expiry
+	// frag is the metadata of a fragmented string, nil for a plain one.
+	frag *collMeta
 }
 
-// getString reads the string at userKey through r; ok is false when it is
-// absent, and err is errWrongType when the key holds another type.
-func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
-	e, ok, err := ks.getEntry(r, scratch, userKey)
+// length is the string's length in bytes.
+func (v stringValue) length() int64 {
+	if v.frag != nil {
+		return v.frag.count
+	}
+	return int64(len(v.val))
+}
+
+// getStringRef reads the string at userKey through r as getString does,
+// except that a fragmented string comes back unread: frag set, val nil.
+func (ks *keyspace) getStringRef(r lsmgo.Reader, kb *keyBuf, userKey []byte) (v stringValue, ok bool, err error) {
+	e, ok, err := ks.getEntry(r, kb, userKey)
 	if !ok || err != nil {
 		return v, false, err
 	}
-	if e.typ != typeString {
-		return v, false, errWrongType
+	switch e.typ {
+	case typeString:
+		return stringValue{val: e.payload, expireAt: e.expireAt}, true, nil
+	case typeFragString:
+		m, err := decodeMeta(userKey, e)
+		if err != nil {
+			return v, false, err
+		}
+		return stringValue{expireAt: e.expireAt, frag: &m}, true, nil
 	}
-	return stringValue{val: e.payload, expireAt: e.expireAt}, true, nil
+	return v, false, errWrongType
+}
+
+// getString reads the string at userKey through r, a fragmented one
+// whole; ok is false when it is absent, and err is errWrongType when the
+// key holds another type.
+func (ks *keyspace) getString(r lsmgo.Reader, kb *keyBuf, userKey []byte) (v stringValue, ok bool, err error) {
+	v, ok, err = ks.getStringRef(r, kb, userKey)
+	if ok && v.frag != nil {
+		v.val, err = ks.readFragString(r, userKey, *v.frag)
+	}
+	return v, ok && err == nil, err
 }
 
 // maxString is the longest string the server stores at userKey: what the
@@ -33,15 +62,15 @@ func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (
 // the value's header byte. Every string write checks it before the write
 // reaches a batch, so that no command the server accepted fails in the
 // engine (and one oversized SET cannot fail a batch of pipelined ones).
-func (ks *keyspace) maxString(userKey []byte) int64 {
-	return ks.db.MaxValueLen(1+len(userKey)) - 1
+func (ks *keyspace) maxString(ns nsID, userKey []byte) int64 {
+	return ks.db.MaxValueLen(len(dataKey(nil, ns, nil))+len(userKey)) - 1
 }
 
-// putString adds a write of the string v at userKey to b. scratch is
-// reused to build the key and the encoded value; Batch copies both. The
+// putString adds a write of the string v at userKey to b. kb builds
+// the key and the encoded value; Batch copies both. The
 // caller has checked v against maxString.
-func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
-	ks.putEntry(b, scratch, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
+func (ks *keyspace) putString(b *lsmgo.Batch, kb *keyBuf, userKey []byte, v stringValue) {
+	ks.putEntry(b, kb, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
 }
 
 // get reads the string at key through the command's reader.
@@ -49,8 +78,19 @@ func (c *conn) get(key []byte) (v stringValue, exists bool, err error) {
 	return c.s.ks.getString(c.reader(), &c.scratch, key)
 }
 
-// put writes one string through the connection's batch and commits it.
+// getRef reads the string at key through the command's reader, leaving a
+// fragmented one unread (getStringRef).
+func (c *conn) getRef(key []byte) (v stringValue, exists bool, err error) {
+	return c.s.ks.getStringRef(c.reader(), &c.scratch, key)
+}
+
+// put writes one string through the connection's batch and commits it:
+// a string read from fragments goes back to fragments, under a new
+// version.
 func (c *conn) put(key []byte, v stringValue) error {
+	if v.frag != nil {
+		return c.putFragString(key, v)
+	}
 	if int64(len(v.val)) > c.maxStringLen(key) {
 		return errStringTooBig
 	}
@@ -58,10 +98,36 @@ func (c *conn) put(key []byte, v stringValue) error {
 	return c.commit()
 }
 
+// putBits is put for the bit commands, which store a string longer than
+// fragThreshold in fragments.
+func (c *conn) putBits(key []byte, v stringValue) error {
+	if len(v.val) > fragThreshold {
+		return c.putFragString(key, v)
+	}
+	return c.put(key, v)
+}
+
+// putFragString writes v.val as a new fragmented string at key, whatever
+// the key held, and commits.
+func (c *conn) putFragString(key []byte, v stringValue) error {
+	if int64(len(v.val)) > c.s.config().ProtoMaxBulkLen {
+		return errStringTooBig
+	}
+	e, err := c.s.ks.newFragString(c.reader(), c.scratch.ns, key, v)
+	if err != nil {
+		return err
+	}
+	if err := e.write(0, v.val); err != nil {
+		return err
+	}
+	e.flush(c.batch, &c.scratch)
+	return c.commit()
+}
+
 // maxStringLen is the longest string a command may leave at key: Redis'
 // proto-max-bulk-len, or less where the engine's entry limit is lower.
 func (c *conn) maxStringLen(key []byte) int64 {
-	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(key))
+	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(c.scratch.ns, key))
 }
 
 // bulkOrNull replies with v's value, or null when the key is absent.

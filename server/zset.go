@@ -65,14 +65,14 @@ func decodeScore(b []byte) float64 {
 
 // zMemberKey appends to dst the engine key of member's entry in version
 // of the sorted set at userKey.
-func zMemberKey(dst, userKey []byte, version uint64, member []byte) []byte {
-	dst = append(elemsKey(dst, userKey, version), zMemberSub)
+func zMemberKey(dst, userKey []byte, m collMeta, member []byte) []byte {
+	dst = append(elemsKey(dst, userKey, m), zMemberSub)
 	return append(dst, member...)
 }
 
 // zScoreKey appends to dst the engine key of member's score index entry.
-func zScoreKey(dst, userKey []byte, version uint64, score float64, member []byte) []byte {
-	dst = append(elemsKey(dst, userKey, version), zScoreSub)
+func zScoreKey(dst, userKey []byte, m collMeta, score float64, member []byte) []byte {
+	dst = append(elemsKey(dst, userKey, m), zScoreSub)
 	dst = encodeScore(dst, score)
 	return append(dst, member...)
 }
@@ -88,7 +88,7 @@ func zsetCorrupt(userKey []byte, reason string) error {
 // zscore reads member's score in m at userKey through r; ok is false when
 // the member is absent.
 func (ks *keyspace) zscore(r lsmgo.Reader, buf *[]byte, userKey []byte, m collMeta, member []byte) (score float64, ok bool, err error) {
-	*buf = zMemberKey(*buf, userKey, m.version, member)
+	*buf = zMemberKey(*buf, userKey, m, member)
 	v, err := r.Get(*buf)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return 0, false, nil
@@ -112,20 +112,20 @@ func decodeMemberScore(userKey, v []byte) (float64, bool, error) {
 
 // zput adds to b the two entries of member with score in m at userKey.
 func (ks *keyspace) zput(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, member []byte, score float64) {
-	*buf = zMemberKey(*buf, userKey, m.version, member)
+	*buf = zMemberKey(*buf, userKey, m, member)
 	k := len(*buf)
 	*buf = encodeScore(*buf, score)
 	b.Set((*buf)[:k], (*buf)[k:])
-	*buf = zScoreKey(*buf, userKey, m.version, score, member)
+	*buf = zScoreKey(*buf, userKey, m, score, member)
 	b.Set(*buf, nil)
 }
 
 // zdelete adds to b the deletion of member, whose score is score, from m
 // at userKey.
 func (ks *keyspace) zdelete(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, member []byte, score float64) {
-	*buf = zMemberKey(*buf, userKey, m.version, member)
+	*buf = zMemberKey(*buf, userKey, m, member)
 	b.Delete(*buf)
-	*buf = zScoreKey(*buf, userKey, m.version, score, member)
+	*buf = zScoreKey(*buf, userKey, m, score, member)
 	b.Delete(*buf)
 }
 
@@ -159,7 +159,7 @@ func (ks *keyspace) newZIter(r lsmgo.Reader, userKey []byte, m collMeta, lower, 
 	if mark.high != nil && (upper == nil || bytes.Compare(upper, mark.high) > 0) {
 		upper = mark.high
 	}
-	prefix := append(elemsKey(nil, userKey, m.version), zScoreSub)
+	prefix := append(elemsKey(nil, userKey, m), zScoreSub)
 	o := &lsmgo.IterOptions{
 		LowerBound: append(bytes.Clone(prefix), lower...),
 		UpperBound: prefixEnd(prefix),
@@ -276,13 +276,13 @@ func (ks *keyspace) zrank(r lsmgo.Reader, userKey []byte, m collMeta, member []b
 // Engine value: uvarint len(low), low, high.
 type popMark struct{ low, high []byte }
 
-func zMarkKey(dst, userKey []byte, version uint64) []byte {
-	return append(elemsKey(dst, userKey, version), zMarkSub)
+func zMarkKey(dst, userKey []byte, m collMeta) []byte {
+	return append(elemsKey(dst, userKey, m), zMarkSub)
 }
 
 // popMark reads the pop mark of m at userKey through r.
 func (ks *keyspace) popMark(r lsmgo.Reader, userKey []byte, m collMeta) (popMark, error) {
-	v, err := r.Get(zMarkKey(nil, userKey, m.version))
+	v, err := r.Get(zMarkKey(nil, userKey, m))
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return popMark{}, nil
 	}
@@ -305,7 +305,7 @@ func (ks *keyspace) popMark(r lsmgo.Reader, userKey []byte, m collMeta) (popMark
 
 // putPopMark adds to b the write of mark for m at userKey.
 func (ks *keyspace) putPopMark(b *lsmgo.Batch, userKey []byte, m collMeta, mark popMark) {
-	k := zMarkKey(nil, userKey, m.version)
+	k := zMarkKey(nil, userKey, m)
 	if mark.low == nil && mark.high == nil {
 		b.Delete(k)
 		return

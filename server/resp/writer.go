@@ -132,6 +132,16 @@ func (w *Writer) Double(f float64) {
 	w.buf = append(w.buf, '\r', '\n')
 }
 
+// DoubleText writes s, a double the caller has formatted: ",s" in RESP3,
+// a bulk string in RESP2 (Redis' addReplyHumanLongDouble).
+func (w *Writer) DoubleText(s string) {
+	if w.proto == 3 {
+		w.line(',', s)
+		return
+	}
+	w.BulkString(s)
+}
+
 // BigNumber writes the decimal digits s as "(s" in RESP3 and as a bulk
 // string in RESP2.
 func (w *Writer) BigNumber(s string) {

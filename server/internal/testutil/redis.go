@@ -2,10 +2,12 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,7 +18,23 @@ import (
 // on a unix socket (port 0 turns TCP off), with persistence off, and
 // returns the socket's path; t's cleanup stops it. Without redis-server
 // the test is skipped, except under CI, which installs it.
-func StartRedis(t testing.TB) string {
+func StartRedis(t testing.TB) string { return startRedis(t, 0) }
+
+// StartRedisTCP is StartRedis listening on a loopback TCP port too, for
+// tests in which Redis itself connects to another server (MIGRATE); it
+// returns the socket's path and the TCP address.
+func StartRedisTCP(t testing.TB) (sock, addr string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return startRedis(t, port), fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+func startRedis(t testing.TB, port int) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -33,7 +51,7 @@ func StartRedis(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--unixsocket", sock, "--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

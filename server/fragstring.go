@@ -1,0 +1,265 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// A string that bit commands grow past fragThreshold bytes is stored in
+// fragments, so that a bitmap whose bits reach offset 2^32-1 costs what
+// its set bits cost, and SETBIT and GETBIT touch one fragment whatever
+// the string's length (doc/server.md, "Bitmaps and HyperLogLogs"):
+//
+//	'k' + user key                       header 'B' + version (8, BE) + length in bytes (8, BE)
+//	'e' + … + version + index (4, BE)    uvarint skip + bytes [index*fragSize+skip, …) of
+//	                                     the string up to the fragment's last nonzero byte
+//
+// It is a collection (collection.go) whose count is the string's length:
+// DEL, EXPIRE and FLUSHALL write the metadata only, COPY and RENAME copy
+// the fragments under a new version, and the compaction filter reclaims
+// the fragments of a deleted one. A fragment that is all zeros is not
+// stored, and a string's bytes past its length are zero in its last
+// fragment. To every command it is a string: TYPE says "string", and the
+// commands without a fragment-wise path read it whole (getString).
+const (
+	fragSize      = 4096
+	fragThreshold = 64 << 10
+	fragIndexLen  = 4
+)
+
+func fragIndexKey(dst, userKey []byte, m collMeta, index int64) []byte {
+	dst = elemsKey(dst, userKey, m)
+	return binary.BigEndian.AppendUint32(dst, uint32(index))
+}
+
+func fragCorrupt(userKey []byte, reason string) error {
+	return &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "fragmented string " + reason}
+}
+
+// fragWalk calls fn with each stored fragment of m at userKey whose index
+// is in [from, to), in order, read through r: the string's bytes from
+// offset at on are data (the rest of the fragment is zeros); data is
+// valid during the call only.
+func (ks *keyspace) fragWalk(r lsmgo.Reader, userKey []byte, m collMeta, from, to int64, fn func(at int64, data []byte) error) error {
+	start := binary.BigEndian.AppendUint32(nil, uint32(from))
+	var ferr error
+	err := ks.scanElems(r, userKey, m, start, func(elem, val []byte) bool {
+		if len(elem) != fragIndexLen {
+			ferr = fragCorrupt(userKey, fmt.Sprintf("fragment key %x", elem))
+			return false
+		}
+		i := int64(binary.BigEndian.Uint32(elem))
+		if i >= to {
+			return false
+		}
+		var at int64
+		var data []byte
+		if at, data, ferr = decodeFrag(userKey, m, i, val); ferr == nil {
+			ferr = fn(at, data)
+		}
+		return ferr == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// fragRead returns bytes [off, off+n) of m at userKey, which lie within
+// its length.
+func (ks *keyspace) fragRead(r lsmgo.Reader, userKey []byte, m collMeta, off, n int64) ([]byte, error) {
+	out := make([]byte, n)
+	if n == 0 {
+		return out, nil
+	}
+	first, last := off/fragSize, (off+n-1)/fragSize
+	place := func(base int64, data []byte) error {
+		lo, hi := max(off, base), min(off+n, base+int64(len(data)))
+		if lo < hi {
+			copy(out[lo-off:hi-off], data[lo-base:hi-base])
+		}
+		return nil
+	}
+	if first == last {
+		// One fragment, the commonest case (GETBIT): a point read.
+		var buf []byte
+		val, ok, err := ks.getElem(r, &buf, userKey, m, binary.BigEndian.AppendUint32(nil, uint32(first)))
+		if err != nil || !ok {
+			return out, err
+		}
+		at, data, err := decodeFrag(userKey, m, first, val)
+		if err != nil {
+			return nil, err
+		}
+		return out, place(at, data)
+	}
+	return out, ks.fragWalk(r, userKey, m, first, last+1, place)
+}
+
+// fragCount returns the number of set bits of m at userKey.
+func (ks *keyspace) fragCount(r lsmgo.Reader, userKey []byte, m collMeta) (int64, error) {
+	var n int64
+	err := ks.fragWalk(r, userKey, m, 0, 1<<32, func(_ int64, data []byte) error {
+		for len(data) >= 8 {
+			n += int64(bits.OnesCount64(binary.LittleEndian.Uint64(data)))
+			data = data[8:]
+		}
+		for _, b := range data {
+			n += int64(bits.OnesCount8(b))
+		}
+		return nil
+	})
+	return n, err
+}
+
+// fragEdit stages writes to a fragmented string: the fragments it
+// touches are read once (or start as zeros in a new one), edited in
+// memory, and written with the metadata by flush.
+type fragEdit struct {
+	ks      *keyspace
+	r       lsmgo.Reader
+	userKey []byte
+	m       collMeta
+	fresh   bool // a new version: no fragment is stored yet
+	dirty   map[int64][]byte
+	order   []int64
+}
+
+// newFragEdit starts an edit of the fragmented string m at userKey.
+func (ks *keyspace) newFragEdit(r lsmgo.Reader, userKey []byte, m collMeta) *fragEdit {
+	return &fragEdit{ks: ks, r: r, userKey: userKey, m: m, dirty: map[int64][]byte{}}
+}
+
+// newFragString starts a new, empty fragmented string at userKey, with a
+// version of its own, that will expire at expireAt's time (v.expireAt).
+func (ks *keyspace) newFragString(r lsmgo.Reader, ns nsID, userKey []byte, v stringValue) (*fragEdit, error) {
+	m, err := ks.newColl(ns, typeFragString)
+	if err != nil {
+		return nil, err
+	}
+	m.expireAt = v.expireAt
+	e := ks.newFragEdit(r, userKey, m)
+	e.fresh = true
+	return e, nil
+}
+
+// frag returns fragment i for editing, fragSize bytes.
+func (e *fragEdit) frag(i int64) ([]byte, error) {
+	if f, ok := e.dirty[i]; ok {
+		return f, nil
+	}
+	f := make([]byte, fragSize)
+	if !e.fresh {
+		var buf []byte
+		val, ok, err := e.ks.getElem(e.r, &buf, e.userKey, e.m, binary.BigEndian.AppendUint32(nil, uint32(i)))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			at, data, err := decodeFrag(e.userKey, e.m, i, val)
+			if err != nil {
+				return nil, err
+			}
+			copy(f[at-i*fragSize:], data)
+		}
+	}
+	e.dirty[i] = f
+	e.order = append(e.order, i)
+	return f, nil
+}
+
+// length is the string's length, with the staged writes.
+func (e *fragEdit) length() int64 { return e.m.count }
+
+// read returns bytes [off, off+n) of the string with the staged writes,
+// zeros past its length.
+func (e *fragEdit) read(off, n int64) ([]byte, error) {
+	out := make([]byte, n)
+	for at := off; at < off+n; {
+		i := at / fragSize
+		end := min(off+n, (i+1)*fragSize)
+		switch f, staged := e.dirty[i]; {
+		case staged:
+			copy(out[at-off:end-off], f[at-i*fragSize:])
+		case !e.fresh && at < e.m.count:
+			part, err := e.ks.fragRead(e.r, e.userKey, e.m, at, min(end, e.m.count)-at)
+			if err != nil {
+				return nil, err
+			}
+			copy(out[at-off:], part)
+		}
+		at = end
+	}
+	return out, nil
+}
+
+// write stages data at off, growing the string as needed. All-zero
+// pieces of a new string are skipped: they are what an absent fragment
+// reads as.
+func (e *fragEdit) write(off int64, data []byte) error {
+	e.m.count = max(e.m.count, off+int64(len(data)))
+	for len(data) > 0 {
+		i, at := off/fragSize, off%fragSize
+		n := min(int64(len(data)), fragSize-at)
+		piece := data[:n]
+		if _, staged := e.dirty[i]; staged || !e.fresh || !allZero(piece) {
+			f, err := e.frag(i)
+			if err != nil {
+				return err
+			}
+			copy(f[at:], piece)
+		}
+		data, off = data[n:], off+n
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// flush adds the staged fragments and the metadata to b.
+func (e *fragEdit) flush(b *lsmgo.Batch, kb *keyBuf) {
+	var buf, val []byte
+	for _, i := range e.order {
+		f := bytes.TrimRight(e.dirty[i], "\x00")
+		buf = fragIndexKey(buf, e.userKey, e.m, i)
+		switch {
+		case len(f) > 0:
+			skip := len(f) - len(bytes.TrimLeft(f, "\x00"))
+			val = append(binary.AppendUvarint(val[:0], uint64(skip)), f[skip:]...)
+			b.Set(buf, val)
+		case !e.fresh:
+			b.Delete(buf)
+		}
+	}
+	e.ks.putColl(b, kb, e.userKey, e.m)
+}
+
+// decodeFrag decodes the stored fragment i of m at userKey: the string's
+// bytes from offset at on are data, the rest of the fragment zeros.
+func decodeFrag(userKey []byte, m collMeta, i int64, val []byte) (at int64, data []byte, err error) {
+	skip, w := binary.Uvarint(val)
+	if w <= 0 || skip > fragSize || int64(skip)+int64(len(val)-w) > fragSize {
+		return 0, nil, fragCorrupt(userKey, fmt.Sprintf("fragment %d of %d bytes is malformed", i, len(val)))
+	}
+	at, data = i*fragSize+int64(skip), val[w:]
+	if at+int64(len(data)) > m.count {
+		return 0, nil, fragCorrupt(userKey, fmt.Sprintf("fragment %d reaches past the length %d", i, m.count))
+	}
+	return at, data, nil
+}
+
+// readFragString returns the whole of the fragmented string m at userKey.
+func (ks *keyspace) readFragString(r lsmgo.Reader, userKey []byte, m collMeta) ([]byte, error) {
+	return ks.fragRead(r, userKey, m, 0, m.count)
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The latency monitor (LATENCY): with latency-monitor-threshold set, each
+// command that runs at least that long is a sample of the event
+// "command", or "fast-command" for a command flagged fast, as in Redis.
+// Each event keeps its latest latencySamples samples, one a second (the
+// worst of that second), and its all-time worst. Redis' other events
+// (fork, AOF fsync, expire and eviction cycles) have no counterpart: the
+// engine's stalls and syncs happen inside commands, whose samples they
+// lengthen.
+const latencySamples = 160
+
+type latencySample struct {
+	at int64 // Unix seconds
+	ms int64
+}
+
+type latencySeries struct {
+	samples []latencySample // ring, oldest at next once full
+	next    int
+	worst   int64
+}
+
+type latencyMonitor struct {
+	mu     sync.Mutex
+	events map[string]*latencySeries
+}
+
+func (lm *latencyMonitor) addCommand(cmd *command, d time.Duration) {
+	event := "command"
+	if cmd.flags&flagFast != 0 {
+		event = "fast-command"
+	}
+	lm.add(event, time.Now().Unix(), d.Milliseconds())
+}
+
+func (lm *latencyMonitor) add(event string, at, ms int64) {
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	if lm.events == nil {
+		lm.events = map[string]*latencySeries{}
+	}
+	s := lm.events[event]
+	if s == nil {
+		s = &latencySeries{}
+		lm.events[event] = s
+	}
+	s.worst = max(s.worst, ms)
+	if n := len(s.samples); n > 0 {
+		// next stays 0 until the ring is full, so this is the newest.
+		if last := &s.samples[(s.next+n-1)%n]; last.at == at {
+			last.ms = max(last.ms, ms)
+			return
+		}
+	}
+	if len(s.samples) < latencySamples {
+		s.samples = append(s.samples, latencySample{at, ms})
+		return
+	}
+	s.samples[s.next] = latencySample{at, ms}
+	s.next = (s.next + 1) % latencySamples
+}
+
+// history returns event's samples, oldest first.
+func (lm *latencyMonitor) history(event string) []latencySample {
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	s := lm.events[event]
+	if s == nil {
+		return nil
+	}
+	return append(slices.Clone(s.samples[s.next:]), s.samples[:s.next]...)
+}
+
+// latest returns, per event in name order, its newest sample and worst.
+func (lm *latencyMonitor) latest() (names []string, last []latencySample, worst []int64) {
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	for name := range lm.events {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := lm.events[name]
+		n := len(s.samples)
+		last, worst = append(last, s.samples[(s.next+n-1)%n]), append(worst, s.worst)
+	}
+	return names, last, worst
+}
+
+// reset forgets the events named, or all for none, and returns how many
+// it forgot.
+func (lm *latencyMonitor) reset(events [][]byte) int {
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	if len(events) == 0 {
+		n := len(lm.events)
+		lm.events = nil
+		return n
+	}
+	n := 0
+	for _, e := range events {
+		if _, ok := lm.events[string(e)]; ok {
+			delete(lm.events, string(e))
+			n++
+		}
+	}
+	return n
+}
+
+func init() {
+	register(spec{name: "latency", arity: -2, group: "server", since: "2.8.13", summary: "A container for latency diagnostics commands.",
+		subs: []spec{
+			{name: "latest", arity: 2, flags: flagAdmin, since: "2.8.13", summary: "Returns the latest latency samples for all events.", run: cmdLatencyLatest},
+			{name: "history", arity: 3, flags: flagAdmin, since: "2.8.13", summary: "Returns timestamp-latency samples for an event.", run: cmdLatencyHistory},
+			{name: "reset", arity: -2, flags: flagAdmin, since: "2.8.13", summary: "Resets the latency data for one or more events.", run: cmdLatencyReset},
+			{name: "doctor", arity: 2, flags: flagAdmin, since: "2.8.13", summary: "Returns a human-readable latency analysis report.", run: cmdLatencyDoctor},
+			{name: "help", arity: 2, since: "2.8.13", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
+		}})
+}
+
+func cmdLatencyLatest(c *conn, _ *command, _ [][]byte) error {
+	names, last, worst := c.s.latency.latest()
+	c.wr.ArrayHeader(len(names))
+	for i, name := range names {
+		c.wr.ArrayHeader(4)
+		c.wr.BulkString(name)
+		c.wr.Int(last[i].at)
+		c.wr.Int(last[i].ms)
+		c.wr.Int(worst[i])
+	}
+	return nil
+}
+
+func cmdLatencyHistory(c *conn, _ *command, args [][]byte) error {
+	samples := c.s.latency.history(string(args[2]))
+	c.wr.ArrayHeader(len(samples))
+	for _, s := range samples {
+		c.wr.ArrayHeader(2)
+		c.wr.Int(s.at)
+		c.wr.Int(s.ms)
+	}
+	return nil
+}
+
+func cmdLatencyReset(c *conn, _ *command, args [][]byte) error {
+	c.wr.Int(int64(c.s.latency.reset(args[2:])))
+	return nil
+}
+
+// cmdLatencyDoctor reports each event's samples and worst case, and what
+// to look at for this server's kind of latency.
+func cmdLatencyDoctor(c *conn, _ *command, _ [][]byte) error {
+	var b bytes.Buffer
+	threshold := c.s.config().LatencyMonitorThreshold
+	names, _, worst := c.s.latency.latest()
+	switch {
+	case threshold == 0:
+		b.WriteString("The latency monitor is off: CONFIG SET latency-monitor-threshold <milliseconds> turns it on.\n")
+	case len(names) == 0:
+		fmt.Fprintf(&b, "No command has run for %d ms or longer since the monitor started or was reset.\n", threshold.Milliseconds())
+	}
+	for i, name := range names {
+		h := c.s.latency.history(name)
+		var sum int64
+		for _, s := range h {
+			sum += s.ms
+		}
+		fmt.Fprintf(&b, "%s: %d latency spikes (average %d ms, worst %d ms).\n", name, len(h), sum/int64(len(h)), worst[i])
+	}
+	if len(names) > 0 {
+		b.WriteString("Slow commands here are most often large collection reads, disk reads missing the block cache, or writes stalled behind compaction: see SLOWLOG GET and INFO's lsmgo fields.\n")
+	}
+	c.wr.Bulk(b.Bytes())
+	return nil
+}
