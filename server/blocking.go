@@ -266,6 +266,9 @@ func (r *blockRegistry) remove(w *waiter) {
 // first, then, when that found nothing, blocks on keys for timeout (0:
 // forever) unless the connection may not block.
 func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(key []byte) bool, timedOut func()) {
+	// A pipeline may not hold stripes while it waits: the write that
+	// would wake it could need them.
+	c.leaveDeferring()
 	if try(nil) {
 		return
 	}

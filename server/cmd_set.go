@@ -152,8 +152,13 @@ func cmdSPop(c *conn, _ *command, args [][]byte) error {
 		if !existed || count == 0 {
 			return nil
 		}
+		var cost walkCost
 		var err error
-		if popped, _, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count); err != nil {
+		if popped, _, cost, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count); err != nil {
+			return err
+		}
+		if cost.mostlyDead() && int64(len(popped)) < m.count {
+			*m, err = c.freshColl(key, *m, popped)
 			return err
 		}
 		for _, member := range popped {

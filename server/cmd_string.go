@@ -13,7 +13,7 @@ func init() {
 	register(
 		spec{name: "get", arity: 2, flags: ro | flagFast, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Returns the string value of a key.", run: cmdGet},
-		spec{name: "set", arity: -3, flags: rw, pipe: pipeDefer, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+		spec{name: "set", arity: -3, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet},
 		spec{name: "setnx", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Set the string value of a key only when the key doesn't exist.", run: cmdSetNX},

@@ -229,22 +229,30 @@ func (ks *keyspace) scanElems(r lsmgo.Reader, userKey []byte, m collMeta, from [
 // entry (a sorted set's members and its score index) keeps each kind
 // under a sub-prefix of its own.
 func (ks *keyspace) scanElemsIn(r lsmgo.Reader, userKey []byte, m collMeta, sub, from []byte, fn func(elem, val []byte) bool) error {
+	_, err := ks.walkElems(r, userKey, m, sub, from, fn)
+	return err
+}
+
+// walkElems is scanElemsIn, also returning how many dead elements the
+// walk passed over (lsmgo.Iterator.Skipped).
+func (ks *keyspace) walkElems(r lsmgo.Reader, userKey []byte, m collMeta, sub, from []byte, fn func(elem, val []byte) bool) (dead int64, err error) {
 	prefix := append(elemsKey(nil, userKey, m), sub...)
 	lower := append(bytes.Clone(prefix), from...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		if !fn(it.Key()[len(prefix):], it.Value()) {
 			break
 		}
 	}
+	dead = it.Skipped()
 	if err := it.Error(); err != nil {
 		it.Close()
-		return err
+		return dead, err
 	}
-	return it.Close()
+	return dead, it.Close()
 }
 
 // copyColl adds to b a copy of the collection in e at src as a new
@@ -287,15 +295,20 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, kb *keyBuf, src, ds
 // uniformly; a byte value that no element has sends its share to the
 // next element, so sparse element names are picked with some bias (Redis'
 // own pick is biased by its hash table too). It costs about two seeks per
-// distinct byte position.
-func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub []byte) (elem, val []byte, err error) {
+// distinct byte position; cost counts the positions it stopped at as
+// live.
+func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub []byte) (elem, val []byte, cost walkCost, err error) {
 	prefix := append(elemsKey(nil, userKey, m), sub...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, cost, err
 	}
-	defer it.Close()
+	defer func() {
+		cost.dead = it.Skipped()
+		it.Close()
+	}()
 	suffix := func(ok bool) []byte {
+		cost.live++
 		if !ok {
 			return nil
 		}
@@ -304,9 +317,9 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 	lo, hi := suffix(it.First()), suffix(it.Last())
 	if lo == nil || hi == nil {
 		if err := it.Error(); err != nil {
-			return nil, nil, err
+			return nil, nil, cost, err
 		}
-		return nil, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
+		return nil, nil, cost, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
 	}
 	// Invariant: lo and hi are elements, lo ≤ hi, and the pick is between
 	// them. Each round either ends or lengthens their common prefix.
@@ -342,16 +355,17 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, nil, err
+		return nil, nil, cost, err
 	}
 	seek = append(append(seek[:0], prefix...), lo...)
 	if !it.SeekGE(seek) {
 		if err := it.Error(); err != nil {
-			return nil, nil, err
+			return nil, nil, cost, err
 		}
-		return nil, nil, fmt.Errorf("random element of %q vanished", userKey)
+		return nil, nil, cost, fmt.Errorf("random element of %q vanished", userKey)
 	}
-	return lo, bytes.Clone(it.Value()), nil
+	cost.live++
+	return lo, bytes.Clone(it.Value()), cost, nil
 }
 
 func commonPrefixLen(a, b []byte) int {
@@ -507,4 +521,31 @@ func (ks *keyspace) readElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte
 		return nil, nil, err
 	}
 	return elems, vals, nil
+}
+
+// freshColl adds to c.batch a copy of the collection m at key, less the
+// elements in drop, under a new version, and returns the new metadata
+// for the caller to write: the old version's elements, dead with it, go
+// to the compaction filter (reclaim.go). A writer calls it when walks of
+// m pass over mostly deletions (walkCost.mostlyDead). Elements are
+// copied by name, so the collection must keep all of them under one
+// sub-prefix (a hash, a set).
+func (c *conn) freshColl(key []byte, m collMeta, drop [][]byte) (collMeta, error) {
+	to, err := c.s.ks.newColl(m.ns, m.typ)
+	if err != nil {
+		return to, err
+	}
+	to.expireAt = m.expireAt
+	dropped := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		dropped[string(d)] = true
+	}
+	err = c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
+		if !dropped[string(elem)] {
+			c.s.ks.putElem(c.batch, &c.elemBuf, key, to, elem, val)
+			to.count++
+		}
+		return true
+	})
+	return to, err
 }

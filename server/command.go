@@ -57,13 +57,19 @@ const (
 	// pipeSubscribed marks a command a RESP2 client may send while
 	// subscribed ((P)(UN)SUBSCRIBE, PING, QUIT, RESET).
 	pipeSubscribed
-	// pipeDefer marks a write whose commit may join the pipeline's
-	// pending batch (pipeline.go): inside a pipeline its handler runs
-	// deferring, and its reply is released once the batch commits, which
-	// happens before any other command runs and before the connection
-	// reads again.
-	pipeDefer
 )
+
+// deferrable reports whether cmd's writes may join a pipeline's pending
+// batch (pipeline.go): a write whose keys its table entry locates, so
+// that the stripes it locks are those of every key it reads (a command
+// that reads other keys, such as SORT … BY, must be flagMovableKeys, as
+// in Redis). Inside a pipeline its handler
+// runs deferring, and its reply is released once the batch commits,
+// which happens before any other command runs and before the connection
+// reads again.
+func (cmd *command) deferrable() bool {
+	return cmd.flags&flagWrite != 0 && cmd.firstKey > 0 && cmd.flags&flagMovableKeys == 0 && cmd.pipe&pipeNoQueue == 0
+}
 
 // handler runs a command: cmd is the table entry it runs as (a handler
 // may serve several commands and tells them apart by the entry, never by

@@ -22,16 +22,15 @@ func (c *conn) execute(args [][]byte) {
 	if cmd == nil || cmd.pipe&pipeView == 0 {
 		c.closeView()
 	}
-	if cmd != nil && c.mayDefer(cmd, args) {
-		c.runDeferring(cmd, args)
-		return
+	deferring := cmd != nil && c.mayDefer(cmd, args)
+	if !deferring {
+		c.commitPending()
+		// Messages published before this command was read go out
+		// before its reply, as in Redis, where PUBLISH fills the
+		// subscribers' output buffers at once: the connection may have
+		// read the command before the publisher's wake-up reached it.
+		c.deliverPushes(c.inputEnd())
 	}
-	c.commitPending()
-	// Messages published before this command was read go out before its
-	// reply, as in Redis, where PUBLISH fills the subscribers' output
-	// buffers at once: the connection may have read the command before
-	// the publisher's wake-up reached it.
-	c.deliverPushes(c.inputEnd())
 	defer c.unmuteReplies(c.muteReplies())
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
@@ -88,6 +87,10 @@ func (c *conn) execute(args [][]byte) {
 		return
 	}
 	c.s.pause.wait(cmd, c.s.done)
+	if deferring {
+		c.runDeferring(cmd, args)
+		return
+	}
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
 		// Without a view (the DB closing) reads go to the DB.
 		_ = c.openView()
@@ -116,9 +119,8 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	}
 	now := time.Now()
 	c.mark = now
-	if c.pending.deferred {
-		c.pending.deferred = false
-		c.pending.add(cmd, start)
+	if c.pending.open {
+		c.pending.add(cmd, start, c.failed)
 		return
 	}
 	c.finished(cmd, args, now.Sub(start), c.failed)
@@ -126,12 +128,14 @@ func (c *conn) run(cmd *command, args [][]byte) {
 }
 
 // reader is what the running command reads through: inside EXEC, the
-// transaction's state with its writes so far on top; the pipeline's view
-// when the command is a pipeView read inside a pipeline; else the DB's
-// newest state. A command that reads commits the pipeline's pending
-// writes first (leaveDeferring), so that it sees them.
+// transaction's state with its writes so far on top; for a write deferred
+// in a pipeline, the state with the pending writes on top
+// (pendingReader); the pipeline's view when the command is a pipeView
+// read inside a pipeline; else the DB's newest state.
 func (c *conn) reader() lsmgo.Reader {
-	c.leaveDeferring()
+	if c.pending.open {
+		return c.pendingReader()
+	}
 	if c.exec != nil {
 		return c.exec.overlay
 	}
@@ -169,6 +173,12 @@ func (c *conn) inExec() bool { return c.exec != nil }
 func (c *conn) reject(cmd *command, msg string) {
 	if cmd != nil {
 		c.s.cmdStats[cmd.id].rejected.Add(1)
+	}
+	if len(c.pending.cmds) > 0 {
+		// A command that would have deferred: the replies pending
+		// before it go first.
+		c.commitPending()
+		c.deliverPushes(c.inputEnd())
 	}
 	c.s.errors.count(msg)
 	if c.tx != nil {
@@ -235,7 +245,7 @@ func (c *conn) commit() error {
 // pipeline's view; the caller defers the returned func. Without a view
 // (the DB closing) reads go to the DB.
 func (c *conn) pin() func() {
-	if c.view != nil || c.inExec() {
+	if c.view != nil || c.inExec() || c.pending.open {
 		return func() {}
 	}
 	if c.openView() != nil {

@@ -86,7 +86,12 @@ func allStripes(set lockSet) lockSet {
 // lock takes the stripes of every step-th key in keys and returns what to
 // pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
 func (c *conn) lock(keys [][]byte, step int) lockSet {
-	c.leaveDeferring()
+	if c.pending.open && c.lockDeferred(keys, step) {
+		// Held until the pending batch commits: no SWAPDB or FLUSHDB,
+		// which take every stripe, comes in between.
+		c.useDB()
+		return nil
+	}
 	if c.inExec() {
 		return nil
 	}
@@ -116,21 +121,24 @@ func (c *conn) lockAll() lockSet {
 }
 
 func (c *conn) unlock(set lockSet) {
+	if set == nil {
+		return // nothing taken, or held by the pending batch
+	}
 	set.unlock(c.s.ks.locks)
 	c.stripes = set[:0]
 }
 
 // lockBlind takes key's stripe shared, for a write that reads nothing
-// (see keyLocks); unlockBlind releases it. A write that may join the
-// pipeline's pending batch takes nothing now: the commit holds the stripe.
+// (see keyLocks); unlockBlind releases it. A write deferred in a pipeline
+// leaves it to the pending batch, which holds it until its commit.
 func (c *conn) lockBlind(key []byte) lockSet {
 	if c.inExec() {
 		return nil
 	}
-	if c.pending.open {
-		// The write commits later, maybe after a SWAPDB or FLUSHDB: it
-		// then counts as made before it, in the database it was sent to.
-		c.pending.stripes = c.pending.stripes.add(c.s.ks.locks, key)
+	if c.pending.open && c.lockBlindDeferred(key) {
+		// Held until the pending batch commits: no SWAPDB or FLUSHDB,
+		// which take every stripe, comes in between.
+		c.useDB()
 		return nil
 	}
 	c.doneReading()
