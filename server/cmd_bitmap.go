@@ -82,7 +82,7 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) error {
 		return err
 	}
 	if v.frag != nil || offset>>3 >= fragThreshold {
-		return c.setBitFrag(args[1], v, offset, on == 1)
+		return c.setBitFrag(args[1], v, !exists, offset, on == 1)
 	}
 	grown := bitops.Grow(v.val, offset)
 	old := bitops.SetBit(grown, offset, on == 1)
@@ -132,7 +132,7 @@ func (c *conn) fragEdit(key []byte, v stringValue) (*fragEdit, error) {
 
 // setBitFrag is SETBIT on a fragmented string, or on a string it makes
 // long enough to become one: one fragment read and written.
-func (c *conn) setBitFrag(key []byte, v stringValue, offset uint64, on bool) error {
+func (c *conn) setBitFrag(key []byte, v stringValue, created bool, offset uint64, on bool) error {
 	e, err := c.fragEdit(key, v)
 	if err != nil {
 		return err
@@ -151,6 +151,7 @@ func (c *conn) setBitFrag(key []byte, v stringValue, offset uint64, on bool) err
 		if err := c.commit(); err != nil {
 			return err
 		}
+		c.notifyEdit(typeString, "setbit", key, created, false)
 	}
 	c.wr.Int(int64(old))
 	return nil

@@ -56,8 +56,9 @@ func cmdCopy(c *conn, _ *command, args [][]byte) error {
 		c.s.ks.reclaimDeleted(dst, old)
 	}
 	c.signalReady(dst) // a client may be blocked on dst (blocking.go)
-	c.notifyNew(dst)   // Redis deletes a replaced dst and adds it anew
-	c.notify(notifyGeneric, "copy_to", dst)
+	// Redis deletes a replaced dst and adds it anew, in database db.
+	c.notifyIn(db, notifyNew, "new", dst)
+	c.notifyIn(db, notifyGeneric, "copy_to", dst)
 	c.wr.Int(1)
 	return nil
 }

@@ -164,6 +164,9 @@ func cmdMove(c *conn, _ *command, args [][]byte) error {
 	}
 	c.s.ks.reclaimDeleted(key, e)
 	c.signalReady(key) // a client may be blocked on key in db
+	c.notifyIn(db, notifyNew, "new", key)
+	c.notify(notifyGeneric, "move_from", key)
+	c.notifyIn(db, notifyGeneric, "move_to", key)
 	c.wr.Int(1)
 	return nil
 }

@@ -58,10 +58,24 @@ func (c *conn) streamWrite(key []byte, fn func(op *streamOp) error) error {
 		return err
 	}
 	op.flush(&c.scratch)
-	if c.batch.Count() == 0 {
-		return nil
+	if c.batch.Count() != 0 {
+		if err := c.commit(); err != nil {
+			return err
+		}
 	}
-	return c.commit()
+	c.notifyOp(op)
+	return nil
+}
+
+// notifyOp fires the keyspace events op recorded; its write has
+// committed.
+func (c *conn) notifyOp(op *streamOp) {
+	if op.created {
+		c.notifyNew(op.key)
+	}
+	for _, e := range op.events {
+		c.notify(notifyStream, e, op.key)
+	}
 }
 
 // streamWriteCount is streamWrite for a command that replies with the
@@ -86,7 +100,7 @@ func (op *streamOp) create() error {
 	if err != nil {
 		return err
 	}
-	op.m, op.exists, op.metaDirty = m, true, true
+	op.m, op.exists, op.metaDirty, op.created = m, true, true, true
 	return nil
 }
 
@@ -247,10 +261,14 @@ func cmdXAdd(c *conn, cmd *command, args [][]byte) error {
 		}
 		node := c.s.ks.streamAppend(c.batch, &c.elemBuf, key, m, added, fields, c.nodeMaxEntries())
 		op.metaDirty = true
+		op.fire("xadd")
 		if t.maxLen == -2 {
 			return nil
 		}
-		_, err := c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, key, m, t, &streamEntry{id: added, node: node})
+		deleted, err := c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, key, m, t, &streamEntry{id: added, node: node})
+		if deleted > 0 {
+			op.fire("xtrim")
+		}
 		return err
 	})
 	if err != nil {
@@ -396,7 +414,11 @@ func cmdXDel(c *conn, _ *command, args [][]byte) error {
 		if err != nil {
 			return 0, err
 		}
-		return c.streamDelete(op, ids)
+		deleted, err := c.streamDelete(op, ids)
+		if deleted > 0 {
+			op.fire("xdel")
+		}
+		return deleted, err
 	})
 }
 
@@ -459,6 +481,9 @@ func cmdXTrim(c *conn, _ *command, args [][]byte) error {
 		}
 		deleted, err := c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, op.key, &op.m, t, nil)
 		op.metaDirty = deleted > 0
+		if deleted > 0 {
+			op.fire("xtrim")
+		}
 		return deleted, err
 	})
 }
@@ -519,6 +544,7 @@ func cmdXSetID(c *conn, _ *command, args [][]byte) error {
 			m.maxDeleted = maxDeleted
 		}
 		op.metaDirty = true
+		op.fire("xsetid")
 		return nil
 	})
 	if err != nil {

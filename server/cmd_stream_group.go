@@ -118,6 +118,7 @@ func cmdXGroupCreate(c *conn, _ *command, args [][]byte) error {
 		if g == nil {
 			return redisError("BUSYGROUP Consumer Group name already exists")
 		}
+		op.fire("xgroup-create")
 		c.ok()
 		return nil
 	})
@@ -171,6 +172,7 @@ func cmdXGroupSetID(c *conn, _ *command, args [][]byte) error {
 			}
 		}
 		g.lastID, g.entriesRead, g.dirty = id, entriesRead, true
+		op.fire("xgroup-setid")
 		c.ok()
 		return nil
 	})
@@ -185,6 +187,7 @@ func cmdXGroupDestroy(c *conn, _ *command, args [][]byte) error {
 		if err := op.destroyGroup(g); err != nil {
 			return err
 		}
+		op.fire("xgroup-destroy")
 		c.wr.Int(1)
 		return nil
 	})
@@ -213,6 +216,7 @@ func cmdXGroupDelConsumer(c *conn, _ *command, args [][]byte) error {
 			if err := op.deleteConsumer(g, cons); err != nil {
 				return err
 			}
+			op.fire("xgroup-delconsumer")
 		}
 		c.wr.Int(int64(pending))
 		return nil
@@ -401,6 +405,9 @@ func (c *conn) xreadGroupTry(a streamReadArgs, history []bool, after []streamID,
 	if err := c.commit(); err != nil {
 		c.replyErr(err)
 		return true
+	}
+	for _, op := range ops {
+		c.notifyOp(op)
 	}
 	if len(reads) == 0 {
 		return false

@@ -163,10 +163,16 @@ func (s *Server) notifying(class notifyFlags) bool {
 // notify records that the running command's write, which it has handed
 // to c.commit, fired event of class on key. See the API above.
 func (c *conn) notify(class notifyFlags, event string, key []byte) {
+	c.notifyIn(c.dbIndex(), class, event, key)
+}
+
+// notifyIn is notify for a key in database db, which COPY … DB and MOVE
+// write to.
+func (c *conn) notifyIn(db int, class notifyFlags, event string, key []byte) {
 	if !c.s.notifying(class) {
 		return
 	}
-	c.notes = append(c.notes, keyEvent{class: class, event: event, key: bytes.Clone(key), db: c.dbIndex()})
+	c.notes = append(c.notes, keyEvent{class: class, event: event, key: bytes.Clone(key), db: db})
 }
 
 // notifyNew records the "new" event of a key the running command

@@ -71,7 +71,15 @@ type streamOp struct {
 	groups    map[string]*streamGroup
 	consumers map[string]*streamConsumer // by consumerKey
 	nacks     map[string]*streamNack     // by pendingKey; nil: acknowledged
+	// created and events are the keyspace events of the work, in Redis'
+	// order: "new" when it created the key, then the stream events,
+	// which the command fires once its write commits (notifyOp).
+	created bool
+	events  []string
 }
+
+// fire records a stream event of the work, for notifyOp.
+func (op *streamOp) fire(event string) { op.events = append(op.events, event) }
 
 // openStream reads the stream at key for a command; exists is false when
 // the key is absent.
@@ -239,6 +247,8 @@ func (op *streamOp) consumer(g *streamGroup, name []byte, create bool, now int64
 	op.consumers[k] = c
 	g.consumers++
 	g.dirty = true
+	// Redis announces every consumer it creates, implicit ones included.
+	op.fire("xgroup-createconsumer")
 	return c, true, nil
 }
 
