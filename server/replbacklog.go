@@ -87,16 +87,17 @@ func (b *replBacklog) from(seq uint64) (batches [][]byte, changed <-chan struct{
 	return nil, b.changed, at == seq
 }
 
-// position returns the sequence number the next batch will start at.
-func (b *replBacklog) position() uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.next
-}
-
 // replCount is how many sequence numbers a replicated batch spans; the
 // engine made the batch, so it decodes.
 func replCount(data []byte) uint32 {
 	_, n, _ := lsmgo.ReplicatedSeq(data)
 	return n
+}
+
+// extent returns the first sequence number the backlog holds and its
+// size in bytes, for INFO.
+func (b *replBacklog) extent() (first uint64, size int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.first, b.bytes
 }

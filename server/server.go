@@ -80,6 +80,8 @@ type Server struct {
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
 	backups backups
+	// repl is replication, either role (replication.go).
+	repl replication
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -124,11 +126,18 @@ func Start(cfg Config) (*Server, error) {
 		Logger:                   s.log.With("component", "engine"),
 		FS:                       cfg.FS,
 		NewCompactionFilter:      newElemFilter,
+		OnCommit:                 s.onCommit,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log)}
+	if err := s.initReplication(); err != nil {
+		s.ks.reclaim.stop()
+		s.db.Close()
+		s.ks.reclaim.wait()
+		return nil, err
+	}
 	if err := s.start(&r); err != nil {
 		s.closeListeners()
 		s.ks.reclaim.stop()
