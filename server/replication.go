@@ -37,7 +37,7 @@ const msgReadOnlyReplica = "READONLY You can't write against a read only replica
 // replication is the server's side of both roles.
 type replication struct {
 	backlog *replBacklog
-	dataset string // the id at datasetKey
+	dataset atomic.Pointer[string] // the id at datasetKey
 
 	mu sync.Mutex
 	// primary is "host:port" while this server is a replica, else "".
@@ -47,6 +47,7 @@ type replication struct {
 	replicas map[uint64]*replicaStream
 
 	linkUp   atomic.Bool
+	linkDown atomic.Int64 // how many times a link broke or was refused
 	lastIO   atomic.Int64 // unix seconds of the last read from the primary
 	readOnly atomic.Bool  // while a replica: refuse client writes
 }
@@ -81,9 +82,13 @@ func (s *Server) initReplication() error {
 	if err != nil {
 		return fmt.Errorf("lsmgo server: dataset id: %w", err)
 	}
-	s.repl.dataset = string(id)
+	s.repl.setDataset(string(id))
 	return nil
 }
+
+func (r *replication) setDataset(id string) { r.dataset.Store(&id) }
+
+func (r *replication) datasetID() string { return *r.dataset.Load() }
 
 // onCommit feeds the backlog; the engine calls it in commit order.
 func (s *Server) onCommit(seq uint64, data []byte) {
@@ -106,15 +111,15 @@ func (s *Server) follow(addr string) {
 		<-l.done
 		s.repl.link = nil
 	}
+	promoted := s.repl.primary != "" && addr == ""
 	s.repl.primary = addr
 	s.repl.linkUp.Store(false)
 	s.repl.readOnly.Store(addr != "")
+	if promoted {
+		s.promote()
+		return
+	}
 	if addr == "" {
-		// Collection versions the old primary handed out are in the
-		// DB now: continue above them.
-		if err := s.ks.versions.reload(); err != nil {
-			s.log.Error("replication: reloading collection versions", "err", err)
-		}
 		return
 	}
 	l := &replLink{stop: make(chan struct{}), done: make(chan struct{})}
@@ -127,12 +132,31 @@ func (s *Server) follow(addr string) {
 	}()
 }
 
+// promote makes a former replica a primary. Its history diverges from its
+// old primary's from its first write on, so it takes a new dataset id:
+// the old primary, or another replica of it, cannot then follow it and
+// apply its batches on top of a different history (they need a new
+// copy). Collection versions the old primary handed out are in the DB:
+// the clock continues above them.
+func (s *Server) promote() {
+	id := newRunID()
+	if err := s.db.Set([]byte(datasetKey), []byte(id), lsmgo.Sync); err != nil {
+		s.log.Error("replication: new dataset id after promotion", "err", err)
+	} else {
+		s.repl.setDataset(id)
+	}
+	if err := s.ks.versions.reload(); err != nil {
+		s.log.Error("replication: reloading collection versions", "err", err)
+	}
+}
+
 // runLink follows the primary at addr until stop or shutdown, reconnecting
 // after a second when the link breaks.
 func (s *Server) runLink(addr string, stop chan struct{}) {
 	for {
 		err := s.followOnce(addr, stop)
 		s.repl.linkUp.Store(false)
+		s.repl.linkDown.Add(1)
 		s.log.Warn("replication link to primary down", "primary", addr, "err", err)
 		select {
 		case <-stop:
@@ -167,7 +191,7 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	}
 	from := s.db.LastSeq() + 1
 	cmd := resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
-		[]byte(s.repl.dataset), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)))
+		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)))
 	if _, err := nc.Write(cmd); err != nil {
 		return err
 	}
@@ -211,7 +235,7 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if v, err := strconv.Atoi(string(args[1])); err != nil || v != replStreamVersion {
 		return redisError(fmt.Sprintf("ERR unsupported replication stream version %q; this server speaks %d", args[1], replStreamVersion))
 	}
-	if string(args[2]) != c.s.repl.dataset {
+	if string(args[2]) != c.s.repl.datasetID() {
 		return redisError("NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ); seed it from this primary's backup (doc/replication.md)")
 	}
 	from, err := strconv.ParseUint(string(args[3]), 10, 64)

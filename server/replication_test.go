@@ -151,6 +151,21 @@ func TestReplication(t *testing.T) {
 	if _, msg := do(ctx, rc, "hset", "h:new", "f", "v"); msg != "" {
 		t.Fatalf("write after REPLICAOF NO ONE: %s", msg)
 	}
+	// Its history now differs from the old primary's: neither follows
+	// the other.
+	host, port, _ := strings.Cut(replica.Addr().String(), ":")
+	if _, msg := do(ctx, pc, "replicaof", host, port); msg != "" {
+		t.Fatal(msg)
+	}
+	before := primary.db.LastSeq()
+	if _, msg := do(ctx, rc, "set", "s:after", "v"); msg != "" {
+		t.Fatal(msg)
+	}
+	waitFor(t, "the link to be refused", func() bool { return primary.repl.linkDown.Load() > 0 })
+	info, _ = do(ctx, pc, "info", "replication")
+	if !strings.Contains(info.(string), "master_link_status:down") || primary.db.LastSeq() != before {
+		t.Fatalf("the old primary followed the promoted replica's diverged history:\n%s", info)
+	}
 }
 
 // TestReplicaOfUnrelatedData refuses to stream to a replica whose data is
@@ -165,6 +180,7 @@ func TestReplicaOfUnrelatedData(t *testing.T) {
 	}
 	before := other.db.LastSeq()
 	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 5, 20)
+	waitFor(t, "the link to be refused", func() bool { return other.repl.linkDown.Load() > 0 })
 	info, _ := do(ctx, oc, "info", "replication")
 	if !strings.Contains(info.(string), "master_link_status:down") || other.db.LastSeq() != before {
 		t.Fatalf("an unrelated replica followed:\n%s", info)
