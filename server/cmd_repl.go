@@ -31,7 +31,9 @@ func init() {
 func cmdReplicaOf(c *conn, _ *command, args [][]byte) error {
 	host, port := string(args[1]), string(args[2])
 	if strings.EqualFold(host, "no") && strings.EqualFold(port, "one") {
-		c.s.follow("")
+		if err := c.s.setReplicaOf(""); err != nil {
+			return err
+		}
 		c.wr.SimpleString("OK")
 		return nil
 	}
@@ -47,7 +49,9 @@ func cmdReplicaOf(c *conn, _ *command, args [][]byte) error {
 		c.wr.SimpleString("OK Already connected to specified master")
 		return nil
 	}
-	c.s.follow(addr)
+	if err := c.s.setReplicaOf(host + " " + port); err != nil {
+		return err
+	}
 	c.wr.SimpleString("OK")
 	return nil
 }

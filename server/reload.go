@@ -117,6 +117,9 @@ func (s *Server) setLocked(values map[string]string) error {
 	s.cfg.Store(&next)
 	s.logLevel.Set(slogLevel(next.LogLevel))
 	s.slowlog.trim(next.SlowlogMaxLen)
+	if next.ReplicaOf != prev.ReplicaOf {
+		s.follow(replicaAddr(next.ReplicaOf))
+	}
 	if next.MaxConcurrentCompactions != prev.MaxConcurrentCompactions {
 		s.db.SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
 	}

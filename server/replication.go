@@ -49,7 +49,7 @@ type replication struct {
 	linkUp   atomic.Bool
 	linkDown atomic.Int64 // how many times a link broke or was refused
 	lastIO   atomic.Int64 // unix seconds of the last read from the primary
-	readOnly atomic.Bool  // while a replica: refuse client writes
+	following atomic.Bool // while a replica
 }
 
 // replicaStream is one replica this server streams to, for ROLE and INFO.
@@ -99,7 +99,37 @@ func (s *Server) onCommit(seq uint64, data []byte) {
 
 // refusesWrites reports whether client writes are refused: on a
 // read-only replica.
-func (s *Server) refusesWrites() bool { return s.repl.readOnly.Load() }
+func (s *Server) refusesWrites() bool {
+	return s.repl.following.Load() && s.config().ReplicaReadOnly
+}
+
+// checkReplicaOf accepts "host port" or nothing.
+func checkReplicaOf(v string) error {
+	if v == "" {
+		return nil
+	}
+	host, port, ok := strings.Cut(v, " ")
+	if p, err := strconv.Atoi(port); !ok || host == "" || err != nil || p < 0 || p > 65535 {
+		return errors.New("replicaof must be 'host port' or empty")
+	}
+	return nil
+}
+
+// replicaAddr turns a checked replicaof value into an address to dial.
+func replicaAddr(v string) string {
+	if host, port, ok := strings.Cut(v, " "); ok {
+		return net.JoinHostPort(host, port)
+	}
+	return ""
+}
+
+// setReplicaOf is REPLICAOF: it records the primary in the running
+// configuration (CONFIG GET replicaof, CONFIG REWRITE) and follows it.
+func (s *Server) setReplicaOf(v string) error {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	return s.setLocked(map[string]string{"replicaof": v})
+}
 
 // follow makes the server a replica of addr ("" makes it a primary): it
 // stops the current link, if any, waits for it, and starts the new one.
@@ -114,7 +144,7 @@ func (s *Server) follow(addr string) {
 	promoted := s.repl.primary != "" && addr == ""
 	s.repl.primary = addr
 	s.repl.linkUp.Store(false)
-	s.repl.readOnly.Store(addr != "")
+	s.repl.following.Store(addr != "")
 	if promoted {
 		s.promote()
 		return
@@ -325,7 +355,7 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 		field(b, "slave_read_repl_offset", offset)
 		field(b, "slave_repl_offset", offset)
 		field(b, "slave_priority", 100)
-		field(b, "slave_read_only", boolInt(s.repl.readOnly.Load()))
+		field(b, "slave_read_only", boolInt(s.config().ReplicaReadOnly))
 		field(b, "replica_announced", 1)
 	} else {
 		field(b, "role", "master")

@@ -96,16 +96,27 @@ func TestReplication(t *testing.T) {
 	if err := primary.db.Checkpoint(dir); err != nil {
 		t.Fatal(err)
 	}
-	start := func() (*Server, *redis.Client) {
-		r := startServer(t, func(c *Config) { c.Dir = dir })
+	host, port, _ := strings.Cut(primary.Addr().String(), ":")
+	// The first start follows by REPLICAOF, the restart by the
+	// replicaof setting.
+	start := func(byCommand bool) (*Server, *redis.Client) {
+		r := startServer(t, func(c *Config) {
+			c.Dir = dir
+			if !byCommand {
+				c.ReplicaOf = host + " " + port
+			}
+		})
 		rc := newClient(t, r, 2, nil)
-		host, port, _ := strings.Cut(primary.Addr().String(), ":")
-		if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
-			t.Fatal(msg)
+		if byCommand {
+			if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
+				t.Fatal(msg)
+			}
 		}
+		v, _ := do(ctx, rc, "config", "get", "replicaof")
+		eq(t, "CONFIG GET replicaof", fmt.Sprint(v), fmt.Sprintf("[replicaof %s %s]", host, port))
 		return r, rc
 	}
-	replica, rc := start()
+	replica, rc := start(true)
 	randomReplWrites(t, ctx, pc, 2, 300)
 	waitReplicated(t, primary, replica)
 
@@ -140,7 +151,7 @@ func TestReplication(t *testing.T) {
 	// A restart resumes from where the replica stopped.
 	shutdown(t, replica)
 	randomReplWrites(t, ctx, pc, 3, 200)
-	replica, rc = start()
+	replica, rc = start(false)
 	randomReplWrites(t, ctx, pc, 4, 100)
 	waitReplicated(t, primary, replica)
 
@@ -153,8 +164,8 @@ func TestReplication(t *testing.T) {
 	}
 	// Its history now differs from the old primary's: neither follows
 	// the other.
-	host, port, _ := strings.Cut(replica.Addr().String(), ":")
-	if _, msg := do(ctx, pc, "replicaof", host, port); msg != "" {
+	rhost, rport, _ := strings.Cut(replica.Addr().String(), ":")
+	if _, msg := do(ctx, pc, "replicaof", rhost, rport); msg != "" {
 		t.Fatal(msg)
 	}
 	before := primary.db.LastSeq()

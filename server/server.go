@@ -145,6 +145,9 @@ func Start(cfg Config) (*Server, error) {
 		s.ks.reclaim.wait()
 		return nil, err
 	}
+	if r.ReplicaOf != "" {
+		s.follow(replicaAddr(r.ReplicaOf))
+	}
 	s.log.Info("lsmgo server ready", "version", s.build.Version, "commit", s.build.Commit,
 		"addr", s.Addr().String(), "http", s.HTTPAddr(), "dir", r.Dir, "appendfsync", r.AppendFsync)
 	return s, nil
