@@ -125,6 +125,10 @@ func TestReplication(t *testing.T) {
 	eq(t, "GET on the replica", v, w)
 	_, msg := do(ctx, rc, "set", "x", "1")
 	eq(t, "write on the replica", msg, "READONLY You can't write against a read only replica.")
+	_, msg = do(ctx, rc, "eval", "return redis.call('set', 'x', '1')", 0)
+	if !strings.Contains(msg, "READONLY") {
+		t.Fatalf("write in a script on the replica: %q", msg)
+	}
 	role, _ := do(ctx, rc, "role")
 	if r := role.([]any); r[0] != "slave" || r[3] != "connected" {
 		t.Fatalf("ROLE on the replica: %v", role)
