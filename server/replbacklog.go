@@ -101,3 +101,10 @@ func (b *replBacklog) extent() (first uint64, size int) {
 	defer b.mu.Unlock()
 	return b.first, b.bytes
 }
+
+// extentNext returns the sequence number the next batch will start at.
+func (b *replBacklog) extentNext() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.next
+}

@@ -38,6 +38,10 @@ const msgReadOnlyReplica = "READONLY You can't write against a read only replica
 type replication struct {
 	backlog *replBacklog
 	dataset atomic.Pointer[string] // the id at datasetKey
+	// stream names this primary's history since its last unclean start
+	// (replstream.go); streamStart is where that history's backlog began.
+	stream      atomic.Pointer[string]
+	streamStart atomic.Uint64
 
 	mu sync.Mutex
 	// primary is "host:port" while this server is a replica, else "".
@@ -46,10 +50,11 @@ type replication struct {
 	// replicas are the streams this server sends, by connection id.
 	replicas map[uint64]*replicaStream
 
-	linkUp   atomic.Bool
-	linkDown atomic.Int64 // how many times a link broke or was refused
-	lastIO   atomic.Int64 // unix seconds of the last read from the primary
-	following atomic.Bool // while a replica
+	linkUp    atomic.Bool
+	linkDown  atomic.Int64           // how many times a link broke or was refused
+	linkErr   atomic.Pointer[string] // why it last did
+	lastIO    atomic.Int64           // unix seconds of the last read from the primary
+	following atomic.Bool            // while a replica
 }
 
 // replicaStream is one replica this server streams to, for ROLE and INFO.
@@ -83,7 +88,7 @@ func (s *Server) initReplication() error {
 		return fmt.Errorf("lsmgo server: dataset id: %w", err)
 	}
 	s.repl.setDataset(string(id))
-	return nil
+	return s.loadStream()
 }
 
 func (r *replication) setDataset(id string) { r.dataset.Store(&id) }
@@ -175,6 +180,7 @@ func (s *Server) promote() {
 	} else {
 		s.repl.setDataset(id)
 	}
+	s.newStream()
 	if err := s.ks.versions.reload(); err != nil {
 		s.log.Error("replication: reloading collection versions", "err", err)
 	}
@@ -186,6 +192,8 @@ func (s *Server) runLink(addr string, stop chan struct{}) {
 	for {
 		err := s.followOnce(addr, stop)
 		s.repl.linkUp.Store(false)
+		why := err.Error()
+		s.repl.linkErr.Store(&why)
 		s.repl.linkDown.Add(1)
 		s.log.Warn("replication link to primary down", "primary", addr, "err", err)
 		select {
@@ -221,7 +229,8 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	}
 	from := s.db.LastSeq() + 1
 	cmd := resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
-		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)))
+		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
+		[]byte(s.followedStream()))
 	if _, err := nc.Write(cmd); err != nil {
 		return err
 	}
@@ -238,7 +247,11 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 		case '-':
 			return fmt.Errorf("primary refused: %s", v.Err)
 		case '+':
-			if strings.HasPrefix(string(v.Str), "STREAM ") {
+			if f := strings.Fields(string(v.Str)); len(f) == 3 && f[0] == "STREAM" {
+				// Every batch from here on is of that stream.
+				if err := s.saveFollowedStream(f[2]); err != nil {
+					return err
+				}
 				s.repl.linkUp.Store(true)
 				s.log.Info("replication link to primary up", "primary", addr, "from", from)
 			}
@@ -272,6 +285,17 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if err != nil || from == 0 {
 		return redisError("ERR invalid replication position")
 	}
+	stream := *c.s.repl.stream.Load()
+	if len(args) < 6 || (string(args[5]) != stream && string(args[5]) != "?") {
+		// The replica's streamed batches are of an earlier history,
+		// whose end this primary may have lost: only a replica at the
+		// current history's start is surely a prefix. ("?": it never
+		// streamed, so its data is a checkpoint, which holds only what
+		// the primary had synced.)
+		if from != c.s.repl.streamStart.Load() {
+			return redisError("DIVERGED the replica holds batches of this primary's history before an unclean restart, which the primary may have lost; reseed the replica")
+		}
+	}
 	rs := &replicaStream{}
 	if len(args) > 4 {
 		rs.port, _ = strconv.Atoi(string(args[4]))
@@ -284,7 +308,7 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if !ok {
 		return redisError(fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog; the replica needs a new copy", from))
 	}
-	c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10))
+	c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
 	s.repl.mu.Lock()
 	s.repl.replicas[c.id] = rs
 	s.repl.mu.Unlock()

@@ -201,3 +201,58 @@ func TestReplicaOfUnrelatedData(t *testing.T) {
 		t.Fatalf("an unrelated replica followed:\n%s", info)
 	}
 }
+
+// TestReplicationPrimaryRestart restarts the primary: after a clean
+// shutdown its replica resumes; a primary that comes back behind its
+// replica without its saved stream id (what a power loss that cut the
+// WAL's tail leaves, made here from a checkpoint) is refused, and the
+// replica applies nothing.
+func TestReplicationPrimaryRestart(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, nil)
+	pdir := primary.config().Dir
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 6, 50)
+	dir := filepath.Join(t.TempDir(), "replica")
+	if err := primary.db.Checkpoint(dir); err != nil {
+		t.Fatal(err)
+	}
+	replica := startServer(t, func(c *Config) { c.Dir = dir })
+	rc := newClient(t, replica, 2, nil)
+	follow := func(p *Server) {
+		host, port, _ := strings.Cut(p.Addr().String(), ":")
+		if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
+			t.Fatal(msg)
+		}
+	}
+	follow(primary)
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 7, 100)
+	waitReplicated(t, primary, replica)
+
+	shutdown(t, primary)
+	primary = startServer(t, func(c *Config) { c.Dir = pdir })
+	follow(primary)
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 8, 100)
+	waitReplicated(t, primary, replica)
+
+	// A copy of the primary now, without the writes that follow, is
+	// what a power loss that cut the WAL's tail leaves: same dataset,
+	// no saved stream id, and behind its replica.
+	lost := filepath.Join(t.TempDir(), "lost-tail")
+	if err := primary.db.Checkpoint(lost); err != nil {
+		t.Fatal(err)
+	}
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 10, 50)
+	waitReplicated(t, primary, replica)
+	shutdown(t, primary)
+	primary = startServer(t, func(c *Config) { c.Dir = lost })
+	before := replica.db.LastSeq()
+	follow(primary)
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 9, 200)
+	waitFor(t, "the link to be refused", func() bool {
+		why := replica.repl.linkErr.Load()
+		return why != nil && strings.Contains(*why, "DIVERGED")
+	})
+	if replica.db.LastSeq() != before || replica.repl.linkUp.Load() {
+		t.Fatal("the replica followed a primary that restarted without its stream id")
+	}
+}

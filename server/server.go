@@ -356,8 +356,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if ferr := s.db.Flush(); ferr != nil {
 		err = fmt.Errorf("flush: %w", ferr)
 	}
+	lastSeq := s.db.LastSeq()
 	if cerr := s.db.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close: %w", cerr))
+	} else {
+		s.saveStream(lastSeq)
 	}
 	s.ks.reclaim.wait()
 	s.log.Info("lsmgo server stopped", "err", err)
