@@ -37,6 +37,8 @@ type Iterator struct {
 	blobBuf []byte
 	err     error
 	closed  bool
+	// skipped counts the dead keys passed over (Skipped).
+	skipped int64
 }
 
 // NewIter returns an iterator over the DB's current state.
@@ -231,6 +233,7 @@ func (i *Iterator) findNext() bool {
 		if i.err != nil {
 			return false
 		}
+		i.skipped++
 		i.skipUserKey(i.keyBuf)
 	}
 	i.noteError()
@@ -276,6 +279,7 @@ func (i *Iterator) findPrev() bool {
 		if i.err != nil {
 			return false
 		}
+		i.skipped++
 	}
 	i.noteError()
 	return false
@@ -329,6 +333,14 @@ func (i *Iterator) Value() []byte {
 	}
 	return i.value
 }
+
+// Skipped returns how many dead keys (deleted or expired, their
+// deletion not yet dropped by compaction) the iterator has passed over so
+// far, in every direction. Until compaction drops them, deletions cost a
+// walk as much as live keys do: a caller that deletes at random in a range
+// it walks can tell from this when the walk has become mostly dead, and
+// move the live keys somewhere fresh.
+func (i *Iterator) Skipped() int64 { return i.skipped }
 
 // Error returns the first I/O or corruption error the iterator met; an
 // iterator that hits one becomes invalid.

@@ -121,11 +121,17 @@ func (o *Overlay) index() (*overlayTop, error) {
 	}
 }
 
+// overlayMinIndex is the smallest index an Overlay allocates: a server
+// overlays each pipeline's pending writes, often a few records, and a
+// bigger first arena cost more to allocate and clear than the doublings
+// that a longer batch takes (index re-indexes into twice the room).
+const overlayMinIndex = 2 << 10
+
 // fresh returns an empty index of at least capacity bytes, enough for the
 // batch as it is now.
 func (o *Overlay) fresh(capacity int) *overlayTop {
 	need := memSizeEstimate(o.b.repr) + o.b.blobBytes + base.ExpiryLen*o.b.Count()
-	capacity = max(capacity, 2*need, 16<<10)
+	capacity = max(capacity, 2*need, overlayMinIndex)
 	return &overlayTop{mt: memtable.New(capacity), offset: batchrepr.HeaderLen, readSeq: o.v.seq}
 }
 

@@ -156,18 +156,20 @@ func listRange(start, end, n int64) (from, to int64, empty bool) {
 	return start, min(end, n-1), false
 }
 
-// checkDB accepts database index 0, the only one lsmgo has, and refuses
-// any other with Redis' error: a value outside a C int first, as Redis
-// reads the index into one.
-func checkDB(arg []byte) error {
+// parseDB reads a database index below databases, refusing any other
+// with Redis' error: a value outside a C int first, as Redis reads the
+// index into one.
+func parseDB(arg []byte, databases int) (int, error) {
 	db, ok := parseInt(arg)
 	switch {
 	case !ok:
-		return redisError(msgNotInteger)
+		return 0, redisError(msgNotInteger)
 	case db < math.MinInt32 || db > math.MaxInt32:
-		return redisError("ERR value is out of range, value must between -2147483648 and 2147483647")
-	case db != 0:
-		return redisError("ERR DB index is out of range")
+		return 0, redisError("ERR value is out of range, value must between -2147483648 and 2147483647")
+	case db < 0 || db >= int64(databases):
+		return 0, redisError(msgDBRange)
 	}
-	return nil
+	return int(db), nil
 }
+
+const msgDBRange = "ERR DB index is out of range"

@@ -117,6 +117,37 @@ func (c *conn) signalReady(key []byte) {
 	c.blk.ready = append(c.blk.ready, key)
 }
 
+// apply commits b (keyspace.apply) and signals every key it writes that
+// a client is blocked on. A push signals its key itself; this is for the
+// other writes (DEL, SET, FLUSHALL, XGROUP DESTROY, RENAME …), after
+// which Redis serves or fails the clients blocked in XREADGROUP on the
+// key: the stream they wait on, or its group, may be gone. Other blocked
+// commands' tries find nothing new and keep waiting.
+func (c *conn) apply(b *lsmgo.Batch) error {
+	if err := c.s.ks.apply(b); err != nil {
+		return err
+	}
+	r := &c.s.blocked
+	if r.blocked.Load() == 0 {
+		return nil
+	}
+	b.ForEachKey(func(k []byte) {
+		// Waiters are registered by user key in any database: one
+		// signalled from another database tries, finds nothing, waits on.
+		_, key, ok := userKeyOf(k)
+		if !ok {
+			return
+		}
+		r.mu.Lock()
+		_, waited := r.waiting[string(key)]
+		r.mu.Unlock()
+		if waited {
+			c.signalReady(bytes.Clone(key))
+		}
+	})
+	return nil
+}
+
 // serveReady serves the clients blocked on the keys the command that just
 // finished signalled, and on those their tries signal in turn. It works
 // in rounds, as Redis does: the keys signalled while serving one round's
@@ -166,6 +197,7 @@ func (r *blockRegistry) tryServe(w *waiter, key []byte, runner *conn, queue *[][
 	ok := w.try(key)
 	if ok {
 		w.state = served
+		w.c.flushNotes() // the try committed: see notify.go
 	}
 	if w.c != runner {
 		for _, k := range w.c.blk.ready {
@@ -181,6 +213,18 @@ func (r *blockRegistry) tryServe(w *waiter, key []byte, runner *conn, queue *[][
 	r.remove(w)
 	close(w.served)
 	return served
+}
+
+// keys returns every key a client is blocked on: after SWAPDB, which may
+// have filled any of them, they all get tried.
+func (r *blockRegistry) keys() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([][]byte, 0, len(r.waiting))
+	for k := range r.waiting {
+		keys = append(keys, []byte(k))
+	}
+	return keys
 }
 
 // add registers w on its keys, at the end of each key's queue.
@@ -222,6 +266,9 @@ func (r *blockRegistry) remove(w *waiter) {
 // first, then, when that found nothing, blocks on keys for timeout (0:
 // forever) unless the connection may not block.
 func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(key []byte) bool, timedOut func()) {
+	// A pipeline may not hold stripes while it waits: the write that
+	// would wake it could need them.
+	c.leaveDeferring()
 	if try(nil) {
 		return
 	}
@@ -237,6 +284,7 @@ func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(ke
 // disconnect the connection ends without a reply, as in Redis; on shutdown
 // the client gets an error.
 func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) bool) blockResult {
+	c.doneReading()
 	r := &c.s.blocked
 	w := &waiter{c: c, try: try, served: make(chan struct{})}
 	for _, k := range keys {
@@ -257,6 +305,8 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 		timer = t.C
 	}
 	stop, gone := c.readAheadWhileBlocked()
+	c.setState(stateBlocked, true)
+	defer c.setState(stateBlocked, false)
 	res := blockTimedOut
 	select {
 	case <-w.served:

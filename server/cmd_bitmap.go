@@ -93,6 +93,7 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) error {
 		if err := c.put(args[1], v); err != nil {
 			return err
 		}
+		c.notifyEdit(typeString, "setbit", args[1], !exists, false)
 	}
 	c.wr.Int(int64(old))
 	return nil
@@ -122,7 +123,7 @@ func (c *conn) fragEdit(key []byte, v stringValue) (*fragEdit, error) {
 		e.m.expireAt = v.expireAt
 		return e, nil
 	}
-	e, err := c.s.ks.newFragString(c.reader(), key, v)
+	e, err := c.s.ks.newFragString(c.reader(), c.scratch.ns, key, v)
 	if err != nil {
 		return nil, err
 	}
@@ -321,11 +322,13 @@ func cmdBitOp(c *conn, _ *command, args [][]byte) error {
 		if err := c.putBits(dest, stringValue{val: res}); err != nil {
 			return err
 		}
+		c.notifySet(dest, !existed, false)
 	case existed:
 		c.s.ks.deleteKey(c.batch, &c.scratch, dest)
 		if err := c.commit(); err != nil {
 			return err
 		}
+		c.notify(notifyGeneric, "del", dest)
 	}
 	if existed {
 		c.s.ks.reclaimDeleted(dest, old)
@@ -422,13 +425,28 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 		return err
 	}
 	var results []bitFieldResult
+	var grown bool
 	if v.frag != nil || write && maxBit>>3 >= fragThreshold {
-		results, err = c.bitFieldFrag(args[1], v, ops, write, maxBit)
+		results, grown, err = c.bitFieldFrag(args[1], v, exists, ops, write, maxBit)
 	} else {
-		results, err = c.bitFieldPlain(args[1], v, exists, ops, write, maxBit)
+		results, grown, err = c.bitFieldPlain(args[1], v, exists, ops, write, maxBit)
 	}
 	if err != nil {
 		return err
+	}
+	// Redis counts as changes the writes that did not fail and changed
+	// their field or found the key created or grown.
+	changes := 0
+	for i, r := range results {
+		if ops[i].write && r.ok && (grown || r.changed) {
+			changes++
+		}
+	}
+	if !exists && write {
+		c.notifyNew(args[1])
+	}
+	if changes > 0 {
+		c.notify(notifyString, "setbit", args[1])
 	}
 	c.wr.ArrayHeader(len(ops))
 	for _, r := range results {
@@ -444,14 +462,19 @@ func cmdBitField(c *conn, cmd *command, args [][]byte) error {
 // bitFieldResult is one BITFIELD subcommand's reply: a number, or null
 // when an overflow FAILed.
 type bitFieldResult struct {
-	n  int64
-	ok bool
+	n       int64
+	ok      bool
+	changed bool // a write that did not fail and changed its field
 }
 
 // run runs op on s, whose bit 0 is the string's bit base.
 func (op bitFieldOp) run(s []byte, base uint64) bitFieldResult {
 	var r bitFieldResult
 	off := op.offset - base
+	var before int64
+	if op.write {
+		before = op.field.Get(s, off)
+	}
 	switch {
 	case op.incr:
 		r.n, r.ok = op.field.IncrBy(s, off, op.value, op.overflow)
@@ -460,17 +483,20 @@ func (op bitFieldOp) run(s []byte, base uint64) bitFieldResult {
 	default:
 		r.n, r.ok = op.field.Get(s, off), true
 	}
+	r.changed = op.write && r.ok && op.field.Get(s, off) != before
 	return r
 }
 
 // bitFieldPlain runs BITFIELD on a plain string, v at key, which stays
-// plain: it is edited whole and written back when changed.
-func (c *conn) bitFieldPlain(key []byte, v stringValue, exists bool, ops []bitFieldOp, write bool, maxBit uint64) ([]bitFieldResult, error) {
+// plain: it is edited whole and written back when changed. grown says the
+// writes created the key or made it longer.
+func (c *conn) bitFieldPlain(key []byte, v stringValue, exists bool, ops []bitFieldOp, write bool, maxBit uint64) (results []bitFieldResult, grown bool, err error) {
 	s := v.val
 	if write {
 		s = bitops.Grow(bytes.Clone(v.val), maxBit)
 	}
-	results := make([]bitFieldResult, len(ops))
+	grown = write && (!exists || len(s) != len(v.val))
+	results = make([]bitFieldResult, len(ops))
 	for i, op := range ops {
 		results[i] = op.run(s, 0)
 	}
@@ -478,38 +504,39 @@ func (c *conn) bitFieldPlain(key []byte, v stringValue, exists bool, ops []bitFi
 	if write && (!exists || !bytes.Equal(s, v.val)) {
 		v.val = s
 		if err := c.put(key, v); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return results, nil
+	return results, grown, nil
 }
 
 // bitFieldFrag runs BITFIELD on a fragmented string, or on one its
 // writes make long enough to become one: each subcommand reads and
 // writes only the (at most 9) bytes of its field.
-func (c *conn) bitFieldFrag(key []byte, v stringValue, ops []bitFieldOp, write bool, maxBit uint64) ([]bitFieldResult, error) {
+func (c *conn) bitFieldFrag(key []byte, v stringValue, exists bool, ops []bitFieldOp, write bool, maxBit uint64) (results []bitFieldResult, grown bool, err error) {
 	e, err := c.fragEdit(key, v)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	changed := v.frag == nil
+	grown = write && !exists
 	if write && int64(maxBit>>3) >= e.length() {
 		// Redis grows the string to the last field written, even when
 		// every write fails.
-		e.m.count, changed = int64(maxBit>>3)+1, true
+		e.m.count, changed, grown = int64(maxBit>>3)+1, true, true
 	}
-	results := make([]bitFieldResult, len(ops))
+	results = make([]bitFieldResult, len(ops))
 	for i, op := range ops {
 		lo, hi := int64(op.offset>>3), int64((op.offset+uint64(op.field.Bits)-1)>>3)
 		window, err := e.read(lo, hi-lo+1)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		before := bytes.Clone(window)
 		results[i] = op.run(window, uint64(lo)*8)
 		if !bytes.Equal(before, window) {
 			if err := e.write(lo, window); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			changed = true
 		}
@@ -517,8 +544,8 @@ func (c *conn) bitFieldFrag(key []byte, v stringValue, ops []bitFieldOp, write b
 	if write && changed {
 		e.flush(c.batch, &c.scratch)
 		if err := c.commit(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return results, nil
+	return results, grown, nil
 }

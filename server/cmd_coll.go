@@ -38,7 +38,11 @@ func removeElems(typ byte) handler {
 	return func(c *conn, _ *command, args [][]byte) error {
 		key := args[1]
 		var removed int64
-		if err := c.editColl(key, typ, func(m *collMeta, existed bool) error {
+		event := "srem"
+		if typ == typeHash {
+			event = "hdel"
+		}
+		if err := c.editCollEvent(key, typ, event, func(m *collMeta, existed bool) error {
 			if !existed {
 				return nil
 			}
@@ -101,7 +105,7 @@ func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count 
 	case single:
 		count = 1
 	}
-	elems, vals, err = c.s.ks.pickElems(c.reader(), key, m, sub, count)
+	elems, vals, _, err = c.s.ks.pickElems(c.reader(), key, m, sub, count)
 	if err != nil {
 		return nil, nil, false, err
 	}

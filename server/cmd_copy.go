@@ -1,34 +1,31 @@
 package server
 
-import (
-	"bytes"
-)
-
 func init() {
 	register(spec{name: "copy", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, group: "generic", since: "6.2.0",
 		summary: "Copies the value of a key to a new key.", run: cmdCopy})
 }
 
 // cmdCopy implements COPY source destination [DB n] [REPLACE], checking
-// its arguments in Redis' order. The only database is 0, so DB takes 0
-// alone and answers any other index as out of range (doc/server.md).
+// its arguments in Redis' order.
 func cmdCopy(c *conn, _ *command, args [][]byte) error {
 	src, dst := args[1], args[2]
 	replace := false
+	db := c.db
 	for i := 3; i < len(args); i++ {
 		switch {
 		case is(args[i], "REPLACE"):
 			replace = true
 		case is(args[i], "DB") && i+1 < len(args):
 			i++
-			if err := checkDB(args[i]); err != nil {
+			var err error
+			if db, err = c.parseDB(args[i]); err != nil {
 				return err
 			}
 		default:
 			return redisError(msgSyntax)
 		}
 	}
-	if bytes.Equal(src, dst) {
+	if c.sameKey(src, dst, db) {
 		return redisError("ERR source and destination objects are the same")
 	}
 	held, e, exists, err := c.lockSource(args)
@@ -40,7 +37,8 @@ func cmdCopy(c *conn, _ *command, args [][]byte) error {
 		c.wr.Int(0)
 		return nil
 	}
-	old, taken, err := c.getEntry(dst)
+	to := &keyBuf{ns: c.dbs().ns[db]}
+	old, taken, err := c.s.ks.getEntry(c.reader(), to, dst)
 	if err != nil {
 		return err
 	}
@@ -48,7 +46,7 @@ func cmdCopy(c *conn, _ *command, args [][]byte) error {
 		c.wr.Int(0)
 		return nil
 	}
-	if err := c.putCopy(src, dst, e); err != nil {
+	if err := c.putCopy(to, src, dst, e); err != nil {
 		return err
 	}
 	if err := c.commit(); err != nil {
@@ -58,6 +56,8 @@ func cmdCopy(c *conn, _ *command, args [][]byte) error {
 		c.s.ks.reclaimDeleted(dst, old)
 	}
 	c.signalReady(dst) // a client may be blocked on dst (blocking.go)
+	c.notifyNew(dst)   // Redis deletes a replaced dst and adds it anew
+	c.notify(notifyGeneric, "copy_to", dst)
 	c.wr.Int(1)
 	return nil
 }
@@ -71,15 +71,15 @@ func (c *conn) lockSource(args [][]byte) (held lockSet, e entry, exists bool, er
 }
 
 // putCopy adds to the connection's batch a copy of e, the entry at src,
-// as the entry at dst, with e's expiry: a string as it is, a collection
-// with its elements under a new version (copyColl), O(elements) in one
-// batch. On error it resets the batch.
-func (c *conn) putCopy(src, dst []byte, e entry) error {
+// as the entry at dst in to's namespace, with e's expiry: a string as it
+// is, a collection with its elements under a new version (copyColl),
+// O(elements) in one batch. On error it resets the batch.
+func (c *conn) putCopy(to *keyBuf, src, dst []byte, e entry) error {
 	if e.typ == typeString {
-		c.s.ks.putEntry(c.batch, &c.scratch, dst, e)
+		c.s.ks.putEntry(c.batch, to, dst, e)
 		return nil
 	}
-	if err := c.s.ks.copyColl(c.reader(), c.batch, &c.scratch, src, dst, e); err != nil {
+	if err := c.s.ks.copyColl(c.reader(), c.batch, to, src, dst, e); err != nil {
 		c.batch.Reset()
 		return err
 	}

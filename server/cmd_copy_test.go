@@ -36,7 +36,7 @@ func TestCopyObject(t *testing.T) {
 			{args: []any{"PEXPIRETIME", "h3"}, want: int64(4000000000000)},
 			{args: []any{"COPY", "missing", "h3", "REPLACE"}, want: int64(0)},
 			{args: []any{"COPY", "h", "h", "REPLACE"}, err: "ERR source and destination objects are the same"},
-			{args: []any{"COPY", "h", "x", "DB", "1"}, err: "ERR DB index is out of range"},
+			{args: []any{"COPY", "h", "x", "DB", "16"}, err: "ERR DB index is out of range"},
 			// A list copies with no code of its own, its head slot included.
 			{args: []any{"RPUSH", "l", "a", "b", "c"}, want: int64(3)},
 			{args: []any{"LPOP", "l"}, want: "a"},

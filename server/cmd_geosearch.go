@@ -30,6 +30,7 @@ type geoQuery struct {
 	count                         int64 // 0: no limit
 	store                         []byte
 	storeDist                     bool
+	storeEvent                    string // STORE's keyspace event
 }
 
 // geoMatch is a member a search found.
@@ -38,6 +39,14 @@ type geoMatch struct {
 	score    float64
 	dist     float64
 	lon, lat float64
+}
+
+// storeEvent is the keyspace event of a search's STORE, as Redis names it.
+func (f geoFlags) storeEvent() string {
+	if f&geoSearchCmd != 0 {
+		return "geosearchstore"
+	}
+	return "georadiusstore"
 }
 
 // geoSearch returns the handler of a search command, which parses and
@@ -68,9 +77,10 @@ func geoSearch(flags geoFlags) handler {
 		if err != nil {
 			return err
 		}
+		q.storeEvent = flags.storeEvent()
 		if !exists {
 			if q.store != nil {
-				return c.storeColl(q.store, typeZSet, 0, nil)
+				return c.storeColl(q.store, typeZSet, q.storeEvent, 0, nil)
 			}
 			c.wr.ArrayHeader(0)
 			return nil
@@ -259,30 +269,26 @@ func (c *conn) geoFind(key []byte, m collMeta, q *geoQuery) ([]geoMatch, error) 
 		limit = int(q.count)
 	}
 	cells := q.shape.Cells()
-	var found []geoMatch
+	var ranges [][2][]byte
 	last := 0
 	for i, cell := range cells {
 		if cell.IsZero() || last != 0 && cell == cells[last] {
 			continue
 		}
-		if limit > 0 && len(found) >= limit {
-			break
-		}
 		lo, hi := geohash.ScoreRange(cell)
-		r := scoreRange{min: float64(lo), max: float64(hi), maxEx: true}
-		err := c.s.ks.scoreWalk(c.reader(), key, m, r, false, func(score float64, member []byte) bool {
-			lon, lat := geohash.Decode(geohash.ScoreBits(score))
-			if dist, in := q.shape.Contains(lon, lat); in {
-				found = append(found, geoMatch{member: bytes.Clone(member), score: score, dist: dist, lon: lon, lat: lat})
-			}
-			return limit == 0 || len(found) < limit
-		})
-		if err != nil {
-			return nil, err
-		}
+		lower, upper := scoreRange{min: float64(lo), max: float64(hi), maxEx: true}.bounds()
+		ranges = append(ranges, [2][]byte{lower, upper})
 		last = i
 	}
-	return found, nil
+	var found []geoMatch
+	err := c.s.ks.zwalkRanges(c.reader(), key, m, ranges, func(score float64, member []byte) bool {
+		lon, lat := geohash.Decode(geohash.ScoreBits(score))
+		if dist, in := q.shape.Contains(lon, lat); in {
+			found = append(found, geoMatch{member: bytes.Clone(member), score: score, dist: dist, lon: lon, lat: lat})
+		}
+		return limit == 0 || len(found) < limit
+	})
+	return found, err
 }
 
 // geoReply sorts and cuts the matches as the query says, then replies
@@ -313,7 +319,7 @@ func (c *conn) geoReply(q geoQuery, found []geoMatch) error {
 				items[i].score = f.dist
 			}
 		}
-		return c.zstore(q.store, items)
+		return c.zstore(q.storeEvent, q.store, items)
 	}
 	c.wr.ArrayHeader(len(found))
 	extra := 0

@@ -54,7 +54,7 @@ func hset(ok bool) handler {
 		}
 		key := args[1]
 		var added int64
-		if err := c.editColl(key, typeHash, func(m *collMeta, existed bool) error {
+		if err := c.editCollEvent(key, typeHash, "hset", func(m *collMeta, existed bool) error {
 			var fresh map[string]struct{}
 			for i := 2; i < len(args); i += 2 {
 				field, val := args[i], args[i+1]
@@ -96,7 +96,7 @@ func hset(ok bool) handler {
 func cmdHSetNX(c *conn, _ *command, args [][]byte) error {
 	key, field, val := args[1], args[2], args[3]
 	set := false
-	if err := c.editColl(key, typeHash, func(m *collMeta, existed bool) error {
+	if err := c.editCollEvent(key, typeHash, "hset", func(m *collMeta, existed bool) error {
 		if existed {
 			_, old, err := c.s.ks.getElem(c.reader(), &c.elemBuf, key, *m, field)
 			if err != nil || old {
@@ -231,11 +231,11 @@ func hgetAll(fields, values bool) handler {
 }
 
 // hashIncr runs a read-modify-write of one hash field for HINCRBY and
-// HINCRBYFLOAT: fn gets the field's current value (nil when absent) and
-// returns the new one, or an error.
-func (c *conn) hashIncr(key, field []byte, fn func(old []byte, found bool) ([]byte, error)) ([]byte, error) {
+// HINCRBYFLOAT, whose keyspace event is event: fn gets the field's
+// current value (nil when absent) and returns the new one, or an error.
+func (c *conn) hashIncr(key, field []byte, event string, fn func(old []byte, found bool) ([]byte, error)) ([]byte, error) {
 	var result []byte
-	err := c.editColl(key, typeHash, func(m *collMeta, existed bool) error {
+	err := c.editCollEvent(key, typeHash, event, func(m *collMeta, existed bool) error {
 		var old []byte
 		found := false
 		if existed {
@@ -263,7 +263,7 @@ func cmdHIncrBy(c *conn, _ *command, args [][]byte) error {
 		return redisError(msgNotInteger)
 	}
 	var n int64
-	_, err := c.hashIncr(args[1], args[2], func(old []byte, found bool) ([]byte, error) {
+	_, err := c.hashIncr(args[1], args[2], "hincrby", func(old []byte, found bool) ([]byte, error) {
 		if found {
 			var ok bool
 			if n, ok = parseInt(old); !ok {
@@ -291,7 +291,7 @@ func cmdHIncrByFloat(c *conn, _ *command, args [][]byte) error {
 	if delta.IsInf() {
 		return redisError("ERR value is NaN or Infinity")
 	}
-	result, err := c.hashIncr(args[1], args[2], func(old []byte, found bool) ([]byte, error) {
+	result, err := c.hashIncr(args[1], args[2], "hincrbyfloat", func(old []byte, found bool) ([]byte, error) {
 		cur := new(big.Float)
 		if found {
 			var ok bool

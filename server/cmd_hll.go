@@ -72,6 +72,7 @@ func cmdPFAdd(c *conn, _ *command, args [][]byte) error {
 	if err := c.put(args[1], v); err != nil {
 		return err
 	}
+	c.notifyEdit(typeString, "pfadd", args[1], !exists, false)
 	c.wr.Int(1)
 	return nil
 }
@@ -164,6 +165,7 @@ func cmdPFMerge(c *conn, _ *command, args [][]byte) error {
 	if err := c.put(args[1], dest); err != nil {
 		return err
 	}
+	c.notifyEdit(typeString, "pfadd", args[1], !destExists, false)
 	c.ok()
 	return nil
 }

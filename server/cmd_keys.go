@@ -37,6 +37,7 @@ func cmdDel(c *conn, _ *command, args [][]byte) error {
 	}
 	for _, d := range deleted {
 		c.s.ks.reclaimDeleted(d.key, d.e)
+		c.notify(notifyGeneric, "del", d.key)
 	}
 	c.wr.Int(int64(len(deleted)))
 	return nil
@@ -103,7 +104,7 @@ func rename(nx bool) handler {
 				return nil
 			}
 		}
-		if err := c.putCopy(src, dst, e); err != nil {
+		if err := c.putCopy(&c.scratch, src, dst, e); err != nil {
 			return err
 		}
 		c.s.ks.deleteKey(c.batch, &c.scratch, src)
@@ -112,6 +113,11 @@ func rename(nx bool) handler {
 		}
 		c.s.ks.reclaimDeleted(src, e)
 		c.signalReady(dst) // a client may be blocked on dst (blocking.go)
+		// Redis deletes dst and adds it anew: "new" whether or not it
+		// held a value.
+		c.notifyNew(dst)
+		c.notify(notifyGeneric, "rename_from", src)
+		c.notify(notifyGeneric, "rename_to", dst)
 		if nx {
 			c.wr.Int(1)
 		} else {
@@ -185,12 +191,14 @@ func expire(u timeArg) handler {
 				return err
 			}
 			c.s.ks.reclaimDeleted(args[1], e)
+			c.notify(notifyGeneric, "del", args[1])
 		} else {
 			e.expireAt = time.UnixMilli(when)
 			c.s.ks.putEntry(c.batch, &c.scratch, args[1], e)
 			if err := c.commit(); err != nil {
 				return err
 			}
+			c.notify(notifyGeneric, "expire", args[1])
 		}
 		c.wr.Int(1)
 		return nil
@@ -245,6 +253,7 @@ func cmdPersist(c *conn, _ *command, args [][]byte) error {
 	if err := c.commit(); err != nil {
 		return err
 	}
+	c.notify(notifyGeneric, "persist", args[1])
 	c.wr.Int(1)
 	return nil
 }
@@ -264,7 +273,8 @@ func cmdKeys(c *conn, _ *command, args [][]byte) error {
 	pattern := args[1]
 	lower, upper := matchRange(pattern, nil)
 	var keys [][]byte
-	err := c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, _ byte, _ bool) bool {
+	r, ns := c.readNS()
+	err := c.s.ks.scanKeys(r, ns, lower, upper, func(key []byte, _ byte, _ bool) bool {
 		if globMatch(pattern, key, false) {
 			keys = append(keys, bytes.Clone(key))
 		}
@@ -308,7 +318,8 @@ func cmdScan(c *conn, _ *command, args [][]byte) error {
 		lower, upper = matchRange(pattern, from)
 	}
 	examined := int64(0)
-	err = c.s.ks.scanKeys(c.reader(), lower, upper, func(key []byte, typ byte, _ bool) bool {
+	r, ns := c.readNS()
+	err = c.s.ks.scanKeys(r, ns, lower, upper, func(key []byte, typ byte, _ bool) bool {
 		if examined == count {
 			next = bytes.Clone(key)
 			return false
@@ -332,7 +343,7 @@ func cmdScan(c *conn, _ *command, args [][]byte) error {
 
 // cmdRandomKey implements RANDOMKEY (see keyspace.randomKey).
 func cmdRandomKey(c *conn, _ *command, _ [][]byte) error {
-	key, ok, err := c.s.ks.randomKey(c.reader())
+	key, ok, err := c.s.ks.randomKey(c.readNS())
 	switch {
 	case err != nil:
 		return err

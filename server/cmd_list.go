@@ -78,7 +78,7 @@ func push(left, existing bool) handler {
 			}
 		}
 		var n int64
-		if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
+		if err := c.editCollEvent(key, typeList, sideEvent(left, "push"), func(m *collMeta, existed bool) error {
 			if existed || !existing {
 				for _, v := range args[2:] {
 					c.s.ks.listPush(c.batch, &c.elemBuf, key, m, left, v)
@@ -113,7 +113,7 @@ func pop(left bool) handler {
 		key := args[1]
 		var vals [][]byte
 		var exists bool
-		if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
+		if err := c.editCollEvent(key, typeList, sideEvent(left, "pop"), func(m *collMeta, existed bool) error {
 			exists = existed
 			if !existed || count == 0 {
 				return nil
@@ -229,7 +229,7 @@ func cmdLIndex(c *conn, _ *command, args [][]byte) error {
 
 func cmdLSet(c *conn, _ *command, args [][]byte) error {
 	key, val := args[1], args[3]
-	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
+	if err := c.editCollEvent(key, typeList, "lset", func(m *collMeta, existed bool) error {
 		if !existed {
 			return redisError(msgNoSuchKey)
 		}
@@ -266,7 +266,7 @@ func cmdLInsert(c *conn, _ *command, args [][]byte) error {
 		return redisError(msgSyntax)
 	}
 	var n int64
-	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
+	if err := c.editCollEvent(key, typeList, "linsert", func(m *collMeta, existed bool) error {
 		if !existed {
 			return nil
 		}
@@ -309,7 +309,7 @@ func cmdLRem(c *conn, _ *command, args [][]byte) error {
 		return redisError(msgNotInteger)
 	}
 	var removed int64
-	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
+	if err := c.editCollEvent(key, typeList, "lrem", func(m *collMeta, existed bool) error {
 		if !existed {
 			return nil
 		}
@@ -349,10 +349,15 @@ func cmdLTrim(c *conn, _ *command, args [][]byte) error {
 		return err
 	}
 	key := args[1]
-	if err := c.editColl(key, typeList, func(m *collMeta, existed bool) error {
-		if !existed {
+	// Redis fires ltrim for any list, trimmed or not.
+	var existed, emptied bool
+	if err := c.editColl(key, typeList, func(m *collMeta, exists bool) error {
+		if existed = exists; !exists {
 			return nil
 		}
+		// Redis counts LTRIM of a list as a change even when it keeps
+		// every element: WATCH sees it.
+		c.touchWatched(key)
 		from, to, empty := listRange(start, end, m.count)
 		if empty {
 			from, to = m.count, m.count-1
@@ -362,9 +367,13 @@ func cmdLTrim(c *conn, _ *command, args [][]byte) error {
 		c.s.ks.listDelete(c.batch, &c.elemBuf, key, *m, to+1, m.count)
 		m.head += from
 		m.count = to + 1 - from
+		emptied = m.count == 0
 		return nil
 	}); err != nil {
 		return err
+	}
+	if existed {
+		c.notifyEdit(typeList, "ltrim", key, false, emptied)
 	}
 	c.ok()
 	return nil
@@ -490,15 +499,14 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 		return false
 	}
 	same := bytes.Equal(src, dst)
-	dm := sm
+	dm, dstExists := sm, true
 	if !same {
-		var dstExists bool
 		if dm, dstExists, err = c.getColl(dst, typeList); err != nil {
 			c.replyErr(err)
 			return true
 		}
 		if !dstExists {
-			if dm, err = c.s.ks.newColl(typeList); err != nil {
+			if dm, err = c.s.ks.newColl(c.scratch.ns, typeList); err != nil {
 				c.replyErr(err)
 				return true
 			}
@@ -522,8 +530,25 @@ func (c *conn) listMove(src, dst []byte, fromLeft, toLeft, quiet bool) bool {
 		return true
 	}
 	c.signalReady(dst)
+	// Redis' order: the push, then the pop.
+	c.notifyEdit(typeList, sideEvent(toLeft, "push"), dst, !dstExists, false)
+	c.notifyEdit(typeList, sideEvent(fromLeft, "pop"), src, false, !same && sm.count == 0)
 	c.wr.Bulk(vals[0])
 	return true
+}
+
+// sideEvent names a list event by its end: "lpush" or "rpush" for op
+// "push", "lpop" or "rpop" for "pop".
+func sideEvent(left bool, op string) string {
+	switch {
+	case left && op == "push":
+		return "lpush"
+	case op == "push":
+		return "rpush"
+	case left:
+		return "lpop"
+	}
+	return "rpop"
 }
 
 // lmove returns the handler of LMOVE, or with block of BLMOVE.
@@ -593,6 +618,7 @@ func (c *conn) popFirst(keys [][]byte, key []byte, left bool, count int64) bool 
 			c.replyErr(err)
 			return
 		}
+		c.notifyEdit(typeList, sideEvent(left, "pop"), k, false, m.count == 0)
 		c.wr.ArrayHeader(2)
 		c.wr.Bulk(k)
 		if count == 0 {

@@ -45,7 +45,7 @@ func cmdMemoryUsage(c *conn, _ *command, args [][]byte) error {
 		}
 		samples = n
 		if n == 0 {
-			samples = 1<<63 - 1
+			samples = 1 << 62 // all: past any count, and times 2 fits
 		}
 	}
 	defer c.pin()()
@@ -57,17 +57,23 @@ func cmdMemoryUsage(c *conn, _ *command, args [][]byte) error {
 		}
 		return err
 	}
-	size := int64(len(dataKey(nil, key)) + 1 + len(e.payload))
+	size := int64(len(dataKey(nil, e.ns, key)) + 1 + len(e.payload))
 	if e.typ != typeString {
 		m, err := decodeMeta(key, e)
 		if err != nil {
 			return err
 		}
 		perElem := int64(1)
-		if m.typ == typeZSet {
+		switch m.typ {
+		case typeZSet:
 			perElem = 2 // a member entry and a score index entry
+		case typeFragString:
+			// Its count is a length in bytes, not in fragments, and
+			// zero fragments are not stored: sum them all (a 512 MiB
+			// string has at most 2^17).
+			samples, m.count = 1<<62, 0
 		}
-		prefix := int64(len(elemsKey(nil, key, m.version)))
+		prefix := int64(len(elemsKey(nil, key, m)))
 		var seen, bytesSeen int64
 		err = c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
 			seen++
@@ -77,7 +83,10 @@ func cmdMemoryUsage(c *conn, _ *command, args [][]byte) error {
 		if err != nil {
 			return err
 		}
-		if seen > 0 {
+		switch {
+		case m.typ == typeFragString:
+			size += bytesSeen
+		case seen > 0:
 			size += bytesSeen * m.count * perElem / seen
 		}
 	}

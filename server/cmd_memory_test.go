@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestMemoryUsage checks MEMORY USAGE against the entry bytes it
@@ -28,6 +30,18 @@ func TestMemoryUsage(t *testing.T) {
 		if got, _ := c.MemoryUsage(ctx, "h", samples).Result(); got != want {
 			t.Fatalf("MEMORY USAGE h SAMPLES %d = %d, want %d", samples, got, want)
 		}
+	}
+	// A sorted set has two entries per member; SAMPLES 0 reads them all.
+	c.ZAdd(ctx, "z", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"}, redis.Z{Score: 3, Member: "c"})
+	all, _ := c.MemoryUsage(ctx, "z", 0).Result()
+	if some, _ := c.MemoryUsage(ctx, "z").Result(); all <= 19+3*2*14 || all != some {
+		t.Fatalf("MEMORY USAGE of a 3-member sorted set: %d with SAMPLES 0, %d by default", all, some)
+	}
+	// A bitmap past 64 KiB is stored in 4 KiB fragments, zero ones not
+	// at all: one bit costs its metadata and the tail of one fragment.
+	c.SetBit(ctx, "bits", 1000000, 1)
+	if got, _ := c.MemoryUsage(ctx, "bits").Result(); got <= 0 || got > 200 {
+		t.Fatalf("MEMORY USAGE of a one-bit 122 KiB bitmap = %d", got)
 	}
 	if _, err := c.MemoryUsage(ctx, "missing").Result(); err == nil || !strings.Contains(err.Error(), "nil") {
 		t.Fatalf("MEMORY USAGE of a missing key: %v", err)

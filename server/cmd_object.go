@@ -20,7 +20,7 @@ func init() {
 // collection: the one Redis gives a big collection of the type, whose
 // elements it stores one by one, as this server does at every size
 // (doc/server.md, "OBJECT").
-var collEncodings = map[string]string{"hash": "hashtable", "set": "hashtable", "list": "quicklist", "zset": "skiplist"}
+var collEncodings = map[string]string{"hash": "hashtable", "set": "hashtable", "list": "quicklist", "zset": "skiplist", "stream": "stream"}
 
 // objectEntry reads the key of an OBJECT subcommand; for a missing key
 // it writes the null reply and returns done.

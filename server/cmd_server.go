@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"slices"
 	"strconv"
@@ -21,8 +20,6 @@ func init() {
 			summary: "Handshakes with the Redis server.", run: cmdHello},
 		spec{name: "auth", arity: -2, flags: flagNoAuth | fast, group: conn, since: "1.0.0",
 			summary: "Authenticates the connection.", run: cmdAuth},
-		spec{name: "select", arity: 2, flags: flagLoading | flagStale | fast, group: conn, since: "1.0.0",
-			summary: "Changes the selected database.", run: cmdSelect},
 		spec{name: "quit", arity: -1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "1.0.0",
 			summary: "Closes the connection.", run: cmdQuit},
 		spec{name: "reset", arity: 1, flags: flagNoAuth | fast, pipe: pipeNoQueue | pipeSubscribed, group: conn, since: "6.2.0",
@@ -35,6 +32,12 @@ func init() {
 				{name: "list", arity: -2, since: "2.4.0", summary: "Lists open connections.", run: cmdClientList},
 				{name: "info", arity: 2, since: "6.2.0", summary: "Returns information about the connection.", run: cmdClientInfo},
 				{name: "setinfo", arity: 4, since: "7.2.0", summary: "Sets information specific to the client or connection.", run: cmdClientSetInfo},
+				{name: "kill", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "2.4.0", summary: "Terminates open connections.", run: cmdClientKill},
+				{name: "no-evict", arity: 3, flags: flagAdmin | flagLoading | flagStale, since: "7.0.0", summary: "Sets the client eviction mode of the connection.", run: onOff(stateNoEvict)},
+				{name: "no-touch", arity: 3, flags: flagLoading | flagStale, since: "7.2.0", summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", run: onOff(stateNoTouch)},
+				{name: "pause", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "3.0.0", summary: "Suspends commands processing.", run: cmdClientPause},
+				{name: "unpause", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "6.2.0", summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
+				{name: "reply", arity: 3, since: "3.2.0", summary: "Instructs the server whether to reply to commands.", run: cmdClientReply},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "command", arity: -1, group: srv, since: "2.8.13", summary: "Returns detailed information about all commands.",
@@ -60,14 +63,10 @@ func init() {
 			}},
 		spec{name: "info", arity: -1, flags: flagLoading | flagStale, group: srv, since: "1.0.0",
 			summary: "Returns information and statistics about the server.", run: cmdInfo},
-		spec{name: "dbsize", arity: 1, flags: flagReadonly, group: srv, since: "1.0.0",
-			summary: "Returns the number of keys in the database.", run: cmdDBSize},
-		spec{name: "flushdb", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
-			summary: "Removes all keys from the current database.", run: cmdFlush},
-		spec{name: "flushall", arity: -1, flags: flagWrite, group: srv, since: "1.0.0",
-			summary: "Removes all keys from all databases.", run: cmdFlush},
 		spec{name: "lsmgo.resume", arity: 1, flags: flagAdmin | flagLoading | flagStale, group: srv, since: "1.0.0",
 			summary: "Makes a read-only engine accept writes again after a failed fsync (lsmgo's DB.Resume).", run: cmdResume},
+		spec{name: "wait", arity: 3, group: "generic", since: "3.0.0",
+			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", run: cmdWait},
 		spec{name: "time", arity: 1, flags: flagLoading | flagStale | fast, group: srv, since: "2.6.0",
 			summary: "Returns the server time.", run: cmdTime},
 	)
@@ -112,14 +111,6 @@ func cmdPing(c *conn, cmd *command, args [][]byte) error {
 
 func cmdEcho(c *conn, _ *command, args [][]byte) error { c.wr.Bulk(args[1]); return nil }
 
-func cmdSelect(c *conn, _ *command, args [][]byte) error {
-	if err := checkDB(args[1]); err != nil {
-		return err
-	}
-	c.ok()
-	return nil
-}
-
 func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 	c.ok()
 	c.quit = true
@@ -127,14 +118,25 @@ func cmdQuit(c *conn, _ *command, _ [][]byte) error {
 }
 
 func cmdReset(c *conn, _ *command, _ [][]byte) error {
+	// Heard under CLIENT REPLY OFF, which RESET ends, but not under SKIP,
+	// as from Redis.
+	w := c.wr
+	if c.replies == replyOff {
+		w = c.pushOut()
+	}
 	c.discard()
 	c.unsubscribeAll()
+	c.selectDB(0)
+	c.unmonitor()
+	c.replies = replyOn
+	c.setState(stateNoEvict|stateNoTouch, false)
 	c.setProtocol(2)
-	c.setAuthed(c.s.config().RequirePass == "")
+	c.user.Store(c.s.acl.byDefault)
+	c.setAuthed(c.s.acl.authenticates())
 	c.info.Lock()
 	c.info.name = ""
 	c.info.Unlock()
-	c.wr.SimpleString("RESET")
+	w.SimpleString("RESET")
 	return nil
 }
 
@@ -148,16 +150,20 @@ func (c *conn) setAuthed(authed bool) {
 	c.rd.SetAuthRequired(!authed)
 }
 
-// checkPassword authenticates user/password against the default user.
+// checkPassword authenticates the connection as user with password: an
+// enabled user that password opens. A failure is logged in ACL LOG.
 func (c *conn) checkPassword(user, password []byte, userGiven bool) error {
-	pass := c.s.config().RequirePass
-	switch {
-	case pass == "" && !userGiven:
+	if !userGiven && c.s.acl.byDefault.perms.Load().nopass {
 		return redisError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	case string(user) == "default" && (pass == "" || subtle.ConstantTimeCompare(password, []byte(pass)) == 1):
-		c.setAuthed(true)
-		return nil
 	}
+	if u := c.s.acl.get(string(user)); u != nil {
+		if p := u.perms.Load(); p.enabled && p.checkPassword(password) {
+			c.user.Store(u)
+			c.setAuthed(true)
+			return nil
+		}
+	}
+	c.s.acl.log.add(c, aclDeniedAuth, c.aclContext(), "AUTH", string(user))
 	return redisError("WRONGPASS invalid username-password pair or user is disabled.")
 }
 
@@ -348,7 +354,7 @@ func cmdClientInfo(c *conn, _ *command, _ [][]byte) error {
 func (c *conn) describe(b *strings.Builder, self *conn) {
 	now := time.Now()
 	c.info.Lock()
-	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
+	name, libName, libVer, db := c.info.name, c.info.libName, c.info.libVer, c.info.db
 	c.info.Unlock()
 	cmd := "NULL"
 	if last := c.lastCmd.Load(); last != nil {
@@ -358,9 +364,14 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 		cmd = "client|list"
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	multi := int64(-1)
+	if c.state.Load()&stateMulti != 0 {
+		multi = c.queued.Load()
+	}
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
-		cmd, c.proto.Load(), libName, libVer)
+		flagLetters(c.state.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
+		cmd, c.user.Load().name, c.proto.Load(), libName, libVer)
 }
 
 func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {
@@ -435,33 +446,8 @@ func (cmd *command) sortedSubs() []*command {
 	return subs
 }
 
-// aclCategories derives Redis' ACL categories from the flags and group.
-func (cmd *command) aclCategories() []string {
-	var cats []string
-	switch {
-	case cmd.flags&flagWrite != 0:
-		cats = append(cats, "@write")
-	case cmd.flags&flagReadonly != 0:
-		cats = append(cats, "@read")
-	}
-	switch cmd.group {
-	case "string":
-		cats = append(cats, "@string")
-	case "generic":
-		cats = append(cats, "@keyspace")
-	case "connection":
-		cats = append(cats, "@connection")
-	}
-	if cmd.flags&flagAdmin != 0 {
-		cats = append(cats, "@admin", "@dangerous")
-	}
-	if cmd.flags&flagFast != 0 {
-		cats = append(cats, "@fast")
-	} else {
-		cats = append(cats, "@slow")
-	}
-	return cats
-}
+// aclCategories are the command's ACL categories, as Redis reports them.
+func (cmd *command) aclCategories() []string { return cmd.acl.cats.names() }
 
 // cmdCommandDocs implements COMMAND DOCS [name ...]: a map from command
 // name to its summary, version and group (and subcommands), which is what
@@ -561,69 +547,11 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
 		v.Store(0)
 	}
 	c.s.errors.reset()
-	c.ok()
-	return nil
-}
-
-func cmdDBSize(c *conn, _ *command, _ [][]byte) error {
-	var n int64
-	err := c.s.ks.scanKeys(c.reader(), nil, nil, func([]byte, byte, bool) bool {
-		n++
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	c.wr.Int(n)
-	return nil
-}
-
-// flushBatchKeys bounds one FLUSHDB batch, so deleting a large keyspace
-// neither builds a huge batch nor holds the commit pipeline for long.
-const flushBatchKeys = 1000
-
-// cmdFlush implements FLUSHDB and FLUSHALL [ASYNC|SYNC]: a tombstone per
-// key, in batches. Writes racing with it may survive it. Each batch
-// commits holding every stripe, so that it falls wholly before or after
-// any EXEC (whose checks of WATCH rely on holding its keys' stripes).
-func cmdFlush(c *conn, _ *command, args [][]byte) error {
-	if len(args) > 2 || len(args) == 2 && !is(args[1], "ASYNC") && !is(args[1], "SYNC") {
-		return redisError(msgSyntax)
-	}
-	var applyErr error
-	var elems int64 // of the collections deleted, for reclaimAll
-	err := c.s.ks.scanKeys(c.reader(), nil, nil, func(key []byte, typ byte, _ bool) bool {
-		if typ != typeString {
-			elems += c.s.ks.elemCount(&c.scratch, key)
-		}
-		c.s.ks.deleteKey(c.batch, &c.scratch, key)
-		if c.batch.Count() >= flushBatchKeys {
-			applyErr = c.commitHoldingAll()
-		}
-		return applyErr == nil
-	})
-	if applyErr != nil {
-		return applyErr
-	}
-	if err != nil {
-		c.batch.Reset()
-		return err
-	}
-	if err := c.commitHoldingAll(); err != nil {
-		return err
-	}
-	if elems >= reclaimMinElems {
-		c.s.ks.reclaimAll()
+	for i := range c.s.acl.log.denied {
+		c.s.acl.log.denied[i].Store(0)
 	}
 	c.ok()
 	return nil
-}
-
-// commitHoldingAll is commit holding every stripe.
-func (c *conn) commitHoldingAll() error {
-	held := c.lockAll()
-	defer c.unlock(held)
-	return c.commit()
 }
 
 func cmdTime(c *conn, _ *command, _ [][]byte) error {

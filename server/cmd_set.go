@@ -49,7 +49,7 @@ func init() {
 func cmdSAdd(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
 	var added int64
-	if err := c.editColl(key, typeSet, func(m *collMeta, existed bool) error {
+	if err := c.editCollEvent(key, typeSet, "sadd", func(m *collMeta, existed bool) error {
 		var err error
 		distinct(args[2:], func(member []byte) {
 			var found bool
@@ -148,12 +148,17 @@ func cmdSPop(c *conn, _ *command, args [][]byte) error {
 	}
 	key := args[1]
 	var popped [][]byte
-	if err := c.editColl(key, typeSet, func(m *collMeta, existed bool) error {
+	if err := c.editCollEvent(key, typeSet, "spop", func(m *collMeta, existed bool) error {
 		if !existed || count == 0 {
 			return nil
 		}
+		var cost walkCost
 		var err error
-		if popped, _, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count); err != nil {
+		if popped, _, cost, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count); err != nil {
+			return err
+		}
+		if cost.mostlyDead() && int64(len(popped)) < m.count {
+			*m, err = c.freshColl(key, *m, popped)
 			return err
 		}
 		for _, member := range popped {
@@ -235,7 +240,7 @@ func cmdSMove(c *conn, _ *command, args [][]byte) error {
 	inDst := false
 	if !dstExists {
 		var err error
-		if dm, err = c.s.ks.newColl(typeSet); err != nil {
+		if dm, err = c.s.ks.newColl(c.scratch.ns, typeSet); err != nil {
 			c.batch.Reset()
 			return err
 		}
@@ -250,6 +255,10 @@ func cmdSMove(c *conn, _ *command, args [][]byte) error {
 	}
 	if err := c.commit(); err != nil {
 		return err
+	}
+	c.notifyEdit(typeSet, "srem", src, false, sm.count == 0)
+	if !inDst {
+		c.notifyEdit(typeSet, "sadd", dst, !dstExists, false)
 	}
 	c.wr.Int(1)
 	return nil
@@ -270,7 +279,7 @@ const (
 // whole into memory: O(total members). Redis checks the keys' types in
 // order and SINTER stops at the first missing key; so does this.
 func setAlgebra(op setOp, store bool) handler {
-	return func(c *conn, _ *command, args [][]byte) error {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		keys := args[1:]
 		var held lockSet
 		if store {
@@ -288,7 +297,7 @@ func setAlgebra(op setOp, store bool) handler {
 			c.setReply(result)
 			return nil
 		}
-		return c.storeColl(args[1], typeSet, len(result), func(m collMeta) {
+		return c.storeColl(args[1], typeSet, cmd.name, len(result), func(m collMeta) {
 			for _, member := range result {
 				c.s.ks.putElem(c.batch, &c.elemBuf, args[1], m, member, nil)
 			}

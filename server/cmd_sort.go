@@ -83,6 +83,9 @@ func cmdSort(c *conn, cmd *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	if err := c.sortPatternsAllowed(cmd, args, s.by, len(s.gets)); err != nil {
+		return err
+	}
 	var held lockSet
 	if s.store != nil {
 		held = c.lock([][]byte{s.store}, 1)
@@ -283,10 +286,14 @@ func (c *conn) sortLookup(pattern, elem []byte) (val []byte, ok bool, err error)
 		return nil, false, err
 	}
 	if field == nil {
-		if e.typ != typeString {
-			return nil, false, nil
+		switch e.typ {
+		case typeString:
+			return bytes.Clone(e.payload), true, nil
+		case typeFragString:
+			v, ok, err := c.get(key) // a long bitmap, read whole
+			return v.val, ok, err
 		}
-		return bytes.Clone(e.payload), true, nil
+		return nil, false, nil
 	}
 	if e.typ != typeHash {
 		return nil, false, nil
@@ -348,7 +355,7 @@ func (c *conn) sortStore(items []sortItem, s *sortSpec) error {
 			return err
 		}
 	}
-	return c.storeColl(s.store, typeList, len(out), func(m collMeta) {
+	return c.storeColl(s.store, typeList, "sortstore", len(out), func(m collMeta) {
 		for i, v := range out {
 			c.s.ks.listPut(c.batch, &c.elemBuf, s.store, m, int64(i), v)
 		}

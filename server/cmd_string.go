@@ -13,7 +13,7 @@ func init() {
 	register(
 		spec{name: "get", arity: 2, flags: ro | flagFast, pipe: pipeView, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Returns the string value of a key.", run: cmdGet},
-		spec{name: "set", arity: -3, flags: rw, pipe: pipeDefer, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
+		spec{name: "set", arity: -3, flags: rw, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", run: cmdSet},
 		spec{name: "setnx", arity: 3, flags: rw | flagFast, firstKey: 1, lastKey: 1, step: 1, group: g, since: "1.0.0",
 			summary: "Set the string value of a key only when the key doesn't exist.", run: cmdSetNX},
@@ -120,9 +120,10 @@ func cmdSet(c *conn, cmd *command, args [][]byte) error {
 	// be a string. Without a read it is a blind write.
 	var old entry
 	var exists bool
-	if !o.nx && !o.xx && !o.get && !o.keepTTL {
+	if !o.nx && !o.xx && !o.get && !o.keepTTL && !c.s.notifying(notifyNew) {
 		defer c.unlockBlind(c.lockBlind(key))
 	} else {
+		// Also when "new" events are on: only a read tells a new key.
 		defer c.unlock(c.lock(args[1:2], 1))
 		var err error
 		if old, exists, err = c.getEntry(key); err != nil {
@@ -153,6 +154,7 @@ func cmdSet(c *conn, cmd *command, args [][]byte) error {
 	if err := c.put(key, v); err != nil {
 		return err
 	}
+	c.notifySet(key, !exists, !o.expireAt.IsZero())
 	if o.get {
 		c.bulkOrNull(oldVal, exists)
 	} else {
@@ -177,6 +179,7 @@ func cmdSetNX(c *conn, _ *command, args [][]byte) error {
 	if err := c.put(args[1], stringValue{val: args[2]}); err != nil {
 		return err
 	}
+	c.notifySet(args[1], true, false)
 	c.wr.Int(1)
 	return nil
 }
@@ -191,9 +194,14 @@ func setEX(u timeArg) handler {
 		}
 		held := c.lock(args[1:2], 1)
 		defer c.unlock(held)
+		created, err := c.creates(args[1])
+		if err != nil {
+			return err
+		}
 		if err := c.put(args[1], stringValue{val: args[3], expireAt: expireAt}); err != nil {
 			return err
 		}
+		c.notifySet(args[1], created, true)
 		c.ok()
 		return nil
 	}
@@ -202,7 +210,7 @@ func setEX(u timeArg) handler {
 func cmdGetSet(c *conn, _ *command, args [][]byte) error {
 	var old stringValue
 	var existed bool
-	if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
+	if err := c.modify(args[1:2], "set", func(v *stringValue, exists bool) error {
 		old, existed = *v, exists
 		*v = stringValue{val: args[2]}
 		return nil
@@ -225,6 +233,7 @@ func cmdGetDel(c *conn, _ *command, args [][]byte) error {
 		if err := c.commit(); err != nil {
 			return err
 		}
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.bulkOrNull(old, exists)
 	return nil
@@ -247,6 +256,14 @@ func cmdGetEX(c *conn, cmd *command, args [][]byte) error {
 		v.expireAt = o.expireAt
 		if err := c.put(args[1], v); err != nil {
 			return err
+		}
+		switch {
+		case o.persist:
+			c.notify(notifyGeneric, "persist", args[1])
+		case !o.expireAt.After(time.Now()):
+			c.notify(notifyGeneric, "del", args[1]) // EXAT in the past
+		default:
+			c.notify(notifyGeneric, "expire", args[1])
 		}
 	}
 	c.bulkOrNull(v, exists)
@@ -278,6 +295,16 @@ func mset(nx bool) handler {
 		}
 		held := c.lock(args[1:], 2)
 		defer c.unlock(held)
+		var created []bool // for "new" events: which keys were absent
+		if c.s.notifying(notifyNew) {
+			for i := 1; i < len(args); i += 2 {
+				isNew, err := c.creates(args[i])
+				if err != nil {
+					return err
+				}
+				created = append(created, isNew)
+			}
+		}
 		if nx {
 			for i := 1; i < len(args); i += 2 {
 				exists, err := c.s.ks.exists(c.reader(), &c.scratch, args[i])
@@ -300,6 +327,9 @@ func mset(nx bool) handler {
 		if err := c.commit(); err != nil {
 			return err
 		}
+		for i := 1; i < len(args); i += 2 {
+			c.notifySet(args[i], created != nil && created[i/2], false)
+		}
 		if nx {
 			c.wr.Int(1)
 		} else {
@@ -313,16 +343,18 @@ func mset(nx bool) handler {
 // slice of the arguments) under the key's lock: fn gets the current value
 // (zero when absent) and changes it in place, or returns an error, or
 // errNothingToStore when the command writes nothing. modify stores the
-// result and returns fn's error or the write's; it replies nothing.
-func (c *conn) modify(keyArg [][]byte, fn func(v *stringValue, exists bool) error) error {
-	return c.editString(keyArg, nil, fn)
+// result, fires the keyspace event named event (a string event, after
+// "new" when the key was absent), and returns fn's error or the write's;
+// it replies nothing.
+func (c *conn) modify(keyArg [][]byte, event string, fn func(v *stringValue, exists bool) error) error {
+	return c.editString(keyArg, event, nil, fn)
 }
 
 // editString is modify for the commands that edit a fragmented string
 // in place (APPEND, SETRANGE): frag, when not nil, gets such a string's
 // edit, which editString then writes; fn gets a plain string (or, when
 // frag is nil, any string read whole).
-func (c *conn) editString(keyArg [][]byte, frag func(e *fragEdit) error, fn func(v *stringValue, exists bool) error) error {
+func (c *conn) editString(keyArg [][]byte, event string, frag func(e *fragEdit) error, fn func(v *stringValue, exists bool) error) error {
 	held := c.lock(keyArg, 1)
 	defer c.unlock(held)
 	key := keyArg[0]
@@ -339,7 +371,11 @@ func (c *conn) editString(keyArg [][]byte, frag func(e *fragEdit) error, fn func
 			return err
 		}
 		e.flush(c.batch, &c.scratch)
-		return c.commit()
+		if err := c.commit(); err != nil {
+			return err
+		}
+		c.notify(notifyString, event, key)
+		return nil
 	}
 	if v.frag != nil {
 		if v.val, err = c.s.ks.readFragString(c.reader(), key, *v.frag); err != nil {
@@ -349,7 +385,14 @@ func (c *conn) editString(keyArg [][]byte, frag func(e *fragEdit) error, fn func
 	if err := fn(&v, exists); err != nil {
 		return err
 	}
-	return c.put(key, v)
+	if err := c.put(key, v); err != nil {
+		return err
+	}
+	if !exists {
+		c.notifyNew(key)
+	}
+	c.notify(notifyString, event, key)
+	return nil
 }
 
 // errNothingToStore tells modify that the command writes nothing: its
@@ -375,7 +418,7 @@ func incrBy(sign int64) handler {
 			delta = -delta
 		}
 		var n int64
-		if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
+		if err := c.modify(args[1:2], "incrby", func(v *stringValue, exists bool) error {
 			if exists {
 				var ok bool
 				if n, ok = parseInt(v.val); !ok {
@@ -400,7 +443,7 @@ func incrBy(sign int64) handler {
 // checked first, then its value, then the increment.
 func cmdIncrByFloat(c *conn, _ *command, args [][]byte) error {
 	var result []byte
-	if err := c.modify(args[1:2], func(v *stringValue, exists bool) error {
+	if err := c.modify(args[1:2], "incrbyfloat", func(v *stringValue, exists bool) error {
 		cur := new(big.Float)
 		if exists {
 			var ok bool
@@ -428,7 +471,7 @@ func cmdIncrByFloat(c *conn, _ *command, args [][]byte) error {
 
 func cmdAppend(c *conn, _ *command, args [][]byte) error {
 	var n int64
-	if err := c.editString(args[1:2], func(e *fragEdit) error {
+	if err := c.editString(args[1:2], "append", func(e *fragEdit) error {
 		if e.length()+int64(len(args[2])) > c.s.config().ProtoMaxBulkLen {
 			return redisError(msgStringTooBig)
 		}
@@ -511,7 +554,7 @@ func cmdSetRange(c *conn, _ *command, args [][]byte) error {
 	}
 	patch := args[3]
 	var n int
-	if err := c.editString(args[1:2], func(e *fragEdit) error {
+	if err := c.editString(args[1:2], "setrange", func(e *fragEdit) error {
 		n = int(e.length())
 		if len(patch) == 0 {
 			return errNothingToStore

@@ -182,7 +182,7 @@ func (e *zedit) flush() error {
 			e.m.count--
 		default:
 			if was.in {
-				*buf = zScoreKey(*buf, e.key, e.m.version, was.score, mb)
+				*buf = zScoreKey(*buf, e.key, *e.m, was.score, mb)
 				b.Delete(*buf)
 			} else {
 				e.m.count++
@@ -199,10 +199,11 @@ func (e *zedit) flush() error {
 	return nil
 }
 
-// editZSet runs fn on the sorted set at key under editColl, with a zedit
-// whose changes it writes when fn succeeds.
-func (c *conn) editZSet(key []byte, fn func(e *zedit) error) error {
-	return c.editColl(key, typeZSet, func(m *collMeta, existed bool) error {
+// editZSet runs fn on the sorted set at key under editCollEvent, with a
+// zedit whose changes it writes when fn succeeds, firing event if they
+// change anything.
+func (c *conn) editZSet(key []byte, event string, fn func(e *zedit) error) error {
+	return c.editCollEvent(key, typeZSet, event, func(m *collMeta, existed bool) error {
 		e := c.newZEdit(key, m, existed)
 		if err := fn(e); err != nil {
 			return err
@@ -259,10 +260,14 @@ func zadd(incrBy bool) handler {
 		var added, updated int64
 		processed := false
 		var result float64
-		if err := c.editZSet(key, func(e *zedit) error {
+		created := false
+		// The event follows Redis' counts, not the net write: a member
+		// set twice back to its score is an update.
+		if err := c.editZSet(key, "", func(e *zedit) error {
 			if !e.existed && xx {
 				return nil
 			}
+			created = !e.existed
 			for j, score := range scores {
 				member := pairs[2*j+1]
 				cur, in, err := e.get(member)
@@ -303,6 +308,13 @@ func zadd(incrBy bool) handler {
 			return err
 		}
 		c.signalReady(key) // a client may be blocked on key (blocking.go)
+		if added+updated > 0 {
+			event := "zadd"
+			if incr {
+				event = "zincr"
+			}
+			c.notifyEdit(typeZSet, event, key, created, false)
+		}
 		switch {
 		case incr && processed:
 			c.wr.Double(result)
@@ -319,7 +331,7 @@ func zadd(incrBy bool) handler {
 
 func cmdZRem(c *conn, _ *command, args [][]byte) error {
 	var removed int64
-	if err := c.editZSet(args[1], func(e *zedit) error {
+	if err := c.editZSet(args[1], "zrem", func(e *zedit) error {
 		if !e.existed {
 			return nil
 		}
@@ -511,10 +523,10 @@ func (c *conn) zReply(items []zmember, withScores, nested bool) {
 }
 
 // zstore replaces whatever dst holds with a new sorted set of items
-// (storeColl), and replies with their number. The caller holds dst's
-// lock.
-func (c *conn) zstore(dst []byte, items []zmember) error {
-	return c.storeColl(dst, typeZSet, len(items), func(m collMeta) {
+// (storeColl), fires the keyspace event named event, and replies with
+// their number. The caller holds dst's lock.
+func (c *conn) zstore(event string, dst []byte, items []zmember) error {
+	return c.storeColl(dst, typeZSet, event, len(items), func(m collMeta) {
 		for _, it := range items {
 			c.s.ks.zput(c.batch, &c.elemBuf, dst, m, it.member, it.score)
 		}
@@ -533,7 +545,7 @@ type zrangeArgs struct {
 // Redis' zrangeGenericCommand does: options first, then the range, then
 // the key.
 func zrange(a zrangeArgs) handler {
-	return func(c *conn, _ *command, args [][]byte) error {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		src := 1
 		if a.store {
 			src = 2
@@ -596,7 +608,7 @@ func zrange(a zrangeArgs) handler {
 			}
 		}
 		if a.store {
-			return c.zstore(args[1], items)
+			return c.zstore(cmd.name, args[1], items)
 		}
 		c.zReply(items, withScores, true)
 		return nil
@@ -699,6 +711,11 @@ func (c *conn) popCommit(key []byte, m collMeta, count int64, max bool) ([]zmemb
 	if err := c.commit(); err != nil {
 		return nil, err
 	}
+	event := "zpopmin"
+	if max {
+		event = "zpopmax"
+	}
+	c.notifyEdit(typeZSet, event, key, false, m.count == 0)
 	return items, nil
 }
 
@@ -843,13 +860,13 @@ func parseMPop(args [][]byte) (keys [][]byte, max bool, count int64, err error) 
 // ZREMRANGEBYLEX: the members in the range are read by one walk and
 // deleted in one batch.
 func zremRange(by zrangeBy) handler {
-	return func(c *conn, _ *command, args [][]byte) error {
+	return func(c *conn, cmd *command, args [][]byte) error {
 		r, err := parseZRange(by, args[2], args[3])
 		if err != nil {
 			return err
 		}
 		var removed int64
-		if err := c.editZSet(args[1], func(e *zedit) error {
+		if err := c.editZSet(args[1], cmd.name, func(e *zedit) error {
 			if !e.existed {
 				return nil
 			}
@@ -1107,7 +1124,7 @@ func zalgebra(op setOp, mode zalgebraMode) handler {
 		items := zcombine(op, src, agg)
 		switch {
 		case mode == zStore:
-			return c.zstore(args[1], items)
+			return c.zstore(cmd.name, args[1], items)
 		case mode == zCard && limit > 0:
 			c.wr.Int(min(int64(len(items)), limit))
 		case mode == zCard:

@@ -44,6 +44,7 @@ const (
 
 // collMeta is the decoded metadata of a collection.
 type collMeta struct {
+	ns       nsID // the namespace of the collection and its elements
 	typ      byte
 	version  uint64
 	count    int64
@@ -107,6 +108,10 @@ func (vc *versionClock) nextVersion() (uint64, error) {
 
 // decodeMeta checks a collection's metadata entry.
 func decodeMeta(userKey []byte, e entry) (collMeta, error) {
+	if e.typ == typeStream {
+		m, err := decodeStreamMeta(userKey, e)
+		return m.coll(), err
+	}
 	want := metaLen
 	if e.typ == typeList {
 		want = listMetaLen
@@ -115,7 +120,7 @@ func decodeMeta(userKey []byte, e entry) (collMeta, error) {
 		return collMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
 			Reason: fmt.Sprintf("%s metadata is %d bytes, want %d", typeNames[e.typ], len(e.payload), want)}
 	}
-	m := collMeta{typ: e.typ, expireAt: e.expireAt,
+	m := collMeta{ns: e.ns, typ: e.typ, expireAt: e.expireAt,
 		version: binary.BigEndian.Uint64(e.payload), count: int64(binary.BigEndian.Uint64(e.payload[8:]))}
 	if e.typ == typeList {
 		m.head = int64(binary.BigEndian.Uint64(e.payload[16:]))
@@ -130,8 +135,8 @@ func decodeMeta(userKey []byte, e entry) (collMeta, error) {
 // getColl reads the metadata of the collection of type typ at userKey
 // through r; ok is false when the key is absent, and err is errWrongType
 // when it holds another type.
-func (ks *keyspace) getColl(r lsmgo.Reader, scratch *[]byte, userKey []byte, typ byte) (m collMeta, ok bool, err error) {
-	e, ok, err := ks.getEntry(r, scratch, userKey)
+func (ks *keyspace) getColl(r lsmgo.Reader, kb *keyBuf, userKey []byte, typ byte) (m collMeta, ok bool, err error) {
+	e, ok, err := ks.getEntry(r, kb, userKey)
 	if !ok || err != nil {
 		return m, false, err
 	}
@@ -143,17 +148,17 @@ func (ks *keyspace) getColl(r lsmgo.Reader, scratch *[]byte, userKey []byte, typ
 }
 
 // newColl returns the metadata of a new, still empty collection of type
-// typ, with a version of its own.
-func (ks *keyspace) newColl(typ byte) (collMeta, error) {
+// typ in namespace ns, with a version of its own.
+func (ks *keyspace) newColl(ns nsID, typ byte) (collMeta, error) {
 	v, err := ks.versions.nextVersion()
-	return collMeta{typ: typ, version: v}, err
+	return collMeta{ns: ns, typ: typ, version: v}, err
 }
 
 // putColl adds to b the write of m, or the deletion of the key when m has
 // no elements left (Redis deletes an emptied collection).
-func (ks *keyspace) putColl(b *lsmgo.Batch, scratch *[]byte, userKey []byte, m collMeta) {
+func (ks *keyspace) putColl(b *lsmgo.Batch, kb *keyBuf, userKey []byte, m collMeta) {
 	if m.count == 0 {
-		ks.deleteKey(b, scratch, userKey)
+		ks.deleteKey(b, kb, userKey)
 		return
 	}
 	var payload [listMetaLen]byte
@@ -164,22 +169,22 @@ func (ks *keyspace) putColl(b *lsmgo.Batch, scratch *[]byte, userKey []byte, m c
 		binary.BigEndian.PutUint64(payload[16:], uint64(m.head))
 		n = listMetaLen
 	}
-	ks.putEntry(b, scratch, userKey, entry{typ: m.typ, payload: payload[:n], expireAt: m.expireAt})
+	ks.putEntry(b, kb, userKey, entry{typ: m.typ, payload: payload[:n], expireAt: m.expireAt})
 }
 
-// elemsKey appends to dst the prefix shared by the element keys of
-// version of the collection at userKey.
-func elemsKey(dst, userKey []byte, version uint64) []byte {
-	dst = append(dst[:0], elemPrefix)
+// elemsKey appends to dst the prefix shared by the element keys of the
+// collection m at userKey: its namespace's, then its key's and version's.
+func elemsKey(dst, userKey []byte, m collMeta) []byte {
+	dst = appendNS(dst[:0], elemPrefix, keylayout.NSElem, m.ns)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(userKey)))
 	dst = append(dst, userKey...)
-	return binary.BigEndian.AppendUint64(dst, version)
+	return binary.BigEndian.AppendUint64(dst, m.version)
 }
 
-// elemKey appends to dst the engine key of element elem of version of the
-// collection at userKey.
-func elemKey(dst, userKey []byte, version uint64, elem []byte) []byte {
-	return append(elemsKey(dst, userKey, version), elem...)
+// elemKey appends to dst the engine key of element elem of the collection
+// m at userKey.
+func elemKey(dst, userKey []byte, m collMeta, elem []byte) []byte {
+	return append(elemsKey(dst, userKey, m), elem...)
 }
 
 // maxElem is the most bytes an element and its value may hold together in
@@ -192,7 +197,7 @@ func maxElem(userKey []byte) int64 {
 // getElem reads element elem of m at userKey through r; ok is false when
 // it is absent.
 func (ks *keyspace) getElem(r lsmgo.Reader, buf *[]byte, userKey []byte, m collMeta, elem []byte) (val []byte, ok bool, err error) {
-	*buf = elemKey(*buf, userKey, m.version, elem)
+	*buf = elemKey(*buf, userKey, m, elem)
 	val, err = r.Get(*buf)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return nil, false, nil
@@ -202,13 +207,13 @@ func (ks *keyspace) getElem(r lsmgo.Reader, buf *[]byte, userKey []byte, m collM
 
 // putElem adds to b the write of element elem of m at userKey.
 func (ks *keyspace) putElem(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, elem, val []byte) {
-	*buf = elemKey(*buf, userKey, m.version, elem)
+	*buf = elemKey(*buf, userKey, m, elem)
 	b.Set(*buf, val)
 }
 
 // deleteElem adds to b the deletion of element elem of m at userKey.
 func (ks *keyspace) deleteElem(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, elem []byte) {
-	*buf = elemKey(*buf, userKey, m.version, elem)
+	*buf = elemKey(*buf, userKey, m, elem)
 	b.Delete(*buf)
 }
 
@@ -224,22 +229,30 @@ func (ks *keyspace) scanElems(r lsmgo.Reader, userKey []byte, m collMeta, from [
 // entry (a sorted set's members and its score index) keeps each kind
 // under a sub-prefix of its own.
 func (ks *keyspace) scanElemsIn(r lsmgo.Reader, userKey []byte, m collMeta, sub, from []byte, fn func(elem, val []byte) bool) error {
-	prefix := append(elemsKey(nil, userKey, m.version), sub...)
+	_, err := ks.walkElems(r, userKey, m, sub, from, fn)
+	return err
+}
+
+// walkElems is scanElemsIn, also returning how many dead elements the
+// walk passed over (lsmgo.Iterator.Skipped).
+func (ks *keyspace) walkElems(r lsmgo.Reader, userKey []byte, m collMeta, sub, from []byte, fn func(elem, val []byte) bool) (dead int64, err error) {
+	prefix := append(elemsKey(nil, userKey, m), sub...)
 	lower := append(bytes.Clone(prefix), from...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		if !fn(it.Key()[len(prefix):], it.Value()) {
 			break
 		}
 	}
+	dead = it.Skipped()
 	if err := it.Error(); err != nil {
 		it.Close()
-		return err
+		return dead, err
 	}
-	return it.Close()
+	return dead, it.Close()
 }
 
 // copyColl adds to b a copy of the collection in e at src as a new
@@ -249,13 +262,13 @@ func (ks *keyspace) scanElemsIn(r lsmgo.Reader, userKey []byte, m collMeta, sub,
 // lives in the collection's 'e' range, which the copy walks whole, so a
 // new collection type copies (COPY, RENAME) without code of its own. The
 // batch grows with the collection.
-func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, src, dst []byte, e entry) error {
+func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, kb *keyBuf, src, dst []byte, e entry) error {
 	if len(e.payload) < 8 {
 		return &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", src), Offset: -1,
 			Reason: fmt.Sprintf("%s metadata is %d bytes, too short for a version", typeNames[e.typ], len(e.payload))}
 	}
-	from := collMeta{version: binary.BigEndian.Uint64(e.payload)}
-	to, err := ks.newColl(e.typ)
+	from := collMeta{ns: e.ns, version: binary.BigEndian.Uint64(e.payload)}
+	to, err := ks.newColl(kb.ns, e.typ)
 	if err != nil {
 		return err
 	}
@@ -269,7 +282,7 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 	}
 	payload := bytes.Clone(e.payload)
 	binary.BigEndian.PutUint64(payload, to.version)
-	ks.putEntry(b, scratch, dst, entry{typ: e.typ, payload: payload, expireAt: e.expireAt})
+	ks.putEntry(b, kb, dst, entry{typ: e.typ, payload: payload, expireAt: e.expireAt})
 	return nil
 }
 
@@ -282,15 +295,20 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, scratch *[]byte, sr
 // uniformly; a byte value that no element has sends its share to the
 // next element, so sparse element names are picked with some bias (Redis'
 // own pick is biased by its hash table too). It costs about two seeks per
-// distinct byte position.
-func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub []byte) (elem, val []byte, err error) {
-	prefix := append(elemsKey(nil, userKey, m.version), sub...)
+// distinct byte position; cost counts the positions it stopped at as
+// live.
+func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub []byte) (elem, val []byte, cost walkCost, err error) {
+	prefix := append(elemsKey(nil, userKey, m), sub...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, cost, err
 	}
-	defer it.Close()
+	defer func() {
+		cost.dead = it.Skipped()
+		it.Close()
+	}()
 	suffix := func(ok bool) []byte {
+		cost.live++
 		if !ok {
 			return nil
 		}
@@ -299,9 +317,9 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 	lo, hi := suffix(it.First()), suffix(it.Last())
 	if lo == nil || hi == nil {
 		if err := it.Error(); err != nil {
-			return nil, nil, err
+			return nil, nil, cost, err
 		}
-		return nil, nil, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
+		return nil, nil, cost, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
 	}
 	// Invariant: lo and hi are elements, lo ≤ hi, and the pick is between
 	// them. Each round either ends or lengthens their common prefix.
@@ -337,16 +355,17 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, nil, err
+		return nil, nil, cost, err
 	}
 	seek = append(append(seek[:0], prefix...), lo...)
 	if !it.SeekGE(seek) {
 		if err := it.Error(); err != nil {
-			return nil, nil, err
+			return nil, nil, cost, err
 		}
-		return nil, nil, fmt.Errorf("random element of %q vanished", userKey)
+		return nil, nil, cost, fmt.Errorf("random element of %q vanished", userKey)
 	}
-	return lo, bytes.Clone(it.Value()), nil
+	cost.live++
+	return lo, bytes.Clone(it.Value()), cost, nil
 }
 
 func commonPrefixLen(a, b []byte) int {
@@ -390,10 +409,13 @@ func (c *conn) firstColl(keys [][]byte, ready []byte, typ byte, pop func(key []b
 // storeColl replaces whatever dst holds with a new collection of type
 // typ holding n elements, which put adds to the batch under the new
 // collection's version, commits, and replies with n: the STORE commands
-// (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …). The caller holds dst's lock.
-// An empty result deletes dst only when dst holds a value: as in Redis,
-// deleting nothing is no write, which WATCH must not see.
-func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) error {
+// (SINTERSTORE, ZUNIONSTORE, ZRANGESTORE …), whose keyspace event, of
+// typ's class, is event ("del" when an empty result deleted dst). The
+// caller holds dst's lock. An empty result deletes dst only when dst
+// holds a value: as in Redis, deleting nothing is no write, which WATCH
+// must not see.
+func (c *conn) storeColl(dst []byte, typ byte, event string, n int, put func(m collMeta)) error {
+	var existed, created bool
 	if n == 0 {
 		exists, err := c.s.ks.exists(c.reader(), &c.scratch, dst)
 		if err != nil {
@@ -403,8 +425,14 @@ func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) erro
 		if exists {
 			c.s.ks.deleteKey(c.batch, &c.scratch, dst)
 		}
+		existed = exists
 	} else {
-		m, err := c.s.ks.newColl(typ)
+		var err error
+		if created, err = c.creates(dst); err != nil {
+			c.batch.Reset()
+			return err
+		}
+		m, err := c.s.ks.newColl(c.scratch.ns, typ)
 		if err != nil {
 			c.batch.Reset()
 			return err
@@ -416,6 +444,12 @@ func (c *conn) storeColl(dst []byte, typ byte, n int, put func(m collMeta)) erro
 	}
 	if err := c.commit(); err != nil {
 		return err
+	}
+	switch {
+	case n > 0:
+		c.notifyEdit(typ, event, dst, created, false)
+	case existed:
+		c.notify(notifyGeneric, "del", dst)
 	}
 	c.wr.Int(int64(n))
 	return nil
@@ -440,6 +474,12 @@ func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists 
 // emptied collection) and commits everything as one batch. It replies
 // nothing: the caller replies with the error, or with its result.
 func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool) error) error {
+	return c.editCollEvent(key, typ, "", fn)
+}
+
+// editCollEvent is editColl for a command whose write fires the keyspace
+// event named event, of typ's class, when it wrote anything (notifyEdit).
+func (c *conn) editCollEvent(key []byte, typ byte, event string, fn func(m *collMeta, existed bool) error) error {
 	held := c.lock([][]byte{key}, 1)
 	defer c.unlock(held)
 	m, exists, err := c.s.ks.getColl(c.reader(), &c.scratch, key, typ)
@@ -447,7 +487,7 @@ func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool)
 		return err
 	}
 	if !exists {
-		if m, err = c.s.ks.newColl(typ); err != nil {
+		if m, err = c.s.ks.newColl(c.scratch.ns, typ); err != nil {
 			return err
 		}
 	}
@@ -460,7 +500,13 @@ func (c *conn) editColl(key []byte, typ byte, fn func(m *collMeta, existed bool)
 		return nil
 	}
 	c.s.ks.putColl(c.batch, &c.scratch, key, m)
-	return c.commit()
+	if err := c.commit(); err != nil {
+		return err
+	}
+	if event != "" {
+		c.notifyEdit(typ, event, key, !exists, m.count == 0)
+	}
+	return nil
 }
 
 // readElems returns every element under sub of m at key (scanElemsIn)
@@ -475,4 +521,31 @@ func (ks *keyspace) readElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte
 		return nil, nil, err
 	}
 	return elems, vals, nil
+}
+
+// freshColl adds to c.batch a copy of the collection m at key, less the
+// elements in drop, under a new version, and returns the new metadata
+// for the caller to write: the old version's elements, dead with it, go
+// to the compaction filter (reclaim.go). A writer calls it when walks of
+// m pass over mostly deletions (walkCost.mostlyDead). Elements are
+// copied by name, so the collection must keep all of them under one
+// sub-prefix (a hash, a set).
+func (c *conn) freshColl(key []byte, m collMeta, drop [][]byte) (collMeta, error) {
+	to, err := c.s.ks.newColl(m.ns, m.typ)
+	if err != nil {
+		return to, err
+	}
+	to.expireAt = m.expireAt
+	dropped := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		dropped[string(d)] = true
+	}
+	err = c.s.ks.scanElems(c.reader(), key, m, nil, func(elem, val []byte) bool {
+		if !dropped[string(elem)] {
+			c.s.ks.putElem(c.batch, &c.elemBuf, key, to, elem, val)
+			to.count++
+		}
+		return true
+	})
+	return to, err
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // cmdFlags are Redis' command flags, reported by COMMAND INFO; the server
-// itself acts on flagWrite and flagNoAuth.
+// itself acts on flagWrite, flagNoAuth and flagNoMulti.
 type cmdFlags uint16
 
 const (
@@ -21,9 +21,11 @@ const (
 	// step do not locate (a numkeys argument says where they are): EXEC
 	// then locks every stripe for it.
 	flagMovableKeys
+	// flagNoMulti marks a command MULTI refuses to queue.
+	flagNoMulti
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale", "movablekeys"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale", "movablekeys", "no_multi"}
 
 func (f cmdFlags) names() []string {
 	var out []string
@@ -55,13 +57,19 @@ const (
 	// pipeSubscribed marks a command a RESP2 client may send while
 	// subscribed ((P)(UN)SUBSCRIBE, PING, QUIT, RESET).
 	pipeSubscribed
-	// pipeDefer marks a write whose commit may join the pipeline's
-	// pending batch (pipeline.go): inside a pipeline its handler runs
-	// deferring, and its reply is released once the batch commits, which
-	// happens before any other command runs and before the connection
-	// reads again.
-	pipeDefer
 )
+
+// deferrable reports whether cmd's writes may join a pipeline's pending
+// batch (pipeline.go): a write whose keys its table entry locates, so
+// that the stripes it locks are those of every key it reads (a command
+// that reads other keys, such as SORT … BY, must be flagMovableKeys, as
+// in Redis). Inside a pipeline its handler
+// runs deferring, and its reply is released once the batch commits,
+// which happens before any other command runs and before the connection
+// reads again.
+func (cmd *command) deferrable() bool {
+	return cmd.flags&flagWrite != 0 && cmd.firstKey > 0 && cmd.flags&flagMovableKeys == 0 && cmd.pipe&pipeNoQueue == 0
+}
 
 // handler runs a command: cmd is the table entry it runs as (a handler
 // may serve several commands and tells them apart by the entry, never by
@@ -93,8 +101,11 @@ type command struct {
 	// subcommand.
 	subs   map[string]*command
 	parent *command
-	// id indexes the server's per-command statistics.
+	// id indexes the server's per-command statistics and ACL
+	// selectors' command bits.
 	id int
+	// acl holds the command's ACL categories and key specs (acl_table.go).
+	acl aclInfo
 }
 
 func (cmd *command) arityOK(n int) bool {
@@ -140,7 +151,8 @@ func newCommand(s spec, parent *command) *command {
 		firstKey: s.firstKey, lastKey: s.lastKey, step: s.step,
 		group: s.group, since: s.since, summary: s.summary,
 		run: s.run, parent: parent,
-		id: len(allCommands),
+		id:  len(allCommands),
+		acl: aclInfoFor(name, s.flags),
 	}
 	allCommands = append(allCommands, cmd)
 	if len(s.subs) > 0 {

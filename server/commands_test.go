@@ -361,7 +361,7 @@ func TestConnectionCommands(t *testing.T) {
 			{args: []any{"ECHO", "x y"}, want: "x y"},
 			{args: []any{"ECHO"}, err: "ERR wrong number of arguments for 'echo' command"},
 			{args: []any{"SELECT", "0"}, want: "OK"},
-			{args: []any{"SELECT", "1"}, err: "ERR DB index is out of range"},
+			{args: []any{"SELECT", "16"}, err: "ERR DB index is out of range"},
 			{args: []any{"SELECT", "x"}, err: "ERR value is not an integer or out of range"},
 			{args: []any{"HELLO", "4"}, err: "NOPROTO unsupported protocol version"},
 			{args: []any{"HELLO", "x"}, err: "ERR Protocol version is not an integer or out of range"},

@@ -52,6 +52,17 @@ type Config struct {
 	// RequirePass is the password of the default user; empty means no
 	// authentication ("requirepass", live).
 	RequirePass string
+	// ACLFile is where ACL SAVE writes the users and ACL LOAD (and the
+	// start) reads them, in Redis' format ("aclfile"); empty: users live
+	// only until the server stops.
+	ACLFile string
+	// ACLPubsubDefault is the channels a new user may use:
+	// "resetchannels" (none, Redis 7's default) or "allchannels"
+	// ("acl-pubsub-default", live).
+	ACLPubsubDefault string
+	// ACLLogMaxLen is how many ACL LOG entries are kept ("acllog-max-len",
+	// live).
+	ACLLogMaxLen int
 	// AdminToken, when set, lets non-loopback HTTP clients reach
 	// /debug/pprof/ and /debug/vars with "Authorization: Bearer <token>"
 	// ("admin-token", live).
@@ -81,10 +92,17 @@ type Config struct {
 	// ImagesMaxBytes bounds one uploaded image ("images-max-bytes");
 	// default 20 MiB.
 	ImagesMaxBytes int64
-	// ImagesUploadRate limits image uploads per second per client (token,
-	// or IP address for anonymous uploads), with bursts of four seconds'
-	// worth; negative disables the limit ("images-upload-rate"). Default 5.
-	ImagesUploadRate int
+	// ImagesUploadRate and ImagesUploadBurst limit anonymous image uploads
+	// per IP address: uploads per second, and the batch that passes at
+	// once ("images-upload-rate", negative disables the limit;
+	// "images-upload-burst"). ImagesTokenUploadRate and
+	// ImagesTokenUploadBurst do the same per token
+	// ("images-token-upload-rate", "images-token-upload-burst").
+	// Defaults: imgbed's (5 and 120; 20 and 500).
+	ImagesUploadRate       int
+	ImagesUploadBurst      int
+	ImagesTokenUploadRate  int
+	ImagesTokenUploadBurst int
 	// ImagesUploadsPerClient bounds the upload slots one client holds at
 	// once ("images-uploads-per-client", 0: imgbed's default); ImagesUploadQueueWait is how long
 	// an upload waits for a slot before a 503 ("images-upload-queue-wait");
@@ -92,6 +110,10 @@ type Config struct {
 	// slower than that for ImagesMinUploadRateWindow
 	// ("images-min-upload-rate", negative disables,
 	// "images-min-upload-rate-window"). Defaults: imgbed's.
+	// ImagesCORSOrigins are the origins, separated by commas ("*": any),
+	// whose browser scripts may call the image API
+	// ("images-cors-origins"); empty: none.
+	ImagesCORSOrigins         string
 	ImagesUploadsPerClient    int
 	ImagesUploadQueueWait     time.Duration
 	ImagesMinUploadRate       int
@@ -108,6 +130,10 @@ type Config struct {
 	// MaxClients bounds simultaneous clients ("maxclients", live);
 	// default 10000.
 	MaxClients int
+	// Databases is how many databases SELECT offers ("databases");
+	// default 16, as in Redis. Lowering it hides the databases past it,
+	// keeping their keys; raising it again shows them.
+	Databases int
 	// Timeout closes a client that has not completed a command for this
 	// long; 0 disables ("timeout", seconds, live). A command that is still
 	// arriving does not count as activity, so a client trickling bytes is
@@ -170,6 +196,10 @@ type Config struct {
 	// ("busy-reply-threshold", or its old name "lua-time-limit", in
 	// milliseconds, live). Default 5 s, as in Redis.
 	BusyReplyThreshold time.Duration
+	// NotifyKeyspaceEvents selects the keyspace events published through
+	// Pub/Sub ("notify-keyspace-events", Redis' class letters, live;
+	// notify.go). Default none.
+	NotifyKeyspaceEvents notifyFlags
 
 	// NoEffect holds the values of the settings lsmgo accepts for Redis
 	// clients without acting on them (config_noeffect.go).
@@ -200,12 +230,15 @@ func DefaultConfig() Config {
 		ProtectedMode:             true,
 		ReplicaReadOnly:           true,
 		MaxClients:                10000,
+		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,
 		MaxMultibulkLen:           1024 * 1024,
 		HLLSparseMaxBytes:         hll.DefaultSparseMaxBytes,
 		QueryBufferLimit:          1 << 30,
 		SlowlogSlowerThan:         10 * time.Millisecond,
 		SlowlogMaxLen:             128,
+		ACLPubsubDefault:          "resetchannels",
+		ACLLogMaxLen:              128,
 		LogLevel:                  "notice",
 		ShutdownTimeout:           30 * time.Second,
 		BusyReplyThreshold:        5 * time.Second,
@@ -215,6 +248,9 @@ func DefaultConfig() Config {
 		ImagesAnonymous:           "auto",
 		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
 		ImagesUploadRate:          imgbed.DefaultUploadRate,
+		ImagesUploadBurst:         imgbed.DefaultUploadBurst,
+		ImagesTokenUploadRate:     imgbed.DefaultTokenUploadRate,
+		ImagesTokenUploadBurst:    imgbed.DefaultTokenUploadBurst,
 		ImagesUploadQueueWait:     imgbed.DefaultUploadQueueWait,
 		ImagesMinUploadRate:       imgbed.DefaultMinUploadRate,
 		ImagesMinUploadRateWindow: imgbed.DefaultMinUploadRateWindow,
@@ -257,6 +293,12 @@ var settings = append([]*setting{
 		func(c *Config) *bool { return &c.ProtectedMode }),
 	secret(stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,
 		func(c *Config) *string { return &c.RequirePass }, nil)),
+	stringSetting("aclfile", "file of ACL users in Redis' format, read at start and by ACL LOAD, written by ACL SAVE", false,
+		func(c *Config) *string { return &c.ACLFile }, nil),
+	stringSetting("acl-pubsub-default", "channels a new ACL user may use: resetchannels or allchannels", true,
+		func(c *Config) *string { return &c.ACLPubsubDefault }, oneOf("resetchannels", "allchannels")),
+	intSetting("acllog-max-len", "entries ACL LOG keeps", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.ACLLogMaxLen }),
 	secret(stringSetting("admin-token", "bearer token that opens /debug/ to non-loopback HTTP clients", true,
 		func(c *Config) *string { return &c.AdminToken }, nil)),
 	intSetting("maxclients", "maximum simultaneous clients", true, 1, math.MaxInt32,
@@ -306,8 +348,16 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
 	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
-	intSetting("images-upload-rate", "image uploads per second per client (negative: unlimited)", false, -1, math.MaxInt32,
+	intSetting("images-upload-rate", "anonymous image uploads per second per IP address (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
+	intSetting("images-upload-burst", "anonymous image uploads one IP address may send at once", false, 1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesUploadBurst }),
+	intSetting("images-token-upload-rate", "image uploads per second per token (negative: unlimited)", false, -1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesTokenUploadRate }),
+	intSetting("images-token-upload-burst", "image uploads one token may send at once", false, 1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesTokenUploadBurst }),
+	stringSetting("images-cors-origins", "origins whose browser scripts may call the image API, separated by commas (*: any; empty: none)", false,
+		func(c *Config) *string { return &c.ImagesCORSOrigins }, nil),
 	intSetting("images-uploads-per-client", "upload slots one image client (token or address) may hold at once (0: a sixteenth of the 64 slots)", false, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadsPerClient }),
 	durationSetting("images-upload-queue-wait", "how long an image upload waits for a slot before a 503 with Retry-After, in milliseconds", false, time.Millisecond, 0,
@@ -322,8 +372,10 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.S3AccessKey }, nil)),
 	secret(stringSetting("s3-secret-key", "secret key of an s3:// blob-store (empty: AWS_SECRET_ACCESS_KEY, then ~/.aws files)", false,
 		func(c *Config) *string { return &c.S3SecretKey }, nil)),
+	notifySetting(),
 	fixedSetting("appendonly", "yes"),
-	fixedSetting("databases", "1"),
+	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
+		func(c *Config) *int { return &c.Databases }),
 }, noEffectSettings()...)
 
 func lookupSetting(name string) *setting {

@@ -221,12 +221,14 @@ func TestSettingUnits(t *testing.T) {
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "replicaof", "replica-read-only", "requirepass", "admin-token",
 		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
+		"images-upload-burst", "images-token-upload-rate", "images-token-upload-burst", "images-cors-origins",
 		"images-uploads-per-client", "images-min-upload-rate",
 		"blob-store", "s3-access-key", "s3-secret-key", "backup-dir",
 		"hash-max-listpack-entries", "hash-max-ziplist-entries", "list-max-listpack-size", "list-max-ziplist-size",
 		"list-compress-depth", "set-max-intset-entries", "set-max-listpack-entries", "zset-max-listpack-entries",
 		"zset-max-ziplist-entries", "stream-node-max-entries", "activerehashing", "lazyfree-lazy-eviction",
-		"lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush"}
+		"lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush",
+		"notify-keyspace-events", "aclfile", "acl-pubsub-default", "acllog-max-len"}
 	for _, st := range settings {
 		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
 			t.Errorf("setting %q is in neither the unit table nor the list of settings without units", st.name)

@@ -31,7 +31,11 @@ type conn struct {
 	wr      *resp.Writer
 
 	authed bool
-	quit   bool
+	// user is the ACL user the connection runs as (CLIENT LIST reads
+	// it); aclKeys is scratch space for the keys of a checked command.
+	user    atomic.Pointer[aclUser]
+	aclKeys []keyRef
+	quit    bool
 	// failed records that the running command replied with an error.
 	failed bool
 
@@ -39,6 +43,7 @@ type conn struct {
 	info struct {
 		sync.Mutex
 		name, libName, libVer string
+		db                    int
 	}
 	// lastCmd and lastActive (unix nanoseconds) describe the last
 	// completed command as of the last publish.
@@ -70,6 +75,13 @@ type conn struct {
 	// writes, and a command received later must see writes acknowledged
 	// meanwhile.
 	view *lsmgo.View
+	// viewDBs is the map of databases of view's moment (openView).
+	viewDBs *dbMap
+	// reading is the map of databases a read without locks uses, seen by
+	// SWAPDB and FLUSHDB, which wait for it (databases.go); announced
+	// says it is set.
+	reading   atomic.Pointer[dbMap]
+	announced bool
 
 	// blk is the connection's part in blocking commands (blocking.go).
 	blk blockState
@@ -89,7 +101,24 @@ type conn struct {
 	watched    []watchedKey
 	watchDirty atomic.Bool
 
-	scratch []byte // engine keys and values under construction
+	// db is the selected database (SELECT); scratch builds engine keys
+	// and values in its namespace (useDB).
+	db      int
+	scratch keyBuf
+
+	// replies is CLIENT REPLY's mode; unmuted is the connection's writer
+	// while a command's replies are silenced (cmd_client.go).
+	replies replyMode
+	unmuted *resp.Writer
+	// state holds the flags CLIENT LIST shows (stateMulti …); queued,
+	// nsub and npsub its multi, sub and psub counts.
+	state               atomic.Uint32
+	queued, nsub, npsub atomic.Int64
+
+	// notes are the keyspace events of writes not yet committed
+	// (notify.go).
+	notes []keyEvent
+
 	elemBuf []byte // collection element keys under construction
 	nameBuf []byte // lower-cased command names
 
@@ -108,8 +137,8 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	c := &conn{s: s, nc: nc, id: id, created: time.Now(), batch: s.ks.newBatch()}
 	c.rd = resp.NewReader(connReader{c}, resp.Limits{MaxBulkLen: cfg.ProtoMaxBulkLen, MaxMultibulkLen: cfg.MaxMultibulkLen})
 	c.wr = resp.NewWriter(countingWriter{c})
-	c.authed = cfg.RequirePass == ""
-	c.rd.SetAuthRequired(!c.authed)
+	c.user.Store(s.acl.byDefault)
+	c.setAuthed(s.acl.authenticates())
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	return c
@@ -286,6 +315,8 @@ func lingerClose(nc net.Conn) {
 }
 
 func (c *conn) close() {
+	c.doneReading() // a handler that panicked may have left it set
+	c.unmonitor()
 	c.unwatchAll()
 	c.unsubscribeAll()
 	c.closeView()

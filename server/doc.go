@@ -19,12 +19,14 @@
 //     messages, flushes the replies, and only then blocks on the network.
 //     Pipelined commands therefore share write(2) calls, and no reply
 //     waits for later input.
-//   - Pipelined writes of commands flagged pipeDefer (today SET without
-//     NX, XX, GET or KEEPTTL) join the connection's pending batch
-//     (pipeline.go); it commits as one engine batch before any other
-//     command of the connection runs and before the loop reads again, and
-//     their replies are released only after it did, so the batching is
-//     invisible to clients except in speed.
+//   - Pipelined writes (every write whose keys its table entry locates,
+//     command.deferrable) join the connection's pending batch
+//     (pipeline.go), each reading its keys with the pending writes on
+//     top; it commits as one engine batch before any other command of the
+//     connection runs and before the loop reads again, holding the
+//     stripes of its keys until then, and their replies are released only
+//     after it did, so the batching is invisible to clients except in
+//     speed.
 //   - The connection loop knows no command by name: a command's table
 //     entry (its handler and pipe flags) decides how it runs, and every
 //     engine read and write goes through the keyspace (keyspace.go), so a

@@ -50,9 +50,25 @@ func (d *dumper) grow() bool {
 func (ks *keyspace) dumpValue(r lsmgo.Reader, key []byte, e entry, limit int64) ([]byte, error) {
 	d := &dumper{limit: limit}
 	var err error
-	if e.typ == typeString {
+	switch e.typ {
+	case typeString:
 		d.out = rdb.AppendString(append(d.out, rdb.TypeString), e.payload)
-	} else {
+	case typeFragString:
+		// A long bitmap (fragstring.go) is a string to Redis: its bytes
+		// whole, zeros included.
+		var m collMeta
+		var val []byte
+		if m, err = decodeMeta(key, e); err == nil && m.count > limit {
+			err = errDumpTooBig
+		}
+		if err == nil {
+			val, err = ks.readFragString(r, key, m)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.out = rdb.AppendString(append(d.out, rdb.TypeString), val)
+	default:
 		var m collMeta
 		if m, err = decodeMeta(key, e); err != nil {
 			return nil, err
@@ -66,6 +82,8 @@ func (ks *keyspace) dumpValue(r lsmgo.Reader, key []byte, e entry, limit int64) 
 			err = ks.dumpZSet(r, d, key, m)
 		case typeList:
 			err = ks.dumpList(r, d, key, m)
+		case typeFragString:
+			err = ks.dumpFragString(r, d, key, m)
 		default:
 			// A new type (streams) adds its case here and in restoreValue.
 			return nil, redisError(fmt.Sprintf("ERR DUMP does not serialize %s values yet", typeNames[e.typ]))
@@ -81,6 +99,19 @@ func (ks *keyspace) dumpValue(r lsmgo.Reader, key []byte, e entry, limit int64) 
 		return nil, err
 	}
 	return rdb.Seal(d.out), nil
+}
+
+// dumpFragString writes a string stored in fragments (fragstring.go)
+// as the one string it is.
+func (ks *keyspace) dumpFragString(r lsmgo.Reader, d *dumper, key []byte, m collMeta) error {
+	if m.count > d.limit {
+		return errDumpTooBig
+	}
+	s, err := ks.readFragString(r, key, m)
+	if err == nil {
+		d.out = rdb.AppendString(append(d.out, rdb.TypeString), s)
+	}
+	return err
 }
 
 // countMismatch reports a collection whose elements disagree with the

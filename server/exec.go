@@ -22,16 +22,16 @@ func (c *conn) execute(args [][]byte) {
 	if cmd == nil || cmd.pipe&pipeView == 0 {
 		c.closeView()
 	}
-	if cmd != nil && c.mayDefer(cmd, args) {
-		c.runDeferring(cmd, args)
-		return
+	deferring := cmd != nil && c.mayDefer(cmd, args)
+	if !deferring {
+		c.commitPending()
+		// Messages published before this command was read go out
+		// before its reply, as in Redis, where PUBLISH fills the
+		// subscribers' output buffers at once: the connection may have
+		// read the command before the publisher's wake-up reached it.
+		c.deliverPushes(c.inputEnd())
 	}
-	c.commitPending()
-	// Messages published before this command was read go out before its
-	// reply, as in Redis, where PUBLISH fills the subscribers' output
-	// buffers at once: the connection may have read the command before
-	// the publisher's wake-up reached it.
-	c.deliverPushes(c.inputEnd())
+	defer c.unmuteReplies(c.muteReplies())
 	if cmd == nil {
 		c.s.metrics.unknownCommands.Inc()
 		c.reject(nil, unknownCommand(args))
@@ -60,6 +60,12 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgNoAuth)
 		return
 	}
+	if p := c.perms(); !p.unrestricted {
+		if msg := c.aclRefusal(p, cmd, args, c.aclContext()); msg != "" {
+			c.reject(cmd, msg)
+			return
+		}
+	}
 	if c.refusedBusy(cmd) {
 		return
 	}
@@ -71,15 +77,27 @@ func (c *conn) execute(args [][]byte) {
 		c.reject(cmd, msgSubscribedOnly(cmd))
 		return
 	}
+	if c.tx != nil && cmd.flags&flagNoMulti != 0 {
+		c.reject(cmd, "ERR Command not allowed inside a transaction")
+		return
+	}
+	// Fed as received, as Redis does: a queued command when queued,
+	// EXEC before the commands it runs.
+	c.feedMonitors(cmd, args, "")
 	if c.tx != nil && cmd.pipe&pipeNoQueue == 0 {
 		c.queue(cmd, args)
 		c.mark = time.Now()
 		c.lastActive.Store(c.mark.UnixNano())
 		return
 	}
+	c.s.pause.wait(cmd, c.s.done)
+	if deferring {
+		c.runDeferring(cmd, args)
+		return
+	}
 	if cmd.pipe&pipeView != 0 && c.view == nil && c.rd.Buffered() > 0 {
 		// Without a view (the DB closing) reads go to the DB.
-		c.view, _ = c.s.ks.newView()
+		_ = c.openView()
 	}
 	c.run(cmd, args)
 	// The clients blocked on keys this command filled are served once it
@@ -95,33 +113,40 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	c.failed = false
 	c.depth++
 	defer c.recoverHandler(cmd)
+	c.useDB()
 	c.touchKeys(cmd, args)
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
 	}
+	if c.depth == 1 {
+		c.doneReading()
+	}
 	now := time.Now()
 	c.mark = now
-	if c.pending.deferred {
-		c.pending.deferred = false
-		c.pending.add(cmd, start)
+	if c.pending.open {
+		c.pending.add(cmd, start, c.failed)
 		return
 	}
 	c.finished(cmd, args, now.Sub(start), c.failed)
+	c.flushNotes()
 }
 
 // reader is what the running command reads through: inside EXEC, the
-// transaction's state with its writes so far on top; the pipeline's view
-// when the command is a pipeView read inside a pipeline; else the DB's
-// newest state. A command that reads commits the pipeline's pending
-// writes first (leaveDeferring), so that it sees them.
+// transaction's state with its writes so far on top; for a write deferred
+// in a pipeline, the state with the pending writes on top
+// (pendingReader); the pipeline's view when the command is a pipeView
+// read inside a pipeline; else the DB's newest state.
 func (c *conn) reader() lsmgo.Reader {
-	c.leaveDeferring()
+	if c.pending.open {
+		return c.pendingReader()
+	}
 	if c.exec != nil {
 		return c.exec.overlay
 	}
 	if c.view != nil {
 		return c.view
 	}
+	c.useDBToRead()
 	return c.s.ks.latest()
 }
 
@@ -129,7 +154,7 @@ func (c *conn) reader() lsmgo.Reader {
 func (c *conn) closeView() {
 	if c.view != nil {
 		c.view.Close()
-		c.view = nil
+		c.view, c.viewDBs = nil, nil
 	}
 }
 
@@ -152,6 +177,12 @@ func (c *conn) inExec() bool { return c.exec != nil }
 func (c *conn) reject(cmd *command, msg string) {
 	if cmd != nil {
 		c.s.cmdStats[cmd.id].rejected.Add(1)
+	}
+	if len(c.pending.cmds) > 0 {
+		// A command that would have deferred: the replies pending
+		// before it go first.
+		c.commitPending()
+		c.deliverPushes(c.inputEnd())
 	}
 	c.s.errors.count(msg)
 	if c.tx != nil {
@@ -208,7 +239,7 @@ func (c *conn) commit() error {
 		c.batch.Reset()
 		return c.exec.batch.Err()
 	}
-	err := c.s.ks.apply(c.batch)
+	err := c.apply(c.batch)
 	c.batch.Reset()
 	return err
 }
@@ -218,13 +249,12 @@ func (c *conn) commit() error {
 // pipeline's view; the caller defers the returned func. Without a view
 // (the DB closing) reads go to the DB.
 func (c *conn) pin() func() {
-	if c.view != nil || c.inExec() {
+	if c.view != nil || c.inExec() || c.pending.open {
 		return func() {}
 	}
-	v, err := c.s.ks.newView()
-	if err != nil {
+	if c.openView() != nil {
 		return func() {}
 	}
-	c.view = v
+	c.useDB()
 	return c.closeView
 }

@@ -31,8 +31,8 @@ const (
 	fragIndexLen  = 4
 )
 
-func fragIndexKey(dst, userKey []byte, version uint64, index int64) []byte {
-	dst = elemsKey(dst, userKey, version)
+func fragIndexKey(dst, userKey []byte, m collMeta, index int64) []byte {
+	dst = elemsKey(dst, userKey, m)
 	return binary.BigEndian.AppendUint32(dst, uint32(index))
 }
 
@@ -136,8 +136,8 @@ func (ks *keyspace) newFragEdit(r lsmgo.Reader, userKey []byte, m collMeta) *fra
 
 // newFragString starts a new, empty fragmented string at userKey, with a
 // version of its own, that will expire at expireAt's time (v.expireAt).
-func (ks *keyspace) newFragString(r lsmgo.Reader, userKey []byte, v stringValue) (*fragEdit, error) {
-	m, err := ks.newColl(typeFragString)
+func (ks *keyspace) newFragString(r lsmgo.Reader, ns nsID, userKey []byte, v stringValue) (*fragEdit, error) {
+	m, err := ks.newColl(ns, typeFragString)
 	if err != nil {
 		return nil, err
 	}
@@ -228,11 +228,11 @@ func allZero(b []byte) bool {
 }
 
 // flush adds the staged fragments and the metadata to b.
-func (e *fragEdit) flush(b *lsmgo.Batch, scratch *[]byte) {
+func (e *fragEdit) flush(b *lsmgo.Batch, kb *keyBuf) {
 	var buf, val []byte
 	for _, i := range e.order {
 		f := bytes.TrimRight(e.dirty[i], "\x00")
-		buf = fragIndexKey(buf, e.userKey, e.m.version, i)
+		buf = fragIndexKey(buf, e.userKey, e.m, i)
 		switch {
 		case len(f) > 0:
 			skip := len(f) - len(bytes.TrimLeft(f, "\x00"))
@@ -242,7 +242,7 @@ func (e *fragEdit) flush(b *lsmgo.Batch, scratch *[]byte) {
 			b.Delete(buf)
 		}
 	}
-	e.ks.putColl(b, scratch, e.userKey, e.m)
+	e.ks.putColl(b, kb, e.userKey, e.m)
 }
 
 // decodeFrag decodes the stored fragment i of m at userKey: the string's

@@ -161,6 +161,15 @@ func TestFragStringModel(t *testing.T) {
 				if typ := cl.Type(ctx, k).Val(); typ != "string" {
 					fail(step, "TYPE", typ, "string")
 				}
+				// DUMP gives a string's payload, whatever its storage.
+				payload, err := cl.Dump(ctx, k).Result()
+				if err == nil {
+					err = cl.RestoreReplace(ctx, "restored", 0, payload).Err()
+				}
+				got, _ := cl.Get(ctx, "restored").Bytes()
+				if err != nil || !bytes.Equal(got, m) {
+					fail(step, "GET of DUMP/RESTORE length", fmt.Sprint(len(got), err), len(m))
+				}
 			}
 		default:
 			if rng.IntN(3) == 0 {
@@ -247,7 +256,7 @@ func TestSparseBitmap(t *testing.T) {
 	}
 	// The fragments of the key: at most one per bit set.
 	ks := &s.ks
-	v, _, err := ks.getStringRef(ks.latest(), new([]byte), []byte("sparse"))
+	v, _, err := ks.getStringRef(ks.latest(), new(keyBuf), []byte("sparse"))
 	if err != nil || v.frag == nil {
 		t.Fatalf("not fragmented: %v", err)
 	}

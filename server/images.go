@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
 
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
@@ -29,8 +32,11 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		Anonymous:           anonymous[r.ImagesAnonymous],
 		Tokens:              imageTokens(r),
 		UploadRate:          float64(r.ImagesUploadRate),
-		UploadBurst:         4 * max(1, r.ImagesUploadRate),
+		UploadBurst:         r.ImagesUploadBurst,
+		TokenUploadRate:     float64(r.ImagesTokenUploadRate),
+		TokenUploadBurst:    r.ImagesTokenUploadBurst,
 		MaxUploadsPerClient: r.ImagesUploadsPerClient,
+		CORSOrigins:         splitList(r.ImagesCORSOrigins),
 		UploadQueueWait:     r.ImagesUploadQueueWait,
 		MinUploadRate:       r.ImagesMinUploadRate,
 		MinUploadRateWindow: r.ImagesMinUploadRateWindow,
@@ -39,6 +45,17 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		S3SecretKey:         r.S3SecretKey,
 		Registerer:          s.metrics.registry,
 	})
+}
+
+// imageFilter reclaims the bytes of expired images; the engine expires
+// keys by its default clock, time.Now.
+var imageFilter = imgbed.NewCompactionFilter(time.Now)
+
+// newDBFilter is the DB's compaction filter: the image host's for image
+// keys, the collections' for the rest (each keeps what it does not own).
+func newDBFilter(state lsmgo.Reader) lsmgo.CompactionFilter {
+	images, elems := imageFilter(state), newElemFilter(state)
+	return lsmgo.CompactionFilterFunc(func(k []byte) bool { return images.Drop(k) || elems.Drop(k) })
 }
 
 // imageTokens are the image host's tokens under c: image-tokens, and the
@@ -75,4 +92,15 @@ func parseImageTokens(v string) ([]imgbed.Token, error) {
 func checkImageTokens(v string) error {
 	_, err := parseImageTokens(v)
 	return err
+}
+
+// splitList reads a comma-separated setting, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for e := range strings.SplitSeq(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -15,6 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 )
 
 // upload posts a PNG to the server's image host and returns the status and
@@ -127,7 +130,7 @@ func TestImageHost(t *testing.T) {
 func TestImageUploadRate(t *testing.T) {
 	var buf bytes.Buffer
 	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 8, 8)))
-	const n = 30 // more than the default burst
+	const n = imgbed.DefaultUploadBurst + 10
 	for _, rate := range []int{-1, 5} {
 		s := startServer(t, func(c *Config) { c.ImagesUploadRate = rate })
 		refused := 0
@@ -211,4 +214,65 @@ func TestImageUploadSlotSettings(t *testing.T) {
 	}
 	stall.CloseWithError(errors.New("test over"))
 	<-stalled
+}
+
+// TestImageCORSSetting: images-cors-origins reaches the image host, whose
+// preflight answer names the allowed origin.
+func TestImageCORSSetting(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.ImagesCORSOrigins = " https://a.example , https://b.example" })
+	req, _ := http.NewRequest("OPTIONS", "http://"+s.HTTPAddr()+"/api/v1/upload", nil)
+	req.Header.Set("Origin", "https://b.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://b.example" {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestImageExpiryReclaimed: the server's DB runs the image host's
+// compaction filter next to its own, so the bytes of an image that
+// expired are gone after a compaction.
+func TestImageExpiryReclaimed(t *testing.T) {
+	s := startServer(t, nil)
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 9, 7)))
+	req, _ := http.NewRequest("POST", "http://"+s.HTTPAddr()+"/api/v1/upload", bytes.NewReader(buf.Bytes()))
+	req.Header.Set("Content-Type", "image/png")
+	req.Header.Set("X-Expiration", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	chunks := func() int {
+		it, err := s.db.NewIter(&lsmgo.IterOptions{LowerBound: []byte("iC"), UpperBound: []byte("iD")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		return n
+	}
+	if chunks() == 0 {
+		t.Fatal("no chunk stored")
+	}
+	time.Sleep(1100 * time.Millisecond)
+	for range 2 { // chunks first, then their metadata
+		if err := s.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Compact(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := chunks(); n != 0 {
+		t.Fatalf("%d chunks of an expired image after a compaction", n)
+	}
 }

@@ -198,6 +198,11 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	errs, _ := s.errors.totals()
 	field(b, "total_error_replies", errs)
 	field(b, "total_command_panics", st.panics.Load())
+	denied := &s.acl.log.denied
+	field(b, "acl_access_denied_auth", denied[aclDeniedAuth].Load())
+	field(b, "acl_access_denied_cmd", denied[aclDeniedCommand].Load())
+	field(b, "acl_access_denied_key", denied[aclDeniedKey].Load())
+	field(b, "acl_access_denied_channel", denied[aclDeniedChannel].Load())
 	return nil
 }
 
@@ -316,23 +321,27 @@ func (s *Server) infoReplication(b *strings.Builder) error {
 	return nil
 }
 
-// infoKeyspace counts keys and expiring keys by iterating the keyspace.
-// avg_ttl is reported as 0: it would need every expiry decoded.
+// infoKeyspace counts keys and expiring keys of each database by
+// iterating it. avg_ttl is reported as 0: it would need every expiry
+// decoded.
 func (s *Server) infoKeyspace(b *strings.Builder) error {
-	var keys, expires int64
-	err := s.ks.scanKeys(s.ks.latest(), nil, nil, func(_ []byte, _ byte, exp bool) bool {
-		keys++
-		if exp {
-			expires++
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
 	b.WriteString("# Keyspace\r\n")
-	if keys > 0 {
-		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", keys, expires)
+	dbs := s.ks.dbs.Load()
+	for db := range s.databases {
+		var keys, expires int64
+		err := s.ks.scanKeys(s.ks.latest(), dbs.ns[db], nil, nil, func(_ []byte, _ byte, exp bool) bool {
+			keys++
+			if exp {
+				expires++
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if keys > 0 {
+			fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, keys, expires)
+		}
 	}
 	return nil
 }

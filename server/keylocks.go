@@ -86,10 +86,16 @@ func allStripes(set lockSet) lockSet {
 // lock takes the stripes of every step-th key in keys and returns what to
 // pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.
 func (c *conn) lock(keys [][]byte, step int) lockSet {
-	c.leaveDeferring()
+	if c.pending.open && c.lockDeferred(keys, step) {
+		// Held until the pending batch commits: no SWAPDB or FLUSHDB,
+		// which take every stripe, comes in between.
+		c.useDB()
+		return nil
+	}
 	if c.inExec() {
 		return nil
 	}
+	c.doneReading()
 	locks := c.s.ks.locks
 	set := c.stripes[:0]
 	for i := 0; i < len(keys); i += step {
@@ -97,6 +103,7 @@ func (c *conn) lock(keys [][]byte, step int) lockSet {
 	}
 	set = set.lock(locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 
@@ -106,29 +113,38 @@ func (c *conn) lockAll() lockSet {
 	if c.inExec() {
 		return nil
 	}
+	c.doneReading()
 	set := allStripes(c.stripes).lock(c.s.ks.locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 
 func (c *conn) unlock(set lockSet) {
+	if set == nil {
+		return // nothing taken, or held by the pending batch
+	}
 	set.unlock(c.s.ks.locks)
 	c.stripes = set[:0]
 }
 
 // lockBlind takes key's stripe shared, for a write that reads nothing
-// (see keyLocks); unlockBlind releases it. A write that may join the
-// pipeline's pending batch takes nothing now: the commit holds the stripe.
+// (see keyLocks); unlockBlind releases it. A write deferred in a pipeline
+// leaves it to the pending batch, which holds it until its commit.
 func (c *conn) lockBlind(key []byte) lockSet {
 	if c.inExec() {
 		return nil
 	}
-	if c.pending.open {
-		c.pending.stripes = c.pending.stripes.add(c.s.ks.locks, key)
+	if c.pending.open && c.lockBlindDeferred(key) {
+		// Held until the pending batch commits: no SWAPDB or FLUSHDB,
+		// which take every stripe, comes in between.
+		c.useDB()
 		return nil
 	}
+	c.doneReading()
 	set := c.stripes[:0].add(c.s.ks.locks, key).lockShared(c.s.ks.locks)
 	c.stripes = set
+	c.useDB()
 	return set
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -14,13 +15,18 @@ import (
 // The server's keyspace inside the engine (doc/server.md has the layout;
 // internal/keylayout names every prefix and its owner):
 //
-//	engine key            engine value
-//	'k' + user key        header byte + payload
-//	"m" + name            server metadata, such as the format version
+//	engine key                     engine value
+//	'k' + user key                 header byte + payload (namespace 0)
+//	'n' + ns (4, BE) + user key    the same, in namespace ns >= 1
+//	"m" + name                     server metadata, such as the format version
+//
+// Each database (SELECT) is a namespace (databases.go); a command builds
+// its keys through a keyBuf, which carries the namespace of the database
+// it runs in.
 //
 // The header's low 7 bits name the Redis type ('s' for string, payload =
 // the string; 'h' for a hash, 'S' for a set, 'l' for a list and 'z' for
-// a sorted set, payload = collection metadata) and its high
+// a sorted set, 'x' for a stream, payload = collection metadata) and its high
 // bit says the entry carries an engine expiry, so INFO can count expiring
 // keys while iterating without decoding the engine's expiry. Every Redis
 // type keeps its metadata under its 'k' key, so one iteration over the 'k'
@@ -28,7 +34,6 @@ import (
 // their elements in the 'e' range (collection.go).
 const (
 	dataPrefix = keylayout.Data
-	dataEnd    = dataPrefix + 1
 	typeString = 's'
 	typeHash   = 'h'
 	typeSet    = 'S'
@@ -48,17 +53,32 @@ const (
 // typeNames are the names TYPE replies with, by header type; decodeHeader
 // refuses a header whose type is not here.
 var typeNames = [128]string{typeString: "string", typeHash: "hash", typeSet: "set", typeList: "list", typeZSet: "zset",
-	typeFragString: "string"}
+	typeFragString: "string", typeStream: "stream"}
 
-// dataKey appends the engine key of userKey to dst.
-func dataKey(dst, userKey []byte) []byte {
-	dst = append(dst[:0], dataPrefix)
+// dataKey appends the engine key of userKey in namespace ns to dst.
+func dataKey(dst []byte, ns nsID, userKey []byte) []byte {
+	dst = appendNS(dst[:0], dataPrefix, keylayout.NSData, ns)
 	return append(dst, userKey...)
+}
+
+// dataBounds returns the bounds of namespace ns's data keys.
+func dataBounds(ns nsID) (lower, upper []byte) {
+	lower = appendNS(nil, dataPrefix, keylayout.NSData, ns)
+	return lower, prefixEnd(lower)
+}
+
+// keyBuf builds the engine keys of one namespace: a command's are those
+// of the database it runs in (conn.useDB), so that the keyspace's
+// methods, given the buffer, need no namespace of their own.
+type keyBuf struct {
+	ns nsID
+	b  []byte
 }
 
 // entry is a decoded 'k' entry of any type: its header type, the payload
 // after the header, and the engine expiry.
 type entry struct {
+	ns       nsID // where it was read
 	typ      byte
 	payload  []byte
 	expireAt time.Time // zero: no expiry
@@ -87,6 +107,11 @@ type keyspace struct {
 	versions *versionClock
 	reclaim  *reclaimer // nil in tests that build a bare keyspace
 	watches  watchRegistry
+	// dbs maps databases to namespaces (databases.go).
+	dbs atomic.Pointer[dbMap]
+	// expiries announces expired keys (expiry_events.go); nil in tests
+	// that build a bare keyspace.
+	expiries *expiryWatch
 }
 
 // latest is the reader of the DB's newest state.
@@ -100,10 +125,17 @@ func (ks *keyspace) newView() (*lsmgo.View, error) { return ks.db.NewView() }
 func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
 
 // apply commits b atomically, after marking the clients that watch a key
-// it writes (WATCH): every write of the keyspace passes here.
+// it writes (WATCH), and shows it to the expiry watch once committed:
+// every write of the keyspace passes here.
 func (ks *keyspace) apply(b *lsmgo.Batch) error {
-	ks.watches.touch(b)
-	return ks.db.Apply(b, nil)
+	ks.watches.touch(b, ks.dbs.Load())
+	if err := ks.db.Apply(b, nil); err != nil {
+		return err
+	}
+	if ks.expiries != nil && ks.expiries.on.Load() {
+		ks.expiries.observe(ks.db, b)
+	}
+	return nil
 }
 
 // checkFormat stamps a new directory with the keyspace format version and
@@ -122,10 +154,10 @@ func (ks *keyspace) checkFormat(dir string) error {
 }
 
 // getEntry reads the entry at userKey through r, whatever its type; ok is
-// false when it is absent. scratch is reused for the engine key.
-func (ks *keyspace) getEntry(r lsmgo.Reader, scratch *[]byte, userKey []byte) (e entry, ok bool, err error) {
-	*scratch = dataKey(*scratch, userKey)
-	raw, expireAt, err := r.GetWithExpiry(*scratch)
+// false when it is absent. kb builds the engine key.
+func (ks *keyspace) getEntry(r lsmgo.Reader, kb *keyBuf, userKey []byte) (e entry, ok bool, err error) {
+	kb.b = dataKey(kb.b, kb.ns, userKey)
+	raw, expireAt, err := r.GetWithExpiry(kb.b)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return e, false, nil
 	}
@@ -136,13 +168,14 @@ func (ks *keyspace) getEntry(r lsmgo.Reader, scratch *[]byte, userKey []byte) (e
 		return e, false, err
 	}
 	e.expireAt = expireAt
+	e.ns = kb.ns
 	return e, true, nil
 }
 
 // typeOf returns the Redis type name of the value at userKey, read through
 // r: "none" when it is absent.
-func (ks *keyspace) typeOf(r lsmgo.Reader, scratch *[]byte, userKey []byte) (string, error) {
-	e, ok, err := ks.getEntry(r, scratch, userKey)
+func (ks *keyspace) typeOf(r lsmgo.Reader, kb *keyBuf, userKey []byte) (string, error) {
+	e, ok, err := ks.getEntry(r, kb, userKey)
 	if !ok || err != nil {
 		return "none", err
 	}
@@ -151,14 +184,15 @@ func (ks *keyspace) typeOf(r lsmgo.Reader, scratch *[]byte, userKey []byte) (str
 
 // exists reports whether userKey holds a live value of any type, read
 // through r.
-func (ks *keyspace) exists(r lsmgo.Reader, scratch *[]byte, userKey []byte) (bool, error) {
-	_, ok, err := ks.getEntry(r, scratch, userKey)
+func (ks *keyspace) exists(r lsmgo.Reader, kb *keyBuf, userKey []byte) (bool, error) {
+	_, ok, err := ks.getEntry(r, kb, userKey)
 	return ok, err
 }
 
-// putEntry adds a write of e at userKey to b, with e's expiry.
-func (ks *keyspace) putEntry(b *lsmgo.Batch, scratch *[]byte, userKey []byte, e entry) {
-	buf := dataKey(*scratch, userKey)
+// putEntry adds a write of e at userKey, in kb's namespace, to b, with
+// e's expiry.
+func (ks *keyspace) putEntry(b *lsmgo.Batch, kb *keyBuf, userKey []byte, e entry) {
+	buf := dataKey(kb.b, kb.ns, userKey)
 	k := len(buf)
 	header := e.typ
 	if !e.expireAt.IsZero() {
@@ -171,13 +205,13 @@ func (ks *keyspace) putEntry(b *lsmgo.Batch, scratch *[]byte, userKey []byte, e 
 	} else {
 		b.SetWithExpiry(buf[:k], buf[k:], e.expireAt)
 	}
-	*scratch = trimScratch(buf)
+	kb.b = trimScratch(buf)
 }
 
 // deleteKey adds a deletion of userKey to b.
-func (ks *keyspace) deleteKey(b *lsmgo.Batch, scratch *[]byte, userKey []byte) {
-	*scratch = dataKey(*scratch, userKey)
-	b.Delete(*scratch)
+func (ks *keyspace) deleteKey(b *lsmgo.Batch, kb *keyBuf, userKey []byte) {
+	kb.b = dataKey(kb.b, kb.ns, userKey)
+	b.Delete(kb.b)
 }
 
 // trimScratch drops a scratch buffer that a large value grew, so an idle
@@ -189,22 +223,23 @@ func trimScratch(b []byte) []byte {
 	return b[:0]
 }
 
-// scanKeys calls fn with each live user key in [from, to), read through
-// r, its type and whether it expires, in order, until fn returns false. A
-// nil to means the end of the keyspace. The key passed to fn is valid only
-// during the call.
-func (ks *keyspace) scanKeys(r lsmgo.Reader, from, to []byte, fn func(userKey []byte, typ byte, expires bool) bool) error {
-	lower := dataKey(nil, from)
-	upper := []byte{dataEnd}
+// scanKeys calls fn with each live user key of namespace ns in [from,
+// to), read through r, its type and whether it expires, in order, until
+// fn returns false. A nil to means the end of the namespace. The key
+// passed to fn is valid only during the call.
+func (ks *keyspace) scanKeys(r lsmgo.Reader, ns nsID, from, to []byte, fn func(userKey []byte, typ byte, expires bool) bool) error {
+	lower := dataKey(nil, ns, from)
+	_, upper := dataBounds(ns)
 	if to != nil {
-		upper = dataKey(nil, to)
+		upper = dataKey(nil, ns, to)
 	}
+	n := len(dataKey(nil, ns, nil))
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		userKey := it.Key()[1:]
+		userKey := it.Key()[n:]
 		typ, _, err := decodeHeader(userKey, it.Value())
 		if err != nil {
 			it.Close()
@@ -218,11 +253,12 @@ func (ks *keyspace) scanKeys(r lsmgo.Reader, from, to []byte, fn func(userKey []
 }
 
 // randomKey picks a random position between the first and last keys and
-// returns the user key at or after it; ok is false when the keyspace is
+// returns the user key at or after it; ok is false when namespace ns is
 // empty. Keys that follow large gaps in the key order are picked more
 // often; Redis' own pick is not uniform either. It reads through r.
-func (ks *keyspace) randomKey(r lsmgo.Reader) (key []byte, ok bool, err error) {
-	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: []byte{dataPrefix}, UpperBound: []byte{dataEnd}})
+func (ks *keyspace) randomKey(r lsmgo.Reader, ns nsID) (key []byte, ok bool, err error) {
+	lower, upper := dataBounds(ns)
+	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, false, err
 	}
@@ -239,7 +275,7 @@ func (ks *keyspace) randomKey(r lsmgo.Reader) (key []byte, ok bool, err error) {
 	if err := it.Error(); err != nil {
 		return nil, false, err
 	}
-	return bytes.Clone(it.Key()[1:]), true, nil
+	return bytes.Clone(it.Key()[len(lower):]), true, nil
 }
 
 // randomBetween returns a random key k with first <= k <= last (given

@@ -21,7 +21,7 @@ func TestStringLimitFromEngine(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.Dir = dir })
 	c := newClient(t, s, 2, nil)
 	ctx := context.Background()
-	if max := s.ks.maxString([]byte("sr")); max < s.config().ProtoMaxBulkLen {
+	if max := s.ks.maxString(0, []byte("sr")); max < s.config().ProtoMaxBulkLen {
 		t.Fatalf("with value separation the engine takes %d bytes at a key, less than proto-max-bulk-len", max)
 	}
 	if err := c.Do(ctx, "setrange", "sr", 512<<20, "x").Err(); err == nil || !strings.Contains(err.Error(), "string exceeds maximum allowed size") {
@@ -53,11 +53,11 @@ func TestStringLimitFromEngine(t *testing.T) {
 	defer db.Close()
 	ks := &keyspace{db: db}
 	key := []byte("sr")
-	if got, want := ks.maxString(key), int64(lsmgo.MaxEntrySize-len(key)-2); got != want {
+	if got, want := ks.maxString(0, key), int64(lsmgo.MaxEntrySize-len(key)-2); got != want {
 		t.Fatalf("maxString without separation = %d, want %d", got, want)
 	}
 	b := db.NewBatch()
-	b.Set(dataKey(nil, key), make([]byte, 1+ks.maxString(key)+1))
+	b.Set(dataKey(nil, 0, key), make([]byte, 1+ks.maxString(0, key)+1))
 	if err := b.Err(); !errors.Is(err, lsmgo.ErrValueTooLarge) {
 		t.Fatalf("engine accepted a string one byte over maxString: %v", err)
 	}

@@ -31,7 +31,7 @@ import (
 
 // slotKey appends to dst the engine key of slot of the list m at key.
 func slotKey(dst, key []byte, m collMeta, slot int64) []byte {
-	dst = elemsKey(dst, key, m.version)
+	dst = elemsKey(dst, key, m)
 	return binary.BigEndian.AppendUint64(dst, uint64(slot)^1<<63)
 }
 

@@ -20,7 +20,7 @@ import (
 // returns the elements in list order (nil when the key is absent).
 func listLayout(t *testing.T, s *Server, key string) []string {
 	t.Helper()
-	raw, err := s.DB().Get(dataKey(nil, []byte(key)))
+	raw, err := s.DB().Get(dataKey(nil, 0, []byte(key)))
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return nil
 	}
@@ -35,7 +35,7 @@ func listLayout(t *testing.T, s *Server, key string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := elemsKey(nil, []byte(key), m.version)
+	prefix := elemsKey(nil, []byte(key), m)
 	it, err := s.DB().NewIter(&lsmgo.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		t.Fatal(err)

@@ -41,9 +41,10 @@ func (c *conn) recoverHandler(cmd *command) {
 		"addr", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(p.value), "stack", string(p.stack))
 	// Whatever the handler had written to its batch, or a transaction to
 	// its overlay, is dropped unapplied. Its stripe locks were released by
-	// the handlers' deferred unlocks as the panic unwound.
+	// the handlers' deferred unlocks as the panic unwound, or, when it ran
+	// deferring in a pipeline, by abandonPending.
 	c.batch.Reset()
-	c.dropPending()
+	c.abandonPending()
 	c.exec = nil
 	c.tx = nil
 	// Close before anything is flushed: the buffered reply may be cut

@@ -147,6 +147,7 @@ func subscribe(pattern bool) handler {
 				}
 				set[c] = struct{}{}
 				h.mu.Unlock()
+				c.countSubs()
 			}
 			c.subReply(kind, name, c.sub.count())
 		}
@@ -183,6 +184,14 @@ func unsubscribe(pattern bool) handler {
 		}
 		return nil
 	}
+}
+
+// countSubs publishes the connection's subscription counts for CLIENT
+// LIST and CLIENT KILL TYPE pubsub.
+func (c *conn) countSubs() {
+	c.nsub.Store(int64(len(c.sub.channels)))
+	c.npsub.Store(int64(len(c.sub.patterns)))
+	c.setState(statePubsub, c.sub.count() > 0)
 }
 
 func (c *conn) subCount() int {
@@ -223,6 +232,7 @@ func (c *conn) unsubscribeOne(pattern bool, name []byte) {
 		delete(*hubSet, string(name))
 	}
 	h.mu.Unlock()
+	c.countSubs()
 }
 
 // unsubscribeAll ends every subscription: RESET, and a closing
@@ -237,14 +247,15 @@ func (c *conn) unsubscribeAll() {
 
 // subReply writes a (un)subscribe confirmation: a push in RESP3.
 func (c *conn) subReply(kind string, name []byte, count int) {
-	c.wr.PushHeader(3)
-	c.wr.BulkString(kind)
+	w := c.pushOut()
+	w.PushHeader(3)
+	w.BulkString(kind)
 	if name == nil {
-		c.wr.Null()
+		w.Null()
 	} else {
-		c.wr.Bulk(name)
+		w.Bulk(name)
 	}
-	c.wr.Int(int64(count))
+	w.Int(int64(count))
 }
 
 func cmdPublish(c *conn, _ *command, args [][]byte) error {
@@ -256,7 +267,8 @@ func cmdPublish(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
-// publish delivers msg on channel, sent by the connection from, to its
+// publish delivers msg on channel, sent by the connection from (nil for
+// the server's own messages: keyspace events of expiry), to its
 // subscribers and to those of matching patterns, and returns how many
 // deliveries it made.
 func (h *pubsubHub) publish(from *conn, channel, msg []byte) int64 {
@@ -319,7 +331,7 @@ func encodeMessage(proto int, parts ...[]byte) []byte {
 // them unsubscribed (dropUnsubscribed). So, as in Redis, an UNSUBSCRIBE
 // that arrived before a PUBLISH is run first.
 func (c *conn) push(from *conn, msg []byte, pattern bool, name string) {
-	s := from.s
+	s := c.s
 	var arrived int64
 	if c == from {
 		arrived = c.inputEnd() - 1 // published by the command running
@@ -424,7 +436,7 @@ func (c *conn) deliverPushes(limit int64) {
 	}
 	sub.inflight += len(q)
 	sub.mu.Unlock()
-	c.wr.Raw(q)
+	c.pushOut().Raw(q)
 	sub.mu.Lock()
 	if sub.spare == nil && cap(q) <= 64<<10 {
 		sub.spare = q[:0]

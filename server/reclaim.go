@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 )
 
 // Reclaiming the elements of deleted collections (doc/server.md,
@@ -26,51 +27,88 @@ import (
 // of ten thousand elements and more, not for a small hash.
 const reclaimMinElems = 10_000
 
-// elemFilter is the server's CompactionFilter: it drops an element entry
-// when its collection's metadata, read in the state the engine gives, is
-// absent (deleted, expired), holds no collection, or holds another
-// version. Versions never repeat for a key, so such an element is dead in
-// every later state too, as the engine requires; and every command writes
-// a collection's metadata in the batch of its elements, so the state
-// never holds an element without the metadata that makes it live.
+// elemFilter is the server's CompactionFilter. It drops every key of a
+// namespace that no database maps to any more in the state the engine
+// gives (FLUSHDB, FLUSHALL: databases.go); ids are never reused, so such
+// a key is dead in every later state too, as the engine requires.
+//
+// It also drops an element entry when its collection's metadata, read in
+// that state, is absent (deleted, expired), holds no collection, or holds
+// another version. Versions never repeat for a key, so such an element is
+// dead in every later state too; and every command writes a collection's
+// metadata in the batch of its elements, so the state never holds an
+// element without the metadata that makes it live.
 //
 // The elements of one collection version are adjacent in key order, so
 // the filter keeps the verdict of the last version it judged: one
 // metadata read per run of elements, not per element. Keeping a "live"
 // verdict for the rest of the run only keeps entries longer.
 type elemFilter struct {
-	state   lsmgo.Reader
-	prefix  []byte // 'e' + length + user key + version last judged
+	state lsmgo.Reader
+	// dbs is the map of databases in state; nil when there is none or
+	// it could not be read, and then no namespace is judged dead.
+	dbs     *dbMap
+	prefix  []byte // the element prefix (namespace, key, version) last judged
 	dead    bool
 	scratch []byte
 }
 
 func newElemFilter(state lsmgo.Reader) lsmgo.CompactionFilter {
-	return &elemFilter{state: state}
+	dbs, _ := readDBMap(state) // unreadable: keep every namespace
+	return &elemFilter{state: state, dbs: dbs}
+}
+
+// deadNS reports whether namespace ns was handed out and no database maps
+// to it any more.
+func (f *elemFilter) deadNS(ns nsID) bool {
+	return f.dbs != nil && ns < f.dbs.next && !f.dbs.live(ns)
 }
 
 // Drop implements lsmgo.CompactionFilter.
 func (f *elemFilter) Drop(key []byte) bool {
-	if len(key) < 5 || key[0] != elemPrefix {
+	if len(key) == 0 {
 		return false
 	}
-	n := int(binary.BigEndian.Uint32(key[1:5]))
-	if len(key)-5-8 < n {
+	var ns nsID
+	head := 1 // bytes before the key length
+	switch key[0] {
+	case dataPrefix:
+		return f.deadNS(0)
+	case keylayout.NSData:
+		return len(key) >= 5 && f.deadNS(nsID(binary.BigEndian.Uint32(key[1:5])))
+	case elemPrefix:
+	case keylayout.NSElem:
+		if len(key) < 5 {
+			return false
+		}
+		ns, head = nsID(binary.BigEndian.Uint32(key[1:5])), 5
+	default:
+		return false
+	}
+	if f.deadNS(ns) {
+		return true
+	}
+	if len(key) < head+4 {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(key[head:]))
+	if len(key)-head-4-8 < n {
 		return false // not an element key of this layout: keep it
 	}
-	prefix := key[:5+n+8]
+	prefix := key[:head+4+n+8]
 	if bytes.Equal(prefix, f.prefix) {
 		return f.dead
 	}
 	f.prefix = append(f.prefix[:0], prefix...)
-	f.dead = f.judge(key[5:5+n], binary.BigEndian.Uint64(prefix[5+n:]))
+	f.dead = f.judge(ns, key[head+4:head+4+n], binary.BigEndian.Uint64(prefix[head+4+n:]))
 	return f.dead
 }
 
-// judge reads the metadata at userKey and says whether elements of
-// version are dead. A read error keeps them: only certainty drops.
-func (f *elemFilter) judge(userKey []byte, version uint64) bool {
-	f.scratch = dataKey(f.scratch, userKey)
+// judge reads the metadata at userKey in namespace ns and says whether
+// elements of version are dead. A read error keeps them: only certainty
+// drops.
+func (f *elemFilter) judge(ns nsID, userKey []byte, version uint64) bool {
+	f.scratch = dataKey(f.scratch, ns, userKey)
 	raw, err := f.state.Get(f.scratch)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return true
@@ -186,15 +224,15 @@ func (ks *keyspace) reclaimDeleted(userKey []byte, e entry) {
 	if err != nil || elemsOf(m) < reclaimMinElems {
 		return
 	}
-	prefix := elemsKey(nil, userKey, m.version)
+	prefix := elemsKey(nil, userKey, m)
 	ks.reclaim.add(prefix, prefixEnd(prefix))
 }
 
 // elemCount returns the element count of the collection at userKey, or 0
 // when there is none or it cannot be read: a hint for reclaiming, not
 // worth failing a command for.
-func (ks *keyspace) elemCount(scratch *[]byte, userKey []byte) int64 {
-	e, ok, err := ks.getEntry(ks.latest(), scratch, userKey)
+func (ks *keyspace) elemCount(kb *keyBuf, userKey []byte) int64 {
+	e, ok, err := ks.getEntry(ks.latest(), kb, userKey)
 	if !ok || err != nil || e.typ == typeString {
 		return 0
 	}
@@ -214,11 +252,27 @@ func elemsOf(m collMeta) int64 {
 	return m.count
 }
 
-// reclaimAll has every element range compacted in the background, after
-// FLUSHALL deleted the metadata of collections holding reclaimMinElems
-// elements or more in all.
-func (ks *keyspace) reclaimAll() {
-	if ks.reclaim != nil {
-		ks.reclaim.add([]byte{elemPrefix}, []byte{elemPrefix + 1})
+// reclaimNamespace has namespace ns, which no database maps to any more,
+// compacted in the background when it holds reclaimMinElems keys and
+// elements or more: it counts no further, so FLUSHDB stays cheap.
+func (ks *keyspace) reclaimNamespace(ns nsID) {
+	if ks.reclaim == nil {
+		return
 	}
+	var n int64
+	kb := &keyBuf{ns: ns}
+	err := ks.scanKeys(ks.latest(), ns, nil, nil, func(key []byte, typ byte, _ bool) bool {
+		n++
+		if typ != typeString {
+			n += ks.elemCount(kb, key)
+		}
+		return n < reclaimMinElems
+	})
+	if err != nil || n < reclaimMinElems {
+		return
+	}
+	lo, hi := dataBounds(ns)
+	ks.reclaim.add(lo, hi)
+	lo = appendNS(nil, elemPrefix, keylayout.NSElem, ns)
+	ks.reclaim.add(lo, prefixEnd(lo))
 }

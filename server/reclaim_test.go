@@ -22,7 +22,7 @@ func TestElemFilter(t *testing.T) {
 	defer db.Close()
 	ks := &keyspace{db: db}
 	b := db.NewBatch()
-	var scratch []byte
+	var scratch keyBuf
 	ks.putColl(b, &scratch, []byte("live"), collMeta{typ: typeHash, version: 7, count: 1})
 	ks.putString(b, &scratch, []byte("str"), stringValue{val: []byte("v")})
 	if err := db.Apply(b, nil); err != nil {
@@ -30,17 +30,18 @@ func TestElemFilter(t *testing.T) {
 	}
 	reads := 0
 	f := newElemFilter(countingReader{db, &reads})
+	reads = 0 // the map of databases, read once
 	for _, tc := range []struct {
 		key  []byte
 		drop bool
 	}{
-		{elemKey(nil, []byte("live"), 7, []byte("a")), false},
-		{elemKey(nil, []byte("live"), 7, []byte("b")), false}, // same run: no read
-		{elemKey(nil, []byte("live"), 6, []byte("a")), true},  // older version
-		{elemKey(nil, []byte("gone"), 7, []byte("a")), true},  // no metadata
-		{elemKey(nil, []byte("gone"), 7, []byte("b")), true},  // same run: no read
-		{elemKey(nil, []byte("str"), 1, []byte("a")), true},   // overwritten by a string
-		{[]byte("klive"), false},                              // metadata is never dropped
+		{elemKey(nil, []byte("live"), collMeta{version: 7}, []byte("a")), false},
+		{elemKey(nil, []byte("live"), collMeta{version: 7}, []byte("b")), false}, // same run: no read
+		{elemKey(nil, []byte("live"), collMeta{version: 6}, []byte("a")), true},  // older version
+		{elemKey(nil, []byte("gone"), collMeta{version: 7}, []byte("a")), true},  // no metadata
+		{elemKey(nil, []byte("gone"), collMeta{version: 7}, []byte("b")), true},  // same run: no read
+		{elemKey(nil, []byte("str"), collMeta{version: 1}, []byte("a")), true},   // overwritten by a string
+		{[]byte("klive"), false}, // metadata is never dropped
 		{[]byte("mversions"), false},
 		{[]byte("e\x00\x00\x00\x09short"), false}, // not an element key: kept
 	} {

@@ -35,7 +35,7 @@ func (st *setting) shown(c *Config) string {
 }
 
 // redactArgs returns the arguments of cmd as the slow log may keep them:
-// passwords of AUTH and HELLO AUTH, and the values CONFIG SET gives
+// passwords of AUTH and HELLO AUTH, ACL SETUSER's rules, and the values CONFIG SET gives
 // secret settings, become redactedMarker. args is not modified.
 func redactArgs(cmd *command, args [][]byte) [][]byte {
 	var hide []int
@@ -50,6 +50,12 @@ func redactArgs(cmd *command, args [][]byte) [][]byte {
 				hide = append(hide, i+1, i+2)
 				i += 2
 			}
+		}
+	case "acl|setuser":
+		// Its rules may hold clear passwords (>pass, <pass); Redis
+		// hides them all.
+		for i := 3; i < len(args); i++ {
+			hide = append(hide, i)
 		}
 	case "migrate":
 		for i := 6; i < len(args) && !is(args[i], "KEYS"); i++ {

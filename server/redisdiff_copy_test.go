@@ -9,8 +9,8 @@ func init() { diffGroups = append(diffGroups, diffGroup{"copy-object", 3, diffCo
 // that only SET writes: Redis' answer for a string depends on how it was
 // written (APPEND and SETRANGE leave "raw"), and for a collection on its
 // size, where this server answers by the value alone (doc/server.md,
-// "OBJECT"). DB indexes other than 0 exist in Redis only, so COPY ... DB
-// gets 0 and indexes that both refuse.
+// "OBJECT"). COPY ... DB between databases is diffDatabases'; here it
+// gets the index of database 0 and indexes that both refuse.
 func diffCopyObject(g *diffGen) diffCmd {
 	obj := g.pick("obj0", "obj1", "obj2")
 	switch g.rng.IntN(8) {

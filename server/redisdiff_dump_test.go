@@ -127,6 +127,9 @@ func randomDumpValues(rng interface{ IntN(int) int }) []dumpTestValue {
 	add("list with a 20 KiB element", func(key string) [][]string {
 		return [][]string{{"RPUSH", key, "a", strings.Repeat("x", 20<<10), "b"}}
 	})
+	add("bitmap past 64 KiB (fragments here)", func(key string) [][]string {
+		return [][]string{{"SETBIT", key, "1000000", "1"}, {"SETBIT", key, "7", "1"}}
+	})
 	add("hash with a long value", func(key string) [][]string { return [][]string{{"HSET", key, "f", strings.Repeat("v", 100)}} })
 	return out
 }

@@ -58,6 +58,7 @@ func TestSortRedis(t *testing.T) {
 		}
 		both(zadd...)
 		both("SET", "str", "x")
+		both("SETBIT", "n_apple", "600000", "1") // past 64 KiB: fragments here
 		both("HSET", "h_x", "f", "1")
 		both("SET", "w_9", "not a number")
 

@@ -238,7 +238,7 @@ func runDiff(t *testing.T, seed uint64, proto, perSeed int, ours, theirs *diffCo
 				// The commands that touched the failing command's keys.
 				var recent strings.Builder
 				for _, h := range history[max(0, len(history)-1000):] {
-					if len(h.args) < 2 || slices.Contains(cmd.args[1:], h.args[1]) || h.args[0] == "FLUSHALL" ||
+					if len(h.args) < 2 || slices.Contains(cmd.args[1:], h.args[1]) || slices.Contains([]string{"FLUSHALL", "FLUSHDB", "SELECT", "SWAPDB"}, h.args[0]) ||
 						len(h.args) > 2 && slices.Contains(cmd.args[1:], h.args[2]) {
 						fmt.Fprintf(&recent, "  %q\n", h.args)
 					}

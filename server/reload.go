@@ -120,6 +120,13 @@ func (s *Server) setLocked(values map[string]string) error {
 	if next.ReplicaOf != prev.ReplicaOf {
 		s.follow(replicaAddr(next.ReplicaOf))
 	}
+	if on := next.NotifyKeyspaceEvents.expiredOn(); on != prev.NotifyKeyspaceEvents.expiredOn() {
+		s.ks.expiries.turn(&s.ks, on)
+	}
+	s.acl.log.trim(next.ACLLogMaxLen)
+	if next.RequirePass != prev.RequirePass {
+		s.acl.setDefaultPassword(next.RequirePass)
+	}
 	if next.MaxConcurrentCompactions != prev.MaxConcurrentCompactions {
 		s.db.SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
 	}

@@ -35,7 +35,7 @@ type restorer struct {
 // restoreValue decodes the serialized value body (rdb.Open's result) and
 // adds to b the writes that make it the value at key, expiring at
 // expireAt (zero: never). Strings longer than maxString are refused.
-func (ks *keyspace) restoreValue(b *lsmgo.Batch, scratch *[]byte, key, body []byte, expireAt time.Time, maxString int64) error {
+func (ks *keyspace) restoreValue(b *lsmgo.Batch, kb *keyBuf, key, body []byte, expireAt time.Time, maxString int64) error {
 	r := rdb.NewReader(body, maxDecoded)
 	t, err := r.Byte()
 	if err != nil {
@@ -49,7 +49,7 @@ func (ks *keyspace) restoreValue(b *lsmgo.Batch, scratch *[]byte, key, body []by
 		if int64(len(s)) > maxString {
 			return errStringTooBig
 		}
-		ks.putString(b, scratch, key, stringValue{val: s, expireAt: expireAt})
+		ks.putString(b, kb, key, stringValue{val: s, expireAt: expireAt})
 		return nil
 	}
 	typ, ok := restoredType(t)
@@ -60,7 +60,7 @@ func (ks *keyspace) restoreValue(b *lsmgo.Batch, scratch *[]byte, key, body []by
 		}
 		return errBadRDB
 	}
-	m, err := ks.newColl(typ)
+	m, err := ks.newColl(kb.ns, typ)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (ks *keyspace) restoreValue(b *lsmgo.Batch, scratch *[]byte, key, body []by
 		return errBadRDB // Redis refuses empty collections and odd pairs
 	}
 	rs.m.expireAt = expireAt
-	ks.putColl(b, scratch, key, rs.m)
+	ks.putColl(b, kb, key, rs.m)
 	return nil
 }
 

@@ -50,7 +50,7 @@ func FuzzRestore(f *testing.F) {
 	}
 	ks := &keyspace{db: db, versions: vc}
 	restoreDump := func(key, body []byte) ([]byte, error) {
-		var scratch []byte
+		var scratch keyBuf
 		b := db.NewBatch()
 		if err := ks.restoreValue(b, &scratch, key, body, time.Time{}, 1<<20); err != nil {
 			return nil, err

@@ -195,6 +195,14 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	ks := &c.s.ks
 	sc := &c.s.scripts
 	own := !c.inExec()
+	c.doneReading() // before the stripes: see databases.go
+	// A script starts in its caller's database, and its SELECT does not
+	// change the caller's (Redis 7).
+	defer func(db int) {
+		if c.db != db {
+			c.selectDB(db)
+		}
+	}(c.db)
 	if own {
 		sc.enter(ks.locks)
 		defer sc.leave(ks.locks)
@@ -211,13 +219,18 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	reply, stopped := sc.call(c, r, caller, run)
 	if stopped && own {
 		c.exec.batch.Reset()
+		c.dropNotes()
 	}
 	if own {
 		b := c.exec.batch
 		if b.Count() > 0 || b.Err() != nil {
-			if err := ks.apply(b); err != nil {
+			if err := c.apply(b); err != nil {
+				c.dropNotes()
 				return err
 			}
+		}
+		if c.exec.dbs != nil && !stopped {
+			c.publishDBs(c.s.ks.dbs.Load(), c.exec.dbs)
 		}
 	}
 	if bytes.HasPrefix(reply, []byte("-")) {
@@ -371,6 +384,11 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 	if notInScripts[cmd.name] {
 		return scriptError(luascript.ErrNotAllowed)
 	}
+	if p := c.perms(); !p.unrestricted {
+		if msg := c.aclRefusal(p, cmd, args, aclCtxLua); msg != "" {
+			return scriptError(msg)
+		}
+	}
 	if cmd.flags&flagWrite != 0 {
 		if sc.readOnly {
 			return scriptError(luascript.ErrWriteReadOnly)
@@ -385,6 +403,7 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 	io.call.Reset()
 	io.callW.SetProtocol(proto)
 	c.wr = io.callW
+	c.feedMonitors(cmd, args, "lua")
 	c.run(cmd, args)
 	io.callW.Flush()
 	c.wr, c.failed = out, failed

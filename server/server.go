@@ -28,11 +28,13 @@ const Version = "7.2.0"
 // Server is a running lsmgo server: the engine, the RESP listener and the
 // optional HTTP listener. Start creates one; Shutdown stops it.
 type Server struct {
-	base      Config // as given to Start, before the file and overrides
-	logLevel  slog.LevelVar
-	log       *slog.Logger
-	db        *lsmgo.DB
-	ks        keyspace
+	base     Config // as given to Start, before the file and overrides
+	logLevel slog.LevelVar
+	log      *slog.Logger
+	db       *lsmgo.DB
+	ks       keyspace
+	// databases is how many databases SELECT offers, fixed at start.
+	databases int
 	cursors   cursorTable
 	scripts   scripting
 	blocked   blockRegistry
@@ -76,15 +78,25 @@ type Server struct {
 	stats  serverStats
 	errors errorStats
 	pubsub pubsubHub
+	// pause is CLIENT PAUSE's (pause.go).
+	pause pauseState
+	// monitors are the MONITOR clients (monitor.go).
+	monitors monitorSet
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
 	backups backups
 	// repl is replication, either role (replication.go).
 	repl replication
+	// acl holds the ACL users and the ACL LOG.
+	acl aclUsers
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+	// shutdownAsked is closed when a client's SHUTDOWN starts the
+	// shutdown (cmd_shutdown.go).
+	shutdownAsked     chan struct{}
+	shutdownAskedOnce sync.Once
 }
 
 // serverStats are the counters INFO reports.
@@ -107,9 +119,13 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		base: cfg, fileCfg: r, startTime: time.Now(), runID: newRunID(), build: BuildInfo(),
-		clients: map[uint64]*conn{}, done: make(chan struct{}),
+		clients: map[uint64]*conn{}, done: make(chan struct{}), shutdownAsked: make(chan struct{}),
 	}
 	s.cfg.Store(&r)
+	s.acl.init(r.RequirePass)
+	if _, err := s.acl.loadFile(r.ACLFile, r.ACLPubsubDefault == "allchannels"); err != nil {
+		return nil, fmt.Errorf("lsmgo server: %w", err)
+	}
 	out := cfg.LogOutput
 	if out == nil {
 		out = os.Stderr
@@ -125,13 +141,14 @@ func Start(cfg Config) (*Server, error) {
 		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
 		Logger:                   s.log.With("component", "engine"),
 		FS:                       cfg.FS,
-		NewCompactionFilter:      newElemFilter,
+		NewCompactionFilter:      newDBFilter,
 		OnCommit:                 s.onCommit,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log)}
+	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log),
+		expiries: newExpiryWatch(s.publishExpired)}
 	if err := s.initReplication(); err != nil {
 		s.ks.reclaim.stop()
 		s.db.Close()
@@ -169,7 +186,12 @@ func (s *Server) start(r *Config) error {
 	if err := s.ks.checkFormat(r.Dir); err != nil {
 		return err
 	}
-	var err error
+	dbs, err := s.ks.loadDBs(r.Databases)
+	if err != nil {
+		return err
+	}
+	s.ks.dbs.Store(dbs)
+	s.databases = r.Databases
 	if s.ks.versions, err = newVersionClock(s.db); err != nil {
 		return fmt.Errorf("lsmgo server: collection versions: %w", err)
 	}
@@ -194,9 +216,14 @@ func (s *Server) start(r *Config) error {
 			return err
 		}
 	}
-	s.bgWG.Add(2)
+	s.ks.expiries.turn(&s.ks, r.NotifyKeyspaceEvents.expiredOn())
+	s.bgWG.Add(3)
 	go s.acceptLoop()
 	go s.returnMemoryLoop()
+	go func() {
+		defer s.bgWG.Done()
+		s.ks.expiries.loop(&s.ks, s.done)
+	}()
 	if s.httpSrv != nil {
 		s.bgWG.Add(1)
 		go func() {

@@ -108,3 +108,52 @@ func TestShutdownDeadlineSlowReaders(t *testing.T) {
 		t.Fatalf("Shutdown took %v with shutdown-timeout %v", took, timeout)
 	}
 }
+
+// TestShutdownCommand: SHUTDOWN's refusals, as Redis 7.2 words them, and
+// SHUTDOWN NOSAVE stopping a script past busy-reply-threshold (its write
+// dropped) and the server.
+func TestShutdownCommand(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, func(c *Config) { c.Dir = dir; c.BusyReplyThreshold = 50 * time.Millisecond })
+	ctx := context.Background()
+	c := newClient(t, s, 2, nil)
+	runSteps(t, c, []step{
+		{args: []any{"SHUTDOWN", "ABORT"}, err: "ERR No shutdown in progress."},
+		{args: []any{"SHUTDOWN", "ABORT", "NOW"}, err: "ERR syntax error"},
+		{args: []any{"SHUTDOWN", "NOSAVE", "SAVE"}, err: "ERR syntax error"},
+		{args: []any{"SHUTDOWN", "LATER"}, err: "ERR syntax error"},
+		{args: []any{"EVAL", "redis.call('shutdown')", "0"}, err: "ERR This Redis command is not allowed from script script: cdb5184be0f53f08a17009f409630498804bd128, on @user_script:1."},
+	})
+	r := dialRaw(t, s)
+	r.send("MULTI\r\nSHUTDOWN\r\nEXEC\r\n")
+	for _, want := range []string{"+OK\r\n", "-ERR Command not allowed inside a transaction\r\n", "-EXECABORT Transaction discarded because of previous errors.\r\n"} {
+		eq(t, "SHUTDOWN in MULTI", r.reply(), want)
+	}
+
+	script := newClient(t, s, 2, nil)
+	done := make(chan error, 1)
+	go func() {
+		done <- script.Eval(ctx, "redis.call('set', 'w', 1) while true do end", nil).Err()
+	}()
+	waitFor(t, "BUSY", func() bool {
+		err := c.Get(ctx, "x").Err()
+		return err != nil && strings.HasPrefix(err.Error(), "BUSY ")
+	})
+	eq(t, "SHUTDOWN during a script", c.Shutdown(ctx).Err().Error(), msgBusyScript)
+	if err := c.ShutdownNoSave(ctx).Err(); err != nil {
+		t.Fatalf("SHUTDOWN NOSAVE during a script: %v", err)
+	}
+	select {
+	case <-s.ShutdownAsked():
+	case <-time.After(10 * time.Second):
+		t.Fatal("SHUTDOWN NOSAVE did not start the shutdown")
+	}
+	if err := <-done; err == nil {
+		t.Error("the script stopped by SHUTDOWN NOSAVE answered no error")
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown after SHUTDOWN: %v", err)
+	}
+	s = startServer(t, func(c *Config) { c.Dir = dir })
+	eq(t, "the stopped script's write", newClient(t, s, 2, nil).Exists(ctx, "w").Val(), int64(0))
+}

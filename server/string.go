@@ -28,8 +28,8 @@ func (v stringValue) length() int64 {
 
 // getStringRef reads the string at userKey through r as getString does,
 // except that a fragmented string comes back unread: frag set, val nil.
-func (ks *keyspace) getStringRef(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
-	e, ok, err := ks.getEntry(r, scratch, userKey)
+func (ks *keyspace) getStringRef(r lsmgo.Reader, kb *keyBuf, userKey []byte) (v stringValue, ok bool, err error) {
+	e, ok, err := ks.getEntry(r, kb, userKey)
 	if !ok || err != nil {
 		return v, false, err
 	}
@@ -49,8 +49,8 @@ func (ks *keyspace) getStringRef(r lsmgo.Reader, scratch *[]byte, userKey []byte
 // getString reads the string at userKey through r, a fragmented one
 // whole; ok is false when it is absent, and err is errWrongType when the
 // key holds another type.
-func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (v stringValue, ok bool, err error) {
-	v, ok, err = ks.getStringRef(r, scratch, userKey)
+func (ks *keyspace) getString(r lsmgo.Reader, kb *keyBuf, userKey []byte) (v stringValue, ok bool, err error) {
+	v, ok, err = ks.getStringRef(r, kb, userKey)
 	if ok && v.frag != nil {
 		v.val, err = ks.readFragString(r, userKey, *v.frag)
 	}
@@ -62,15 +62,15 @@ func (ks *keyspace) getString(r lsmgo.Reader, scratch *[]byte, userKey []byte) (
 // the value's header byte. Every string write checks it before the write
 // reaches a batch, so that no command the server accepted fails in the
 // engine (and one oversized SET cannot fail a batch of pipelined ones).
-func (ks *keyspace) maxString(userKey []byte) int64 {
-	return ks.db.MaxValueLen(1+len(userKey)) - 1
+func (ks *keyspace) maxString(ns nsID, userKey []byte) int64 {
+	return ks.db.MaxValueLen(len(dataKey(nil, ns, nil))+len(userKey)) - 1
 }
 
-// putString adds a write of the string v at userKey to b. scratch is
-// reused to build the key and the encoded value; Batch copies both. The
+// putString adds a write of the string v at userKey to b. kb builds
+// the key and the encoded value; Batch copies both. The
 // caller has checked v against maxString.
-func (ks *keyspace) putString(b *lsmgo.Batch, scratch *[]byte, userKey []byte, v stringValue) {
-	ks.putEntry(b, scratch, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
+func (ks *keyspace) putString(b *lsmgo.Batch, kb *keyBuf, userKey []byte, v stringValue) {
+	ks.putEntry(b, kb, userKey, entry{typ: typeString, payload: v.val, expireAt: v.expireAt})
 }
 
 // get reads the string at key through the command's reader.
@@ -113,7 +113,7 @@ func (c *conn) putFragString(key []byte, v stringValue) error {
 	if int64(len(v.val)) > c.s.config().ProtoMaxBulkLen {
 		return errStringTooBig
 	}
-	e, err := c.s.ks.newFragString(c.reader(), key, v)
+	e, err := c.s.ks.newFragString(c.reader(), c.scratch.ns, key, v)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (c *conn) putFragString(key []byte, v stringValue) error {
 // maxStringLen is the longest string a command may leave at key: Redis'
 // proto-max-bulk-len, or less where the engine's entry limit is lower.
 func (c *conn) maxStringLen(key []byte) int64 {
-	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(key))
+	return min(c.s.config().ProtoMaxBulkLen, c.s.ks.maxString(c.scratch.ns, key))
 }
 
 // bulkOrNull replies with v's value, or null when the key is absent.

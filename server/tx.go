@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
@@ -71,10 +72,13 @@ type queued struct {
 }
 
 // execState is a running EXEC's: the batch that collects its commands'
-// writes and the reader that shows them over the locked state.
+// writes and the reader that shows them over the locked state, and the
+// map of databases its commands changed (SWAPDB, FLUSHDB), nil if none,
+// published once the batch commits.
 type execState struct {
 	batch   *lsmgo.Batch
 	overlay *lsmgo.Overlay
+	dbs     *dbMap
 }
 
 func cmdMulti(c *conn, _ *command, _ [][]byte) error {
@@ -82,6 +86,8 @@ func cmdMulti(c *conn, _ *command, _ [][]byte) error {
 		return redisError("ERR MULTI calls can not be nested")
 	}
 	c.tx = &transaction{}
+	c.queued.Store(0)
+	c.setState(stateMulti, true)
 	c.ok()
 	return nil
 }
@@ -102,6 +108,7 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		return
 	}
 	c.tx.cmds = append(c.tx.cmds, q)
+	c.queued.Add(1)
 	c.wr.SimpleString("QUEUED")
 }
 
@@ -143,6 +150,7 @@ func cmdDiscard(c *conn, _ *command, _ [][]byte) error {
 // discard ends the transaction, if any, and forgets the watched keys.
 func (c *conn) discard() {
 	c.tx = nil
+	c.setState(stateMulti, false)
 	c.unwatchAll()
 }
 
@@ -155,6 +163,7 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	if tx.aborted {
 		return redisError("EXECABORT Transaction discarded because of previous errors.")
 	}
+	c.doneReading() // before the stripes: see databases.go
 	locks := c.s.ks.locks
 	held := c.txLocks(tx).lock(locks)
 	defer held.unlock(locks)
@@ -180,17 +189,26 @@ func cmdExec(c *conn, _ *command, _ [][]byte) error {
 	c.wr.SetProtocol(out.Protocol())
 	c.wr.ArrayHeader(len(tx.cmds))
 	for _, q := range tx.cmds {
+		if msg := c.aclChangedSinceQueued(q.cmd, q.args); msg != "" {
+			c.fail(msg)
+			continue
+		}
 		c.run(q.cmd, q.args)
 	}
 	c.failed = false // EXEC itself fails only as a whole, below
 	c.wr.Flush()
 	proto := c.wr.Protocol() // a queued HELLO may have changed it
+	st := c.exec
 	c.wr, c.exec = out, nil
 	c.wr.SetProtocol(proto)
 	if batch.Count() > 0 || batch.Err() != nil {
-		if err := c.s.ks.apply(batch); err != nil {
+		if err := c.apply(batch); err != nil {
+			c.dropNotes()
 			return err
 		}
+	}
+	if st.dbs != nil {
+		c.publishDBs(c.s.ks.dbs.Load(), st.dbs)
 	}
 	c.wr.Raw(buf.Bytes())
 	return nil
@@ -225,38 +243,48 @@ func (c *conn) txLocks(tx *transaction) lockSet {
 	return set
 }
 
-// watchedKey is a key this client watches, and whether it held a value
-// when WATCH read it: a value gone by EXEC without a write having marked
-// the client has expired meanwhile.
+// watchedKey is a key this client watches in database db, under its
+// name in the watch registry (watchKey), and whether it held a value when
+// WATCH read it: a value gone by EXEC without a write having marked the
+// client has expired meanwhile.
 type watchedKey struct {
 	key     []byte
+	db      int
+	reg     string
 	existed bool
+}
+
+// watchKey is the registry's name of key in database db.
+func watchKey(dst []byte, db int, key []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(dst[:0], uint32(db)), key...)
 }
 
 func cmdWatch(c *conn, _ *command, args [][]byte) error {
 	if c.tx != nil {
 		return redisError("ERR WATCH inside MULTI is not allowed")
 	}
+	c.useDBToRead()
 	for _, key := range args[1:] {
-		if c.watches(key) {
+		reg := string(watchKey(nil, c.db, key))
+		if c.watches(reg) {
 			continue
 		}
 		// Registered before it is read: a write in between marks the
 		// client, so no change can fall between the two.
-		c.s.ks.watches.add(c, key)
+		c.s.ks.watches.add(c, reg)
 		exists, err := c.s.ks.exists(c.s.ks.latest(), &c.scratch, key)
 		if err != nil {
 			return err
 		}
-		c.watched = append(c.watched, watchedKey{key: bytes.Clone(key), existed: exists})
+		c.watched = append(c.watched, watchedKey{key: bytes.Clone(key), db: c.db, reg: reg, existed: exists})
 	}
 	c.ok()
 	return nil
 }
 
-func (c *conn) watches(key []byte) bool {
+func (c *conn) watches(reg string) bool {
 	for _, w := range c.watched {
-		if bytes.Equal(w.key, key) {
+		if w.reg == reg {
 			return true
 		}
 	}
@@ -272,7 +300,7 @@ func cmdUnwatch(c *conn, _ *command, _ [][]byte) error {
 // unwatchAll forgets the watched keys and any change seen to them.
 func (c *conn) unwatchAll() {
 	for _, w := range c.watched {
-		c.s.ks.watches.remove(c, w.key)
+		c.s.ks.watches.remove(c, w.reg)
 	}
 	c.watched = nil
 	c.watchDirty.Store(false)
@@ -289,7 +317,7 @@ func (c *conn) watchBroken(view lsmgo.Reader) (bool, error) {
 		if !w.existed {
 			continue
 		}
-		exists, err := c.s.ks.exists(view, &c.scratch, w.key)
+		exists, err := c.s.ks.exists(view, &keyBuf{ns: c.dbs().ns[w.db]}, w.key)
 		if err != nil || !exists {
 			return !exists, err
 		}
@@ -297,71 +325,142 @@ func (c *conn) watchBroken(view lsmgo.Reader) (bool, error) {
 	return false, nil
 }
 
-// watchRegistry knows which clients watch which keys. Every batch the
-// keyspace applies passes through touch first; with no key watched that
-// costs one atomic load.
+// watchRegistry knows which clients watch which keys, by database and
+// key. Every batch the keyspace applies passes through touch first; with
+// no key watched that costs one atomic load.
 type watchRegistry struct {
 	n    atomic.Int64 // keys watched, over all clients
 	mu   sync.Mutex
 	keys map[string]map[*conn]struct{}
 }
 
-func (r *watchRegistry) add(c *conn, key []byte) {
+func (r *watchRegistry) add(c *conn, key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.keys == nil {
 		r.keys = map[string]map[*conn]struct{}{}
 	}
-	w := r.keys[string(key)]
+	w := r.keys[key]
 	if w == nil {
 		w = map[*conn]struct{}{}
-		r.keys[string(key)] = w
+		r.keys[key] = w
 	}
 	w[c] = struct{}{}
 	r.n.Add(1)
 }
 
-func (r *watchRegistry) remove(c *conn, key []byte) {
+func (r *watchRegistry) remove(c *conn, key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w := r.keys[string(key)]
+	w := r.keys[key]
 	delete(w, c)
 	if len(w) == 0 {
-		delete(r.keys, string(key))
+		delete(r.keys, key)
 	}
 	r.n.Add(-1)
 }
 
-// touch marks the clients watching a key that b writes. It runs before b
-// commits, under the writer's stripe locks, so an EXEC holding a watched
-// key's stripe sees either the mark or none of b.
-func (r *watchRegistry) touch(b *lsmgo.Batch) {
+// touch marks the clients watching a key that b writes, in the database
+// that dbs maps its namespace to. It runs before b commits, under the
+// writer's stripe locks, so an EXEC holding a watched key's stripe sees
+// either the mark or none of b; and no SWAPDB changes dbs meanwhile. (An
+// EXEC whose own SWAPDB precedes its writes is the exception: its writes
+// count in the databases of before the swap.)
+func (r *watchRegistry) touch(b *lsmgo.Batch, dbs *dbMap) {
 	if r.n.Load() == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var buf []byte
 	b.ForEachKey(func(k []byte) {
-		if key, ok := userKeyOf(k); ok {
-			for c := range r.keys[string(key)] {
+		ns, key, ok := userKeyOf(k)
+		if !ok {
+			return
+		}
+		if db := dbs.dbOf(ns); db >= 0 {
+			buf = watchKey(buf, db, key)
+			for c := range r.keys[string(buf)] {
 				c.watchDirty.Store(true)
 			}
 		}
 	})
 }
 
-// userKeyOf returns the user key an engine key belongs to: a key's
-// metadata or value, or one of its elements; ok is false for the
-// server's own entries.
-func userKeyOf(k []byte) ([]byte, bool) {
-	switch {
-	case len(k) > 0 && k[0] == dataPrefix:
-		return k[1:], true
-	case len(k) >= 5 && k[0] == elemPrefix:
-		n := binary.BigEndian.Uint32(k[1:5])
-		if uint64(n) <= uint64(len(k)-5) {
-			return k[5 : 5+n], true
+// touchWatched marks the clients watching key in the running command's
+// database, for a command that Redis counts as a change though it writes
+// nothing; the caller holds key's stripe.
+func (c *conn) touchWatched(key []byte) {
+	r := &c.s.ks.watches
+	if r.n.Load() == 0 {
+		return
+	}
+	reg := watchKey(nil, c.db, key)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for w := range r.keys[string(reg)] {
+		w.watchDirty.Store(true)
+	}
+}
+
+// touchChanged marks, after the map of databases changed from old to m,
+// the clients watching a key whose database changed and that exists in
+// its old namespace or in the one its database now has, as Redis does on
+// SWAPDB and FLUSHDB.
+func (r *watchRegistry) touchChanged(ks *keyspace, old, m *dbMap) {
+	if r.n.Load() == 0 {
+		return
+	}
+	changed := changedDBs(old, m)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for reg, clients := range r.keys {
+		db, key := int(binary.BigEndian.Uint32([]byte(reg))), []byte(reg[4:])
+		if db >= len(old.ns) {
+			continue
+		}
+		for _, in := range changed[old.ns[db]] {
+			if exists, err := ks.exists(ks.latest(), &keyBuf{ns: in}, key); exists || err != nil {
+				for c := range clients {
+					c.watchDirty.Store(true)
+				}
+				break
+			}
 		}
 	}
-	return nil, false
+}
+
+// userKeyOf returns the namespace and user key an engine key belongs to:
+// a key's metadata or value, or one of its elements; ok is false for the
+// server's own entries.
+func userKeyOf(k []byte) (nsID, []byte, bool) {
+	if len(k) == 0 {
+		return 0, nil, false
+	}
+	var ns nsID
+	switch k[0] {
+	case dataPrefix:
+		return 0, k[1:], true
+	case keylayout.NSData:
+		if len(k) >= 5 {
+			return nsID(binary.BigEndian.Uint32(k[1:5])), k[5:], true
+		}
+		return 0, nil, false
+	case elemPrefix:
+		k = k[1:]
+	case keylayout.NSElem:
+		if len(k) < 5 {
+			return 0, nil, false
+		}
+		ns, k = nsID(binary.BigEndian.Uint32(k[1:5])), k[5:]
+	default:
+		return 0, nil, false
+	}
+	if len(k) >= 4 {
+		n := binary.BigEndian.Uint32(k)
+		if uint64(n) <= uint64(len(k)-4) {
+			return ns, k[4 : 4+n], true
+		}
+	}
+	return 0, nil, false
 }

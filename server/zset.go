@@ -65,14 +65,14 @@ func decodeScore(b []byte) float64 {
 
 // zMemberKey appends to dst the engine key of member's entry in version
 // of the sorted set at userKey.
-func zMemberKey(dst, userKey []byte, version uint64, member []byte) []byte {
-	dst = append(elemsKey(dst, userKey, version), zMemberSub)
+func zMemberKey(dst, userKey []byte, m collMeta, member []byte) []byte {
+	dst = append(elemsKey(dst, userKey, m), zMemberSub)
 	return append(dst, member...)
 }
 
 // zScoreKey appends to dst the engine key of member's score index entry.
-func zScoreKey(dst, userKey []byte, version uint64, score float64, member []byte) []byte {
-	dst = append(elemsKey(dst, userKey, version), zScoreSub)
+func zScoreKey(dst, userKey []byte, m collMeta, score float64, member []byte) []byte {
+	dst = append(elemsKey(dst, userKey, m), zScoreSub)
 	dst = encodeScore(dst, score)
 	return append(dst, member...)
 }
@@ -88,7 +88,7 @@ func zsetCorrupt(userKey []byte, reason string) error {
 // zscore reads member's score in m at userKey through r; ok is false when
 // the member is absent.
 func (ks *keyspace) zscore(r lsmgo.Reader, buf *[]byte, userKey []byte, m collMeta, member []byte) (score float64, ok bool, err error) {
-	*buf = zMemberKey(*buf, userKey, m.version, member)
+	*buf = zMemberKey(*buf, userKey, m, member)
 	v, err := r.Get(*buf)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return 0, false, nil
@@ -112,20 +112,20 @@ func decodeMemberScore(userKey, v []byte) (float64, bool, error) {
 
 // zput adds to b the two entries of member with score in m at userKey.
 func (ks *keyspace) zput(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, member []byte, score float64) {
-	*buf = zMemberKey(*buf, userKey, m.version, member)
+	*buf = zMemberKey(*buf, userKey, m, member)
 	k := len(*buf)
 	*buf = encodeScore(*buf, score)
 	b.Set((*buf)[:k], (*buf)[k:])
-	*buf = zScoreKey(*buf, userKey, m.version, score, member)
+	*buf = zScoreKey(*buf, userKey, m, score, member)
 	b.Set(*buf, nil)
 }
 
 // zdelete adds to b the deletion of member, whose score is score, from m
 // at userKey.
 func (ks *keyspace) zdelete(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, member []byte, score float64) {
-	*buf = zMemberKey(*buf, userKey, m.version, member)
+	*buf = zMemberKey(*buf, userKey, m, member)
 	b.Delete(*buf)
-	*buf = zScoreKey(*buf, userKey, m.version, score, member)
+	*buf = zScoreKey(*buf, userKey, m, score, member)
 	b.Delete(*buf)
 }
 
@@ -135,6 +135,7 @@ func (ks *keyspace) zdelete(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collM
 type zIter struct {
 	it      *lsmgo.Iterator
 	userKey []byte
+	prefix  []byte  // the index's prefix
 	skip    int     // the length of the index's prefix
 	mark    popMark // the set's pop mark, which bounds the walk
 	reverse bool
@@ -159,7 +160,7 @@ func (ks *keyspace) newZIter(r lsmgo.Reader, userKey []byte, m collMeta, lower, 
 	if mark.high != nil && (upper == nil || bytes.Compare(upper, mark.high) > 0) {
 		upper = mark.high
 	}
-	prefix := append(elemsKey(nil, userKey, m.version), zScoreSub)
+	prefix := append(elemsKey(nil, userKey, m), zScoreSub)
 	o := &lsmgo.IterOptions{
 		LowerBound: append(bytes.Clone(prefix), lower...),
 		UpperBound: prefixEnd(prefix),
@@ -171,7 +172,36 @@ func (ks *keyspace) newZIter(r lsmgo.Reader, userKey []byte, m collMeta, lower, 
 	if err != nil {
 		return nil, err
 	}
-	return &zIter{it: it, userKey: userKey, skip: len(prefix), mark: mark, reverse: reverse}, nil
+	return &zIter{it: it, userKey: userKey, prefix: prefix[:len(prefix):len(prefix)], skip: len(prefix), mark: mark, reverse: reverse}, nil
+}
+
+// walkRange seeks to lower and walks forward to upper (both as for
+// newZIter, narrowed by the pop mark), calling fn with each entry until
+// it returns false; it reports whether fn asked for more. A walk opened
+// unbounded can so read several ranges with one iterator and one read
+// of the mark (zwalkRanges).
+func (z *zIter) walkRange(lower, upper []byte, fn func(score float64, member []byte) bool) bool {
+	if z.mark.low != nil && bytes.Compare(lower, z.mark.low) < 0 {
+		lower = z.mark.low
+	}
+	if z.mark.high != nil && bytes.Compare(upper, z.mark.high) > 0 {
+		upper = z.mark.high
+	}
+	for ok := z.it.SeekGE(append(z.prefix, lower...)); ok; ok = z.it.Next() {
+		k := z.it.Key()[z.skip:]
+		if bytes.Compare(k, upper) >= 0 {
+			return true
+		}
+		if len(k) < scoreLen {
+			z.err = zsetCorrupt(z.userKey, fmt.Sprintf("score index entry of %d bytes", len(k)))
+			return false
+		}
+		if !fn(decodeScore(k), k[scoreLen:]) {
+			return false
+		}
+	}
+	z.err = z.it.Error()
+	return z.err == nil
 }
 
 func (z *zIter) next() bool {
@@ -221,6 +251,23 @@ func (ks *keyspace) zwalk(r lsmgo.Reader, userKey []byte, m collMeta, lower, upp
 		return err
 	}
 	for z.next() && fn(z.score, z.member) {
+	}
+	return z.close()
+}
+
+// zwalkRanges calls fn with the entries of the score index of m at
+// userKey in each of ranges ([lower, upper) pairs, as for newZIter), range
+// after range, until fn returns false: one iterator and one read of the
+// pop mark for them all.
+func (ks *keyspace) zwalkRanges(r lsmgo.Reader, userKey []byte, m collMeta, ranges [][2][]byte, fn func(score float64, member []byte) bool) error {
+	z, err := ks.newZIter(r, userKey, m, nil, nil, false)
+	if err != nil {
+		return err
+	}
+	for _, rg := range ranges {
+		if !z.walkRange(rg[0], rg[1], fn) {
+			break
+		}
 	}
 	return z.close()
 }
@@ -276,13 +323,13 @@ func (ks *keyspace) zrank(r lsmgo.Reader, userKey []byte, m collMeta, member []b
 // Engine value: uvarint len(low), low, high.
 type popMark struct{ low, high []byte }
 
-func zMarkKey(dst, userKey []byte, version uint64) []byte {
-	return append(elemsKey(dst, userKey, version), zMarkSub)
+func zMarkKey(dst, userKey []byte, m collMeta) []byte {
+	return append(elemsKey(dst, userKey, m), zMarkSub)
 }
 
 // popMark reads the pop mark of m at userKey through r.
 func (ks *keyspace) popMark(r lsmgo.Reader, userKey []byte, m collMeta) (popMark, error) {
-	v, err := r.Get(zMarkKey(nil, userKey, m.version))
+	v, err := r.Get(zMarkKey(nil, userKey, m))
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return popMark{}, nil
 	}
@@ -305,7 +352,7 @@ func (ks *keyspace) popMark(r lsmgo.Reader, userKey []byte, m collMeta) (popMark
 
 // putPopMark adds to b the write of mark for m at userKey.
 func (ks *keyspace) putPopMark(b *lsmgo.Batch, userKey []byte, m collMeta, mark popMark) {
-	k := zMarkKey(nil, userKey, m.version)
+	k := zMarkKey(nil, userKey, m)
 	if mark.low == nil && mark.high == nil {
 		b.Delete(k)
 		return

@@ -136,7 +136,7 @@ func TestSortedSets(t *testing.T) {
 		{args: []any{"ZPOPMIN", "q", "2"}, want: []any{"a", "1", "b", "2"}},
 		{args: []any{"ZPOPMAX", "q"}, want: []any{"f", "6"}},
 	})
-	m, _, err := s.ks.getColl(s.db, new([]byte), []byte("q"), typeZSet)
+	m, _, err := s.ks.getColl(s.db, new(keyBuf), []byte("q"), typeZSet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,18 +70,6 @@ func (h *Host) identify(r *http.Request) (*Token, error) {
 	return t, nil
 }
 
-// admin returns the request's token if it is an admin token.
-func (h *Host) admin(r *http.Request) (*Token, error) {
-	t, err := h.identify(r)
-	if err != nil {
-		return nil, err
-	}
-	if t == nil || !t.Admin {
-		return nil, errAdminRequired
-	}
-	return t, nil
-}
-
 // anonymousAllowed applies Config.Anonymous to r. AnonymousAuto looks at
 // the address the connection arrived on, not at the peer: a reverse proxy
 // on the same host makes every peer loopback, but it connects to an
@@ -136,10 +124,11 @@ func newRateLimiter(rate float64, burst int) *rateLimiter {
 	return &rateLimiter{rate: rate, burst: float64(burst), buckets: make(map[string]*bucket)}
 }
 
-// allow takes one token from client's bucket.
-func (l *rateLimiter) allow(client string, now time.Time) bool {
+// allow takes one token from client's bucket. When the bucket is empty it
+// returns how long until the next token, for the client's Retry-After.
+func (l *rateLimiter) allow(client string, now time.Time) (ok bool, wait time.Duration) {
 	if l.rate < 0 {
-		return true
+		return true, 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -154,10 +143,10 @@ func (l *rateLimiter) allow(client string, now time.Time) bool {
 	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
 	if b.tokens < 1 {
-		return false
+		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 	}
 	b.tokens--
-	return true
+	return true, 0
 }
 
 func (l *rateLimiter) pruneLocked(now time.Time) {

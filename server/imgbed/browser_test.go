@@ -19,32 +19,14 @@ import (
 // checks that an admin sees the upload in the gallery. With
 // IMGBED_SCREENSHOT=path it also saves a screenshot of the page.
 func TestBrowserUpload(t *testing.T) {
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no chromium: .ci/run installs it, and CI must run the browser test")
-		}
-		t.Skip("no chromium")
-	}
 	th := newTestHost(t, Config{Tokens: testTokens})
 	file := filepath.Join(t.TempDir(), "screenshot.png")
 	data := encodePNG(t, gradient(640, 360))
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1000, 900))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-
-	step := func(what string, err error) {
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	ctx := newBrowser(t)
+	step := stepper(t)
 	step("open the page", chromedp.Do(ctx,
 		chromedp.Navigate(th.srv.URL+"/"),
 		chromedp.Evaluate[chromedp.Void](`localStorage.setItem("lsmgo-token", "root-secret")`),
@@ -75,6 +57,37 @@ func TestBrowserUpload(t *testing.T) {
 	if p := os.Getenv("IMGBED_SCREENSHOT"); p != "" {
 		if err := os.WriteFile(p, shot, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// newBrowser starts headless Chromium (Debian package chromium) for one
+// test, skipping the test where it is missing outside CI.
+func newBrowser(t *testing.T, opts ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	chrome, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no chromium: .ci/run installs it, and CI must run the browser test")
+		}
+		t.Skip("no chromium")
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1000, 900)}, opts...)...)...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// stepper returns a check that ends the test at a failed browser step.
+func stepper(t *testing.T) func(what string, err error) {
+	return func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package imgbed
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -45,10 +46,19 @@ func (h *Host) check(remote bool) error {
 		s sum
 		g gen
 	}
-	refs := make(map[sum]int64)
+	now := h.now()
+	refs := make(map[sum]int64)    // records without expiry
+	expRefs := make(map[sum]int64) // records with one
+	latest := make(map[sum]int64)  // their latest expiry
 	recent := make(map[string]bool)
 	live := make(map[genKey]blobMeta) // generations that metadata names
+	// Generations of expired blobs and their thumbnails: the compaction
+	// filter reclaims their chunks in any order, so some may be gone.
+	dead := make(map[genKey]bool)
+	deadBlob := make(map[sum]bool)
 	pending := make(map[genKey]bool)
+	records := make(map[string]*record)
+	owned := make(map[string]bool) // owner index entries the records want
 
 	err := errors.Join(
 		each(kindImage, func(k, v []byte) error {
@@ -57,8 +67,17 @@ func (h *Host) check(remote bool) error {
 				bad("record %q: %v", k, err)
 				return nil
 			}
-			refs[rec.Sum]++
+			if rec.Expires == 0 {
+				refs[rec.Sum]++
+			} else {
+				expRefs[rec.Sum]++
+				latest[rec.Sum] = max(latest[rec.Sum], rec.Expires)
+			}
 			recent[string(recentKey(rec.Created, rec.ID))] = true
+			records[rec.ID] = &rec
+			if rec.Owner != "" {
+				owned[string(ownedKey(&rec))] = true
+			}
 			return nil
 		}),
 		each(kindRecent, func(k, _ []byte) error {
@@ -79,7 +98,16 @@ func (h *Host) check(remote bool) error {
 			if m.Refs != refs[s] {
 				bad("blob %v counts %d references, %d records point at it", s, m.Refs, refs[s])
 			}
+			// Expired records are never counted down: at least as many.
+			if m.ExpRefs < expRefs[s] || m.Expires < latest[s] {
+				bad("blob %v counts %d expiring references until %d, %d records expire until %d", s, m.ExpRefs, m.Expires, expRefs[s], latest[s])
+			}
+			if !m.live(now) {
+				deadBlob[s] = true
+				dead[genKey{s, m.Gen}] = true
+			}
 			delete(refs, s)
+			delete(expRefs, s)
 			live[genKey{s, m.Gen}] = m
 			return nil
 		}),
@@ -92,6 +120,9 @@ func (h *Host) check(remote bool) error {
 			s := sum(k[:sumLen])
 			if _, err := snap.Get(blobKey(s)); err != nil {
 				bad("thumbnail %x of missing blob: %v", k, err)
+			}
+			if deadBlob[s] {
+				dead[genKey{s, m.Gen}] = true
 			}
 			live[genKey{s, m.Gen}] = m
 			return nil
@@ -108,6 +139,12 @@ func (h *Host) check(remote bool) error {
 	}
 	for s := range refs {
 		bad("records point at missing blob %v", s)
+	}
+	if err := h.checkIndexes(snap, records, owned, bad); err != nil {
+		return err
+	}
+	for s := range expRefs {
+		bad("expiring records point at missing blob %v", s)
 	}
 	for k := range recent {
 		bad("record without recent index entry %x", k)
@@ -144,7 +181,7 @@ func (h *Host) check(remote bool) error {
 			}
 			continue
 		}
-		if seen[gk] != m.chunks() {
+		if seen[gk] != m.chunks() && !(dead[gk] && seen[gk] < m.chunks()) {
 			bad("blob %v generation %x has %d of its %d chunks", gk.s, gk.g, seen[gk], m.chunks())
 		}
 	}
@@ -166,4 +203,61 @@ func (h *Host) checkRemote(s sum, m blobMeta, bad func(string, ...any)) {
 	case size != m.Size:
 		bad("blob %v generation %x in store %q holds %d bytes, want %d", s, m.Gen, m.Store, size, m.Size)
 	}
+}
+
+// checkIndexes verifies the owner index and album memberships: every
+// owned record has its entry and every entry its record; every membership
+// names an existing album and image and has its way back.
+func (h *Host) checkIndexes(snap *lsmgo.Snapshot, records map[string]*record, owned map[string]bool, bad func(string, ...any)) error {
+	each := func(kind byte, fn func(k []byte)) error {
+		lo, hi := span(key(kind))
+		it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			fn(bytes.Clone(it.Key()))
+		}
+		return it.Error()
+	}
+	backs := make(map[string]bool)
+	err := errors.Join(
+		each(kindOwned, func(k []byte) {
+			if !owned[string(k)] {
+				bad("owner index entry %q has no record", k)
+			}
+			delete(owned, string(k))
+		}),
+		each(kindMember, func(k []byte) {
+			albumID, rest, ok := bytes.Cut(k[2:], []byte{0})
+			if !ok || len(rest) < 8 {
+				bad("membership key %q", k)
+				return
+			}
+			id := string(rest[8:])
+			rec := records[id]
+			if _, err := snap.Get(albumKey(string(albumID))); err != nil || rec == nil ||
+				!bytes.Equal(k, memberKey(string(albumID), rec)) {
+				bad("membership %q: album or image missing", k)
+			}
+			backs[string(memberOfKey(id, string(albumID)))] = true
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	for k := range owned {
+		bad("record without owner index entry %q", k)
+	}
+	err = each(kindMemberOf, func(k []byte) {
+		if !backs[string(k)] {
+			bad("album membership %q has no entry in its album", k)
+		}
+		delete(backs, string(k))
+	})
+	for k := range backs {
+		bad("album membership %q has no way back from its image", k)
+	}
+	return err
 }

@@ -19,9 +19,15 @@ const (
 	DefaultUploadQueueWait      = 5 * time.Second
 	DefaultMinUploadRate        = 4 << 10 // bytes per second
 	DefaultMinUploadRateWindow  = 10 * time.Second
-	DefaultUploadRate           = 5 // uploads per second per client
-	DefaultUploadBurst          = 20
-	DefaultPageSize             = 50
+	// An anonymous client (an IP address) may send a batch of
+	// DefaultUploadBurst files at once, which covers the page's and
+	// ShareX's batches of 100, then DefaultUploadRate a second.
+	DefaultUploadRate  = 5
+	DefaultUploadBurst = 120
+	// A token gets its own, larger budget: it is a known uploader.
+	DefaultTokenUploadRate  = 20
+	DefaultTokenUploadBurst = 500
+	DefaultPageSize         = 50
 )
 
 // Anonymous says whether uploads without a token are accepted.
@@ -102,11 +108,15 @@ type Config struct {
 	// Tokens are the upload credentials; they can be replaced while
 	// running with Host.SetTokens.
 	Tokens []Token
-	// UploadRate and UploadBurst limit uploads per client (token name, or
-	// IP address for anonymous uploads) with a token bucket; a negative
-	// UploadRate disables the limit.
-	UploadRate  float64
-	UploadBurst int
+	// UploadRate and UploadBurst limit anonymous uploads per IP address
+	// with a token bucket (per second, and the batch that passes at
+	// once); TokenUploadRate and TokenUploadBurst limit each token the
+	// same way. A negative rate disables its limit. A refused upload gets
+	// 429 with the Retry-After its bucket needs to refill one upload.
+	UploadRate       float64
+	UploadBurst      int
+	TokenUploadRate  float64
+	TokenUploadBurst int
 	// ReadIdleTimeout bounds the wait for each read of an upload body;
 	// UploadTimeout bounds a whole upload. Slow clients get 408.
 	ReadIdleTimeout time.Duration
@@ -126,6 +136,12 @@ type Config struct {
 	// store. Empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else the
 	// shared AWS files (~/.aws/credentials, ~/.aws/config, AWS_PROFILE).
 	S3AccessKey, S3SecretKey string
+	// CORSOrigins are the origins (such as "https://blog.example.com", or
+	// "*" for any) whose scripts may call the API from a browser: their
+	// requests get Access-Control-Allow-Origin and preflights are
+	// answered. Empty: none, as browsers do by default. Tokens travel in
+	// headers, never cookies, so no credentials mode is offered.
+	CORSOrigins []string
 	// Registerer receives the host's Prometheus metrics; nil registers
 	// nothing.
 	Registerer prometheus.Registerer
@@ -173,6 +189,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.UploadBurst <= 0 {
 		c.UploadBurst = DefaultUploadBurst
+	}
+	if c.TokenUploadRate == 0 {
+		c.TokenUploadRate = DefaultTokenUploadRate
+	}
+	if c.TokenUploadBurst <= 0 {
+		c.TokenUploadBurst = DefaultTokenUploadBurst
 	}
 	return c
 }

@@ -18,13 +18,37 @@
 //	                                names the blob store holding them ("" the DB, "s3")
 //	"iI" id                         image record: id -> sha256, names, tokens (JSON)
 //	"iR" ^created(8) id             recent-uploads index, newest first
-//	"iQ" token name                 per-token usage (bytes and count) for quotas
+//	"iQ" token name                 per-token usage (bytes and count) of permanent images, for quotas
+//	"iE" token 0 id                 size of one expiring image of a token (quota), with its expiry
+//	"iV" id                         downloads so far of a view-limited image, with its expiry
+//	"iO" token 0 ^created(8) id     a token's images, newest first ("my uploads")
+//	"iA" album                      album: name, description, owner (JSON)
+//	"iL" token 0 ^created(8) album  a token's albums, newest first
+//	"iM" album 0 ^created(8) id     an album's images, newest upload first
+//	"iN" id 0 album                 the albums of an image, so deleting it leaves them
+//	"iZ" name                       markers of one-time upgrades ("owner-index": every record indexed)
 //
 // The content hash is the identity of the bytes: identical uploads share
 // one blob whose metadata counts its references (one per image record).
 // Each stored copy of a blob's bytes gets a random generation, so the
 // chunks of a blob being deleted and those of a new upload of the same
 // bytes never share keys.
+//
+// # Expiry
+//
+// An image with an expiry has its record, recent-index entry, view count
+// and quota entry written with that expiry as the engine's TTL: from that
+// moment they read as absent, everywhere at once, and compactions drop
+// them. Blob metadata never expires in the engine, because identical
+// uploads with other expiries share it; it counts permanent references
+// (Refs) and expiring ones (ExpRefs, with the latest expiry, Expires),
+// never counted down when an image expires. Bytes whose metadata is no
+// longer live (blobMeta.live) are reclaimed by the compaction filter
+// (NewCompactionFilter, filter.go), which drops the chunks that no live
+// metadata or pending marker names, and then metadata whose chunks are
+// gone, with no scan and no request involved. An upload of such bytes
+// before that happens stores them afresh and discards the old copy and
+// its thumbnails.
 //
 // # Blob stores
 //

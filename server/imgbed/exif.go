@@ -23,10 +23,12 @@ const exifHeadLen = 160 << 10
 // out of IFD0, so no reader finds a location, and the rest of the file is
 // untouched. stripped reports whether there was GPS data.
 func exifInfo(head []byte, strip bool) (orientation int, stripped bool) {
-	tiff := exifSegment(head)
-	if tiff == nil {
-		return 1, false
-	}
+	return tiffInfo(exifSegment(head), strip)
+}
+
+// tiffInfo is exifInfo on the TIFF data of an EXIF block, wherever the
+// container keeps it (JPEG APP1, PNG eXIf, WebP EXIF).
+func tiffInfo(tiff []byte, strip bool) (orientation int, stripped bool) {
 	var bo binary.ByteOrder
 	switch {
 	case bytes.HasPrefix(tiff, []byte("II*\x00")):

@@ -23,6 +23,17 @@ var gpsLatitude = []byte{0x30, 0, 0, 0, 1, 0, 0, 0, 0x33, 0, 0, 0, 1, 0, 0, 0, 0
 // withExif inserts an Exif APP1 segment with an orientation and a GPS IFD
 // holding gpsLatitude right after the SOI of jpg.
 func withExif(jpg []byte, orientation uint16) []byte {
+	seg := append([]byte{0xff, 0xe1, 0, 0}, "Exif\x00\x00"...)
+	seg = append(seg, gpsTIFF(orientation)...)
+	binary.BigEndian.PutUint16(seg[2:], uint16(len(seg)-2))
+	out := append([]byte{}, jpg[:2]...)
+	out = append(out, seg...)
+	return append(out, jpg[2:]...)
+}
+
+// gpsTIFF is an EXIF block (TIFF data) with an orientation and a GPS IFD
+// holding gpsLatitude.
+func gpsTIFF(orientation uint16) []byte {
 	le := binary.LittleEndian
 	tiff := []byte("II*\x00\x08\x00\x00\x00")
 	tiff = le.AppendUint16(tiff, 2)                                // IFD0: 2 entries
@@ -33,13 +44,7 @@ func withExif(jpg []byte, orientation uint16) []byte {
 	tiff = le.AppendUint16(tiff, 1)                                // GPS IFD: 1 entry
 	tiff = append(tiff, 0x02, 0x00, 5, 0, 3, 0, 0, 0, 56, 0, 0, 0) // latitude, 3 RATIONALs at 56
 	tiff = le.AppendUint32(tiff, 0)                                //
-	tiff = append(tiff, gpsLatitude...)                            //
-	seg := append([]byte{0xff, 0xe1, 0, 0}, "Exif\x00\x00"...)
-	seg = append(seg, tiff...)
-	binary.BigEndian.PutUint16(seg[2:], uint16(len(seg)-2))
-	out := append([]byte{}, jpg[:2]...)
-	out = append(out, seg...)
-	return append(out, jpg[2:]...)
+	return append(tiff, gpsLatitude...)
 }
 
 // TestGPSStripped uploads a phone-style JPEG: the stored bytes lose the

@@ -2,12 +2,17 @@ package imgbed
 
 import (
 	"bytes"
+	"crypto/md5"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
 // FuzzInspect feeds arbitrary bytes through everything an upload's bytes
 // meet before they are stored: sniffing, EXIF parsing and GPS stripping,
-// the header decoders and the structure walk. None may panic; stripping
+// the header decoders, the structure walk and the GPS stripping of every
+// container. None may panic; stripping
 // never changes the length or any byte outside the EXIF segment, and
 // stripping twice changes nothing more.
 func FuzzInspect(f *testing.F) {
@@ -16,6 +21,13 @@ func FuzzInspect(f *testing.F) {
 	f.Add(encodeGIF(f, gradient(8, 8)))
 	f.Add(encodeWebP(f, gradient(8, 8)))
 	f.Add(craftPNG(100000, 100000, 1))
+	f.Add(pngWithGPS(encodePNG(f, gradient(8, 8))))
+	f.Add(jpegWithXMP(encodeJPEG(f, gradient(8, 8))))
+	for _, name := range []string{"gradient-96x64.avif", "gradient-96x64.heic"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		head := bytes.Clone(data)
 		exifInfo(head, true)
@@ -29,11 +41,18 @@ func FuzzInspect(f *testing.F) {
 		if exifInfo(again, true); !bytes.Equal(again, head) {
 			t.Fatal("stripping is not idempotent")
 		}
+		if x := bytes.Clone(data); stripXMPGPS(x) && len(x) != len(data) {
+			t.Fatal("XMP stripping changed the length")
+		}
 		f := sniff(data[:min(len(data), sniffLen)])
 		if f == formatNone {
 			return
 		}
 		decodeConfig(f, bytes.NewReader(data))
 		checkStructure(f, bytes.NewReader(data))
+		sp := &spool{head: bytes.Clone(data), size: int64(len(data)), format: f, sha: sha256.New(), md5: md5.New()}
+		if sp.stripGPS(); len(sp.head) != len(data) {
+			t.Fatal("GPS stripping changed the length")
+		}
 	})
 }

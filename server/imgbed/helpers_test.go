@@ -38,12 +38,21 @@ type testHost struct {
 
 func newTestHost(t testing.TB, cfg Config) *testHost {
 	t.Helper()
-	db, err := lsmgo.Open(t.TempDir(), nil)
+	return newTestHostOn(t, cfg, nil)
+}
+
+// newTestHostOn is newTestHost on a DB opened with opts.
+func newTestHostOn(t testing.TB, cfg Config, opts *lsmgo.Options) *testHost {
+	t.Helper()
+	db, err := lsmgo.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.UploadRate == 0 {
-		cfg.UploadRate = -1 // tests that want the limit set it
+		cfg.UploadRate = -1 // tests that want the limits set them
+	}
+	if cfg.TokenUploadRate == 0 {
+		cfg.TokenUploadRate = -1
 	}
 	if cfg.SpoolDir == "" {
 		cfg.SpoolDir = t.TempDir()

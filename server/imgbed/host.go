@@ -15,14 +15,15 @@ import (
 // Host is an image host over one DB. Its methods are safe for concurrent
 // use.
 type Host struct {
-	cfg     Config
-	st      *store
-	auth    atomic.Pointer[tokenSet]
-	limiter *rateLimiter
-	uploads *uploadSlots
-	thumbs  *thumbnailer
-	metrics *metrics
-	now     func() time.Time
+	cfg          Config
+	st           *store
+	auth         atomic.Pointer[tokenSet]
+	limiter      *rateLimiter // anonymous uploads, per IP address
+	tokenLimiter *rateLimiter
+	uploads      *uploadSlots
+	thumbs       *thumbnailer
+	metrics      *metrics
+	now          func() time.Time
 }
 
 // New returns a host storing its images in db. It first removes the
@@ -38,11 +39,12 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("imgbed: spool directory: %w", err)
 	}
 	h := &Host{
-		cfg:     cfg,
-		st:      newStore(db, cfg.ChunkSize),
-		limiter: newRateLimiter(cfg.UploadRate, cfg.UploadBurst),
-		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient),
-		now:     time.Now,
+		cfg:          cfg,
+		st:           newStore(db, cfg.ChunkSize),
+		limiter:      newRateLimiter(cfg.UploadRate, cfg.UploadBurst),
+		tokenLimiter: newRateLimiter(cfg.TokenUploadRate, cfg.TokenUploadBurst),
+		uploads:      newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient),
+		now:          time.Now,
 	}
 	if cfg.BlobStore != "" {
 		o, err := parseS3URL(cfg.BlobStore)
@@ -58,6 +60,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 			h.st.thumbnails = remote
 		}
 	}
+	h.st.now = func() time.Time { return h.now() } // tests replace h.now
 	h.thumbs = newThumbnailer(h)
 	h.SetTokens(cfg.Tokens)
 	m, err := newMetrics(cfg.Registerer)
@@ -66,6 +69,9 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 	}
 	h.metrics = m
 	if _, err := h.st.sweep(); err != nil {
+		return nil, err
+	}
+	if err := h.st.indexOwners(); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -84,8 +90,13 @@ func (h *Host) SetTokens(tokens []Token) { h.auth.Store(newTokenSet(tokens)) }
 //	GET  /api/v1/images/{id}       metadata
 //	DELETE /api/v1/images/{id}     delete (delete token, owner or admin)
 //	GET, POST /d/{id}?token=       delete from a link, with a confirmation
-//	GET  /api/v1/images?page=N     recent uploads (admin)
+//	GET  /api/v1/images?page=N     uploads: all for an admin, else the token's own
 //	GET  /api/v1/sharex.sxcu, /api/v1/picgo.json   uploader configurations
+//	POST, GET /api/v1/albums       create an album, list the token's albums
+//	GET, PATCH, DELETE /api/v1/albums/{id}   an album and its images, edit, delete
+//	PUT, DELETE /api/v1/albums/{id}/images/{key}   add or remove an image
+//	GET  /a/{id}                   an album's public page
+//	POST /api/v1/tokens, GET /api/v1/profile, /api/v1/strategies   Lsky Pro V1
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.servePage)
@@ -101,7 +112,18 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/images", h.serveList)
 	mux.HandleFunc("GET /api/v1/sharex.sxcu", h.serveShareX)
 	mux.HandleFunc("GET /api/v1/picgo.json", h.servePicGo)
-	return mux
+	mux.HandleFunc("POST /api/v1/albums", h.serveAlbumCreate)
+	mux.HandleFunc("GET /api/v1/albums", h.serveAlbums)
+	mux.HandleFunc("GET /api/v1/albums/{id}", h.serveAlbum)
+	mux.HandleFunc("PATCH /api/v1/albums/{id}", h.serveAlbumEdit)
+	mux.HandleFunc("DELETE /api/v1/albums/{id}", h.serveAlbumDelete)
+	mux.HandleFunc("PUT /api/v1/albums/{id}/images/{key}", h.serveAlbumMember)
+	mux.HandleFunc("DELETE /api/v1/albums/{id}/images/{key}", h.serveAlbumMember)
+	mux.HandleFunc("GET /a/{id}", h.serveAlbumPage)
+	mux.HandleFunc("POST /api/v1/tokens", h.serveTokens)
+	mux.HandleFunc("GET /api/v1/profile", h.serveProfile)
+	mux.HandleFunc("GET /api/v1/strategies", h.serveStrategies)
+	return routes{h: h, mux: mux}
 }
 
 // apiError is a failed request: its status, the message clients see, and
@@ -115,7 +137,7 @@ type apiError struct {
 func (e *apiError) Error() string { return e.msg }
 
 var (
-	errUnsupported = &apiError{http.StatusUnsupportedMediaType, "type", "unsupported type: JPEG, PNG, GIF and WebP are accepted"}
+	errUnsupported = &apiError{http.StatusUnsupportedMediaType, "type", "unsupported type: JPEG, PNG, GIF, WebP, AVIF and HEIC/HEIF are accepted"}
 	errForbidden   = &apiError{http.StatusForbidden, "forbidden", "forbidden"}
 )
 
@@ -148,7 +170,26 @@ func toAPIError(err error) *apiError {
 func (h *Host) fail(w http.ResponseWriter, err error) {
 	ae := toAPIError(err)
 	h.metrics.errors.WithLabelValues(ae.reason).Inc()
+	retryLater(w, ae.status)
 	writeJSON(w, ae.status, map[string]any{"status": false, "message": ae.msg})
+}
+
+// defaultRetryAfter is the Retry-After of a 429 or 503 whose cause does not
+// say how long it lasts (storage unavailable or read-only).
+const defaultRetryAfter = 5 * time.Second
+
+// retryLater gives every 429 and 503 a Retry-After, so clients (the
+// page, ShareX, scripts) wait and retry instead of failing; a handler
+// that knows the wait sets the header first.
+func retryLater(w http.ResponseWriter, status int) {
+	if (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
+		setRetryAfter(w, defaultRetryAfter)
+	}
+}
+
+// setRetryAfter writes d in whole seconds, rounded up and at least 1.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", itoa(max(1, int((d+time.Second-1)/time.Second))))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

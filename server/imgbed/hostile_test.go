@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"image"
@@ -204,11 +205,25 @@ func TestTokens(t *testing.T) {
 			t.Errorf("%v %q: %d %s, want %d", c.header, c.query, resp.StatusCode, body, c.status)
 		}
 	}
-	// The list is for admins only.
-	if resp, _ := th.get(t, th.srv.URL+"/api/v1/images", "Authorization", "Bearer alice-secret"); resp.StatusCode != 401 {
-		t.Errorf("list with a user token: %d", resp.StatusCode)
+	// Everyone's uploads are listed for admins only; a user token lists
+	// its own, no token nothing.
+	if resp, _ := th.get(t, th.srv.URL+"/api/v1/images"); resp.StatusCode != 401 {
+		t.Errorf("list without a token: %d", resp.StatusCode)
 	}
-	resp, body := th.get(t, th.srv.URL+"/api/v1/images?per_page=2", "Authorization", "Bearer root-secret")
+	if status, _ := th.uploadRaw(t, encodePNG(t, gradient(11, 10)), "image/png", "Authorization", "Bearer alice-secret"); status != 201 {
+		t.Fatalf("alice's upload: %d", status)
+	}
+	var own struct{ Data struct{ Data []imageData } }
+	resp, body := th.get(t, th.srv.URL+"/api/v1/images", "Authorization", "Bearer alice-secret")
+	if err := json.Unmarshal(body, &own); err != nil || resp.StatusCode != 200 || len(own.Data.Data) != 1 {
+		t.Fatalf("list with a user token: %d %s", resp.StatusCode, body)
+	}
+	for _, d := range own.Data.Data {
+		if rec, err := th.st.record(d.Key); err != nil || rec.Owner != "alice" {
+			t.Errorf("alice's list holds %s of %q (%v)", d.Key, rec.Owner, err)
+		}
+	}
+	resp, body = th.get(t, th.srv.URL+"/api/v1/images?per_page=2", "Authorization", "Bearer root-secret")
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"has_more":true`) {
 		t.Errorf("list: %d %s", resp.StatusCode, body)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
 )
@@ -19,6 +20,14 @@ const (
 	kindImage     = 'I'
 	kindRecent    = 'R'
 	kindUsage     = 'Q'
+	kindViews     = 'V'
+	kindOwned     = 'O'
+	kindAlbum     = 'A'
+	kindMember    = 'M'
+	kindMemberOf  = 'N'
+	kindAlbumOf   = 'L'
+	kindMarker    = 'Z'
+	kindExpUsage  = 'E'
 	sumLen        = 32
 	genLen        = 8
 	recordVersion = 1
@@ -76,10 +85,44 @@ func imageKey(id string) []byte { return key(kindImage, []byte(id)) }
 // recentKey orders records newest first: the creation time is stored
 // inverted.
 func recentKey(created int64, id string) []byte {
-	return key(kindRecent, binary.BigEndian.AppendUint64(nil, ^uint64(created)), []byte(id))
+	return key(kindRecent, newestFirst(created), []byte(id))
 }
 
 func usageKey(token string) []byte { return key(kindUsage, []byte(token)) }
+
+// newestFirst is a key part that orders by creation time, newest first.
+func newestFirst(created int64) []byte { return binary.BigEndian.AppendUint64(nil, ^uint64(created)) }
+
+// ownedPrefix starts the index of a token's images, newest first: "my
+// uploads".
+func ownedPrefix(owner string) []byte { return key(kindOwned, []byte(owner), []byte{0}) }
+
+func ownedKey(rec *record) []byte {
+	return append(append(ownedPrefix(rec.Owner), newestFirst(rec.Created)...), rec.ID...)
+}
+
+func albumKey(id string) []byte { return key(kindAlbum, []byte(id)) }
+
+// memberPrefix starts the images of an album, newest upload first;
+// memberOfKey is the way back, from an image to its albums, so deleting
+// the image can take it out of them.
+func memberPrefix(album string) []byte { return key(kindMember, []byte(album), []byte{0}) }
+
+func memberKey(album string, rec *record) []byte {
+	return append(append(memberPrefix(album), newestFirst(rec.Created)...), rec.ID...)
+}
+
+func memberOfPrefix(id string) []byte { return key(kindMemberOf, []byte(id), []byte{0}) }
+
+func memberOfKey(id, album string) []byte { return append(memberOfPrefix(id), album...) }
+
+func viewsKey(id string) []byte { return key(kindViews, []byte(id)) }
+
+// expUsageKey is one expiring image of token, which counts against the
+// token's quota until it expires (usageKey counts the permanent ones).
+func expUsageKey(token, id string) []byte {
+	return key(kindExpUsage, []byte(token), []byte{0}, []byte(id))
+}
 
 // span returns the bounds of every key starting with p.
 func span(p []byte) (lower, upper []byte) {
@@ -95,15 +138,27 @@ func span(p []byte) (lower, upper []byte) {
 
 // blobMeta describes the bytes of one original or thumbnail.
 type blobMeta struct {
-	V      int    `json:"v"`
-	Store  string `json:"store,omitempty"` // blobStore.kind of the store holding the bytes
-	Gen    gen    `json:"gen"`
-	Size   int64  `json:"size"`
-	Chunk  int    `json:"chunk"` // chunk size the bytes were cut with, in the DB
-	Refs   int64  `json:"refs,omitempty"`
-	Mime   string `json:"mime"`
-	Width  int    `json:"w"`
-	Height int    `json:"h"`
+	V     int    `json:"v"`
+	Store string `json:"store,omitempty"` // blobStore.kind of the store holding the bytes
+	Gen   gen    `json:"gen"`
+	Size  int64  `json:"size"`
+	Chunk int    `json:"chunk"` // chunk size the bytes were cut with, in the DB
+	// Refs counts the images without expiry pointing at the bytes.
+	// ExpRefs counts those with one, and Expires (Unix nanoseconds) is the
+	// latest of their expiries: an expired image is never counted down,
+	// so once Expires has passed and Refs is 0 the bytes are dead (live)
+	// and the compaction filter reclaims them.
+	Refs    int64  `json:"refs,omitempty"`
+	ExpRefs int64  `json:"exp_refs,omitempty"`
+	Expires int64  `json:"expires,omitempty"`
+	Mime    string `json:"mime"`
+	Width   int    `json:"w"`
+	Height  int    `json:"h"`
+}
+
+// live reports whether an image may still point at the bytes at now.
+func (m *blobMeta) live(now time.Time) bool {
+	return m.Refs > 0 || m.ExpRefs > 0 && now.UnixNano() < m.Expires
 }
 
 func (m *blobMeta) chunks() int {
@@ -128,6 +183,29 @@ type record struct {
 	Created    int64  `json:"created"` // Unix nanoseconds
 	DeleteHash sum    `json:"del"`     // SHA-256 of the delete token
 	Owner      string `json:"owner,omitempty"`
+	// Expires is when the image stops being served (Unix nanoseconds),
+	// 0 for never; its keys carry the same engine expiry. MaxViews > 0
+	// deletes it after that many downloads of the original.
+	Expires  int64 `json:"expires,omitempty"`
+	MaxViews int64 `json:"max_views,omitempty"`
+}
+
+// expiry is rec's expiry as the engine takes it.
+func (rec *record) expiry() time.Time {
+	if rec.Expires == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, rec.Expires)
+}
+
+// album is a named set of images of one owner, public under /a/{id}.
+type album struct {
+	V           int    `json:"v"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Owner       string `json:"owner"`
+	Created     int64  `json:"created"` // Unix nanoseconds
 }
 
 // usage is what one token has stored.

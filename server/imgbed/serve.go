@@ -132,7 +132,62 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	h.serveBlob(w, r, blobKey(rec.Sum), rec.Sum, rec.Sum.String(), time.Unix(0, rec.Created))
+	etag := rec.Sum.String()
+	if rec.MaxViews > 0 && r.Method == http.MethodGet && !matchesETag(r, etag) {
+		last, err := h.countView(rec)
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		if last {
+			// The response reads through its own snapshot or copy, so
+			// deleting right after it starts truncates nothing.
+			defer h.st.removeImage(rec.ID, func(*record) bool { return true })
+		}
+	}
+	h.serveBlob(w, r, blobKey(rec.Sum), rec.Sum, etag, time.Unix(0, rec.Created), h.cachePolicy(rec))
+}
+
+// matchesETag reports whether r's If-None-Match makes its answer a 304,
+// which sends no bytes and so is not a view.
+func matchesETag(r *http.Request, etag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	return inm == "*" || strings.Contains(inm, `"`+etag+`"`)
+}
+
+// countView counts one download of a view-limited image, reporting
+// whether it is the last one allowed; past the last, the image is gone
+// (its deletion may still be under way).
+func (h *Host) countView(rec *record) (last bool, err error) {
+	defer h.st.locks.lock("v" + rec.ID)()
+	n := int64(0)
+	switch raw, err := h.st.db.Get(viewsKey(rec.ID)); {
+	case err == nil:
+		n, _ = strconv.ParseInt(string(raw), 10, 64)
+	case !errors.Is(err, lsmgo.ErrNotFound):
+		return false, err
+	}
+	if n >= rec.MaxViews {
+		return false, errNotFound
+	}
+	n++
+	b := h.st.db.NewBatch()
+	setFor(b, rec, viewsKey(rec.ID), []byte(strconv.FormatInt(n, 10)))
+	return n == rec.MaxViews, h.st.db.Apply(b, nil)
+}
+
+// cachePolicy is the Cache-Control of rec's bytes: they never change, but
+// an expiring image may be cached only until it expires, and a
+// view-limited one not at all, since every download must be counted.
+func (h *Host) cachePolicy(rec *record) string {
+	switch {
+	case rec.MaxViews > 0:
+		return "no-store"
+	case rec.Expires != 0:
+		left := max(0, time.Duration(rec.Expires-h.now().UnixNano())/time.Second)
+		return "public, max-age=" + strconv.FormatInt(int64(left), 10)
+	}
+	return immutable
 }
 
 // serveBlob sends the blob whose metadata is at metaKey, with its
@@ -142,7 +197,7 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 // makes a delete racing with a download either not found before any
 // header or invisible to it (blobStore). A blob in an S3 store configured
 // with presign is answered with a redirect to a presigned URL instead.
-func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte, s sum, etag string, modified time.Time) {
+func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte, s sum, etag string, modified time.Time, cache string) {
 	var meta blobMeta
 	if err := getJSON(h.st.db, metaKey, &meta, "blob metadata"); err != nil {
 		h.fail(w, err)
@@ -162,7 +217,7 @@ func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte,
 	hd := w.Header()
 	hd.Set("Content-Type", meta.Mime)
 	hd.Set("ETag", `"`+etag+`"`)
-	hd.Set("Cache-Control", immutable)
+	hd.Set("Cache-Control", cache)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", "default-src 'none'")
 	held := &heldWriter{ResponseWriter: &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: h.cfg.WriteIdleTimeout}}
@@ -359,54 +414,83 @@ func (h *Host) serveDeletePage(w http.ResponseWriter, r *http.Request) {
 	deletePage.Execute(w, page)
 }
 
-// serveList pages through the recent uploads, newest first (admin only).
+// serveList pages through uploads, newest first: an admin's request
+// every upload (its own with ?mine=1), any other token's its own ("my
+// uploads", Lsky's /images).
 func (h *Host) serveList(w http.ResponseWriter, r *http.Request) {
-	if _, err := h.admin(r); err != nil {
-		h.fail(w, err)
-		return
+	t, err := h.identify(r)
+	if err == nil && t == nil {
+		err = errTokenRequired
 	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
-	per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-	if per <= 0 || per > 100 {
-		per = DefaultPageSize
-	}
-	snap := h.st.db.NewSnapshot()
-	defer snap.Close()
-	lo, hi := span(key(kindRecent))
-	it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	skip := (page - 1) * per
+	index := key(kindRecent)
+	if !t.Admin || r.URL.Query().Get("mine") != "" {
+		index = ownedPrefix(t.Name)
+	}
+	items, p, err := h.listImages(r, index)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "", "data": p.body(items)})
+}
+
+// paging is a page of a listing, from ?page= and ?per_page=.
+type paging struct {
+	page, per int
+	more      bool
+}
+
+func pageOf(r *http.Request) paging {
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if per <= 0 || per > 100 {
+		per = DefaultPageSize
+	}
+	return paging{page: max(page, 1), per: per}
+}
+
+func (p paging) body(items any) map[string]any {
+	return map[string]any{"current_page": p.page, "per_page": p.per, "has_more": p.more, "data": items}
+}
+
+// listImages reads the request's page of an index whose keys are index,
+// a creation time (newestFirst) and an image id, through one snapshot.
+func (h *Host) listImages(r *http.Request, index []byte) ([]imageData, paging, error) {
+	p := pageOf(r)
+	snap := h.st.db.NewSnapshot()
+	defer snap.Close()
+	lo, hi := span(index)
+	it, err := snap.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, p, err
+	}
+	defer it.Close()
+	skip := (p.page - 1) * p.per
 	items := []imageData{}
-	more := false
 	for ok := it.First(); ok; ok = it.Next() {
+		if len(items) == p.per {
+			p.more = true
+			break
+		}
+		// The index entry and the record are written and deleted in the
+		// same batches, so within one snapshot the record exists, unless
+		// it expired between the two reads (they share the expiry).
+		rec, err := lookup(snap, string(it.Key()[len(index)+8:]), "")
+		if err == errNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, p, err
+		}
 		if skip > 0 {
 			skip--
 			continue
 		}
-		if len(items) == per {
-			more = true
-			break
-		}
-		k := it.Key()
-		// The index entry and the record are written and deleted in the
-		// same batches, so within one snapshot the record exists.
-		rec, err := lookup(snap, string(k[2+8:]), "")
-		if err != nil {
-			it.Close()
-			h.fail(w, err)
-			return
-		}
 		items = append(items, h.data(r, rec, "", false))
 	}
-	if err := it.Close(); err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "", "data": map[string]any{
-		"current_page": page, "per_page": per, "has_more": more, "data": items,
-	}})
+	return items, p, it.Error()
 }

@@ -25,18 +25,21 @@ const (
 	formatPNG
 	formatGIF
 	formatWebP
+	formatAVIF
+	formatHEIC
 )
 
 func (f format) mime() string {
-	return [...]string{"", "image/jpeg", "image/png", "image/gif", "image/webp"}[f]
+	return [...]string{"", "image/jpeg", "image/png", "image/gif", "image/webp", "image/avif", "image/heic"}[f]
 }
 
 func (f format) ext() string {
-	return [...]string{"", "jpg", "png", "gif", "webp"}[f]
+	return [...]string{"", "jpg", "png", "gif", "webp", "avif", "heic"}[f]
 }
 
-// sniffLen is how many leading bytes sniff needs.
-const sniffLen = 16
+// sniffLen is how many leading bytes sniff needs: a HEIF's brands may
+// follow the first 16.
+const sniffLen = 64
 
 // sniff names the format of an upload from its first bytes; formatNone
 // means it is not one the host accepts (SVG included: it is a script
@@ -52,7 +55,7 @@ func sniff(b []byte) format {
 	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
 		return formatWebP
 	}
-	return formatNone
+	return sniffHEIF(b)
 }
 
 // errInvalid marks an upload that has an accepted type but is damaged,
@@ -78,6 +81,8 @@ func decodeConfig(f format, r io.Reader) (image.Config, error) {
 		c, err = gif.DecodeConfig(r)
 	case formatWebP:
 		c, err = webp.DecodeConfig(r)
+	case formatAVIF, formatHEIC:
+		c, err = heifConfig(r)
 	default:
 		err = errors.New("unsupported type")
 	}
@@ -106,6 +111,8 @@ func checkStructure(f format, r io.Reader) error {
 		err = walkGIF(br)
 	case formatWebP:
 		err = walkWebP(br)
+	case formatAVIF, formatHEIC:
+		err = walkHEIF(br)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return invalid("truncated %s", f.ext())

@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type store struct {
 	// remote.
 	originals, thumbnails blobStore
 	locks                 stripes
+	now                   func() time.Time // the host's clock
 }
 
 // stripes serializes the read-modify-writes of one blob, id or token:
@@ -184,35 +186,55 @@ func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit 
 		return false, err
 	}
 	var meta blobMeta
+	var garbage []blobMeta // the bytes of dead metadata this upload replaces
+	b := st.db.NewBatch()
 	switch err := getJSON(st.db, blobKey(rec.Sum), &meta, "blob metadata"); {
-	case err == nil:
+	case err == nil && meta.live(st.now()):
 		dup = true
-		meta.Refs++
-	case err != errNotFound:
+	case err != nil && err != errNotFound:
 		return false, err
 	case fresh == nil:
 		return false, errBlobGone
 	default:
-		meta = *fresh
-		meta.Refs = 1
-	}
-	b := st.db.NewBatch()
-	if rec.Owner != "" {
-		var u usage
-		if err := getJSON(st.db, usageKey(rec.Owner), &u, "usage"); err != nil && err != errNotFound {
-			return false, err
-		}
-		if limit != nil {
-			if err := limit(u); err != nil {
+		if err == nil {
+			// Every image of these bytes expired; the compaction filter
+			// has not reclaimed them yet. Reclaim them now, with the
+			// thumbnails, which must not outlive their generation.
+			if garbage, err = st.discard(b, rec.Sum, meta); err != nil {
 				return false, err
 			}
 		}
-		u.Bytes += rec.Size
-		u.Count++
-		b.Set(usageKey(rec.Owner), encode(u))
+		meta = *fresh
 	}
-	b.Set(imageKey(rec.ID), encode(rec))
-	b.Set(recentKey(rec.Created, rec.ID), nil)
+	if rec.Expires == 0 {
+		meta.Refs++
+	} else {
+		meta.ExpRefs++
+		meta.Expires = max(meta.Expires, rec.Expires)
+	}
+	if rec.Owner != "" {
+		u, err := st.usage(rec.Owner)
+		if err != nil {
+			return false, err
+		}
+		if limit != nil {
+			if err := limit(u.usage); err != nil {
+				return false, err
+			}
+		}
+		if rec.Expires == 0 {
+			u.permanent.Bytes += rec.Size
+			u.permanent.Count++
+			b.Set(usageKey(rec.Owner), encode(u.permanent))
+		} else {
+			setFor(b, rec, expUsageKey(rec.Owner, rec.ID), []byte(strconv.FormatInt(rec.Size, 10)))
+		}
+	}
+	if rec.Owner != "" {
+		setFor(b, rec, ownedKey(rec), nil)
+	}
+	setFor(b, rec, imageKey(rec.ID), encode(rec))
+	setFor(b, rec, recentKey(rec.Created, rec.ID), nil)
 	b.Set(blobKey(rec.Sum), encode(meta))
 	switch {
 	case dup:
@@ -226,6 +248,7 @@ func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit 
 	if err := st.db.Apply(b, nil); err != nil {
 		return false, err
 	}
+	st.reclaimAll(rec.Sum, garbage)
 	return dup, nil
 }
 
@@ -262,7 +285,20 @@ func (st *store) removeImage(id string, allow func(*record) bool) (freed bool, e
 		b := st.db.NewBatch()
 		b.Delete(imageKey(id))
 		b.Delete(recentKey(rec.Created, id))
+		if rec.MaxViews > 0 {
+			b.Delete(viewsKey(id))
+		}
 		if rec.Owner != "" {
+			b.Delete(ownedKey(rec))
+		}
+		if err := st.leaveAlbums(b, rec); err != nil {
+			return err
+		}
+		switch {
+		case rec.Owner == "":
+		case rec.Expires != 0:
+			b.Delete(expUsageKey(rec.Owner, id))
+		default:
 			var u usage
 			if err := getJSON(st.db, usageKey(rec.Owner), &u, "usage"); err != nil && err != errNotFound {
 				return err
@@ -275,34 +311,93 @@ func (st *store) removeImage(id string, allow func(*record) bool) (freed bool, e
 		if err := getJSON(st.db, blobKey(rec.Sum), &meta, "blob metadata"); err != nil {
 			return err
 		}
-		if meta.Refs--; meta.Refs > 0 {
+		if rec.Expires == 0 {
+			meta.Refs--
+		} else if meta.ExpRefs > 0 {
+			meta.ExpRefs--
+		}
+		if meta.live(st.now()) {
 			b.Set(blobKey(rec.Sum), encode(meta))
 			return st.db.Apply(b, nil)
 		}
-		garbage = append(garbage, meta)
 		b.Delete(blobKey(rec.Sum))
-		thumbs, err := st.thumbs(rec.Sum)
-		if err != nil {
+		var err error
+		if garbage, err = st.discard(b, rec.Sum, meta); err != nil {
 			return err
-		}
-		for _, t := range thumbs {
-			b.Delete(t.key)
-			garbage = append(garbage, t.meta)
-		}
-		for _, m := range garbage {
-			b.Set(pendingKey(rec.Sum, m.Gen), []byte(m.Store))
 		}
 		return st.db.Apply(b, nil)
 	}()
 	if err != nil {
 		return false, err
 	}
+	st.reclaimAll(rec.Sum, garbage)
+	return len(garbage) > 0, nil
+}
+
+// discard adds to b what makes the bytes meta describes, and the
+// thumbnails of s, garbage: the thumbnails' metadata goes, and each
+// generation is marked pending. The caller deletes or replaces meta
+// itself in b, and calls reclaimAll with the result once b is applied.
+func (st *store) discard(b *lsmgo.Batch, s sum, meta blobMeta) ([]blobMeta, error) {
+	garbage := []blobMeta{meta}
+	thumbs, err := st.thumbs(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range thumbs {
+		b.Delete(t.key)
+		garbage = append(garbage, t.meta)
+	}
+	for _, m := range garbage {
+		b.Set(pendingKey(s, m.Gen), []byte(m.Store))
+	}
+	return garbage, nil
+}
+
+// reclaimAll reclaims the generations discard marked.
+func (st *store) reclaimAll(s sum, garbage []blobMeta) {
 	for _, m := range garbage {
 		if bs := st.blobs(m.Store); bs != nil {
-			st.reclaim(bs, rec.Sum, m.Gen)
+			st.reclaim(bs, s, m.Gen)
 		}
 	}
-	return len(garbage) > 0, nil
+}
+
+// setFor writes k for rec: with rec's expiry as the engine's, so the key
+// stops reading at that moment and compactions drop it.
+func setFor(b *lsmgo.Batch, rec *record, k, v []byte) {
+	if rec.Expires == 0 {
+		b.Set(k, v)
+		return
+	}
+	b.SetWithExpiry(k, v, rec.expiry())
+}
+
+// ownerUsage is a token's usage: its permanent images (kept in one
+// counter) plus the expiring ones that have not expired (one key each, so
+// expiry alone takes them out).
+type ownerUsage struct {
+	usage
+	permanent usage
+}
+
+func (st *store) usage(owner string) (ownerUsage, error) {
+	var u ownerUsage
+	if err := getJSON(st.db, usageKey(owner), &u.permanent, "usage"); err != nil && err != errNotFound {
+		return u, err
+	}
+	u.usage = u.permanent
+	lo, hi := span(expUsageKey(owner, ""))
+	it, err := st.db.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return u, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		n, _ := strconv.ParseInt(string(it.Value()), 10, 64)
+		u.Bytes += n
+		u.Count++
+	}
+	return u, it.Close()
 }
 
 type thumbEntry struct {
@@ -349,8 +444,12 @@ func (st *store) addThumb(ctx context.Context, s sum, k []byte, data []byte, mim
 	}
 	stored, err := func() (bool, error) {
 		defer st.locks.lock("b" + string(s[:]))()
-		if _, err := st.db.Get(blobKey(s)); err != nil {
+		var blob blobMeta
+		if err := getJSON(st.db, blobKey(s), &blob, "blob metadata"); err != nil {
 			return false, err
+		}
+		if !blob.live(st.now()) {
+			return false, nil
 		}
 		if _, err := st.db.Get(k); err == nil {
 			return false, nil
@@ -369,7 +468,7 @@ func (st *store) addThumb(ctx context.Context, s sum, k []byte, data []byte, mim
 	if !stored && !inline {
 		st.reclaim(bs, s, meta.Gen)
 	}
-	if errors.Is(err, lsmgo.ErrNotFound) {
+	if errors.Is(err, errNotFound) {
 		return nil
 	}
 	return err

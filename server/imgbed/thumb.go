@@ -63,7 +63,7 @@ func thumbWidth(q string) (int, bool) {
 
 // thumbFormat picks the output format: the link's extension when it names
 // another format, else WebP for clients that accept it, else JPEG for
-// JPEG originals and PNG (which keeps transparency) for the rest.
+// JPEG and HEIC originals and PNG (which keeps transparency) for the rest.
 func thumbFormat(r *http.Request, rec *record, ext string) (f format, negotiated, ok bool) {
 	if ext != rec.Ext && !(rec.Ext == "jpg" && ext == "jpeg") {
 		switch ext {
@@ -79,11 +79,15 @@ func thumbFormat(r *http.Request, rec *record, ext string) (f format, negotiated
 	if strings.Contains(r.Header.Get("Accept"), "image/webp") {
 		return formatWebP, true, true
 	}
-	if rec.Mime == formatJPEG.mime() {
+	if rec.Mime == formatJPEG.mime() || rec.Mime == formatHEIC.mime() { // photos
 		return formatJPEG, true, true
 	}
 	return formatPNG, true, true
 }
+
+// errViewLimited: a thumbnail would show a view-limited image without
+// counting a view.
+var errViewLimited = &apiError{http.StatusNotFound, "not_found", "no thumbnails of a view-limited image"}
 
 var errBadWidth = &apiError{http.StatusBadRequest, "bad_request", "w must be a positive number of pixels"}
 
@@ -99,6 +103,9 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := lookup(h.st.db, id, "")
+	if err == nil && rec.MaxViews > 0 {
+		err = errViewLimited
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -121,7 +128,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	etag := fmt.Sprintf("%v-%s%d", rec.Sum, f.ext(), width)
-	h.serveBlob(w, r, k, rec.Sum, etag, time.Unix(0, rec.Created))
+	h.serveBlob(w, r, k, rec.Sum, etag, time.Unix(0, rec.Created), h.cachePolicy(rec))
 }
 
 // make renders and stores the thumbnail k unless another request is doing

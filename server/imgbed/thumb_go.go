@@ -11,7 +11,9 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"net/http"
 
+	"github.com/gen2brain/avif"
 	"github.com/gen2brain/webp"
 	xdraw "golang.org/x/image/draw"
 	xwebp "golang.org/x/image/webp"
@@ -33,6 +35,9 @@ func renderThumb(src io.Reader, mime string, f format, width int) (data []byte, 
 		src = io.MultiReader(bytes.NewReader(head), src)
 	}
 	img, err := decodeImage(mime, src)
+	if err == errNoHEICDecoder {
+		return nil, 0, 0, err
+	}
 	if err != nil {
 		return nil, 0, 0, invalid("cannot decode the original: %v", err)
 	}
@@ -118,10 +123,45 @@ func decodeImage(mime string, r io.Reader) (image.Image, error) {
 	case formatGIF.mime():
 		return gif.Decode(r) // the first frame
 	case formatWebP.mime():
-		return xwebp.Decode(r)
+		return decodeWebP(r)
+	case formatAVIF.mime():
+		// libavif in WebAssembly (wazero), no cgo: memory is the wasm
+		// instance's, freed when the decode returns. libavif refuses
+		// frames over 16384×16384 itself; the upload's pixel limit
+		// already held the declared size.
+		return avif.Decode(r)
+	case formatHEIC.mime():
+		return nil, errNoHEICDecoder
 	}
 	return nil, errors.New("unsupported type")
 }
+
+// decodeWebP decodes a still WebP in pure Go; x/image/webp reads no
+// animation, so an animated one is decoded by libwebp (WebAssembly, the
+// package the encoder comes from), whose first frame is the thumbnail.
+func decodeWebP(r io.Reader) (image.Image, error) {
+	data, err := io.ReadAll(r) // at most MaxBytes: the original was checked
+	if err != nil {
+		return nil, err
+	}
+	img, err := xwebp.Decode(bytes.NewReader(data))
+	if err != nil && animatedWebP(data) {
+		return webp.Decode(bytes.NewReader(data))
+	}
+	return img, err
+}
+
+// animatedWebP reports whether data is an extended WebP with the
+// animation flag.
+func animatedWebP(data []byte) bool {
+	return len(data) >= 21 && string(data[12:16]) == "VP8X" && data[20]&0x02 != 0
+}
+
+// errNoHEICDecoder: no HEVC decoder is written in Go or shipped as
+// WebAssembly by a well-kept library, so the pure-Go build stores HEIC
+// originals and serves them as sent but renders no thumbnails of them;
+// the vips build does (libvips with libheif).
+var errNoHEICDecoder = &apiError{http.StatusUnsupportedMediaType, "type", "this build renders no HEIC thumbnails (build with -tags vips)"}
 
 // orientImage turns src as EXIF orientation o says, so that it shows
 // upright: 2 mirrors, 3 turns half, 4 flips, 5-8 transpose then as 1-4.

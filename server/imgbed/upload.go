@@ -48,22 +48,27 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if err == nil && tok == nil && !h.anonymousAllowed(r) {
 		err = errTokenRequired
 	}
+	var opts uploadOptions
+	if err == nil {
+		opts, err = requestOptions(r)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	client := "ip:" + clientIP(r)
+	client, limiter := "ip:"+clientIP(r), h.limiter
 	if tok != nil {
-		client = "token:" + tok.Name
+		client, limiter = "token:"+tok.Name, h.tokenLimiter
 	}
-	if !h.limiter.allow(client, h.now()) {
+	if ok, wait := limiter.allow(client, h.now()); !ok {
+		setRetryAfter(w, wait)
 		h.fail(w, errRateLimited)
 		return
 	}
 	if err := h.uploads.acquire(r.Context(), client, h.cfg.UploadQueueWait); err != nil {
 		// Most clients retry a 503 that says when: a saturated host sheds
 		// load at once instead of queueing it for minutes.
-		w.Header().Set("Retry-After", itoa(int(h.cfg.UploadQueueWait.Seconds()+0.999)))
+		setRetryAfter(w, h.cfg.UploadQueueWait)
 		h.fail(w, errBusy)
 		return
 	}
@@ -72,7 +77,7 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 	// The per-file limit is enforced while spooling; this bounds the
 	// whole request, form fields and multipart framing included.
 	limited := http.MaxBytesReader(w, io.NopCloser(body), int64(h.cfg.MaxFilesPerRequest)*(h.cfg.MaxBytes+maxFormField)+maxFormField)
-	results, err := h.readUpload(r, limited, tok)
+	results, err := h.readUpload(r, limited, tok, opts)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -81,8 +86,9 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 	h.metrics.uploadSeconds.Observe(time.Since(start).Seconds())
 }
 
-// readUpload stores every file of the request, one at a time.
-func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]uploaded, error) {
+// readUpload stores every file of the request, one at a time. Option
+// fields of a multipart body apply to the files after them.
+func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token, opts uploadOptions) ([]uploaded, error) {
 	ct, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, errContentType
@@ -90,7 +96,7 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]upload
 	switch {
 	case ct == "multipart/form-data":
 	case strings.HasPrefix(ct, "image/"), ct == "application/octet-stream":
-		return []uploaded{h.ingest(r.Context(), body, r.URL.Query().Get("filename"), tok)}, nil
+		return []uploaded{h.ingest(r.Context(), body, r.URL.Query().Get("filename"), tok, opts)}, nil
 	default:
 		return nil, errContentType
 	}
@@ -108,17 +114,24 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token) ([]upload
 			return nil, badBody(err)
 		}
 		if !fileFields[part.FormName()] && part.FileName() == "" {
-			if _, err := io.CopyN(io.Discard, part, maxFormField+1); err == nil {
-				return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "form field too large"}
-			} else if err != io.EOF {
+			v, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
+			switch {
+			case err != nil:
 				return nil, badBody(err)
+			case len(v) > maxFormField:
+				return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "form field too large"}
+			}
+			if isOption(part.FormName()) {
+				if err := opts.set(part.FormName(), strings.TrimSpace(string(v))); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
 		if len(out) == h.cfg.MaxFilesPerRequest {
 			return nil, errTooManyFile
 		}
-		u := h.ingest(r.Context(), part, part.FileName(), tok)
+		u := h.ingest(r.Context(), part, part.FileName(), tok, opts)
 		out = append(out, u)
 		if isBodyError(u.err) {
 			// The body is unusable from here on; report what we have.
@@ -150,7 +163,15 @@ func isBodyError(err error) bool {
 }
 
 // ingest checks and stores one file.
-func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token) uploaded {
+func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token, opts uploadOptions) uploaded {
+	if opts.albumID != "" {
+		// Checked before anything is stored: a file meant for an album
+		// it cannot join is refused, not stored outside it.
+		if err := h.mayAddTo(opts.albumID, tok); err != nil {
+			io.Copy(io.Discard, r)
+			return uploaded{err: err}
+		}
+	}
 	sp := newSpool(h.cfg.SpoolDir)
 	defer sp.close()
 	if err := sp.fill(r, h.cfg.MaxBytes, !h.cfg.KeepGPS); err != nil {
@@ -171,6 +192,11 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token)
 	if err := checkStructure(sp.format, sp.reader()); err != nil {
 		return uploaded{err: err}
 	}
+	if !h.cfg.KeepGPS {
+		if err := sp.stripGPS(); err != nil {
+			return uploaded{err: err}
+		}
+	}
 	if sp.orient >= 5 { // rotated a quarter turn: report what viewers show
 		cfg.Width, cfg.Height = cfg.Height, cfg.Width
 	}
@@ -185,6 +211,11 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token)
 		Width:      cfg.Width,
 		Height:     cfg.Height,
 		Created:    h.now().UnixNano(),
+		MaxViews:   opts.maxViews,
+	}
+	if opts.expiresIn > 0 {
+		// The engine expires keys by the millisecond.
+		rec.Expires = h.now().Add(opts.expiresIn).Truncate(time.Millisecond).UnixNano()
 	}
 	limit := func(usage) error { return nil }
 	if tok != nil {
@@ -215,6 +246,11 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token)
 			h.metrics.uploadBytes.Add(float64(rec.Size))
 			if dup {
 				h.metrics.dedupHits.Inc()
+			}
+			if opts.albumID != "" {
+				// Only an album deleted meanwhile fails here; the image
+				// stays stored and is answered, outside the album.
+				h.st.setMember(opts.albumID, rec, true)
 			}
 			return uploaded{rec: rec, deleteToken: deleteToken, dup: dup}
 		case errors.Is(err, errBlobGone) && fresh == nil:
@@ -333,6 +369,8 @@ type imageData struct {
 	MD5        string    `json:"md5"`
 	Duplicate  bool      `json:"duplicate"`
 	Created    time.Time `json:"created"`
+	ExpiresAt  string    `json:"expires_at,omitempty"` // RFC 3339
+	MaxViews   int64     `json:"max_views,omitempty"`
 	Links      links     `json:"links"`
 }
 
@@ -356,7 +394,7 @@ func (h *Host) data(r *http.Request, rec *record, deleteToken string, dup bool) 
 	d := imageData{
 		Key: rec.ID, Name: name, OriginName: rec.OriginName, Size: rec.Size,
 		Mimetype: rec.Mime, Extension: rec.Ext, Width: rec.Width, Height: rec.Height,
-		SHA256: rec.Sum.String(), MD5: rec.MD5, Duplicate: dup, Created: time.Unix(0, rec.Created).UTC(),
+		SHA256: rec.Sum.String(), MD5: rec.MD5, Duplicate: dup, Created: time.Unix(0, rec.Created).UTC(), MaxViews: rec.MaxViews,
 		Links: links{
 			URL:              u,
 			HTML:             `<img src="` + html.EscapeString(u) + `" alt="` + html.EscapeString(rec.OriginName) + `" />`,
@@ -365,6 +403,9 @@ func (h *Host) data(r *http.Request, rec *record, deleteToken string, dup bool) 
 			MarkdownWithLink: "[![" + alt + "](" + u + ")](" + u + ")",
 			ThumbnailURL:     base + "/t/" + name + "?w=" + itoa(defaultThumbWidth),
 		},
+	}
+	if rec.Expires != 0 {
+		d.ExpiresAt = rec.expiry().UTC().Format(time.RFC3339Nano)
 	}
 	if deleteToken != "" {
 		d.Links.DeleteURL = base + "/d/" + rec.ID + "?token=" + deleteToken
@@ -390,6 +431,7 @@ func (h *Host) respondUpload(w http.ResponseWriter, r *http.Request, results []u
 		return status, map[string]any{"status": true, "message": msg, "url": d.Links.URL, "data": d}
 	}
 	status, body := envelope(results[0])
+	retryLater(w, status)
 	if len(results) > 1 {
 		files := make([]map[string]any, len(results))
 		files[0] = body

@@ -3,16 +3,75 @@ package imgbed
 import (
 	"embed"
 	"encoding/json"
+	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
+	"strings"
 )
 
-// static holds the upload page; it loads nothing from elsewhere.
+// static holds the page's script, style and strings; the page loads
+// nothing from elsewhere.
 //
 //go:embed static
 var static embed.FS
 
 var staticFS, _ = fs.Sub(static, "static")
+
+// pageTemplate is the upload page, rendered in the visitor's language so
+// it reads right before the script runs; the script switches language in
+// place with the same strings (static/i18n.json).
+//
+//go:embed page.html
+var pageHTML string
+
+var (
+	pageTemplate = template.Must(template.New("page").Parse(pageHTML))
+	pageStrings  = mustStrings()
+)
+
+func mustStrings() map[string]map[string]string {
+	b, err := fs.ReadFile(staticFS, "i18n.json")
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// langCookie keeps the language a visitor picked on the page.
+const langCookie = "lsmgo-lang"
+
+// pageLang chooses the page's language: ?lang=, then the visitor's
+// choice on the page, then the most preferred language of
+// Accept-Language that the page has, then English.
+func pageLang(r *http.Request) string {
+	if l := r.URL.Query().Get("lang"); pageStrings[l] != nil {
+		return l
+	}
+	if c, err := r.Cookie(langCookie); err == nil && pageStrings[c.Value] != nil {
+		return c.Value
+	}
+	best, bestQ := "en", 0.0
+	for part := range strings.SplitSeq(r.Header.Get("Accept-Language"), ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		// "zh-CN", "zh-Hans-CN", "en-US": the primary subtag decides.
+		primary, _, _ := strings.Cut(strings.ToLower(tag), "-")
+		if pageStrings[primary] != nil && q > bestQ {
+			best, bestQ = primary, q
+		}
+	}
+	return best
+}
 
 // pagePolicy lets the page load only its own script, style and the
 // host's images.
@@ -21,7 +80,14 @@ const pagePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img
 func (h *Host) servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", pagePolicy)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	http.ServeFileFS(w, r, staticFS, "index.html")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Vary", "Accept-Language, Cookie")
+	lang := pageLang(r)
+	pageTemplate.Execute(w, struct {
+		Lang string
+		T    map[string]string
+	}{lang, pageStrings[lang]})
 }
 
 func (h *Host) serveAsset(w http.ResponseWriter, r *http.Request) {

@@ -19,10 +19,10 @@ func init() {
 	}
 }
 
-// runServe runs the server until SIGINT or SIGTERM, then says which signal
-// came and shuts the server down gracefully: in-flight commands finish,
-// the memtable is flushed and the engine closed. A second signal during
-// shutdown exits at once.
+// runServe runs the server until SIGINT, SIGTERM or a client's SHUTDOWN,
+// then says which came and shuts the server down gracefully: in-flight
+// commands finish, the memtable is flushed and the engine closed. A second
+// signal during shutdown exits at once.
 func runServe(args []string, stdout, stderr io.Writer) int {
 	cfg := server.DefaultConfig()
 	fs := flag.NewFlagSet("lsmgo serve", flag.ContinueOnError)
@@ -54,9 +54,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	build := server.BuildInfo()
 	fmt.Fprintf(stdout, "lsmgo serve: listening addr=%s http=%s dir=%q version=%s commit=%s\n",
 		srv.Addr(), srv.HTTPAddr(), srv.Config().Dir, build.Version, build.Commit)
-	sig := <-sigs
-	signal.Stop(sigs) // a second signal now kills the process the default way
-	fmt.Fprintf(stderr, "lsmgo serve: received %v; shutting down (another signal exits at once)\n", sig)
+	select {
+	case sig := <-sigs:
+		signal.Stop(sigs) // a second signal now kills the process the default way
+		fmt.Fprintf(stderr, "lsmgo serve: received %v; shutting down (another signal exits at once)\n", sig)
+	case <-srv.ShutdownAsked():
+		signal.Stop(sigs)
+		fmt.Fprintln(stderr, "lsmgo serve: SHUTDOWN received; shutting down (a signal exits at once)")
+	}
 
 	// The shutdown-timeout setting bounds the wait for busy clients.
 	if err := srv.Shutdown(context.Background()); err != nil {

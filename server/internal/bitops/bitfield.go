@@ -128,10 +128,14 @@ func (f Field) fit(value, incr int64, ow Overflow) (uint64, bool) {
 	}
 	var up, down bool
 	if f.Signed {
-		// hi-value and lo-value cannot overflow below 64 bits; at 64 only
-		// a sum of two same-signed numbers can, so they are compared then.
-		up = value > int64(hi) || (incr > 0 && (f.Bits < 64 || value >= 0) && incr > int64(hi)-value)
-		down = value < lo || (incr < 0 && (f.Bits < 64 || value < 0) && incr < lo-value)
+		// Redis' test, wrapping as it does: a value to store within hi of
+		// -2^63 makes hi-value wrap negative, so it counts as overflowing
+		// upward (SAT stores the maximum), where a test without the wrap
+		// would say downward.
+		maxIncr := int64(uint64(hi) - uint64(value))
+		minIncr := int64(uint64(lo) - uint64(value))
+		up = value > int64(hi) || (f.Bits != 64 && incr > maxIncr) || (value >= 0 && incr > 0 && incr > maxIncr)
+		down = !up && (value < lo || (f.Bits != 64 && incr < minIncr) || (value < 0 && incr < 0 && incr < minIncr))
 	} else {
 		u := uint64(value)
 		up = u > hi || (incr > 0 && uint64(incr) > hi-u)

@@ -3,6 +3,7 @@ package bitops
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
@@ -172,7 +173,10 @@ func fieldModel(f Field, value *big.Int, incr int64, ow Overflow) (*big.Int, boo
 	case Fail:
 		return nil, false
 	case Sat:
-		if sum.Cmp(hi) > 0 {
+		// Redis computes hi-value in 64 bits: when that wraps (a value to
+		// store within hi of -2^63), it takes the value as too big.
+		wraps := f.Signed && f.Bits < 64 && new(big.Int).Sub(hi, value).Cmp(big.NewInt(math.MaxInt64)) > 0
+		if sum.Cmp(hi) > 0 || wraps {
 			return hi, true
 		}
 		return lo, true

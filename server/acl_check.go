@@ -1,0 +1,435 @@
+package server
+
+import (
+	"bytes"
+)
+
+// Permission checks: a command runs when one of its user's selectors
+// allows the command (or its first argument), every key it names with the
+// access each key gets (its key specs' flags), and every channel it
+// publishes or subscribes to.
+
+// aclDenial is why a selector refused a command; Redis reports, of all
+// the selectors' refusals, the greatest, and among equals the one at the
+// latest argument.
+type aclDenial uint8
+
+const (
+	aclAllowed aclDenial = iota
+	aclDeniedCommand
+	aclDeniedKey
+	aclDeniedAuth
+	aclDeniedChannel
+)
+
+// keyRef is a key among a command's arguments and how the command uses it.
+type keyRef struct {
+	pos   int
+	flags keyFlags
+}
+
+// commandKeys appends to buf the keys args name, found by cmd's key specs
+// as Redis finds them. Arguments that do not fit the specs (a bad count,
+// too few) yield no keys: the command then fails on its arguments.
+func commandKeys(cmd *command, args [][]byte, buf []keyRef) []keyRef {
+	start := len(buf)
+	for _, ks := range cmd.acl.specs {
+		if ks.index == 0 && ks.keyword == "" {
+			return sortKeys(args, buf[:start])
+		}
+		var ok bool
+		if buf, ok = ks.appendKeys(args, buf); !ok {
+			return buf[:start]
+		}
+	}
+	for i := start; i < len(buf); i++ {
+		if buf[i].flags&keyVariable != 0 {
+			buf[i].flags = variableKeyFlags(cmd, args)
+		}
+	}
+	return buf
+}
+
+// appendKeys appends the keys ks finds in args; it reports false when
+// args do not fit ks.
+func (ks keySpec) appendKeys(args [][]byte, buf []keyRef) ([]keyRef, bool) {
+	argc := len(args)
+	first := ks.index
+	if ks.keyword != "" {
+		first = 0
+		if ks.startFrom >= 0 {
+			for i := ks.startFrom; i < argc && first == 0; i++ {
+				if is(args[i], ks.keyword) {
+					first = i + 1
+				}
+			}
+		} else {
+			for i := argc + ks.startFrom; i > 0 && first == 0; i-- {
+				if is(args[i], ks.keyword) {
+					first = i + 1
+				}
+			}
+		}
+		if first == 0 {
+			return buf, true
+		}
+	}
+	if first >= argc {
+		return buf, true
+	}
+	var last, step int
+	switch {
+	case ks.keyNumIdx >= 0:
+		idx := first + ks.keyNumIdx
+		if idx >= argc {
+			return buf, false
+		}
+		n, ok := parseInt(args[idx])
+		if !ok || n < 0 || n > int64(argc) {
+			return buf, false
+		}
+		first += ks.firstKey
+		step = ks.step
+		last = first + (int(n)-1)*step
+	case ks.lastKey >= 0:
+		last, step = first+ks.lastKey, ks.step
+	case ks.limit == 0:
+		last, step = argc+ks.lastKey, ks.step
+	default:
+		last, step = first+(argc-first)/ks.limit+ks.lastKey, ks.step
+	}
+	for i := first; i <= last; i += step {
+		if i >= argc {
+			return buf, ks.flags&keyIncomplete != 0
+		}
+		buf = append(buf, keyRef{pos: i, flags: ks.flags})
+	}
+	return buf, true
+}
+
+// sortKeys finds SORT's keys: the sorted key, read, and STORE's
+// destination, written (Redis' getkeys rule for SORT, whose key specs
+// cannot say where STORE is).
+func sortKeys(args [][]byte, buf []keyRef) []keyRef {
+	if len(args) < 2 {
+		return buf
+	}
+	buf = append(buf, keyRef{pos: 1, flags: keyAccess})
+	store := 0
+	for i := 2; i < len(args); i++ {
+		switch {
+		case is(args[i], "LIMIT"):
+			i += 2
+		case is(args[i], "GET") || is(args[i], "BY"):
+			i++
+		case is(args[i], "STORE") && i+1 < len(args):
+			store = i + 1
+			i++
+		}
+	}
+	if store > 0 {
+		buf = append(buf, keyRef{pos: store, flags: keyUpdate})
+	}
+	return buf
+}
+
+// variableKeyFlags are the key flags of a command whose access depends on
+// its arguments: SET reads too with GET; BITFIELD writes only with SET or
+// INCRBY.
+func variableKeyFlags(cmd *command, args [][]byte) keyFlags {
+	switch cmd.name {
+	case "set":
+		for _, a := range args[3:] {
+			if is(a, "GET") {
+				return keyAccess | keyUpdate
+			}
+		}
+		return keyUpdate
+	case "bitfield":
+		for _, a := range args[2:] {
+			if is(a, "SET") || is(a, "INCRBY") {
+				return keyAccess | keyUpdate
+			}
+		}
+		return keyAccess
+	}
+	return keyAccess | keyUpdate
+}
+
+// channelArgs locates the channels of the commands that publish or
+// subscribe: arguments first..last (-1: to the end); pattern when they
+// are patterns, which a user may subscribe to only when one of its
+// channel rules is that very pattern.
+func channelArgs(cmd *command) (first, last int, pattern bool) {
+	switch cmd.name {
+	case "publish", "spublish":
+		return 1, 1, false
+	case "subscribe", "ssubscribe":
+		return 1, -1, false
+	case "psubscribe":
+		return 1, -1, true
+	}
+	return 0, 0, false
+}
+
+// check runs cmd with args against s; keys are the command's keys. On a
+// denial it returns the position of the argument refused.
+func (s *aclSelector) check(cmd *command, args [][]byte, keys []keyRef) (aclDenial, int) {
+	if !s.all && cmd.flags&flagNoAuth == 0 && !s.allows(cmd.id) && !s.firstArgAllowed(cmd, args) {
+		return aclDeniedCommand, 0
+	}
+	if !s.allKeys {
+		for _, k := range keys {
+			if !s.keyAllowed(args[k.pos], k.flags) {
+				return aclDeniedKey, k.pos
+			}
+		}
+	}
+	if !s.allChans {
+		first, last, pattern := channelArgs(cmd)
+		if first > 0 {
+			if last < 0 || last >= len(args) {
+				last = len(args) - 1
+			}
+			for i := first; i <= last; i++ {
+				if !s.channelAllowed(args[i], pattern) {
+					return aclDeniedChannel, i
+				}
+			}
+		}
+	}
+	return aclAllowed, 0
+}
+
+func (s *aclSelector) firstArgAllowed(cmd *command, args [][]byte) bool {
+	i := 1
+	if cmd.parent != nil {
+		i = 2
+	}
+	if i >= len(args) {
+		return false
+	}
+	for _, a := range s.firstArgs[cmd.id] {
+		if is(args[i], a) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyAllowed matches key against the patterns that grant the access f
+// needs.
+func (s *aclSelector) keyAllowed(key []byte, f keyFlags) bool {
+	read, write := f.needsRead(), f.needsWrite()
+	for _, p := range s.keys {
+		if (read && !p.read) || (write && !p.write) {
+			continue
+		}
+		if globMatch([]byte(p.pattern), key, false) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *aclSelector) channelAllowed(ch []byte, pattern bool) bool {
+	for _, p := range s.channels {
+		if pattern && bytes.Equal([]byte(p), ch) || !pattern && globMatch([]byte(p), ch, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// check runs cmd against every selector of p: allowed if one allows it,
+// else the most relevant refusal.
+func (p *aclPerms) check(cmd *command, args [][]byte, keyBuf []keyRef) (aclDenial, int, []keyRef) {
+	keys := keyBuf[:0]
+	if len(cmd.acl.specs) > 0 {
+		keys = commandKeys(cmd, args, keys)
+	}
+	worst, at := aclDeniedCommand, 0
+	for _, s := range p.selectors {
+		d, pos := s.check(cmd, args, keys)
+		if d == aclAllowed {
+			return aclAllowed, 0, keys
+		}
+		if d > worst || d == worst && pos > at {
+			worst, at = d, pos
+		}
+	}
+	return worst, at, keys
+}
+
+// aclDenialMessage words a refusal as Redis 7.2 does; verbose (ACL
+// DRYRUN) names the key or channel.
+func aclDenialMessage(d aclDenial, user string, cmd *command, arg []byte, verbose bool) string {
+	switch d {
+	case aclDeniedKey:
+		if verbose {
+			return "No permissions to access the '" + string(arg) + "' key"
+		}
+		return "No permissions to access a key"
+	case aclDeniedChannel:
+		if verbose {
+			return "No permissions to access the '" + string(arg) + "' channel"
+		}
+		return "No permissions to access a channel"
+	}
+	return "User " + user + " has no permissions to run the '" + cmd.name + "' command"
+}
+
+// ACL LOG contexts: where the refused command came from.
+const (
+	aclCtxToplevel = "toplevel"
+	aclCtxMulti    = "multi"
+	aclCtxLua      = "lua"
+)
+
+// aclRefusal checks cmd against the connection's user, whose permissions
+// are p, and for a refusal logs it and returns the NOPERM reply.
+func (c *conn) aclRefusal(p *aclPerms, cmd *command, args [][]byte, ctx string) string {
+	d, pos, keys := p.check(cmd, args, c.aclKeys)
+	c.aclKeys = keys[:0]
+	if d == aclAllowed {
+		return ""
+	}
+	u := c.user.Load()
+	c.s.acl.log.add(c, d, ctx, aclLogObject(d, cmd, args, pos), u.name)
+	return "NOPERM " + aclDenialMessage(d, u.name, cmd, args[pos], false)
+}
+
+// perms returns the permissions of the connection's user.
+func (c *conn) perms() *aclPerms { return c.user.Load().perms.Load() }
+
+// aclContext is the ACL LOG context of a command the connection sent.
+func (c *conn) aclContext() string {
+	if c.tx != nil {
+		return aclCtxMulti
+	}
+	return aclCtxToplevel
+}
+
+// aclChangedSinceQueued checks a command MULTI queued again when EXEC
+// runs it, as Redis does: the user's rules may have changed meanwhile.
+func (c *conn) aclChangedSinceQueued(cmd *command, args [][]byte) string {
+	p := c.perms()
+	if p.unrestricted {
+		return ""
+	}
+	d, pos, keys := p.check(cmd, args, c.aclKeys)
+	c.aclKeys = keys[:0]
+	if d == aclAllowed {
+		return ""
+	}
+	c.s.acl.log.add(c, d, aclCtxMulti, aclLogObject(d, cmd, args, pos), c.user.Load().name)
+	reason := "no permission to execute the command or subcommand"
+	switch d {
+	case aclDeniedKey:
+		reason = "no permission to touch the specified keys"
+	case aclDeniedChannel:
+		reason = "no permission to access one of the channels used as arguments"
+	}
+	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and its execution. This command is no longer allowed for the following reason: " + reason
+}
+
+// aclLogObject is what ACL LOG names for a refusal: the command, or the
+// key or channel refused.
+func aclLogObject(d aclDenial, cmd *command, args [][]byte, pos int) string {
+	if d == aclDeniedCommand {
+		return cmd.name
+	}
+	return string(args[pos])
+}
+
+// ACLCheck answers redis.acl_check_cmd: whether the script's caller may
+// run args, and whether args name a command at all.
+func (sc *scriptCaller) ACLCheck(args [][]byte) (allowed, known bool) {
+	c := sc.c
+	cmd := lookup(commands, &c.nameBuf, args[0])
+	if cmd != nil && cmd.subs != nil && len(args) > 1 {
+		cmd = lookup(cmd.subs, &c.nameBuf, args[1])
+	}
+	if cmd == nil {
+		return false, false
+	}
+	d, _, keys := c.perms().check(cmd, args, c.aclKeys)
+	c.aclKeys = keys[:0]
+	return d == aclAllowed, true
+}
+
+// channelAllowed reports whether any selector of p allows the channel
+// (or, with pattern, the pattern subscription) ch.
+func (p *aclPerms) channelAllowed(ch []byte, pattern bool) bool {
+	for _, s := range p.selectors {
+		if s.allChans || s.channelAllowed(ch, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeRevokedSubscribers closes the connections of users that are
+// subscribed to a channel or pattern their rules no longer allow, as Redis
+// 7 does when a user's rules change; self, if among them, closes after
+// its reply.
+func (s *Server) closeRevokedSubscribers(self *conn, users ...*aclUser) {
+	doomed := map[*conn]bool{}
+	h := &s.pubsub
+	h.mu.RLock()
+	for _, u := range users {
+		p := u.perms.Load()
+		for _, subs := range []struct {
+			m       map[string]map[*conn]struct{}
+			pattern bool
+		}{{h.channels, false}, {h.patterns, true}} {
+			for ch, conns := range subs.m {
+				for c := range conns {
+					if c.user.Load() == u && !p.channelAllowed([]byte(ch), subs.pattern) {
+						doomed[c] = true
+					}
+				}
+			}
+		}
+	}
+	h.mu.RUnlock()
+	for c := range doomed {
+		if c == self {
+			c.quit = true
+		} else {
+			c.nc.Close()
+		}
+	}
+}
+
+// sortPatternsAllowed refuses SORT's BY (with a pattern) and GET, which
+// read keys no key spec names, unless one of the user's selectors that
+// allows the command may read every key, as in Redis.
+func (c *conn) sortPatternsAllowed(cmd *command, args [][]byte, by []byte, gets int) error {
+	p := c.perms()
+	if p.unrestricted || (bytes.IndexByte(by, '*') < 0 && gets == 0) {
+		return nil
+	}
+	keys := commandKeys(cmd, args, nil)
+	for _, s := range p.selectors {
+		if d, _ := s.check(cmd, args, keys); d == aclAllowed && s.readsAllKeys() {
+			return nil
+		}
+	}
+	if bytes.IndexByte(by, '*') >= 0 {
+		return redisError("ERR BY option of SORT denied due to insufficient ACL permissions.")
+	}
+	return redisError("ERR GET option of SORT denied due to insufficient ACL permissions.")
+}
+
+func (s *aclSelector) readsAllKeys() bool {
+	if s.allKeys {
+		return true
+	}
+	for _, k := range s.keys {
+		if k.read && k.pattern == "*" {
+			return true
+		}
+	}
+	return false
+}

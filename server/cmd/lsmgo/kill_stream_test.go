@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestKill9Streams kills the server with SIGKILL while clients XADD to
+// streams and consume them through a consumer group (XREADGROUP, then
+// XACK), then restarts it: every acknowledged XADD's entry is there, no
+// entry past the last one sent is, every acknowledged XACK's id has left
+// the pending entries list, and the PEL agrees with itself (the group's
+// count, each consumer's list, the last delivered id).
+func TestKill9Streams(t *testing.T) {
+	for _, mode := range []string{"always", "no"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
+			srv := startChild(t, args...)
+			ctx := context.Background()
+
+			const writers = 4
+			type progress struct {
+				sent, added int      // XADDs sent, acknowledged (entry n is n+1-0)
+				acked       []string // ids whose XACK was acknowledged
+			}
+			prog := make([]progress, writers)
+			var total atomic.Int64
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for w := range writers {
+				rc := srv.client(t)
+				key := fmt.Sprintf("w%d:stream", w)
+				if err := rc.XGroupCreateMkStream(ctx, key, "g", "0").Err(); err != nil {
+					t.Fatal(err)
+				}
+				p := &prog[w]
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						p.sent++
+						id := strconv.Itoa(p.sent) + "-0"
+						if rc.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: id, Values: []string{"n", id}}).Err() != nil {
+							return
+						}
+						p.added++
+						total.Add(1)
+						if p.added%2 == 0 {
+							continue
+						}
+						read, err := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c" + strconv.Itoa(p.added%3),
+							Streams: []string{key, ">"}, Count: 1}).Result()
+						if err != nil {
+							return
+						}
+						got := read[0].Messages[0].ID
+						if rc.XAck(ctx, key, "g", got).Err() != nil {
+							return
+						}
+						p.acked = append(p.acked, got)
+						total.Add(1)
+					}
+				})
+			}
+			srv.killAfter(t, &total, 400)
+			close(stop)
+			wg.Wait()
+
+			rc := startChild(t, args...).client(t)
+			checked := 0
+			for w, p := range prog {
+				key := fmt.Sprintf("w%d:stream", w)
+				entries, err := rc.XRange(ctx, key, "-", "+").Result()
+				if err != nil {
+					t.Fatalf("%s after restart: %v", key, err)
+				}
+				if len(entries) < p.added || len(entries) > p.sent {
+					t.Fatalf("%s: %d entries after kill -9; %d were acknowledged, %d sent", key, len(entries), p.added, p.sent)
+				}
+				for i, e := range entries {
+					if want := strconv.Itoa(i+1) + "-0"; e.ID != want || e.Values["n"] != want {
+						t.Fatalf("%s: entry %d is %s %v, want %s", key, i, e.ID, e.Values, want)
+					}
+				}
+				pending, err := rc.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: "g", Start: "-", End: "+", Count: 1 << 20}).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				pendingIDs := map[string]string{}
+				perConsumer := map[string]int64{}
+				for _, pe := range pending {
+					pendingIDs[pe.ID] = pe.Consumer
+					perConsumer[pe.Consumer]++
+				}
+				for _, id := range p.acked {
+					if _, ok := pendingIDs[id]; ok {
+						t.Fatalf("%s: acknowledged XACK of %s undone by kill -9", key, id)
+					}
+				}
+				summary, err := rc.XPending(ctx, key, "g").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if summary.Count != int64(len(pending)) {
+					t.Fatalf("%s: XPENDING counts %d, lists %d", key, summary.Count, len(pending))
+				}
+				for cons, n := range perConsumer {
+					own, err := rc.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: "g", Start: "-", End: "+", Count: 1 << 20, Consumer: cons}).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if int64(len(own)) != n || summary.Consumers[cons] != n {
+						t.Fatalf("%s: consumer %s owns %d pending, its list has %d, the summary says %d", key, cons, n, len(own), summary.Consumers[cons])
+					}
+				}
+				groups, err := rc.XInfoGroups(ctx, key).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(groups) != 1 || groups[0].Pending != int64(len(pending)) {
+					t.Fatalf("%s: XINFO GROUPS %+v, %d pending listed", key, groups, len(pending))
+				}
+				last := groups[0].LastDeliveredID
+				for id := range pendingIDs {
+					if streamIDLess(last, id) {
+						t.Fatalf("%s: %s is pending but the group delivered only up to %s", key, id, last)
+					}
+				}
+				checked += len(entries) + len(p.acked)
+			}
+			if checked == 0 {
+				t.Fatal("nothing was acknowledged before the kill")
+			}
+			t.Logf("appendfsync %s: %d entries and acks checked after kill -9", mode, checked)
+		})
+	}
+}
+
+// streamIDLess compares two ids "ms-seq".
+func streamIDLess(a, b string) bool {
+	parse := func(s string) (ms, seq uint64) {
+		fmt.Sscanf(s, "%d-%d", &ms, &seq)
+		return
+	}
+	ams, aseq := parse(a)
+	bms, bseq := parse(b)
+	return ams < bms || ams == bms && aseq < bseq
+}

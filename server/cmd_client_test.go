@@ -1,0 +1,222 @@
+package server
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRedisDiffClientReply sends random runs of CLIENT REPLY ON|OFF|SKIP
+// among other commands, pipelined, to both servers, and compares every
+// frame each sends back (RESP2 and RESP3, with a subscription now and
+// then, whose frames CLIENT REPLY does not silence).
+func TestRedisDiffClientReply(t *testing.T) {
+	redisSock := startRedis(t)
+	s := startServer(t, nil)
+	rng := rand.New(rand.NewPCG(3, 5))
+	for round := range 60 {
+		proto := 2 + round%2
+		ours := dialDiff(t, "tcp", s.Addr().String(), proto)
+		theirs := dialDiff(t, "unix", redisSock, proto)
+		var cmds [][]string
+		for i := range 12 {
+			switch rng.IntN(6) {
+			case 0, 1:
+				cmds = append(cmds, []string{"CLIENT", "REPLY", []string{"ON", "OFF", "SKIP", "MAYBE"}[rng.IntN(4)]})
+				if rng.IntN(8) == 0 {
+					cmds = append(cmds, []string{"RESET"})
+				}
+			case 2:
+				cmds = append(cmds, []string{"INCR", "replyctr"})
+			case 3:
+				if proto == 3 {
+					cmds = append(cmds, []string{"SUBSCRIBE", "ch"}, []string{"PUBLISH", "ch", "m"}, []string{"UNSUBSCRIBE", "ch"})
+					continue
+				}
+				cmds = append(cmds, []string{"GET", "nokey"})
+			case 4:
+				cmds = append(cmds, []string{"NOSUCHCMD"})
+			default:
+				cmds = append(cmds, []string{"PING", "p" + string(rune('a'+i))})
+			}
+		}
+		cmds = append(cmds, []string{"CLIENT", "REPLY", "ON"}, []string{"PING", "end"})
+		got, want := replyFrames(t, ours, cmds), replyFrames(t, theirs, cmds)
+		if got != want {
+			t.Fatalf("round %d, RESP%d, %q:\n lsmgo: %s\n redis: %s", round, proto, cmds, got, want)
+		}
+		for _, d := range []*diffConn{ours, theirs} {
+			d.nc.Close()
+		}
+	}
+}
+
+// replyFrames sends cmds and renders every frame received up to the
+// "end" PING's answer.
+func replyFrames(t *testing.T, d *diffConn, cmds [][]string) string {
+	t.Helper()
+	for _, c := range cmds {
+		d.send(c)
+	}
+	d.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := d.nc.Write(d.out); err != nil {
+		t.Fatal(err)
+	}
+	d.out = d.out[:0]
+	var b strings.Builder
+	for {
+		v, err := d.rd.ReadValue()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := render(v, exact)
+		b.WriteString(r + "\n")
+		if strings.Contains(r, `"end"`) {
+			return b.String()
+		}
+	}
+}
+
+// TestRedisDiffClientKillErrors compares CLIENT KILL, NO-EVICT and WAIT
+// replies (NO-TOUCH is Redis 7.2's, newer than the redis-server here) that do not depend on which clients are connected.
+func TestRedisDiffClientKillErrors(t *testing.T) {
+	redisSock := startRedis(t)
+	s := startServer(t, nil)
+	ours := dialDiff(t, "tcp", s.Addr().String(), 2)
+	theirs := dialDiff(t, "unix", redisSock, 2)
+	diffRound(t, 0, [][]string{
+		{"CLIENT", "KILL", "1.2.3.4:5"},
+		{"CLIENT", "KILL", "ID", "0"},
+		{"CLIENT", "KILL", "ID", "x"},
+		{"CLIENT", "KILL", "ID", "999999"},
+		{"CLIENT", "KILL", "TYPE", "bogus"},
+		{"CLIENT", "KILL", "TYPE", "master"},
+		{"CLIENT", "KILL", "TYPE", "replica", "SKIPME", "no"},
+		{"CLIENT", "KILL", "USER", "nobody"},
+		{"CLIENT", "KILL", "SKIPME", "maybe"},
+		{"CLIENT", "KILL", "ADDR", "1.2.3.4:5", "ID"},
+		{"CLIENT", "KILL", "BOGUS", "1"},
+		{"CLIENT", "NO-EVICT", "on"},
+		{"CLIENT", "NO-EVICT", "off"},
+		{"CLIENT", "NO-EVICT", "x"},
+		{"WAIT", "0", "0"},
+		{"WAIT", "1", "-1"},
+		{"WAIT", "x", "0"},
+		{"WAIT", "0", "x"},
+		{"WAIT", "1", "20"},
+	}, ours, theirs)
+}
+
+// TestClientListFlagsAndKill follows clients through CLIENT LIST's flags
+// and counts (MULTI, blocked, subscribed, NO-EVICT) and kills them by
+// each filter.
+func TestClientListFlagsAndKill(t *testing.T) {
+	s := startServer(t, nil)
+	admin := dialRaw(t, s)
+	do := func(r *rawConn, cmd string) string {
+		t.Helper()
+		r.send(cmd + "\r\n")
+		return strings.TrimSpace(r.reply())
+	}
+	line := func(id string) string {
+		r := do(admin, "CLIENT LIST ID "+id)
+		if !strings.Contains(r, "id="+id+" ") {
+			return ""
+		}
+		return r
+	}
+	field := func(l, name string) string {
+		for _, f := range strings.Fields(l) {
+			if v, ok := strings.CutPrefix(f, name+"="); ok {
+				return v
+			}
+		}
+		return "<none>"
+	}
+	idOf := func(r *rawConn) string {
+		return strings.TrimPrefix(do(r, "CLIENT ID"), ":")
+	}
+	tx, sub, blocked := dialRaw(t, s), dialRaw(t, s), dialRaw(t, s)
+	txID, subID, blockedID := idOf(tx), idOf(sub), idOf(blocked)
+
+	do(tx, "MULTI")
+	do(tx, "INCR a")
+	do(tx, "CLIENT NO-EVICT off")
+	l := line(txID)
+	eq(t, "MULTI client flags", field(l, "flags"), "x")
+	eq(t, "MULTI client multi", field(l, "multi"), "2")
+	do(tx, "EXEC")
+	do(tx, "CLIENT NO-EVICT on")
+	eq(t, "NO-EVICT flags", field(line(txID), "flags"), "e")
+	eq(t, "NO-TOUCH bad", do(tx, "CLIENT NO-TOUCH maybe"), "-ERR syntax error")
+	do(tx, "CLIENT NO-TOUCH on")
+	eq(t, "NO-TOUCH flags", field(line(txID), "flags"), "eT")
+
+	do(sub, "SUBSCRIBE c1 c2")
+	sub.reply()
+	do(sub, "PSUBSCRIBE p*")
+	l = line(subID)
+	eq(t, "subscriber flags", field(l, "flags"), "P")
+	eq(t, "subscriber sub", field(l, "sub"), "2")
+	eq(t, "subscriber psub", field(l, "psub"), "1")
+
+	blocked.send("BLPOP nothing 0\r\n")
+	waitFor(t, "client blocked", func() bool { return field(line(blockedID), "flags") == "b" })
+
+	eq(t, "kill TYPE pubsub", do(admin, "CLIENT KILL TYPE pubsub"), ":1")
+	sub.expectClosed("")
+	eq(t, "kill ID", do(admin, "CLIENT KILL ID "+blockedID), ":1")
+	blocked.expectClosed("")
+	addr := field(line(txID), "addr")
+	eq(t, "kill addr (old form)", do(admin, "CLIENT KILL "+addr), "+OK")
+	tx.expectClosed("")
+	adminID := idOf(admin)
+	eq(t, "kill ID skips me", do(admin, "CLIENT KILL ID "+adminID), ":0")
+	eq(t, "kill myself", do(admin, "CLIENT KILL ID "+adminID+" SKIPME no"), ":1")
+	admin.expectClosed("")
+}
+
+// TestClientPause checks that CLIENT PAUSE WRITE holds writes but not
+// reads, that ALL holds both, that CLIENT commands pass, and that
+// UNPAUSE and the timeout release the held clients.
+func TestClientPause(t *testing.T) {
+	s := startServer(t, nil)
+	admin, other := dialRaw(t, s), dialRaw(t, s)
+	do := func(r *rawConn, cmd string) string {
+		t.Helper()
+		r.send(cmd + "\r\n")
+		return strings.TrimSpace(r.reply())
+	}
+	// held sends cmd on other and reports whether its reply is late.
+	held := func(cmd string) bool {
+		other.send(cmd + "\r\n")
+		other.nc.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+		_, err := other.br.Peek(1)
+		other.nc.SetReadDeadline(time.Time{})
+		return err != nil
+	}
+	eq(t, "pause write", do(admin, "CLIENT PAUSE 100000 WRITE"), "+OK")
+	if held("GET k") {
+		t.Fatal("GET held by PAUSE WRITE")
+	}
+	eq(t, "GET", strings.TrimSpace(other.reply()), "$-1")
+	if !held("SET k v") {
+		t.Fatal("SET not held by PAUSE WRITE")
+	}
+	eq(t, "CLIENT passes a pause", do(admin, "CLIENT ID") != "", true)
+	eq(t, "unpause", do(admin, "CLIENT UNPAUSE"), "+OK")
+	eq(t, "SET after unpause", strings.TrimSpace(other.reply()), "+OK")
+
+	eq(t, "pause all", do(admin, "CLIENT PAUSE 300 ALL"), "+OK")
+	start := time.Now()
+	if !held("GET k") {
+		t.Fatal("GET not held by PAUSE ALL")
+	}
+	eq(t, "GET after the timeout", other.reply(), "$1\r\nv\r\n")
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("released after %v, before the 300ms pause ended", d)
+	}
+	eq(t, "bad mode", do(admin, "CLIENT PAUSE 10 SOME"), "-ERR syntax error")
+	eq(t, "negative", do(admin, "CLIENT PAUSE -1"), "-ERR timeout is negative")
+}

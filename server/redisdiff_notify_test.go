@@ -1,0 +1,122 @@
+package server
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRedisDiffNotify runs the differential test's seeded random commands
+// over every type (the diffGroups, MULTI/EXEC included) against lsmgo and
+// redis-server with every keyspace event on, and compares, after each
+// pipelined round, the replies and the exact sequence of events a
+// subscriber to '__key*__:*' received: channel, payload and order.
+func TestRedisDiffNotify(t *testing.T) {
+	redisSock := startRedis(t)
+	s := startServer(t, nil)
+	perSeed := 6000
+	if testing.Short() {
+		perSeed = 3000
+	}
+	for seed := range uint64(3) {
+		proto := 2 + int(seed%2)
+		t.Run(fmt.Sprintf("seed=%d/resp%d", seed, proto), func(t *testing.T) {
+			ours := dialDiff(t, "tcp", s.Addr().String(), proto)
+			theirs := dialDiff(t, "unix", redisSock, proto)
+			flags := []string{"KEAn", "Kg$lszhn", "Elh"}[seed%3]
+			for _, d := range []*diffConn{ours, theirs} {
+				d.do(t, "FLUSHALL")
+				d.do(t, "CONFIG", "SET", "notify-keyspace-events", flags)
+			}
+			t.Cleanup(func() {
+				for _, d := range []*diffConn{ours, theirs} {
+					d.do(t, "CONFIG", "SET", "notify-keyspace-events", "")
+				}
+			})
+			subOurs := dialDiff(t, "tcp", s.Addr().String(), 2)
+			subTheirs := dialDiff(t, "unix", redisSock, 2)
+			for _, d := range []*diffConn{subOurs, subTheirs} {
+				d.do(t, "PSUBSCRIBE", "__key*__:*")
+			}
+			g := &diffGen{rng: rand.New(rand.NewPCG(seed, 0x6e07)), proto: proto}
+			const round = 32
+			var last []diffCmd
+			events := 0
+			for done := 0; done < perSeed; done += round {
+				cmds := make([]diffCmd, round)
+				for i := range cmds {
+					cmds[i] = g.next()
+					ours.send(cmds[i].args)
+					theirs.send(cmds[i].args)
+				}
+				got, err := ours.flushRead(round)
+				if err != nil {
+					t.Fatalf("lsmgo: %v", err)
+				}
+				want, err := theirs.flushRead(round)
+				if err != nil {
+					t.Fatalf("redis: %v", err)
+				}
+				for i, cmd := range cmds {
+					if g, w := renderReply(got[i], cmd), renderReply(want[i], cmd); g != w {
+						t.Fatalf("seed %d, command %d %q:\n lsmgo: %s\n redis: %s", seed, done+i, cmd.args, g, w)
+					}
+				}
+				token := fmt.Sprint(done)
+				evOurs, evTheirs := keyEvents(t, subOurs, token), keyEvents(t, subTheirs, token)
+				if evOurs != evTheirs {
+					a, b0 := strings.Split(evOurs, "\n"), strings.Split(evTheirs, "\n")
+					i := 0
+					for i < len(a) && i < len(b0) && a[i] == b0[i] {
+						i++
+					}
+					t.Logf("first difference at event line %d", i)
+					var b strings.Builder
+					for _, c := range append(last, cmds...) {
+						fmt.Fprintf(&b, "  %q\n", c.args)
+					}
+					t.Fatalf("seed %d, round ending at command %d: events differ\n lsmgo:\n%s\n redis:\n%s\ncommands (previous round, this round):\n%s",
+						seed, done+round, evOurs, evTheirs, b.String())
+				}
+				last = cmds
+				events += strings.Count(evOurs, "\n")
+			}
+			if events < perSeed/50 {
+				t.Fatalf("only %d events for %d commands: the test sees too few to compare", events, perSeed)
+			}
+			t.Logf("%d events compared", events)
+		})
+	}
+}
+
+// keyEvents returns the events a subscriber has received, one
+// "channel payload" line each, in order: the frames before the answer to
+// a PING carrying token.
+func keyEvents(t *testing.T, d *diffConn, token string) string {
+	t.Helper()
+	d.send([]string{"PING", token})
+	d.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := d.nc.Write(d.out); err != nil {
+		t.Fatal(err)
+	}
+	d.out = d.out[:0]
+	var b strings.Builder
+	for {
+		v, err := d.rd.ReadValue()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Array) == 2 && string(v.Array[0].Str) == "pong" {
+			if string(v.Array[1].Str) != token {
+				t.Fatalf("pong %q, want %q", v.Array[1].Str, token)
+			}
+			return b.String()
+		}
+		if len(v.Array) != 4 || string(v.Array[0].Str) != "pmessage" {
+			t.Fatalf("unexpected frame %s", render(v, exact))
+		}
+		fmt.Fprintf(&b, "%s %s\n", v.Array[2].Str, v.Array[3].Str)
+	}
+}
