@@ -28,6 +28,12 @@ type commitWriter struct {
 	rotatedID uint64
 	// resume asks the leader to run Resume instead of writing.
 	resume bool
+	// wantSeq, when set, is the sequence number a replicated batch must
+	// start at (ApplyReplicated); such a batch always leads its group.
+	wantSeq base.SeqNum
+	// replicated is the batch's portable encoding when it differs from
+	// repr (separated values), for Options.OnCommit.
+	replicated []byte
 	// written is set when the leader has finished with the writer: its
 	// batch is in the WAL at logical end position walPos, or err says why
 	// not.
@@ -71,6 +77,11 @@ type commitWriter struct {
 // and the visible sequence number advances past a batch only once every
 // earlier batch is inserted too, so readers never see a gap.
 func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
+	return db.apply(b, wo, 0)
+}
+
+// apply is Apply, for a replicated batch when wantSeq is set.
+func (db *DB) apply(b *Batch, wo *WriteOptions, wantSeq base.SeqNum) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
@@ -91,6 +102,10 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 	w := commitWriterPool.Get().(*commitWriter)
 	w.repr, w.sync = repr, db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)
 	w.blobBytes, w.blobFiles = int64(b.blobBytes), pinned
+	w.wantSeq = wantSeq
+	if db.opts.OnCommit != nil {
+		w.replicated = b.replicated()
+	}
 	db.mu.Lock()
 	db.enqueueLocked(w)
 	db.mu.Unlock()
@@ -254,6 +269,11 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 		db.wal.waitSyncDone(leader.wake)
 		db.mu.Lock()
 	}
+	if leader.wantSeq != 0 && leader.wantSeq != db.mu.nextSeq {
+		err = &SeqMismatchError{Want: uint64(db.mu.nextSeq), Got: uint64(leader.wantSeq)}
+		db.finishGroupLocked(leader, group, err)
+		return
+	}
 	need := memSizeEstimate(leader.repr)
 	err = db.checkReserveLocked()
 	if err == nil {
@@ -263,7 +283,7 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 		room := db.mu.mem.mt.Capacity() - db.mu.mem.reserved
 		size := len(leader.repr)
 		for _, w := range db.mu.writers[1:] {
-			if w.rotate {
+			if w.rotate || w.wantSeq != 0 {
 				break
 			}
 			n := memSizeEstimate(w.repr)
@@ -341,6 +361,7 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 		w.walPos = pos
 	}
 	db.mu.walSeq = seq
+	db.notifyCommitLocked(group)
 	db.m.commitGroups.Add(1)
 	db.m.commits.Add(int64(len(group)))
 	return nil
@@ -368,5 +389,23 @@ func applyBatch(mt *memtable.Memtable, repr []byte) error {
 			return err
 		}
 		seq++
+	}
+}
+
+// notifyCommitLocked hands each batch of a group written to the WAL to
+// Options.OnCommit, in commit order: db.mu and the lead of the commit
+// queue are held, so no later group is reported first.
+func (db *DB) notifyCommitLocked(group []*commitWriter) {
+	hook := db.opts.OnCommit
+	if hook == nil {
+		return
+	}
+	for _, w := range group {
+		data := w.repr
+		if w.replicated != nil {
+			data = w.replicated
+			batchrepr.SetSeq(data, w.seq)
+		}
+		hook(uint64(w.seq), data)
 	}
 }

@@ -218,6 +218,17 @@ type Options struct {
 	// the application reclaim entries it knows are dead (see
 	// CompactionFilter for the rules it must follow).
 	NewCompactionFilter func(state Reader) CompactionFilter
+	// OnCommit, when set, is called with each batch written to the WAL,
+	// in commit order (the order of their sequence numbers), with its
+	// first sequence number and its portable encoding, which
+	// ApplyReplicated applies on a replica (see SeqMismatchError). It is
+	// how a primary follows its commits to replicate them. It runs on
+	// the commit path with the commit queue held: it must be quick (copy
+	// data into a buffer, which is valid only during the call) and must
+	// not call into the DB. A batch whose WAL write failed (ErrNoSpace)
+	// is not reported, and leaves a gap of its sequence numbers that a
+	// replica following the commits sees as one.
+	OnCommit func(seq uint64, data []byte)
 
 	// blobFileSize, when set (by tests), replaces blobTargetFileSize, so
 	// that a test writing a few hundred KiB sees blob files retired and

@@ -40,6 +40,12 @@ type Config struct {
 	// to lsmgo.SyncAlways, SyncInterval(time.Second) and SyncNone. Every
 	// mode writes the WAL before replying. Default everysec.
 	AppendFsync string
+	// ReplicaOf is "host port" of the primary this server follows, empty
+	// for a primary ("replicaof", live; REPLICAOF sets it too).
+	ReplicaOf string
+	// ReplicaReadOnly makes a replica refuse client writes
+	// ("replica-read-only", live); default true.
+	ReplicaReadOnly bool
 	// ProtectedMode refuses to listen on a non-loopback address without
 	// RequirePass ("protected-mode"); default true.
 	ProtectedMode bool
@@ -222,6 +228,7 @@ func DefaultConfig() Config {
 		Dir:                       "./lsmgo-data",
 		AppendFsync:               "everysec",
 		ProtectedMode:             true,
+		ReplicaReadOnly:           true,
 		MaxClients:                10000,
 		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,
@@ -278,6 +285,10 @@ var settings = append([]*setting{
 	stringSetting("dir", "data directory", false, func(c *Config) *string { return &c.Dir }, nonEmpty),
 	stringSetting("appendfsync", "WAL fsync policy: always, everysec or no", false,
 		func(c *Config) *string { return &c.AppendFsync }, oneOf("everysec", "always", "no")),
+	stringSetting("replicaof", "host and port of the primary to replicate (empty: this server is a primary)", true,
+		func(c *Config) *string { return &c.ReplicaOf }, checkReplicaOf),
+	boolSetting("replica-read-only", "refuse client writes while a replica", true,
+		func(c *Config) *bool { return &c.ReplicaReadOnly }),
 	boolSetting("protected-mode", "refuse a non-loopback addr without requirepass", false,
 		func(c *Config) *bool { return &c.ProtectedMode }),
 	secret(stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,

@@ -317,8 +317,7 @@ func (s *Server) infoCluster(b *strings.Builder) error {
 
 func (s *Server) infoReplication(b *strings.Builder) error {
 	b.WriteString("# Replication\r\n")
-	field(b, "role", "master")
-	field(b, "connected_slaves", 0)
+	s.writeReplicationInfo(b)
 	return nil
 }
 

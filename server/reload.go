@@ -117,6 +117,9 @@ func (s *Server) setLocked(values map[string]string) error {
 	s.cfg.Store(&next)
 	s.logLevel.Set(slogLevel(next.LogLevel))
 	s.slowlog.trim(next.SlowlogMaxLen)
+	if next.ReplicaOf != prev.ReplicaOf {
+		s.follow(replicaAddr(next.ReplicaOf))
+	}
 	if on := next.NotifyKeyspaceEvents.expiredOn(); on != prev.NotifyKeyspaceEvents.expiredOn() {
 		s.ks.expiries.turn(&s.ks, on)
 	}

@@ -135,7 +135,7 @@ func init() {
 		latency|graph latency|histogram latency|history latency|latest latency|reset monitor
 		multi psubscribe psync punsubscribe quit replconf replicaof reset role save script|debug
 		script|exists script|flush script|kill script|load shutdown slaveof ssubscribe subscribe
-		sunsubscribe sync unsubscribe unwatch wait watch acl|cat acl|deluser acl|dryrun
+		sunsubscribe sync lsmsync unsubscribe unwatch wait watch acl|cat acl|deluser acl|dryrun
 		acl|genpass acl|getuser acl|list acl|load acl|log acl|save acl|setuser acl|users
 		acl|whoami`) {
 		notInScripts[name] = true
@@ -392,6 +392,9 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 	if cmd.flags&flagWrite != 0 {
 		if sc.readOnly {
 			return scriptError(luascript.ErrWriteReadOnly)
+		}
+		if c.s.refusesWrites() {
+			return scriptError(msgReadOnlyReplica)
 		}
 		sc.run.wrote.Store(true)
 	}

@@ -86,6 +86,8 @@ type Server struct {
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
 	backups backups
+	// repl is replication, either role (replication.go).
+	repl replication
 	// acl holds the ACL users and the ACL LOG.
 	acl aclUsers
 
@@ -140,18 +142,28 @@ func Start(cfg Config) (*Server, error) {
 		Logger:                   s.log.With("component", "engine"),
 		FS:                       cfg.FS,
 		NewCompactionFilter:      newDBFilter,
+		OnCommit:                 s.onCommit,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log),
 		expiries: newExpiryWatch(s.publishExpired)}
+	if err := s.initReplication(); err != nil {
+		s.ks.reclaim.stop()
+		s.db.Close()
+		s.ks.reclaim.wait()
+		return nil, err
+	}
 	if err := s.start(&r); err != nil {
 		s.closeListeners()
 		s.ks.reclaim.stop()
 		s.db.Close()
 		s.ks.reclaim.wait()
 		return nil, err
+	}
+	if r.ReplicaOf != "" {
+		s.follow(replicaAddr(r.ReplicaOf))
 	}
 	s.log.Info("lsmgo server ready", "version", s.build.Version, "commit", s.build.Commit,
 		"addr", s.Addr().String(), "http", s.HTTPAddr(), "dir", r.Dir, "appendfsync", r.AppendFsync)
@@ -371,8 +383,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if ferr := s.db.Flush(); ferr != nil {
 		err = fmt.Errorf("flush: %w", ferr)
 	}
+	lastSeq := s.db.LastSeq()
 	if cerr := s.db.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close: %w", cerr))
+	} else {
+		s.saveStream(lastSeq)
 	}
 	s.ks.reclaim.wait()
 	s.log.Info("lsmgo server stopped", "err", err)

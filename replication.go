@@ -1,0 +1,142 @@
+package lsmgo
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+)
+
+// A replicated batch is a committed batch in its portable encoding: the
+// batch encoding (internal/batchrepr) with its first sequence number in
+// the header, and every value inline (a value the primary separated into
+// a blob file is sent whole, since the replica has its own blob files).
+// Options.OnCommit receives it and ApplyReplicated takes it; to anything
+// else it is opaque bytes, which ReplicatedSeq reads the position of.
+
+// SeqMismatchError is ApplyReplicated's refusal of a batch that does not
+// start at the replica's next sequence number: Got > Want is a gap (some
+// batch was lost), Got < Want a batch already applied. Either way the
+// replica's content is unchanged, and a replica that cannot get the
+// missing batches needs a new copy of the primary.
+type SeqMismatchError struct {
+	Want, Got uint64
+}
+
+func (e *SeqMismatchError) Error() string {
+	what := "gap"
+	if e.Got < e.Want {
+		what = "duplicate"
+	}
+	return fmt.Sprintf("lsmgo: replicated batch at seqnum %d, want %d (%s)", e.Got, e.Want, what)
+}
+
+// ReplicatedSeq returns the first sequence number of a replicated batch
+// and how many it spans (one per write), or an error if data is not one.
+func ReplicatedSeq(data []byte) (seq uint64, count uint32, err error) {
+	if _, err := batchrepr.NewReader(data); err != nil {
+		return 0, 0, err
+	}
+	return uint64(batchrepr.Seq(data)), batchrepr.Count(data), nil
+}
+
+// LastSeq returns the sequence number of the last committed write (0 for
+// a new DB). A DB opened from a Checkpoint starts where the checkpoint
+// ends, so a replica made from a primary's checkpoint is at the
+// primary's position then, and asks the primary for the batches from
+// LastSeq()+1 on.
+func (db *DB) LastSeq() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return uint64(db.mu.nextSeq) - 1
+}
+
+// ApplyReplicated commits a replicated batch atomically at the sequence
+// numbers it carries, which must start at LastSeq()+1: otherwise it
+// returns a *SeqMismatchError and writes nothing, so a replica never
+// applies a batch twice nor skips one. The DB must receive no other
+// writes (a replica's writes all come from its primary), since any other
+// write takes the sequence numbers the next replicated batch needs.
+// Malformed data is an error, never a partial write.
+func (db *DB) ApplyReplicated(data []byte, wo *WriteOptions) error {
+	seq, count, err := ReplicatedSeq(data)
+	if err != nil {
+		return err
+	}
+	if seq == 0 {
+		return fmt.Errorf("lsmgo: replicated batch without a sequence number")
+	}
+	b, err := db.batchFromReplicated(data)
+	if err != nil {
+		return err
+	}
+	if b.Count() != int(count) || count == 0 {
+		return fmt.Errorf("lsmgo: replicated batch of %d records holds %d", count, b.Count())
+	}
+	return db.apply(b, wo, base.SeqNum(seq))
+}
+
+// batchFromReplicated rebuilds a Batch from a replicated batch, through
+// the Batch methods so that this DB's limits and value separation apply.
+func (db *DB) batchFromReplicated(data []byte) (*Batch, error) {
+	r, err := batchrepr.NewReader(data)
+	if err != nil {
+		return nil, err
+	}
+	b := db.NewBatch()
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		switch kind {
+		case base.KindSet:
+			b.Set(key, value)
+		case base.KindDelete:
+			b.Delete(key)
+		case base.KindSetExpiry:
+			ms, v, ok := base.DecodeExpiryValue(value)
+			if !ok {
+				return nil, fmt.Errorf("lsmgo: replicated batch: short expiry value for key %s", quoteKey(key))
+			}
+			b.SetWithExpiry(key, v, time.UnixMilli(ms))
+		default:
+			return nil, fmt.Errorf("lsmgo: replicated batch: record kind %d", kind)
+		}
+	}
+	return b, b.Err()
+}
+
+// replicated returns the batch's portable encoding: its own when no value
+// was separated (the commit sets the sequence number in it), else a copy
+// with the separated values inline.
+func (b *Batch) replicated() []byte {
+	if len(b.blobs) == 0 {
+		return nil
+	}
+	out := make([]byte, batchrepr.HeaderLen, len(b.repr)+b.blobBytes+len(b.blobs)*4)
+	r, err := batchrepr.NewReader(b.repr)
+	if err != nil {
+		return nil
+	}
+	blobs := b.blobs
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil || !ok {
+			return out
+		}
+		switch kind {
+		case base.KindSetBlob:
+			kind, value = base.KindSet, blobs[0]
+			blobs = blobs[1:]
+		case base.KindSetExpiryBlob:
+			kind, value = base.KindSetExpiry, append(append([]byte(nil), value...), blobs[0]...)
+			blobs = blobs[1:]
+		}
+		out = batchrepr.Append(out, kind, key, value)
+	}
+}

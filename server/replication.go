@@ -1,0 +1,404 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/keylayout"
+	"github.com/lsmgo-dev/lsmgo/server/resp"
+)
+
+// Replication, primary to replicas, at the engine's batch level
+// (doc/replication.md): a replica connects to the primary's Redis port
+// and sends LSMSYNC with the stream version and the sequence number it
+// needs next; the primary answers +STREAM and then sends, as RESP bulk
+// strings, every committed batch from there on, from its backlog, in
+// commit order, with +PING when idle. The replica applies each batch
+// with lsmgo.DB.ApplyReplicated, which refuses a gap or a duplicate.
+// Whatever the key layout, a batch is the unit both sides agree on.
+
+// replStreamVersion is the version of the LSMSYNC stream: the framing
+// above and the engine's replicated batch encoding.
+const replStreamVersion = 1
+
+// replPingInterval is how often an idle stream says it is alive.
+const replPingInterval = time.Second
+
+// msgReadOnlyReplica is Redis' refusal of a write on a read-only replica.
+const msgReadOnlyReplica = "READONLY You can't write against a read only replica."
+
+// replication is the server's side of both roles.
+type replication struct {
+	backlog *replBacklog
+	dataset atomic.Pointer[string] // the id at datasetKey
+	// stream names this primary's history since its last unclean start
+	// (replstream.go); streamStart is where that history's backlog began.
+	stream      atomic.Pointer[string]
+	streamStart atomic.Uint64
+
+	mu sync.Mutex
+	// primary is "host:port" while this server is a replica, else "".
+	primary string
+	link    *replLink
+	// replicas are the streams this server sends, by connection id.
+	replicas map[uint64]*replicaStream
+
+	linkUp    atomic.Bool
+	linkDown  atomic.Int64           // how many times a link broke or was refused
+	linkErr   atomic.Pointer[string] // why it last did
+	lastIO    atomic.Int64           // unix seconds of the last read from the primary
+	following atomic.Bool            // while a replica
+}
+
+// replicaStream is one replica this server streams to, for ROLE and INFO.
+type replicaStream struct {
+	ip   string
+	port int // its listening port, from LSMSYNC, else 0
+	sent atomic.Uint64
+}
+
+// replLink is the goroutine following a primary.
+type replLink struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// datasetKey holds the dataset's id: random, written when a DB is first
+// opened by a server, and copied with the data to the replicas made from
+// it. A replica follows only a primary with its own id, so that it never
+// applies a primary's batches on top of unrelated data.
+const datasetKey = string(keylayout.Meta) + "dataset-id"
+
+func (s *Server) initReplication() error {
+	s.repl.replicas = map[uint64]*replicaStream{}
+	s.repl.backlog = newReplBacklog(replBacklogSize, s.db.LastSeq()+1)
+	id, err := s.db.Get([]byte(datasetKey))
+	if errors.Is(err, lsmgo.ErrNotFound) {
+		id = []byte(newRunID())
+		err = s.db.Set([]byte(datasetKey), id, lsmgo.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("lsmgo server: dataset id: %w", err)
+	}
+	s.repl.setDataset(string(id))
+	return s.loadStream()
+}
+
+func (r *replication) setDataset(id string) { r.dataset.Store(&id) }
+
+func (r *replication) datasetID() string { return *r.dataset.Load() }
+
+// onCommit feeds the backlog; the engine calls it in commit order.
+func (s *Server) onCommit(seq uint64, data []byte) {
+	if b := s.repl.backlog; b != nil {
+		b.add(seq, replCount(data), data)
+	}
+}
+
+// refusesWrites reports whether client writes are refused: on a
+// read-only replica.
+func (s *Server) refusesWrites() bool {
+	return s.repl.following.Load() && s.config().ReplicaReadOnly
+}
+
+// checkReplicaOf accepts "host port" or nothing.
+func checkReplicaOf(v string) error {
+	if v == "" {
+		return nil
+	}
+	host, port, ok := strings.Cut(v, " ")
+	if p, err := strconv.Atoi(port); !ok || host == "" || err != nil || p < 0 || p > 65535 {
+		return errors.New("replicaof must be 'host port' or empty")
+	}
+	return nil
+}
+
+// replicaAddr turns a checked replicaof value into an address to dial.
+func replicaAddr(v string) string {
+	if host, port, ok := strings.Cut(v, " "); ok {
+		return net.JoinHostPort(host, port)
+	}
+	return ""
+}
+
+// setReplicaOf is REPLICAOF: it records the primary in the running
+// configuration (CONFIG GET replicaof, CONFIG REWRITE) and follows it.
+func (s *Server) setReplicaOf(v string) error {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	return s.setLocked(map[string]string{"replicaof": v})
+}
+
+// follow makes the server a replica of addr ("" makes it a primary): it
+// stops the current link, if any, waits for it, and starts the new one.
+func (s *Server) follow(addr string) {
+	s.repl.mu.Lock()
+	defer s.repl.mu.Unlock()
+	if l := s.repl.link; l != nil {
+		close(l.stop)
+		<-l.done
+		s.repl.link = nil
+	}
+	promoted := s.repl.primary != "" && addr == ""
+	s.repl.primary = addr
+	s.repl.linkUp.Store(false)
+	s.repl.following.Store(addr != "")
+	if promoted {
+		s.promote()
+		return
+	}
+	if addr == "" {
+		return
+	}
+	l := &replLink{stop: make(chan struct{}), done: make(chan struct{})}
+	s.repl.link = l
+	s.bgWG.Add(1)
+	go func() {
+		defer s.bgWG.Done()
+		defer close(l.done)
+		s.runLink(addr, l.stop)
+	}()
+}
+
+// promote makes a former replica a primary. Its history diverges from its
+// old primary's from its first write on, so it takes a new dataset id:
+// the old primary, or another replica of it, cannot then follow it and
+// apply its batches on top of a different history (they need a new
+// copy). Collection versions the old primary handed out are in the DB:
+// the clock continues above them.
+func (s *Server) promote() {
+	id := newRunID()
+	if err := s.db.Set([]byte(datasetKey), []byte(id), lsmgo.Sync); err != nil {
+		s.log.Error("replication: new dataset id after promotion", "err", err)
+	} else {
+		s.repl.setDataset(id)
+	}
+	s.newStream()
+	if err := s.ks.versions.reload(); err != nil {
+		s.log.Error("replication: reloading collection versions", "err", err)
+	}
+}
+
+// runLink follows the primary at addr until stop or shutdown, reconnecting
+// after a second when the link breaks.
+func (s *Server) runLink(addr string, stop chan struct{}) {
+	for {
+		err := s.followOnce(addr, stop)
+		s.repl.linkUp.Store(false)
+		why := err.Error()
+		s.repl.linkErr.Store(&why)
+		s.repl.linkDown.Add(1)
+		s.log.Warn("replication link to primary down", "primary", addr, "err", err)
+		select {
+		case <-stop:
+			return
+		case <-s.done:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// followOnce connects to the primary, asks for the batches after this
+// DB's last, and applies them until the link breaks or stop.
+func (s *Server) followOnce(addr string, stop chan struct{}) error {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	ended := make(chan struct{})
+	defer close(ended)
+	go func() {
+		select {
+		case <-stop:
+		case <-s.done:
+		case <-ended:
+		}
+		nc.Close()
+	}()
+	port := 0
+	if a, ok := s.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	from := s.db.LastSeq() + 1
+	cmd := resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
+		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
+		[]byte(s.followedStream()))
+	if _, err := nc.Write(cmd); err != nil {
+		return err
+	}
+	rd := resp.NewReader(nc, resp.Limits{MaxBulkLen: 1 << 30})
+	for {
+		// The primary pings every second when idle.
+		nc.SetReadDeadline(time.Now().Add(10 * replPingInterval))
+		v, err := rd.ReadValue()
+		if err != nil {
+			return err
+		}
+		s.repl.lastIO.Store(time.Now().Unix())
+		switch v.Type {
+		case '-':
+			return fmt.Errorf("primary refused: %s", v.Err)
+		case '+':
+			if f := strings.Fields(string(v.Str)); len(f) == 3 && f[0] == "STREAM" {
+				// Every batch from here on is of that stream.
+				if err := s.saveFollowedStream(f[2]); err != nil {
+					return err
+				}
+				s.repl.linkUp.Store(true)
+				s.log.Info("replication link to primary up", "primary", addr, "from", from)
+			}
+		case '$':
+			if err := s.db.ApplyReplicated(v.Str, nil); err != nil {
+				var mismatch *lsmgo.SeqMismatchError
+				if errors.As(err, &mismatch) {
+					return fmt.Errorf("%w; this replica needs a new copy of the primary (doc/replication.md)", err)
+				}
+				return err
+			}
+		default:
+			return fmt.Errorf("unexpected reply type %q on the replication stream", v.Type)
+		}
+	}
+}
+
+// cmdLSMSync is the primary's side: LSMSYNC version dataset from
+// [listening-port]
+// turns the connection into a stream of the batches from sequence number
+// from on. It returns when the replica goes away, falls out of the
+// backlog, or the server shuts down.
+func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
+	if v, err := strconv.Atoi(string(args[1])); err != nil || v != replStreamVersion {
+		return redisError(fmt.Sprintf("ERR unsupported replication stream version %q; this server speaks %d", args[1], replStreamVersion))
+	}
+	if string(args[2]) != c.s.repl.datasetID() {
+		return redisError("NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ); seed it from this primary's backup (doc/replication.md)")
+	}
+	from, err := strconv.ParseUint(string(args[3]), 10, 64)
+	if err != nil || from == 0 {
+		return redisError("ERR invalid replication position")
+	}
+	stream := *c.s.repl.stream.Load()
+	if len(args) < 6 || (string(args[5]) != stream && string(args[5]) != "?") {
+		// The replica's streamed batches are of an earlier history,
+		// whose end this primary may have lost: only a replica at the
+		// current history's start is surely a prefix. ("?": it never
+		// streamed, so its data is a checkpoint, which holds only what
+		// the primary had synced.)
+		if from != c.s.repl.streamStart.Load() {
+			return redisError("DIVERGED the replica holds batches of this primary's history before an unclean restart, which the primary may have lost; reseed the replica")
+		}
+	}
+	rs := &replicaStream{}
+	if len(args) > 4 {
+		rs.port, _ = strconv.Atoi(string(args[4]))
+	}
+	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+		rs.ip = a.IP.String()
+	}
+	s := c.s
+	batches, changed, ok := s.repl.backlog.from(from)
+	if !ok {
+		return redisError(fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog; the replica needs a new copy", from))
+	}
+	c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
+	s.repl.mu.Lock()
+	s.repl.replicas[c.id] = rs
+	s.repl.mu.Unlock()
+	defer func() {
+		s.repl.mu.Lock()
+		delete(s.repl.replicas, c.id)
+		s.repl.mu.Unlock()
+	}()
+	ping := time.NewTicker(replPingInterval)
+	defer ping.Stop()
+	for {
+		for _, data := range batches {
+			c.wr.Bulk(data)
+			from += uint64(replCount(data))
+		}
+		if err := c.wr.Flush(); err != nil {
+			c.quit = true
+			return nil
+		}
+		rs.sent.Store(from - 1)
+		select {
+		case <-changed:
+		case <-ping.C:
+			c.wr.SimpleString("PING")
+		case <-s.done:
+			c.quit = true
+			return nil
+		}
+		if batches, changed, ok = s.repl.backlog.from(from); !ok {
+			c.quit = true
+			return redisError(fmt.Sprintf("NOBACKLOG the replica fell behind the backlog at position %d", from))
+		}
+	}
+}
+
+// reload continues the clock above the versions stored in the DB, which a
+// replica's primary wrote: called when the replica becomes a primary.
+func (vc *versionClock) reload() error {
+	fresh, err := newVersionClock(vc.db)
+	if err != nil {
+		return err
+	}
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	vc.next = max(vc.next, fresh.next)
+	vc.limit = vc.next
+	return nil
+}
+
+// writeReplicationInfo writes INFO replication's fields, Redis' names;
+// offsets are sequence numbers.
+func (s *Server) writeReplicationInfo(b *strings.Builder) {
+	s.repl.mu.Lock()
+	defer s.repl.mu.Unlock()
+	offset := s.db.LastSeq()
+	if s.repl.primary != "" {
+		host, port, _ := net.SplitHostPort(s.repl.primary)
+		field(b, "role", "slave")
+		field(b, "master_host", host)
+		field(b, "master_port", port)
+		status, last := "down", int64(-1)
+		if s.repl.linkUp.Load() {
+			status, last = "up", time.Now().Unix()-s.repl.lastIO.Load()
+		}
+		field(b, "master_link_status", status)
+		field(b, "master_last_io_seconds_ago", last)
+		field(b, "master_sync_in_progress", 0)
+		field(b, "slave_read_repl_offset", offset)
+		field(b, "slave_repl_offset", offset)
+		field(b, "slave_priority", 100)
+		field(b, "slave_read_only", boolInt(s.config().ReplicaReadOnly))
+		field(b, "replica_announced", 1)
+	} else {
+		field(b, "role", "master")
+	}
+	field(b, "connected_slaves", len(s.repl.replicas))
+	i := 0
+	for _, r := range s.repl.replicas {
+		sent := r.sent.Load()
+		fmt.Fprintf(b, "slave%d:ip=%s,port=%d,state=online,offset=%d,lag=0\r\n", i, r.ip, r.port, sent)
+		i++
+	}
+	field(b, "master_failover_state", "no-failover")
+	field(b, "master_replid", s.runID)
+	field(b, "master_replid2", strings.Repeat("0", 40))
+	field(b, "master_repl_offset", offset)
+	field(b, "second_repl_offset", -1)
+	field(b, "repl_backlog_active", 1)
+	field(b, "repl_backlog_size", replBacklogSize)
+	first, size := s.repl.backlog.extent()
+	field(b, "repl_backlog_first_byte_offset", first)
+	field(b, "repl_backlog_histlen", size)
+}
