@@ -80,11 +80,18 @@ func rewriteConfigText(text string, cur, base *Config) (string, int) {
 		if st.set(&asFile, value) == nil && st.get(&asFile) == want {
 			out = append(out, lines[i:end+1]...)
 		} else {
+			if comment == "" && strings.HasSuffix(lines[i], "\r") {
+				comment = "\r" // keep the line's CRLF ending
+			}
 			out = append(out, tomlAssignment(st.name, want)+comment)
 			changed++
 		}
 		_ = st.set(&probe, want)
 		i = end
+	}
+	eol := "" // "\r" where the file ends its lines with CRLF
+	if strings.Contains(text, "\r\n") {
+		eol = "\r"
 	}
 	var appended []string
 	for _, st := range settings {
@@ -95,12 +102,12 @@ func rewriteConfigText(text string, cur, base *Config) (string, int) {
 		if st.get(&probe) == want {
 			continue
 		}
-		appended = append(appended, tomlAssignment(st.name, want))
+		appended = append(appended, tomlAssignment(st.name, want)+eol)
 		_ = st.set(&probe, want)
 		changed++
 	}
 	if len(appended) > 0 {
-		for len(out) > 0 && out[len(out)-1] == "" {
+		for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
 			out = out[:len(out)-1]
 		}
 		out = append(out, appended...)
@@ -157,6 +164,7 @@ func trailingComment(line string) string {
 // CONFIG SET would take, as readConfigFile does.
 func decodeAssignment(doc string) (string, bool) {
 	var raw map[string]any
+	doc = strings.TrimSuffix(strings.ReplaceAll(doc, "\r\n", "\n"), "\r")
 	if _, err := toml.Decode(doc, &raw); err != nil || len(raw) != 1 {
 		return "", false
 	}

@@ -117,3 +117,26 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestConfigRewriteText checks the line editing alone on CRLF files and
+// on lines whose value already matches in another spelling.
+func TestConfigRewriteText(t *testing.T) {
+	base := DefaultConfig()
+	cur := base
+	cur.MaxClients = 7
+	cur.SlowlogMaxLen = 9
+	cur.ProtoMaxBulkLen = 1 << 20
+	for _, tc := range []struct{ in, want string }{
+		{"maxclients = 5\r\n# c\r\nslowlog-max-len = 1 # n\r\n",
+			"maxclients = 7\r\n# c\r\nslowlog-max-len = 9 # n\r\nproto-max-bulk-len = 1048576\r\n"},
+		{"proto-max-bulk-len = \"1mb\" # same value\nmaxclients = '7'\nslowlog-max-len = 9\n", ""},
+		{"", "maxclients = 7\nproto-max-bulk-len = 1048576\nslowlog-max-len = 9\n"}, // table order
+	} {
+		want := tc.want
+		if want == "" {
+			want = tc.in
+		}
+		got, _ := rewriteConfigText(tc.in, &cur, &base)
+		eq(t, "rewrite of "+strings.ReplaceAll(tc.in, "\r", `\r`), got, want)
+	}
+}
