@@ -169,14 +169,7 @@ func decodeAssignment(doc string) (string, bool) {
 		return "", false
 	}
 	for _, v := range raw {
-		switch v := v.(type) {
-		case string:
-			return v, true
-		case int64:
-			return strconv.FormatInt(v, 10), true
-		case bool:
-			return yesNo(v), true
-		}
+		return tomlSettingValue(v)
 	}
 	return "", false
 }
