@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -52,6 +53,7 @@ func init() {
 				{name: "get", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Returns the effective values of configuration parameters.", run: cmdConfigGet},
 				{name: "set", arity: -4, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Sets configuration parameters in-flight.", run: cmdConfigSet},
 				{name: "resetstat", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.0.0", summary: "Resets the server's statistics.", run: cmdConfigResetStat},
+				{name: "rewrite", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "2.8.0", summary: "Persists the effective configuration to file.", run: cmdConfigRewrite},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "slowlog", arity: -2, group: srv, since: "2.2.12", summary: "A container for slow log commands.",
@@ -535,6 +537,18 @@ func cmdConfigSet(c *conn, cmd *command, args [][]byte) error {
 	c.s.cfgMu.Unlock()
 	if err != nil {
 		return redisError("ERR " + err.Error())
+	}
+	c.ok()
+	return nil
+}
+
+// cmdConfigRewrite implements CONFIG REWRITE (config_rewrite.go).
+func cmdConfigRewrite(c *conn, _ *command, _ [][]byte) error {
+	switch err := c.s.rewriteConfig(); {
+	case errors.Is(err, errNoConfigFile):
+		return redisError("ERR The server is running without a config file")
+	case err != nil:
+		return redisError("ERR Rewriting config file: " + err.Error())
 	}
 	c.ok()
 	return nil

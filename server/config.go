@@ -635,18 +635,26 @@ func readConfigFile(path string) (map[string]string, error) {
 	}
 	values := make(map[string]string, len(raw))
 	for k, v := range raw {
-		switch v := v.(type) {
-		case string:
-			values[k] = v
-		case int64:
-			values[k] = strconv.FormatInt(v, 10)
-		case bool:
-			values[k] = yesNo(v)
-		default:
+		s, ok := tomlSettingValue(v)
+		if !ok {
 			return nil, fmt.Errorf("config file %s: %s: want a string, integer or boolean, got %T", path, k, v)
 		}
+		values[k] = s
 	}
 	return values, nil
+}
+
+// tomlSettingValue spells a decoded TOML value as CONFIG SET takes it.
+func tomlSettingValue(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case bool:
+		return yesNo(v), true
+	}
+	return "", false
 }
 
 // validate checks what single settings cannot: Redis' protected mode.
