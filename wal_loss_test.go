@@ -263,7 +263,13 @@ func (fx *lossFixture) run(t *testing.T, c lossCase) (lossOutcome, string) {
 	}
 	defer db.Close()
 	out.lost = db.Metrics().WAL.RecoveryLostEntries
-	out.errorLogged = len(logs.matching("ERROR ")) > 0
+	// The WAL's ERRORs: a compaction that meets a damaged table (it may
+	// start at once, in the background) logs its own, naming the table.
+	for _, line := range logs.matching("ERROR ") {
+		if !strings.Contains(line, ".sst") {
+			out.errorLogged = true
+		}
+	}
 	for i := range lossBatches {
 		for j := range 2 {
 			_, err := db.Get([]byte(lossBatchKey(i, j)))
