@@ -278,11 +278,13 @@ func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(ke
 }
 
 // block parks the connection until try serves it from one of keys, the
-// timeout passes (0: never), the client disconnects or the server shuts
-// down. While parked it reads the client's input ahead, so that it sees
-// a disconnect; that input is served once the command ends. On a
-// disconnect the connection ends without a reply, as in Redis; on shutdown
-// the client gets an error.
+// timeout passes (0: never), the client disconnects, the server shuts
+// down, or CLIENT UNBLOCK ends the wait (unblock.go): as a timeout, or
+// with an error it replies, returning blockAborted. While parked it
+// reads the client's input ahead, so that it sees a disconnect; that
+// input is served once the command ends. On a disconnect the connection
+// ends without a reply, as in Redis; on shutdown the client gets an
+// error.
 func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) bool) blockResult {
 	c.doneReading()
 	r := &c.s.blocked
@@ -305,12 +307,22 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 		timer = t.C
 	}
 	stop, gone := c.readAheadWhileBlocked()
+	unblocked := c.unblocker.arm(func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.state != waiting {
+			return false
+		}
+		w.state = left
+		return true
+	})
 	c.setState(stateBlocked, true)
 	defer c.setState(stateBlocked, false)
 	res := blockTimedOut
 	select {
 	case <-w.served:
 	case <-timer:
+	case <-unblocked:
 	case <-gone:
 		res = blockAborted
 	case <-c.s.done:
@@ -318,6 +330,10 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 	}
 	stop()
 	r.remove(w)
+	if ub, withError := c.unblocker.disarm(); ub && withError && res != blockAborted {
+		c.fail(msgUnblocked)
+		return blockAborted
+	}
 	w.mu.Lock()
 	if w.state == served {
 		res = blockServed

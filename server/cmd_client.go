@@ -242,7 +242,7 @@ func cmdClientKill(c *conn, _ *command, args [][]byte) error {
 // no write is ever acknowledged by one: WAIT answers 0, after the timeout
 // when it asks for replicas, as Redis without replicas does. A timeout
 // of 0, which Redis would wait forever for replicas that cannot come,
-// answers at once.
+// answers at once. CLIENT UNBLOCK ends the wait early.
 func cmdWait(c *conn, _ *command, args [][]byte) error {
 	ms, ok := parseInt(args[2])
 	if !ok {
@@ -256,9 +256,16 @@ func cmdWait(c *conn, _ *command, args [][]byte) error {
 		return redisError("ERR timeout is negative")
 	}
 	if n > 0 && ms > 0 {
+		unblocked := c.unblocker.arm(nil)
+		c.setState(stateBlocked, true)
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-unblocked:
 		case <-c.s.done:
+		}
+		c.setState(stateBlocked, false)
+		if _, withError := c.unblocker.disarm(); withError {
+			return redisError(msgUnblocked)
 		}
 	}
 	c.wr.Int(0)

@@ -38,6 +38,7 @@ func init() {
 				{name: "no-touch", arity: 3, flags: flagLoading | flagStale, since: "7.2.0", summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", run: onOff(stateNoTouch)},
 				{name: "pause", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "3.0.0", summary: "Suspends commands processing.", run: cmdClientPause},
 				{name: "unpause", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "6.2.0", summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
+				{name: "unblock", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "5.0.0", summary: "Unblocks a client blocked by a blocking command from a different connection.", run: cmdClientUnblock},
 				{name: "reply", arity: 3, since: "3.2.0", summary: "Instructs the server whether to reply to commands.", run: cmdClientReply},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},

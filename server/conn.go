@@ -85,6 +85,9 @@ type conn struct {
 
 	// blk is the connection's part in blocking commands (blocking.go).
 	blk blockState
+	// unblocker is where CLIENT UNBLOCK reaches the connection while it
+	// is blocked (unblock.go).
+	unblocker unblockPoint
 	// tx is the transaction MULTI opened, nil outside one; exec is set
 	// while EXEC runs its commands (see tx.go). watched lists the keys
 	// WATCH named; watchDirty is set, by any connection's write, once
