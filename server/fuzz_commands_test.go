@@ -23,6 +23,13 @@ var fuzzSkipped = map[string]string{
 	"save":           "writes a whole snapshot: slow, and takes no number",
 	"bgsave":         "as SAVE, in the background",
 	testPanicCommand: "the test-only command that panics on purpose",
+	"shutdown":       "stops the server by design",
+	"monitor":        "monitor mode: the fuzzer's replies would interleave with fed commands",
+	"replicaof":      "turns the server into a replica of the host its arguments name, refusing writes from then on",
+	"slaveof":        "REPLICAOF's old name",
+	"wait":           "waits out its timeout (ms, up to 2^63) while no replica acknowledges, by design",
+	"client|pause":   "pauses every client for the fuzzed time (up to 2^63 ms), by design",
+	"client|reply":   "OFF and SKIP silence the replies the fuzzer waits for, by design",
 	"migrate":        "connects to the host its arguments name (a DNS lookup, or the fuzzed server itself, waited on for its timeout); TestMigrateRedis covers it",
 	"config|set": "can shrink limits the fuzzer's own connection lives by (proto-max-bulk-len, " +
 		"maxmemory-clients, timeout); its numbers go through parseBound, which config tests cover",
