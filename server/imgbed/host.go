@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ type Host struct {
 	limiter      *rateLimiter // anonymous uploads, per IP address
 	tokenLimiter *rateLimiter
 	uploads      *uploadSlots
+	resumables   *resumables
 	thumbs       *thumbnailer
 	metrics      *metrics
 	now          func() time.Time
@@ -32,6 +34,15 @@ type Host struct {
 // same DB or spools to the same directory.
 func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 	cfg = cfg.withDefaults()
+	resumableDir := filepath.Join(cfg.SpoolDir, "resumable")
+	if cfg.SpoolDir == "" {
+		// Nowhere that outlives this host: a directory of its own.
+		dir, err := os.MkdirTemp("", "imgbed-resumable-")
+		if err != nil {
+			return nil, err
+		}
+		resumableDir = dir
+	}
 	if cfg.SpoolDir == "" {
 		// Other programs' files live there too: nothing is cleaned.
 		cfg.SpoolDir = os.TempDir()
@@ -61,6 +72,11 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		}
 	}
 	h.st.now = func() time.Time { return h.now() } // tests replace h.now
+	rs, err := newResumables(resumableDir)
+	if err != nil {
+		return nil, fmt.Errorf("imgbed: resumable upload directory: %w", err)
+	}
+	h.resumables = rs
 	h.thumbs = newThumbnailer(h)
 	h.SetTokens(cfg.Tokens)
 	m, err := newMetrics(cfg.Registerer)
@@ -72,6 +88,9 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	if err := h.st.indexOwners(); err != nil {
+		return nil, err
+	}
+	if err := h.sweepResumables(0); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -123,6 +142,16 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/tokens", h.serveTokens)
 	mux.HandleFunc("GET /api/v1/profile", h.serveProfile)
 	mux.HandleFunc("GET /api/v1/strategies", h.serveStrategies)
+	for _, p := range []string{"/api/v1/tus", tusPath + "{$}"} {
+		mux.HandleFunc("OPTIONS "+p, h.serveTusOptions)
+		mux.HandleFunc("POST "+p, h.tus(h.serveTusCreate))
+	}
+	mux.HandleFunc("OPTIONS "+tusPath+"{id}", h.serveTusOptions)
+	mux.HandleFunc("POST "+tusPath+"{id}", h.tus(nil)) // X-HTTP-Method-Override
+	mux.HandleFunc("HEAD "+tusPath+"{id}", h.tus(h.serveTusHead))
+	mux.HandleFunc("PATCH "+tusPath+"{id}", h.tus(h.serveTusPatch))
+	mux.HandleFunc("DELETE "+tusPath+"{id}", h.tus(h.serveTusDelete))
+	mux.HandleFunc("GET "+tusPath+"{id}", h.serveTusResult)
 	return routes{h: h, mux: mux}
 }
 

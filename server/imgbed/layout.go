@@ -28,6 +28,7 @@ const (
 	kindAlbumOf   = 'L'
 	kindMarker    = 'Z'
 	kindExpUsage  = 'E'
+	kindResumable = 'U'
 	sumLen        = 32
 	genLen        = 8
 	recordVersion = 1

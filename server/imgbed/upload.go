@@ -182,6 +182,12 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token,
 		}
 		return uploaded{err: err}
 	}
+	return h.storeSpooled(ctx, sp, name, tok, opts)
+}
+
+// storeSpooled checks the image sp holds, whose head fill or adoptSpool
+// took, and stores it: pixel limit, structure, GPS, dedup, quota.
+func (h *Host) storeSpooled(ctx context.Context, sp *spool, name string, tok *Token, opts uploadOptions) uploaded {
 	cfg, err := decodeConfig(sp.format, sp.reader())
 	if err != nil {
 		return uploaded{err: err}
@@ -307,10 +313,10 @@ func randomString(n int) string {
 }
 
 // validID reports whether s can be an image id.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 10 {
-		return false
-	}
+func validID(s string) bool { return len(s) > 0 && len(s) <= 10 && validChars(s) }
+
+// validChars reports whether s is made of base62 characters only.
+func validChars(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if !strings.ContainsRune(base62, rune(s[i])) {
 			return false
