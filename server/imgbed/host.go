@@ -23,6 +23,7 @@ type Host struct {
 	tokenLimiter *rateLimiter
 	uploads      *uploadSlots
 	resumables   *resumables
+	fetch        *http.Client // uploads by URL (fetch.go)
 	thumbs       *thumbnailer
 	metrics      *metrics
 	now          func() time.Time
@@ -77,6 +78,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("imgbed: resumable upload directory: %w", err)
 	}
 	h.resumables = rs
+	h.fetch = newFetchClient(cfg.FetchTimeout, h.fetchAllowed)
 	h.thumbs = newThumbnailer(h)
 	h.SetTokens(cfg.Tokens)
 	m, err := newMetrics(cfg.Registerer)
