@@ -142,6 +142,7 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/v1/albums/{id}/images/{key}", h.serveAlbumMember)
 	mux.HandleFunc("GET /a/{id}", h.serveAlbumPage)
 	mux.HandleFunc("POST /api/v1/tokens", h.serveTokens)
+	mux.HandleFunc("DELETE /api/v1/tokens", h.serveRevokeTokens)
 	mux.HandleFunc("GET /api/v1/profile", h.serveProfile)
 	mux.HandleFunc("GET /api/v1/strategies", h.serveStrategies)
 	for _, p := range []string{"/api/v1/tus", tusPath + "{$}"} {

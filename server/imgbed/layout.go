@@ -29,6 +29,8 @@ const (
 	kindMarker    = 'Z'
 	kindExpUsage  = 'E'
 	kindResumable = 'U'
+	kindIssued    = 'K'
+	kindIssuedBy  = 'J'
 	sumLen        = 32
 	genLen        = 8
 	recordVersion = 1
