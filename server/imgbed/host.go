@@ -117,7 +117,11 @@ func (h *Host) SetTokens(tokens []Token) { h.auth.Store(newTokenSet(tokens)) }
 //	GET, PATCH, DELETE /api/v1/albums/{id}   an album and its images, edit, delete
 //	PUT, DELETE /api/v1/albums/{id}/images/{key}   add or remove an image
 //	GET  /a/{id}                   an album's public page
-//	POST /api/v1/tokens, GET /api/v1/profile, /api/v1/strategies   Lsky Pro V1
+//	POST, DELETE /api/v1/tokens, GET /api/v1/profile, /api/v1/strategies   Lsky Pro V1
+//	OPTIONS, POST /api/v1/tus/; HEAD, PATCH, DELETE, GET /api/v1/tus/{id}   resumable uploads (tus)
+//
+// An upload may also name an image to fetch (?url=, a "url" field, or a
+// JSON body): fetch.go.
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.servePage)
