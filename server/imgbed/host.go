@@ -78,6 +78,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("imgbed: resumable upload directory: %w", err)
 	}
 	h.resumables = rs
+	rs.lastSweep = h.now() // swept below
 	h.fetch = newFetchClient(cfg.FetchTimeout, h.fetchAllowed)
 	h.thumbs = newThumbnailer(h)
 	h.SetTokens(cfg.Tokens)

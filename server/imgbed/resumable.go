@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // Resumable uploads (tus.go speaks the protocol). The bytes of an upload
@@ -57,6 +58,7 @@ type resumable struct {
 	// (shown to whoever holds the upload URL until the state expires), or
 	// the refusal of the bytes.
 	Image       string `json:"image,omitempty"`
+	Ext         string `json:"ext,omitempty"`
 	DeleteToken string `json:"delete_token,omitempty"`
 	Dup         bool   `json:"dup,omitempty"`
 	Status      int    `json:"status,omitempty"`
@@ -165,7 +167,7 @@ func (h *Host) createResumable(u *resumable) error {
 	}
 	err = f.Close()
 	if err == nil {
-		err = syncDir(h.resumables.dir)
+		err = vfs.SyncDir(vfs.Default, h.resumables.dir)
 	}
 	if err == nil {
 		err = h.saveResumable(u)
@@ -187,23 +189,13 @@ func (h *Host) removeResumable(id string) error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // writeResumable writes body to u's file from u.Offset, at most max
 // bytes, through sum when the client sent a checksum (nil: none). Without
 // a checksum, what arrived is kept even when the body breaks off, and a
 // long body is made durable and committed every checkpointBytes, so a
 // crash or a dropped connection costs the client little; with one,
 // nothing of the body is kept unless all of it arrived and matches.
-// It returns the bytes written past u.Offset and not yet committed.
-func (h *Host) writeResumable(f *os.File, u *resumable, body io.Reader, max int64, sum *checksum) (int64, error) {
+func (h *Host) writeResumable(f *os.File, u *resumable, body io.Reader, max int64, sum *checksum) error {
 	cp := copyPool.Get().(*[]byte)
 	defer copyPool.Put(cp)
 	var pending int64 // written, not yet committed
@@ -222,10 +214,10 @@ func (h *Host) writeResumable(f *os.File, u *resumable, body io.Reader, max int6
 		n, err := body.Read(*cp)
 		if n > 0 {
 			if pending+int64(n) > max {
-				return pending, errTooLarge
+				return errTooLarge
 			}
 			if _, werr := f.WriteAt((*cp)[:n], u.Offset+pending); werr != nil {
-				return pending, werr
+				return werr
 			}
 			if sum != nil {
 				sum.h.Write((*cp)[:n])
@@ -233,22 +225,22 @@ func (h *Host) writeResumable(f *os.File, u *resumable, body io.Reader, max int6
 			pending += int64(n)
 			if sum == nil && pending >= checkpointBytes {
 				if cerr := commit(); cerr != nil {
-					return pending, cerr
+					return cerr
 				}
 			}
 		}
 		switch {
 		case err == io.EOF && sum != nil && !sum.matches():
-			return pending, errChecksum
+			return errChecksum
 		case err == io.EOF:
-			return 0, commit()
+			return commit()
 		case err != nil && sum == nil:
 			if cerr := commit(); cerr != nil {
-				return pending, cerr
+				return cerr
 			}
-			return 0, badBody(err)
+			return badBody(err)
 		case err != nil:
-			return pending, badBody(err)
+			return badBody(err)
 		}
 	}
 }
@@ -302,7 +294,7 @@ func (h *Host) finishResumable(ctx context.Context, u *resumable, tok *Token) er
 		}
 		u.Status, u.Message = ae.status, ae.msg
 	} else {
-		u.Image, u.DeleteToken, u.Dup = res.rec.ID, res.deleteToken, res.dup
+		u.Image, u.Ext, u.DeleteToken, u.Dup = res.rec.ID, res.rec.Ext, res.deleteToken, res.dup
 	}
 	if err := h.saveResumable(u); err != nil {
 		return err

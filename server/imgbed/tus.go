@@ -257,48 +257,43 @@ func (h *Host) serveTusPatch(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errTusChunkType)
 		return
 	}
-	tok, err := h.identify(r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	unlock, err := h.resumables.lock(r.Context(), r.PathValue("id"), tusUploadWait)
+	u, tok, unlock, err := h.lockedUpload(r)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	defer unlock()
-	u, err := h.loadResumable(r.PathValue("id"), tok)
-	if err == nil && u.Status != 0 {
+	if u.Status != 0 {
 		err = errTusGone
-	}
-	if err == nil {
+	} else {
 		err = h.receive(w, r, u, tok)
 	}
 	if err != nil {
-		w.Header().Set("Upload-Offset", strconv.FormatInt(max(0, offsetOf(u)), 10))
+		w.Header().Set("Upload-Offset", strconv.FormatInt(u.Offset, 10))
 		h.fail(w, err)
 		return
 	}
 	h.tusHeaders(w, u)
 	if u.Image != "" {
-		w.Header().Set("X-Image-URL", h.baseURL(r)+"/i/"+u.Image+"."+imageExt(h, u.Image))
+		w.Header().Set("X-Image-URL", h.baseURL(r)+"/i/"+u.Image+"."+u.Ext)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func offsetOf(u *resumable) int64 {
-	if u == nil {
-		return 0
+// lockedUpload identifies the caller of r, waits for the upload r names
+// to be free and loads it; the caller calls unlock when done.
+func (h *Host) lockedUpload(r *http.Request) (u *resumable, tok *Token, unlock func(), err error) {
+	if tok, err = h.identify(r); err != nil {
+		return nil, nil, nil, err
 	}
-	return u.Offset
-}
-
-func imageExt(h *Host, id string) string {
-	if rec, err := h.st.record(id); err == nil {
-		return rec.Ext
+	if unlock, err = h.resumables.lock(r.Context(), r.PathValue("id"), tusUploadWait); err != nil {
+		return nil, nil, nil, err
 	}
-	return "img"
+	if u, err = h.loadResumable(r.PathValue("id"), tok); err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
+	return u, tok, unlock, nil
 }
 
 // receive writes the body of r (holding u's lock) at its Upload-Offset,
@@ -336,7 +331,7 @@ func (h *Host) receive(w http.ResponseWriter, r *http.Request, u *resumable, tok
 	}
 	defer f.Close()
 	before := u.Offset
-	_, err = h.writeResumable(f, u, newDeadlineReader(w, r, &h.cfg, start), u.Length-u.Offset, sum)
+	err = h.writeResumable(f, u, newDeadlineReader(w, r, &h.cfg, start), u.Length-u.Offset, sum)
 	if err == nil {
 		err = h.sniffResumable(f, u, before)
 		if err != nil {
@@ -365,22 +360,12 @@ func openResumable(h *Host, u *resumable) (*os.File, error) {
 
 // serveTusDelete ends an upload (termination); an image it became stays.
 func (h *Host) serveTusDelete(w http.ResponseWriter, r *http.Request) {
-	tok, err := h.identify(r)
+	u, _, unlock, err := h.lockedUpload(r)
+	if err == nil {
+		defer unlock()
+		err = h.removeResumable(u.ID)
+	}
 	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	unlock, err := h.resumables.lock(r.Context(), r.PathValue("id"), tusUploadWait)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	defer unlock()
-	if _, err := h.loadResumable(r.PathValue("id"), tok); err != nil {
-		h.fail(w, err)
-		return
-	}
-	if err := h.removeResumable(r.PathValue("id")); err != nil {
 		h.fail(w, err)
 		return
 	}
@@ -392,20 +377,13 @@ func (h *Host) serveTusDelete(w http.ResponseWriter, r *http.Request) {
 // upload whose image could not be stored for a passing reason is stored
 // now; one still missing bytes is 409.
 func (h *Host) serveTusResult(w http.ResponseWriter, r *http.Request) {
-	tok, err := h.identify(r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	unlock, err := h.resumables.lock(r.Context(), r.PathValue("id"), tusUploadWait)
+	u, tok, unlock, err := h.lockedUpload(r)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	defer unlock()
-	u, err := h.loadResumable(r.PathValue("id"), tok)
 	switch {
-	case err != nil:
 	case u.Status != 0:
 		err = &apiError{u.Status, "refused", u.Message}
 	case u.Offset < u.Length:
@@ -413,11 +391,10 @@ func (h *Host) serveTusResult(w http.ResponseWriter, r *http.Request) {
 	case u.Image == "":
 		err = h.finishResumable(r.Context(), u, tok)
 	}
-	if err != nil {
-		h.fail(w, err)
-		return
+	var rec *record
+	if err == nil {
+		rec, err = h.st.record(u.Image)
 	}
-	rec, err := h.st.record(u.Image)
 	if err != nil {
 		h.fail(w, err)
 		return
