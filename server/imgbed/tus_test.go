@@ -5,13 +5,16 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -287,5 +290,43 @@ func TestTusResumesAfterRestart(t *testing.T) {
 	_, body = th.get(t, url)
 	if r := decodeResponse(t, body); r.Data.SHA256 != sumHex(data) {
 		t.Errorf("stored %s, sent %s", r.Data.SHA256, sumHex(data))
+	}
+}
+
+// TestTusConcurrentPatches races four writers on one upload, each asking
+// HEAD for the offset and sending a chunk of random length from there:
+// the losers get 409 (offset moved) or 423 (busy), and whatever the
+// interleaving, the image is the bytes sent, stored once.
+func TestTusConcurrentPatches(t *testing.T) {
+	th := newTestHost(t, Config{})
+	data := encodePNG(t, noise(300, 200))
+	url := th.tusCreate(t, len(data))
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
+			for {
+				st, off := th.tusOffset(t, url)
+				if st != 200 || off == int64(len(data)) {
+					return
+				}
+				end := min(int(off)+1+r.IntN(40000), len(data))
+				switch st, _ := th.tusPatch(t, url, int(off), data[off:end]); st {
+				case 204, 409, 423:
+				default:
+					t.Errorf("PATCH at %d: %d", off, st)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	_, body := th.get(t, url)
+	if r := decodeResponse(t, body); r.Data.SHA256 != sumHex(data) || th.imageCount(t) != 1 {
+		t.Fatalf("stored %s, sent %s; %d images", r.Data.SHA256, sumHex(data), th.imageCount(t))
 	}
 }
