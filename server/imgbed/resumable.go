@@ -399,3 +399,26 @@ func (h *Host) maybeSweepResumables() {
 		rs.mu.Unlock()
 	}()
 }
+
+// checkResumable reports an upload state that breaks the invariants
+// above: an unfinished upload's file holds every byte its offset covers,
+// and the offset never passes the length.
+func (h *Host) checkResumable(v []byte, bad func(string, ...any)) {
+	var u resumable
+	if err := decode(v, &u, "resumable upload"); err != nil {
+		bad("%v", err)
+		return
+	}
+	if u.Offset < 0 || u.Offset > u.Length {
+		bad("resumable upload %s: offset %d of %d", u.ID, u.Offset, u.Length)
+	}
+	if u.settled() {
+		return
+	}
+	switch info, err := os.Stat(h.resumables.path(u.ID)); {
+	case err != nil:
+		bad("resumable upload %s: %v", u.ID, err)
+	case info.Size() < u.Offset:
+		bad("resumable upload %s: its file has %d bytes, its offset is %d", u.ID, info.Size(), u.Offset)
+	}
+}

@@ -330,3 +330,24 @@ func TestTusConcurrentPatches(t *testing.T) {
 		t.Fatalf("stored %s, sent %s; %d images", r.Data.SHA256, sumHex(data), th.imageCount(t))
 	}
 }
+
+// TestCheckFindsShortResumable: Check reports an unfinished upload whose
+// file lost bytes its offset covers.
+func TestCheckFindsShortResumable(t *testing.T) {
+	th := newTestHost(t, Config{})
+	data := encodePNG(t, noise(100, 100))
+	url := th.tusCreate(t, len(data))
+	if st, _ := th.tusPatch(t, url, 0, data[:1000]); st != 204 {
+		t.Fatalf("PATCH: %d", st)
+	}
+	file := th.resumables.path(url[strings.LastIndex(url, "/")+1:])
+	if err := os.Truncate(file, 999); err != nil {
+		t.Fatal(err)
+	}
+	if err := th.Check(); err == nil || !strings.Contains(err.Error(), "its file has 999 bytes, its offset is 1000") {
+		t.Errorf("Check: %v", err)
+	}
+	if resp, _ := th.tusReq(t, "DELETE", url, nil); resp.StatusCode != 204 {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+}
