@@ -329,11 +329,13 @@ func adoptSpool(f *os.File, size, max int64, stripGPS bool) (*spool, error) {
 	return s, nil
 }
 
-// sweepResumables removes the files no upload state names (their upload
-// expired, was terminated, or a crash came between file and state), and
-// the state of unsettled uploads whose file is gone. Files younger than
-// minAge are left: while requests run, one may be a file just made whose
-// state is not committed yet (createResumable).
+// sweepResumables removes the files no upload state names: their upload
+// expired, was terminated, or a crash came between file and state. Files
+// younger than minAge are left: while requests run, one may be a file
+// just made whose state is not committed yet (createResumable). It never
+// writes to the DB, whose upload states may be a primary's, replicated,
+// with files elsewhere: a state whose file is gone is ended when a
+// request finds it so (openResumable), or expires.
 func (h *Host) sweepResumables(minAge time.Duration) error {
 	entries, err := os.ReadDir(h.resumables.dir)
 	if err != nil {
@@ -352,29 +354,6 @@ func (h *Host) sweepResumables(minAge time.Duration) error {
 				return err
 			}
 		} else if err != nil {
-			return err
-		}
-	}
-	lo, hi := span(key(kindResumable))
-	it, err := h.st.db.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return err
-	}
-	var gone []string
-	for ok := it.First(); ok; ok = it.Next() {
-		var u resumable
-		if decode(it.Value(), &u, "resumable upload") != nil || u.settled() {
-			continue
-		}
-		if _, err := os.Stat(h.resumables.path(u.ID)); errors.Is(err, os.ErrNotExist) {
-			gone = append(gone, u.ID)
-		}
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	for _, id := range gone {
-		if err := h.st.db.Delete(resumableKey(id), nil); err != nil {
 			return err
 		}
 	}

@@ -217,8 +217,16 @@ func uploadClient(r *http.Request, tok *Token, h *Host) (string, *rateLimiter) {
 func (h *Host) serveTusHead(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	u, err := h.tusUpload(r)
-	if err == nil && u.Status != 0 {
+	switch {
+	case err != nil:
+	case u.Status != 0:
 		err = errTusGone
+	case !u.settled():
+		// A state whose file is gone (replicated from a primary, or
+		// restored from a backup) is no upload to resume.
+		if _, serr := os.Stat(h.resumables.path(u.ID)); serr != nil {
+			err = errNotFound
+		}
 	}
 	if err != nil {
 		w.WriteHeader(toAPIError(err).status)
