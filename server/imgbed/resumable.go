@@ -207,9 +207,18 @@ func (h *Host) writeResumable(f *os.File, u *resumable, body io.Reader, max int6
 			return err
 		}
 		u.Offset += pending
+		if err := h.saveResumable(u); err != nil {
+			u.Offset -= pending // the answer reports what is committed
+			return err
+		}
 		pending = 0
-		return h.saveResumable(u)
+		return nil
 	}
+	// The first bytes are sniffed as soon as they are in, so an upload
+	// that is no image is refused (errUnsupported) before it takes a
+	// gigabyte of disk.
+	sniffAt := min(u.Length, sniffLen)
+	sniffed := u.Offset >= sniffAt
 	for {
 		n, err := body.Read(*cp)
 		if n > 0 {
@@ -223,6 +232,12 @@ func (h *Host) writeResumable(f *os.File, u *resumable, body io.Reader, max int6
 				sum.h.Write((*cp)[:n])
 			}
 			pending += int64(n)
+			if !sniffed && u.Offset+pending >= sniffAt {
+				sniffed = true
+				if err := sniffFile(f, sniffAt); err != nil {
+					return err
+				}
+			}
 			if sum == nil && pending >= checkpointBytes {
 				if cerr := commit(); cerr != nil {
 					return cerr
@@ -249,13 +264,9 @@ func (h *Host) writeResumable(f *os.File, u *resumable, body io.Reader, max int6
 // before it ends: every 64 MiB costs one fsync and one commit.
 const checkpointBytes = 64 << 20
 
-// sniffResumable refuses an upload whose first bytes are no image as soon
-// as they are in, rather than after a gigabyte.
-func (h *Host) sniffResumable(f *os.File, u *resumable, before int64) error {
-	n := min(u.Length, sniffLen)
-	if before >= n || u.Offset < n {
-		return nil
-	}
+// sniffFile refuses (errUnsupported) a file whose first n bytes are no
+// image.
+func sniffFile(f *os.File, n int64) error {
 	head := make([]byte, n)
 	if _, err := f.ReadAt(head, 0); err != nil {
 		return err

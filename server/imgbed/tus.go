@@ -2,6 +2,7 @@ package imgbed
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -159,7 +160,7 @@ func (h *Host) newResumable(r *http.Request, tok *Token) (*resumable, error) {
 		}
 	}
 	u := &resumable{V: recordVersion, ID: randomString(resumableIDLen), Length: length,
-		Metadata: r.Header.Get("Upload-Metadata"), Name: cmpOr(meta["filename"], meta["name"]),
+		Metadata: r.Header.Get("Upload-Metadata"), Name: cmp.Or(meta["filename"], meta["name"]),
 		ExpiresIn: int64(opts.expiresIn), MaxViews: opts.maxViews, Album: opts.albumID}
 	if opts.albumID != "" {
 		if err := h.mayAddTo(opts.albumID, tok); err != nil {
@@ -177,13 +178,6 @@ func (h *Host) newResumable(r *http.Request, tok *Token) (*resumable, error) {
 		}
 	}
 	return u, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // parseTusMetadata reads "key base64,key base64,key" pairs.
@@ -338,13 +332,9 @@ func (h *Host) receive(w http.ResponseWriter, r *http.Request, u *resumable, tok
 		return err
 	}
 	defer f.Close()
-	before := u.Offset
 	err = h.writeResumable(f, u, newDeadlineReader(w, r, &h.cfg, start), u.Length-u.Offset, sum)
-	if err == nil {
-		err = h.sniffResumable(f, u, before)
-		if err != nil {
-			h.removeResumable(u.ID)
-		}
+	if errors.Is(err, errUnsupported) {
+		h.removeResumable(u.ID)
 	}
 	if err != nil {
 		return err
