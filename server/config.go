@@ -113,7 +113,13 @@ type Config struct {
 	// ImagesCORSOrigins are the origins, separated by commas ("*": any),
 	// whose browser scripts may call the image API
 	// ("images-cors-origins"); empty: none.
-	ImagesCORSOrigins         string
+	ImagesCORSOrigins string
+	// ImagesResumableMaxBytes bounds one resumable (tus) image upload
+	// ("images-resumable-max-bytes"; default 1 GiB). ImagesFetchPrivate
+	// lets uploads by URL fetch from loopback and private addresses
+	// ("images-fetch-private"; default no).
+	ImagesResumableMaxBytes   int64
+	ImagesFetchPrivate        bool
 	ImagesUploadsPerClient    int
 	ImagesUploadQueueWait     time.Duration
 	ImagesMinUploadRate       int
@@ -247,6 +253,7 @@ func DefaultConfig() Config {
 		Images:                    true,
 		ImagesAnonymous:           "auto",
 		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
+		ImagesResumableMaxBytes:   imgbed.DefaultResumableMaxBytes,
 		ImagesUploadRate:          imgbed.DefaultUploadRate,
 		ImagesUploadBurst:         imgbed.DefaultUploadBurst,
 		ImagesTokenUploadRate:     imgbed.DefaultTokenUploadRate,
@@ -348,6 +355,10 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
 	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
+	sizeSetting("images-resumable-max-bytes", "largest resumable (tus) image upload in bytes", false, 1, math.MaxInt64,
+		func(c *Config) *int64 { return &c.ImagesResumableMaxBytes }),
+	boolSetting("images-fetch-private", "let image uploads by URL fetch from loopback, private and link-local addresses", false,
+		func(c *Config) *bool { return &c.ImagesFetchPrivate }),
 	intSetting("images-upload-rate", "anonymous image uploads per second per IP address (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
 	intSetting("images-upload-burst", "anonymous image uploads one IP address may send at once", false, 1, math.MaxInt32,
