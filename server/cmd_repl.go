@@ -85,7 +85,7 @@ func cmdRole(c *conn, _ *command, _ [][]byte) error {
 		c.wr.ArrayHeader(3)
 		c.wr.BulkString(r.ip)
 		c.wr.BulkString(strconv.Itoa(r.port))
-		c.wr.BulkString(strconv.FormatUint(r.sent.Load(), 10))
+		c.wr.BulkString(strconv.FormatUint(r.acked.Load(), 10))
 	}
 	return nil
 }

@@ -49,6 +49,7 @@ type replication struct {
 	link    *replLink
 	// replicas are the streams this server sends, by connection id.
 	replicas map[uint64]*replicaStream
+	acks     ackBoard
 
 	linkUp    atomic.Bool
 	linkDown  atomic.Int64           // how many times a link broke or was refused
@@ -61,7 +62,7 @@ type replication struct {
 type replicaStream struct {
 	ip   string
 	port int // its listening port, from LSMSYNC, else 0
-	sent atomic.Uint64
+	replicaAcks
 }
 
 // replLink is the goroutine following a primary.
@@ -255,12 +256,27 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 				s.repl.linkUp.Store(true)
 				s.log.Info("replication link to primary up", "primary", addr, "from", from)
 			}
+			if err := s.sendAck(nc); err != nil {
+				return err
+			}
 		case '$':
 			if err := s.db.ApplyReplicated(v.Str, nil); err != nil {
 				var mismatch *lsmgo.SeqMismatchError
 				if errors.As(err, &mismatch) {
 					return fmt.Errorf("%w; this replica needs a new copy of the primary (doc/replication.md)", err)
 				}
+				return err
+			}
+			if rd.Buffered() == 0 {
+				if err := s.sendAck(nc); err != nil {
+					return err
+				}
+			}
+		case '*':
+			if !isGetAck(v) {
+				return errors.New("unexpected command on the replication stream")
+			}
+			if err := s.sendAck(nc); err != nil {
 				return err
 			}
 		default:
@@ -309,6 +325,8 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 		return redisError(fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog; the replica needs a new copy", from))
 	}
 	c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
+	stopAcks := s.startAcks(c, rs)
+	defer stopAcks()
 	s.repl.mu.Lock()
 	s.repl.replicas[c.id] = rs
 	s.repl.mu.Unlock()
@@ -328,11 +346,12 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 			c.quit = true
 			return nil
 		}
-		rs.sent.Store(from - 1)
 		select {
 		case <-changed:
 		case <-ping.C:
 			c.wr.SimpleString("PING")
+		case <-rs.getAck:
+			writeGetAck(c.wr)
 		case <-s.done:
 			c.quit = true
 			return nil
@@ -378,19 +397,14 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 		field(b, "master_sync_in_progress", 0)
 		field(b, "slave_read_repl_offset", offset)
 		field(b, "slave_repl_offset", offset)
-		field(b, "slave_priority", 100)
+		field(b, "slave_priority", s.config().ReplicaPriority)
 		field(b, "slave_read_only", boolInt(s.config().ReplicaReadOnly))
 		field(b, "replica_announced", 1)
 	} else {
 		field(b, "role", "master")
 	}
 	field(b, "connected_slaves", len(s.repl.replicas))
-	i := 0
-	for _, r := range s.repl.replicas {
-		sent := r.sent.Load()
-		fmt.Fprintf(b, "slave%d:ip=%s,port=%d,state=online,offset=%d,lag=0\r\n", i, r.ip, r.port, sent)
-		i++
-	}
+	s.writeReplicaLines(b)
 	field(b, "master_failover_state", "no-failover")
 	field(b, "master_replid", s.runID)
 	field(b, "master_replid2", strings.Repeat("0", 40))
