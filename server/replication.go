@@ -170,13 +170,13 @@ func (s *Server) follow(addr string) {
 
 // promote makes a former replica a primary. Its history diverges from its
 // old primary's from its first write on, so it takes a new dataset id:
-// the old primary, or another replica of it, cannot then follow it and
-// apply its batches on top of a different history (they need a new
-// copy). Collection versions the old primary handed out are in the DB:
+// the old primary cannot then follow it and apply its batches on top of
+// a different history (it needs a new copy); the old primary's other
+// replicas may, up to the fork point (replfork.go). Collection versions the old primary handed out are in the DB:
 // the clock continues above them.
 func (s *Server) promote() {
 	id := newRunID()
-	if err := s.db.Set([]byte(datasetKey), []byte(id), lsmgo.Sync); err != nil {
+	if err := s.db.Apply(s.promotionBatch(id), lsmgo.Sync); err != nil {
 		s.log.Error("replication: new dataset id after promotion", "err", err)
 	} else {
 		s.repl.setDataset(id)
@@ -227,6 +227,9 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	port := 0
 	if a, ok := s.Addr().(*net.TCPAddr); ok {
 		port = a.Port
+	}
+	if err := s.reloadDataset(); err != nil {
+		return err
 	}
 	from := s.db.LastSeq() + 1
 	cmd := resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
@@ -294,15 +297,27 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if v, err := strconv.Atoi(string(args[1])); err != nil || v != replStreamVersion {
 		return redisError(fmt.Sprintf("ERR unsupported replication stream version %q; this server speaks %d", args[1], replStreamVersion))
 	}
-	if string(args[2]) != c.s.repl.datasetID() {
-		return redisError("NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ); seed it from this primary's backup (doc/replication.md)")
-	}
 	from, err := strconv.ParseUint(string(args[3]), 10, 64)
 	if err != nil || from == 0 {
 		return redisError("ERR invalid replication position")
 	}
 	stream := *c.s.repl.stream.Load()
-	if len(args) < 6 || (string(args[5]) != stream && string(args[5]) != "?") {
+	presented := "?"
+	if len(args) > 5 {
+		presented = string(args[5])
+	}
+	sibling := false // of the replica this server was promoted from (replfork.go)
+	if string(args[2]) != c.s.repl.datasetID() {
+		ok, why := c.s.continuesFork(string(args[2]), presented, from)
+		if why != "" {
+			return redisError("DIVERGED " + why + "; reseed the replica")
+		}
+		if !ok {
+			return redisError("NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ); seed it from this primary's backup (doc/replication.md)")
+		}
+		sibling = true
+	}
+	if !sibling && (len(args) < 6 || (presented != stream && presented != "?")) {
 		// The replica's streamed batches are of an earlier history,
 		// whose end this primary may have lost: only a replica at the
 		// current history's start is surely a prefix. ("?": it never
