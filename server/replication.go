@@ -50,6 +50,7 @@ type replication struct {
 	// replicas are the streams this server sends, by connection id.
 	replicas map[uint64]*replicaStream
 	acks     ackBoard
+	failover failoverState
 
 	linkUp    atomic.Bool
 	linkDown  atomic.Int64           // how many times a link broke or was refused
@@ -420,7 +421,7 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 	}
 	field(b, "connected_slaves", len(s.repl.replicas))
 	s.writeReplicaLines(b)
-	field(b, "master_failover_state", "no-failover")
+	field(b, "master_failover_state", s.repl.failover.current())
 	field(b, "master_replid", s.runID)
 	field(b, "master_replid2", strings.Repeat("0", 40))
 	field(b, "master_repl_offset", offset)
