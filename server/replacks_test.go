@@ -85,6 +85,20 @@ func TestReplicaAcks(t *testing.T) {
 		t.Fatalf("WAIT on a replica: %q", msg)
 	}
 
+	// The replica says how long its link has been down, which Sentinel
+	// reads to pass over a stale replica.
+	if v, _ := do(ctx, rc, "info", "replication"); strings.Contains(v.(string), "master_link_down_since_seconds") {
+		t.Fatalf("INFO replication on a connected replica:\n%s", v)
+	}
+	hostp, portp, _ := strings.Cut(primary.Addr().String(), ":")
+	do(ctx, rc, "replicaof", hostp, "1")
+	waitFor(t, "the link to be down", func() bool {
+		v, _ := do(ctx, rc, "info", "replication")
+		return strings.Contains(v.(string), "master_link_down_since_seconds:")
+	})
+	do(ctx, rc, "replicaof", hostp, portp)
+	waitFor(t, "the link to come back", func() bool { return replica.repl.linkUp.Load() })
+
 	// Closed, the replica acknowledges nothing more.
 	shutdown(t, replica)
 	waitFor(t, "the primary to drop the replica", func() bool {

@@ -56,6 +56,7 @@ type replication struct {
 	linkDown  atomic.Int64           // how many times a link broke or was refused
 	linkErr   atomic.Pointer[string] // why it last did
 	lastIO    atomic.Int64           // unix seconds of the last read from the primary
+	downSince atomic.Int64           // unix seconds since the link is down, 0 while up or never tried
 	following atomic.Bool            // while a replica
 }
 
@@ -194,6 +195,7 @@ func (s *Server) runLink(addr string, stop chan struct{}) {
 	for {
 		err := s.followOnce(addr, stop)
 		s.repl.linkUp.Store(false)
+		s.repl.downSince.CompareAndSwap(0, time.Now().Unix())
 		why := err.Error()
 		s.repl.linkErr.Store(&why)
 		s.repl.linkDown.Add(1)
@@ -258,6 +260,7 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 					return err
 				}
 				s.repl.linkUp.Store(true)
+				s.repl.downSince.Store(0)
 				s.log.Info("replication link to primary up", "primary", addr, "from", from)
 			}
 			if err := s.sendAck(nc); err != nil {
@@ -411,6 +414,14 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 		field(b, "master_link_status", status)
 		field(b, "master_last_io_seconds_ago", last)
 		field(b, "master_sync_in_progress", 0)
+		if status == "down" {
+			// Sentinel passes over a replica whose link is down too long.
+			down := int64(-1)
+			if since := s.repl.downSince.Load(); since != 0 {
+				down = time.Now().Unix() - since
+			}
+			field(b, "master_link_down_since_seconds", down)
+		}
 		field(b, "slave_read_repl_offset", offset)
 		field(b, "slave_repl_offset", offset)
 		field(b, "slave_priority", s.config().ReplicaPriority)
