@@ -157,6 +157,7 @@ func (s *Server) runFailover(req failoverRequest, abort <-chan struct{}) error {
 		defer t.Stop()
 		timeout = t.C
 	}
+	s.ackedReplicas(s.db.LastSeq(), true)
 	target := ""
 	for target == "" {
 		acked := s.repl.acks.next()
@@ -191,11 +192,9 @@ func (s *Server) runFailover(req failoverRequest, abort <-chan struct{}) error {
 }
 
 // replicaInSync returns the address of a replica (the one at to, if
-// given) that acknowledged this server's last batch, or "". It asks the
-// others for an acknowledgement.
+// given) that acknowledged this server's last batch, or "".
 func (s *Server) replicaInSync(to string) string {
 	seq := s.db.LastSeq()
-	s.ackedReplicas(seq, true)
 	s.repl.mu.Lock()
 	defer s.repl.mu.Unlock()
 	for _, r := range s.repl.replicas {

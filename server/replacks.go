@@ -215,9 +215,11 @@ func cmdWait(c *conn, _ *command, args [][]byte) error {
 	}
 	unblocked := c.unblocker.arm(nil)
 	c.setState(stateBlocked, true)
-	for int64(n) < want {
+	// The replicas are asked once; after that they acknowledge each
+	// burst of batches they apply anyway.
+	for ask := true; int64(n) < want; ask = false {
 		acked := s.repl.acks.next()
-		if n = s.ackedReplicas(seq, true); int64(n) >= want {
+		if n = s.ackedReplicas(seq, ask); int64(n) >= want {
 			break
 		}
 		select {
