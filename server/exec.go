@@ -69,7 +69,7 @@ func (c *conn) execute(args [][]byte) {
 	if c.refusedBusy(cmd) {
 		return
 	}
-	if cmd.flags&flagWrite != 0 {
+	if cmd.flags&flagWrite != 0 || c.tx != nil && isExec(cmd) && c.tx.writes() {
 		if msg := c.s.writeRefusal(); msg != "" {
 			c.reject(cmd, msg)
 			return

@@ -137,6 +137,18 @@ func TestMinReplicasToWrite(t *testing.T) {
 	refused("a script that may write", "eval", "#!lua\nreturn redis.call('get', 'x')", 0)
 	allowed("a script flagged no-writes", "eval", "#!lua flags=no-writes\nreturn redis.call('get', 'x')", 0)
 	allowed("GET", "get", "x")
+	// Writes queued before the refusal began are refused at EXEC.
+	allowed("CONFIG SET", "config", "set", "min-replicas-to-write", "0")
+	m := newClient(t, primary, 2, func(o *redis.Options) { o.PoolSize = 1 }) // MULTI holds to one connection
+	do(ctx, m, "multi")
+	do(ctx, m, "incr", "n")
+	allowed("CONFIG SET", "config", "set", "min-replicas-to-write", "1")
+	if _, msg := do(ctx, m, "exec"); msg != "EXECABORT Transaction discarded because of: "+msgNoReplicas {
+		t.Fatalf("EXEC of queued writes: %q", msg)
+	}
+	if v, _ := do(ctx, pc, "exists", "n"); v != int64(0) {
+		t.Fatal("a refused EXEC wrote")
+	}
 	if v, _ := do(ctx, pc, "info", "replication"); !strings.Contains(v.(string), "min_slaves_good_slaves:0\r\n") {
 		t.Fatalf("INFO replication:\n%s", v)
 	}
