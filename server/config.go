@@ -46,6 +46,17 @@ type Config struct {
 	// ReplicaReadOnly makes a replica refuse client writes
 	// ("replica-read-only", live); default true.
 	ReplicaReadOnly bool
+	// MinReplicasToWrite refuses writes on a primary with fewer
+	// replicas that acknowledged within MinReplicasMaxLag
+	// ("min-replicas-to-write", "min-replicas-max-lag" in seconds, and
+	// their min-slaves-* names; live). Default 0 (off) and 10 s, as in
+	// Redis.
+	MinReplicasToWrite int
+	MinReplicasMaxLag  time.Duration
+	// ReplicaPriority is what INFO shows Sentinel as slave_priority:
+	// lower is promoted first, 0 never ("replica-priority", or
+	// "slave-priority"; live). Default 100.
+	ReplicaPriority int
 	// ProtectedMode refuses to listen on a non-loopback address without
 	// RequirePass ("protected-mode"); default true.
 	ProtectedMode bool
@@ -235,6 +246,8 @@ func DefaultConfig() Config {
 		AppendFsync:               "everysec",
 		ProtectedMode:             true,
 		ReplicaReadOnly:           true,
+		MinReplicasMaxLag:         10 * time.Second,
+		ReplicaPriority:           100,
 		MaxClients:                10000,
 		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,
@@ -387,7 +400,7 @@ var settings = append([]*setting{
 	fixedSetting("appendonly", "yes"),
 	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
 		func(c *Config) *int { return &c.Databases }),
-}, noEffectSettings()...)
+}, append(replicaSettings(), noEffectSettings()...)...)
 
 func lookupSetting(name string) *setting {
 	for _, s := range settings {

@@ -204,6 +204,8 @@ func TestSettingUnits(t *testing.T) {
 		"slowlog-log-slower-than":       {{"-1", "-1"}, {"2500", "2500"}, {"2ms", "2000"}, {"1s", "1000000"}},
 		"busy-reply-threshold":          {{"250", "250"}, {"2s", "2000"}, {"1m", "60000"}},
 		"lua-time-limit":                {{"250", "250"}, {"2s", "2000"}},
+		"min-replicas-max-lag":          {{"3", "3"}, {"1m", "60"}},
+		"min-slaves-max-lag":            {{"3", "3"}, {"1m", "60"}},
 		"latency-monitor-threshold":     {{"0", "0"}, {"100", "100"}, {"2s", "2000"}},
 		"images-upload-queue-wait":      {{"250", "250"}, {"1s", "1000"}, {"1m", "60000"}},
 		"images-min-upload-rate-window": {{"10", "10"}, {"2m", "120"}, {"1500ms", "1.5s"}},
@@ -219,7 +221,8 @@ func TestSettingUnits(t *testing.T) {
 			{"normal 0 0 0 replica 1 2 3 PUBSUB 32mb 8mb 60", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
 		},
 	}
-	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "replicaof", "replica-read-only", "requirepass", "admin-token",
+	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "replicaof", "replica-read-only", "min-replicas-to-write", "min-slaves-to-write",
+		"replica-priority", "slave-priority", "requirepass", "admin-token",
 		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
 		"images-upload-burst", "images-token-upload-rate", "images-token-upload-burst", "images-cors-origins",

@@ -395,8 +395,8 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 		if sc.readOnly {
 			return scriptError(luascript.ErrWriteReadOnly)
 		}
-		if c.s.refusesWrites() {
-			return scriptError(msgReadOnlyReplica)
+		if msg := c.s.writeRefusal(); msg != "" {
+			return scriptError(msg)
 		}
 		sc.run.wrote.Store(true)
 	}
