@@ -3,6 +3,7 @@
 package imgbed
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"image"
@@ -14,15 +15,17 @@ import (
 	"net/http"
 
 	"github.com/gen2brain/avif"
+	"github.com/gen2brain/heic"
 	"github.com/gen2brain/webp"
 	xdraw "golang.org/x/image/draw"
 	xwebp "golang.org/x/image/webp"
 )
 
-// renderThumb decodes the original in src, scales it to width (never up),
-// applies its EXIF orientation and encodes it as f. This is the pure-Go
-// renderer of the default build; thumb_vips.go is the libvips one.
-func renderThumb(src io.Reader, mime string, f format, width int) (data []byte, w, h int, err error) {
+// renderThumb decodes the original in src, places spec on it (geometry:
+// a crop and a size, never enlarging), applies its EXIF orientation and
+// encodes it as spec.f. This is the pure-Go renderer of the default
+// build; thumb_vips.go is the libvips one.
+func renderThumb(src io.Reader, mime string, spec renderSpec) (data []byte, w, h int, err error) {
 	orient := 1
 	if mime == formatJPEG.mime() {
 		head := make([]byte, exifHeadLen)
@@ -34,49 +37,70 @@ func renderThumb(src io.Reader, mime string, f format, width int) (data []byte, 
 		orient, _ = exifInfo(head, false)
 		src = io.MultiReader(bytes.NewReader(head), src)
 	}
-	img, err := decodeImage(mime, src)
-	if err == errNoHEICDecoder {
+	var p renderPlan
+	plan := func(sw, sh int) (image.Rectangle, int) {
+		p = planRender(spec, orient, sw, sh)
+		return p.crop, p.k
+	}
+	from, err := decodeShrunk(mime, src, plan)
+	if err == errNoDecoder || err == errNarrowHEIC {
 		return nil, 0, 0, err
 	}
 	if err != nil {
 		return nil, 0, 0, invalid("cannot decode the original: %v", err)
 	}
-	b := img.Bounds()
-	sw, sh := b.Dx(), b.Dy()
-	if orient >= 5 { // a quarter turn: the displayed width is the source height
-		sw, sh = sh, sw
-	}
-	w = min(width, sw)
-	h = max(1, int(int64(sh)*int64(w)/int64(sw)))
-	// Scale in source orientation, then turn: scaling is the expensive
-	// part and the turn is cheaper on fewer pixels.
-	dw, dh := w, h
-	if orient >= 5 {
-		dw, dh = h, w
-	}
-	// A Catmull-Rom filter over a whole photo costs seconds; averaging
-	// k×k blocks first, down to about twice the target width, costs tens
-	// of milliseconds and leaves the filter little to do, with no
-	// aliasing (a box average is a proper low-pass for integer factors).
-	var from image.Image = img
-	if k := b.Dx() / (2 * dw); k >= 2 {
-		from = boxShrink(img, k)
-	}
-	dst := image.NewNRGBA(image.Rect(0, 0, dw, dh))
+	dst := image.NewNRGBA(image.Rect(0, 0, p.dw, p.dh))
 	xdraw.CatmullRom.Scale(dst, dst.Bounds(), from, from.Bounds(), draw.Src, nil)
 	out := orientImage(dst, orient)
 	var buf bytes.Buffer
-	switch f {
+	switch spec.f {
 	case formatJPEG:
 		err = jpeg.Encode(&buf, out, &jpeg.Options{Quality: 85})
 	case formatPNG:
 		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, out)
 	case formatWebP:
 		err = webp.Encode(&buf, out, webp.Options{Quality: 80, Method: 4})
+	case formatAVIF:
+		// libavif with aom in WebAssembly; the fastest speed, since a
+		// thumbnail is made while its first viewer waits.
+		err = avif.Encode(&buf, out, avif.Options{Quality: 60, QualityAlpha: 60, Speed: avif.DefaultSpeed})
 	default:
 		err = errors.New("imgbed: no encoder")
 	}
-	return buf.Bytes(), w, h, err
+	return buf.Bytes(), p.w, p.h, err
+}
+
+// shrinkPlan chooses, from a source's size, the part of it to render
+// and the factor k to average it down by first.
+type shrinkPlan func(sw, sh int) (crop image.Rectangle, k int)
+
+// decodeShrunk decodes the part of the image in r that plan picks,
+// averaged down by its factor. Non-interlaced PNGs are streamed row by
+// row (png_stream.go), so their memory is a few rows whatever their
+// size; the other decoders give the whole image first.
+func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error) {
+	if mime == formatPNG.mime() {
+		br := bufio.NewReader(r)
+		if head, err := br.Peek(29); err == nil && !pngInterlaced(head) {
+			return streamPNG(br, plan)
+		}
+		r = br
+	}
+	img, err := decodeImage(mime, r)
+	if err != nil {
+		return nil, err
+	}
+	b := img.Bounds()
+	crop, k := plan(b.Dx(), b.Dy())
+	if sub, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	}); ok {
+		img = sub.SubImage(crop.Add(b.Min))
+	}
+	if k >= 2 {
+		return boxShrink(img, k), nil
+	}
+	return img, nil
 }
 
 // boxShrink averages the k×k blocks of src, converting k rows at a time
@@ -85,33 +109,55 @@ func renderThumb(src io.Reader, mime string, f format, width int) (data []byte, 
 // Dy()%k rows, fewer than k pixels, are left out.
 func boxShrink(src image.Image, k int) *image.RGBA {
 	b := src.Bounds()
-	w, h := b.Dx()/k, b.Dy()/k
-	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	strip := image.NewRGBA(image.Rect(0, 0, w*k, k))
-	sums := make([]uint32, 4*w)
+	avg := newBlockAverager(b.Dx()/k, b.Dy()/k, k)
+	for y := 0; y < avg.dst.Rect.Dy(); y++ {
+		draw.Draw(avg.strip, avg.strip.Rect, src, image.Pt(b.Min.X, b.Min.Y+y*k), draw.Src)
+		avg.addStrip()
+	}
+	return avg.dst
+}
+
+// blockAverager averages strips of k rows, w×k pixels wide, each into
+// one row of dst.
+type blockAverager struct {
+	dst   *image.RGBA
+	strip *image.RGBA // filled by the caller before each addStrip
+	k     int
+	sums  []uint32
+	y     int
+}
+
+func newBlockAverager(w, h, k int) *blockAverager {
+	return &blockAverager{
+		dst:   image.NewRGBA(image.Rect(0, 0, w, h)),
+		strip: image.NewRGBA(image.Rect(0, 0, w*k, k)),
+		k:     k,
+		sums:  make([]uint32, 4*w),
+	}
+}
+
+func (a *blockAverager) addStrip() {
+	k, w := a.k, a.dst.Rect.Dx()
 	n := uint32(k * k)
-	for y := 0; y < h; y++ {
-		draw.Draw(strip, strip.Rect, src, image.Pt(b.Min.X, b.Min.Y+y*k), draw.Src)
-		clear(sums)
-		for r := 0; r < k; r++ {
-			row := strip.Pix[r*strip.Stride : r*strip.Stride+4*w*k]
-			for x := 0; x < w; x++ {
-				block := row[4*k*x : 4*k*(x+1)]
-				s := sums[4*x : 4*x+4]
-				for i := 0; i < len(block); i += 4 {
-					s[0] += uint32(block[i])
-					s[1] += uint32(block[i+1])
-					s[2] += uint32(block[i+2])
-					s[3] += uint32(block[i+3])
-				}
+	clear(a.sums)
+	for r := 0; r < k; r++ {
+		row := a.strip.Pix[r*a.strip.Stride : r*a.strip.Stride+4*w*k]
+		for x := 0; x < w; x++ {
+			block := row[4*k*x : 4*k*(x+1)]
+			s := a.sums[4*x : 4*x+4]
+			for i := 0; i < len(block); i += 4 {
+				s[0] += uint32(block[i])
+				s[1] += uint32(block[i+1])
+				s[2] += uint32(block[i+2])
+				s[3] += uint32(block[i+3])
 			}
 		}
-		out := dst.Pix[y*dst.Stride : y*dst.Stride+4*w]
-		for i, v := range sums {
-			out[i] = uint8((v + n/2) / n)
-		}
 	}
-	return dst
+	out := a.dst.Pix[a.y*a.dst.Stride : a.y*a.dst.Stride+4*w]
+	for i, v := range a.sums {
+		out[i] = uint8((v + n/2) / n)
+	}
+	a.y++
 }
 
 func decodeImage(mime string, r io.Reader) (image.Image, error) {
@@ -131,9 +177,9 @@ func decodeImage(mime string, r io.Reader) (image.Image, error) {
 		// already held the declared size.
 		return avif.Decode(r)
 	case formatHEIC.mime():
-		return nil, errNoHEICDecoder
+		return decodeHEIC(r)
 	}
-	return nil, errors.New("unsupported type")
+	return nil, errNoDecoder
 }
 
 // decodeWebP decodes a still WebP in pure Go; x/image/webp reads no
@@ -157,11 +203,42 @@ func animatedWebP(data []byte) bool {
 	return len(data) >= 21 && string(data[12:16]) == "VP8X" && data[20]&0x02 != 0
 }
 
-// errNoHEICDecoder: no HEVC decoder is written in Go or shipped as
-// WebAssembly by a well-kept library, so the pure-Go build stores HEIC
-// originals and serves them as sent but renders no thumbnails of them;
-// the vips build does (libvips with libheif).
-var errNoHEICDecoder = &apiError{http.StatusUnsupportedMediaType, "type", "this build renders no HEIC thumbnails (build with -tags vips)"}
+// decodeHEIC decodes with libheif and libde265 in WebAssembly, as AVIF.
+// libheif applies the image's rotation and mirroring (irot, imir)
+// itself, so no EXIF orientation is applied after it.
+//
+// The package's WebAssembly side copies planes with libheif's strides,
+// which are never under 64 bytes, while its Go side reads them at the
+// width rounded up to 16: planes narrower than 64 bytes come out
+// scrambled (measured on heif-enc files 9 to 504 pixels wide; wider
+// planes match). Such images are refused rather than shown wrong.
+func decodeHEIC(r io.Reader) (image.Image, error) {
+	img, err := heic.Decode(r)
+	if err != nil {
+		return nil, err
+	}
+	narrowest := img.Bounds().Dx() // bytes in the narrowest plane's row
+	switch m := img.(type) {
+	case *image.YCbCr:
+		if m.SubsampleRatio != image.YCbCrSubsampleRatio444 {
+			narrowest = (narrowest + 1) / 2
+		}
+	case *image.RGBA, *image.NRGBA:
+		narrowest *= 4
+	}
+	if narrowest < minHEICPlane {
+		return nil, errNarrowHEIC
+	}
+	return img, nil
+}
+
+// minHEICPlane is the narrowest plane row, in bytes, decodeHEIC trusts.
+const minHEICPlane = 64
+
+var errNarrowHEIC = &apiError{http.StatusUnprocessableEntity, "invalid", "HEIC images under 128 pixels wide get no thumbnails (the decoder garbles them); the original is served as sent"}
+
+// errNoDecoder: the type has no decoder in this build.
+var errNoDecoder = &apiError{http.StatusUnsupportedMediaType, "type", "this build renders no thumbnails of this type"}
 
 // orientImage turns src as EXIF orientation o says, so that it shows
 // upright: 2 mirrors, 3 turns half, 4 flips, 5-8 transpose then as 1-4.
