@@ -15,8 +15,8 @@ import (
 // streamPNG reads a non-interlaced PNG a row at a time (each row's
 // filter needs only the row above), converts the crop's columns to
 // premultiplied RGBA exactly as image/png followed by image/draw would,
-// and feeds k rows at a time to the block averager. Memory: two rows,
-// one strip of k rows, the inflate window, and the shrunk image.
+// and feeds them to the block averager. Memory: three rows, the inflate
+// window, and the shrunk image.
 // Interlaced (Adam7) files, rare in uploads, go through image/png.
 
 // pngHeader is what streamPNG needs of IHDR, PLTE and tRNS.
@@ -254,11 +254,8 @@ func streamPNG(r io.Reader, plan shrinkPlan) (image.Image, error) {
 			return nil, err
 		}
 		if y >= crop.Min.Y {
-			r := (y - crop.Min.Y) % k
-			h.convert(avg.strip.Pix[r*avg.strip.Stride:], cur[1:], crop.Min.X, crop.Min.X+avg.strip.Rect.Dx())
-			if r == k-1 {
-				avg.addStrip()
-			}
+			h.convert(avg.row.Pix, cur[1:], crop.Min.X, crop.Min.X+avg.row.Rect.Dx())
+			avg.addRow()
 		}
 		cur, prev = prev, cur
 	}

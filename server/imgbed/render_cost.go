@@ -99,3 +99,9 @@ func progressiveJPEG(head []byte) bool {
 func pngInterlaced(head []byte) bool {
 	return len(head) < 29 || !bytes.Equal(head[12:16], []byte("IHDR")) || head[28] != 0
 }
+
+// animatedWebP reports whether data is an extended WebP with the
+// animation flag.
+func animatedWebP(data []byte) bool {
+	return len(data) >= 21 && string(data[12:16]) == "VP8X" && data[20]&0x02 != 0
+}

@@ -70,10 +70,6 @@ func renderThumb(src io.Reader, mime string, spec renderSpec) (data []byte, w, h
 	return buf.Bytes(), p.w, p.h, err
 }
 
-// shrinkPlan chooses, from a source's size, the part of it to render
-// and the factor k to average it down by first.
-type shrinkPlan func(sw, sh int) (crop image.Rectangle, k int)
-
 // decodeShrunk decodes the part of the image in r that plan picks,
 // averaged down by its factor. Non-interlaced PNGs are streamed row by
 // row (png_stream.go), so their memory is a few rows whatever their
@@ -101,63 +97,6 @@ func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error
 		return boxShrink(img, k), nil
 	}
 	return img, nil
-}
-
-// boxShrink averages the k×k blocks of src, converting k rows at a time
-// so that memory stays at one strip whatever the image size. Premultiplied
-// RGBA averages transparent pixels correctly. The last Dx()%k columns and
-// Dy()%k rows, fewer than k pixels, are left out.
-func boxShrink(src image.Image, k int) *image.RGBA {
-	b := src.Bounds()
-	avg := newBlockAverager(b.Dx()/k, b.Dy()/k, k)
-	for y := 0; y < avg.dst.Rect.Dy(); y++ {
-		draw.Draw(avg.strip, avg.strip.Rect, src, image.Pt(b.Min.X, b.Min.Y+y*k), draw.Src)
-		avg.addStrip()
-	}
-	return avg.dst
-}
-
-// blockAverager averages strips of k rows, w×k pixels wide, each into
-// one row of dst.
-type blockAverager struct {
-	dst   *image.RGBA
-	strip *image.RGBA // filled by the caller before each addStrip
-	k     int
-	sums  []uint32
-	y     int
-}
-
-func newBlockAverager(w, h, k int) *blockAverager {
-	return &blockAverager{
-		dst:   image.NewRGBA(image.Rect(0, 0, w, h)),
-		strip: image.NewRGBA(image.Rect(0, 0, w*k, k)),
-		k:     k,
-		sums:  make([]uint32, 4*w),
-	}
-}
-
-func (a *blockAverager) addStrip() {
-	k, w := a.k, a.dst.Rect.Dx()
-	n := uint32(k * k)
-	clear(a.sums)
-	for r := 0; r < k; r++ {
-		row := a.strip.Pix[r*a.strip.Stride : r*a.strip.Stride+4*w*k]
-		for x := 0; x < w; x++ {
-			block := row[4*k*x : 4*k*(x+1)]
-			s := a.sums[4*x : 4*x+4]
-			for i := 0; i < len(block); i += 4 {
-				s[0] += uint32(block[i])
-				s[1] += uint32(block[i+1])
-				s[2] += uint32(block[i+2])
-				s[3] += uint32(block[i+3])
-			}
-		}
-	}
-	out := a.dst.Pix[a.y*a.dst.Stride : a.y*a.dst.Stride+4*w]
-	for i, v := range a.sums {
-		out[i] = uint8((v + n/2) / n)
-	}
-	a.y++
 }
 
 func decodeImage(mime string, r io.Reader) (image.Image, error) {
@@ -197,12 +136,6 @@ func decodeWebP(r io.Reader) (image.Image, error) {
 	return img, err
 }
 
-// animatedWebP reports whether data is an extended WebP with the
-// animation flag.
-func animatedWebP(data []byte) bool {
-	return len(data) >= 21 && string(data[12:16]) == "VP8X" && data[20]&0x02 != 0
-}
-
 // decodeHEIC decodes with libheif and libde265 in WebAssembly, as AVIF.
 // libheif applies the image's rotation and mirroring (irot, imir)
 // itself, so no EXIF orientation is applied after it.
@@ -239,40 +172,3 @@ var errNarrowHEIC = &apiError{http.StatusUnprocessableEntity, "invalid", "HEIC i
 
 // errNoDecoder: the type has no decoder in this build.
 var errNoDecoder = &apiError{http.StatusUnsupportedMediaType, "type", "this build renders no thumbnails of this type"}
-
-// orientImage turns src as EXIF orientation o says, so that it shows
-// upright: 2 mirrors, 3 turns half, 4 flips, 5-8 transpose then as 1-4.
-func orientImage(src *image.NRGBA, o int) *image.NRGBA {
-	if o <= 1 || o > 8 {
-		return src
-	}
-	sw, sh := src.Rect.Dx(), src.Rect.Dy()
-	dw, dh := sw, sh
-	if o >= 5 {
-		dw, dh = sh, sw
-	}
-	dst := image.NewNRGBA(image.Rect(0, 0, dw, dh))
-	for y := 0; y < sh; y++ {
-		for x := 0; x < sw; x++ {
-			var dx, dy int
-			switch o {
-			case 2:
-				dx, dy = sw-1-x, y
-			case 3:
-				dx, dy = sw-1-x, sh-1-y
-			case 4:
-				dx, dy = x, sh-1-y
-			case 5:
-				dx, dy = y, x
-			case 6:
-				dx, dy = sh-1-y, x
-			case 7:
-				dx, dy = sh-1-y, sw-1-x
-			case 8:
-				dx, dy = y, sw-1-x
-			}
-			copy(dst.Pix[dy*dst.Stride+dx*4:dy*dst.Stride+dx*4+4], src.Pix[y*src.Stride+x*4:])
-		}
-	}
-	return dst
-}
