@@ -30,12 +30,12 @@ const (
 	DefaultPageSize         = 50
 	// DefaultRenderMaxSide bounds each side of a rendered size.
 	DefaultRenderMaxSide = 2048
-	// DefaultRenderMemory is sized for one 50-megapixel PNG or JPEG
-	// decode (4 bytes a pixel, 200 MB) or a 12-megapixel HEIC (the
-	// WebAssembly decoder's ~24 bytes a pixel) at a time, beside smaller
-	// renders: the target is 300 MB of RSS above idle while
-	// clients upload 50-megapixel images and fetch their thumbnails.
-	DefaultRenderMemory = 320 << 20
+	// DefaultRenderMemory fits one 50-megapixel JPEG decode (4 bytes a
+	// pixel, 200 MB) or one 12-megapixel HEIC (the WebAssembly decoder's
+	// ~20 bytes a pixel) at a time, beside smaller renders, and keeps the
+	// host within 300 MB of RSS above idle while 8 clients upload
+	// 50-megapixel images and fetch renders of them (TestRenderRSS).
+	DefaultRenderMemory = 256 << 20
 	// DefaultRendersPerImage bounds the box sizes (?h=, ?fit=) stored
 	// for one original; further sizes are rendered but not stored.
 	DefaultRendersPerImage = 32
@@ -160,7 +160,7 @@ type Config struct {
 	// each counted at its estimated peak (decoded pixels, intermediate
 	// images and output, from the original's header); a render waits
 	// until its estimate fits, and one estimated above the whole budget
-	// is refused with 422. Default 320 MiB.
+	// is refused with 422. Default 256 MiB.
 	RenderMemory int64
 	// RendersPerImage bounds the stored renders of one original with an
 	// explicit box (?h= or ?fit=); ladder thumbnails (?w= alone) are not

@@ -319,6 +319,10 @@ func intAbs(x int) int {
 // premultiplied 8-bit RGBA, with image/png's and image/draw's arithmetic:
 // samples widened to 16 bits, alpha multiplied in, the high byte kept.
 func (h *pngHeader) convert(dst, row []byte, x0, x1 int) {
+	if h.depth == 8 && !h.hasTRNS && h.colorType != 3 {
+		h.convert8(dst, row, x0, x1)
+		return
+	}
 	var s [4]uint16
 	for x := x0; x < x1; x++ {
 		for i := 0; i < h.channels; i++ {
@@ -349,6 +353,27 @@ func (h *pngHeader) convert(dst, row []byte, x0, x1 int) {
 		o[1] = uint8(uint32(c[1]) * a / 0xffff >> 8)
 		o[2] = uint8(uint32(c[2]) * a / 0xffff >> 8)
 		o[3] = uint8(a >> 8)
+	}
+}
+
+// convert8 is convert for the common 8-bit grey, RGB, grey-alpha and
+// RGBA rows without tRNS, the same arithmetic without widening.
+func (h *pngHeader) convert8(dst, row []byte, x0, x1 int) {
+	n := h.channels
+	for x := x0; x < x1; x++ {
+		p, o := row[n*x:n*x+n], dst[4*(x-x0):4*(x-x0)+4]
+		switch n {
+		case 1:
+			o[0], o[1], o[2], o[3] = p[0], p[0], p[0], 0xff
+		case 3:
+			o[0], o[1], o[2], o[3] = p[0], p[1], p[2], 0xff
+		default:
+			a := uint32(p[n-1])
+			for i := range 3 {
+				o[i] = uint8(uint32(p[min(i, n-2)]) * 0x101 * a / 0xff >> 8)
+			}
+			o[3] = uint8(a)
+		}
 	}
 }
 

@@ -291,10 +291,9 @@ func planRender(spec renderSpec, orient, sw, sh int) renderPlan {
 	if orient >= 5 {
 		p.dw, p.dh = h, w
 	}
-	// A Catmull-Rom filter over a whole photo costs seconds; averaging
-	// k×k blocks first, down to about twice the output, costs tens of
-	// milliseconds and leaves the filter little to do, with no aliasing
-	// (a box average is a proper low-pass for integer factors).
+	// Averaging k×k blocks first, down to about twice the output, is
+	// integer work on a row at a time; areaScale's fractional weights
+	// then have little left to do.
 	p.k = max(1, min(p.crop.Dx()/(2*p.dw), p.crop.Dy()/(2*p.dh)))
 	return p
 }

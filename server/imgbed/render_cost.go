@@ -15,9 +15,10 @@ import (
 // is interlaced, when it is decoded whole (8 bytes a pixel at 16 bits);
 // GIF's first frame is a palette index a pixel; a still WebP is YCbCr
 // with alpha. The WebAssembly decoders (AVIF, HEIC, animated WebP) copy
-// the file in and grow their linear memory by reallocation: 24 bytes a
-// pixel covers the 12-megapixel HEIC measured (192 MB held, 340 MB
-// peak RSS). Then come the shrunk intermediate (4 bytes a pixel), and
+// the file in and grow their linear memory by reallocation: a
+// 12-megapixel HEIC held 192 MB (16 bytes a pixel) after its decode and
+// peaked at 340 MB of RSS with the copies growth leaves behind; 20 bytes
+// a pixel lets such a photo in alone under the default budget. Then come the shrunk intermediate (4 bytes a pixel), and
 // per output pixel the scaled image, its turned copy and the encoder's
 // buffers (far more for AVIF, also WebAssembly).
 const (
@@ -28,7 +29,7 @@ const (
 	costPNGRows         = 64 // per stored column: rows in flight, inflate window
 	costGIF             = 2
 	costWebP            = 4
-	costWasm            = 24
+	costWasm            = 20
 	costOutput          = 24
 	costOutputAVIF      = 64
 )

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"image"
-	"image/draw"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
@@ -17,7 +16,6 @@ import (
 	"github.com/gen2brain/avif"
 	"github.com/gen2brain/heic"
 	"github.com/gen2brain/webp"
-	xdraw "golang.org/x/image/draw"
 	xwebp "golang.org/x/image/webp"
 )
 
@@ -49,9 +47,7 @@ func renderThumb(src io.Reader, mime string, spec renderSpec) (data []byte, w, h
 	if err != nil {
 		return nil, 0, 0, invalid("cannot decode the original: %v", err)
 	}
-	dst := image.NewNRGBA(image.Rect(0, 0, p.dw, p.dh))
-	xdraw.CatmullRom.Scale(dst, dst.Bounds(), from, from.Bounds(), draw.Src, nil)
-	out := orientImage(dst, orient)
+	out := orientImage(areaScale(from, p.dw, p.dh), orient)
 	var buf bytes.Buffer
 	switch spec.f {
 	case formatJPEG:
