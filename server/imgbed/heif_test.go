@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"image"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +82,12 @@ func TestAVIFAndHEICUploads(t *testing.T) {
 
 // heifWithISPE returns the AVIF fixture with every ispe box saying w×h.
 func heifWithISPE(t *testing.T, w, h uint32) []byte {
-	data := readFixture(t, "gradient-96x64.avif")
+	return fixtureWithISPE(t, "gradient-96x64.avif", w, h)
+}
+
+// fixtureWithISPE returns a HEIF fixture with every ispe box saying w×h.
+func fixtureWithISPE(t *testing.T, name string, w, h uint32) []byte {
+	data := readFixture(t, name)
 	found := false
 	for off := 0; ; {
 		j := bytes.Index(data[off:], []byte("ispe"))
@@ -125,25 +131,44 @@ func TestHEIFHostile(t *testing.T) {
 			t.Errorf("%s: %d %q", name, status, r.Message)
 		}
 	}
-	// A file whose ispe is smaller than its coded frame: accepted (the
-	// pixel limit is on what it declares), and its thumbnail either
-	// renders or fails with an error, never holding on to memory.
-	liar := heifWithISPE(t, 8, 8)
-	status, r := th.uploadRaw(t, liar, "image/avif")
-	if status != 201 {
-		t.Fatalf("small ispe: %d %s", status, r.Message)
+	// Files that pass the upload's checks but lie to the decoders: an
+	// ispe smaller than the coded frame (the pixel limit is on what a
+	// file declares), and coded data overwritten with noise. Each
+	// render, in every output format, renders or fails with a 4xx,
+	// never holding on to memory.
+	garbled := func(name string) []byte {
+		b := readFixture(t, name)
+		i := bytes.Index(b, []byte("mdat")) + 4 + 8 // past the box header and a few coded bytes
+		rng := rand.New(rand.NewPCG(uint64(len(b)), 7))
+		for j := i; j < len(b); j++ {
+			b[j] = byte(rng.IntN(256))
+		}
+		return b
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	resp, _ := th.get(t, r.Data.Links.ThumbnailURL)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	if resp.StatusCode != 200 && resp.StatusCode != 422 {
-		t.Errorf("thumbnail of a lying AVIF: %d", resp.StatusCode)
-	}
-	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
-		t.Errorf("heap grew %d MiB after a thumbnail of a tiny file", grew>>20)
+	for name, data := range map[string][]byte{
+		"avif, small ispe":  heifWithISPE(t, 8, 8),
+		"heic, small ispe":  fixtureWithISPE(t, "gradient-160x96.heic", 130, 8),
+		"avif, noise coded": garbled("gradient-96x64.avif"),
+		"heic, noise coded": garbled("gradient-160x96.heic"),
+	} {
+		status, r := th.uploadRaw(t, data, "application/octet-stream")
+		if status != 201 {
+			t.Fatalf("%s: %d %s", name, status, r.Message)
+		}
+		for _, q := range []string{"", "?w=64&h=64&fit=cover&format=avif"} {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			resp, body := th.get(t, r.Data.Links.ThumbnailURL+strings.Replace(q, "?", "&", 1))
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if resp.StatusCode != 200 && (resp.StatusCode < 400 || resp.StatusCode >= 500) {
+				t.Errorf("%s%s: %d %s", name, q, resp.StatusCode, body)
+			}
+			if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
+				t.Errorf("%s%s: heap grew %d MiB after a render of a tiny file", name, q, grew>>20)
+			}
+		}
 	}
 }
 
