@@ -135,6 +135,15 @@ type Config struct {
 	ImagesUploadQueueWait     time.Duration
 	ImagesMinUploadRate       int
 	ImagesMinUploadRateWindow time.Duration
+	// ImagesRenderMemory bounds the memory of the image renders running
+	// at once, each counted at its estimated peak
+	// ("images-render-memory"); ImagesRenderMaxSide bounds w and h of a
+	// render ("images-render-max-side"); ImagesRenderSecret, when set,
+	// makes renders with h, fit or format need a signature
+	// ("images-render-secret"). Defaults: imgbed's (320 MiB, 2048, none).
+	ImagesRenderMemory  int64
+	ImagesRenderMaxSide int
+	ImagesRenderSecret  string
 	// BlobStore is where the image host keeps the bytes of new images:
 	// empty for the data directory, or an S3 bucket as
 	// "s3://bucket/prefix?endpoint=URL&region=R" ("blob-store"; see
@@ -267,6 +276,8 @@ func DefaultConfig() Config {
 		ImagesAnonymous:           "auto",
 		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
 		ImagesResumableMaxBytes:   imgbed.DefaultResumableMaxBytes,
+		ImagesRenderMemory:        imgbed.DefaultRenderMemory,
+		ImagesRenderMaxSide:       imgbed.DefaultRenderMaxSide,
 		ImagesUploadRate:          imgbed.DefaultUploadRate,
 		ImagesUploadBurst:         imgbed.DefaultUploadBurst,
 		ImagesTokenUploadRate:     imgbed.DefaultTokenUploadRate,
@@ -390,6 +401,12 @@ var settings = append([]*setting{
 		func(c *Config) *int { return &c.ImagesMinUploadRate }),
 	durationSetting("images-min-upload-rate-window", "how long an image upload may stay below images-min-upload-rate, in seconds", false, time.Second, 1,
 		func(c *Config) *time.Duration { return &c.ImagesMinUploadRateWindow }),
+	sizeSetting("images-render-memory", "memory the image renders running at once may use, each counted at its estimated peak", false, 1, math.MaxInt64,
+		func(c *Config) *int64 { return &c.ImagesRenderMemory }),
+	intSetting("images-render-max-side", "largest width or height of an image render (?w=, ?h=)", false, 16, 1<<14,
+		func(c *Config) *int { return &c.ImagesRenderMaxSide }),
+	secret(stringSetting("images-render-secret", "key that signs image render links with h, fit or format (empty: unsigned links accepted)", false,
+		func(c *Config) *string { return &c.ImagesRenderSecret }, nil)),
 	stringSetting("blob-store", "where image bytes go: empty (the data directory) or s3://bucket/prefix?endpoint=URL&region=R", false,
 		func(c *Config) *string { return &c.BlobStore }, imgbed.CheckBlobStore),
 	secret(stringSetting("s3-access-key", "access key of an s3:// blob-store (empty: AWS_ACCESS_KEY_ID, then ~/.aws files)", false,

@@ -15,11 +15,12 @@ import (
 // sample value; every sample holds secretNeedle so that one search finds
 // a leak of any of them. A new secret setting must join this table.
 var secretSettings = map[string]string{
-	"requirepass":   "sekrit-pass",
-	"admin-token":   "sekrit-admin",
-	"image-tokens":  "uploader:sekrit-image",
-	"s3-access-key": "sekrit-s3-id",
-	"s3-secret-key": "sekrit-s3-key",
+	"requirepass":          "sekrit-pass",
+	"admin-token":          "sekrit-admin",
+	"image-tokens":         "uploader:sekrit-image",
+	"s3-access-key":        "sekrit-s3-id",
+	"s3-secret-key":        "sekrit-s3-key",
+	"images-render-secret": "sekrit-render",
 }
 
 const secretNeedle = "sekrit"

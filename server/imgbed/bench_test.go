@@ -119,7 +119,7 @@ func BenchmarkThumbnail12MP(b *testing.B) {
 	jpg := encodeJPEG(b, gradient(4000, 3000))
 	b.SetBytes(int64(len(jpg)))
 	for b.Loop() {
-		if _, _, _, err := renderThumb(bytes.NewReader(jpg), formatJPEG.mime(), formatJPEG, 256); err != nil {
+		if _, _, _, err := renderThumb(bytes.NewReader(jpg), formatJPEG.mime(), renderSpec{w: 256, f: formatJPEG}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -34,6 +34,17 @@ const (
 	DefaultResumableMaxBytes = 1 << 30
 	DefaultResumableExpiry   = 24 * time.Hour
 	DefaultFetchTimeout      = 30 * time.Second
+	// DefaultRenderMaxSide bounds each side of a rendered size.
+	DefaultRenderMaxSide = 2048
+	// DefaultRenderMemory fits one 50-megapixel JPEG decode (4 bytes a
+	// pixel, 200 MB) or one 12-megapixel HEIC (the WebAssembly decoder's
+	// ~20 bytes a pixel) at a time, beside smaller renders, and keeps the
+	// host within 300 MB of RSS above idle while 8 clients upload
+	// 50-megapixel images and fetch renders of them (TestRenderRSS).
+	DefaultRenderMemory = 256 << 20
+	// DefaultRendersPerImage bounds the box sizes (?h=, ?fit=) stored
+	// for one original; further sizes are rendered but not stored.
+	DefaultRendersPerImage = 32
 )
 
 // Anonymous says whether uploads without a token are accepted.
@@ -164,6 +175,25 @@ type Config struct {
 	// answered. Empty: none, as browsers do by default. Tokens travel in
 	// headers, never cookies, so no credentials mode is offered.
 	CORSOrigins []string
+	// RenderMaxSide bounds w and h of a rendered size (400 above it);
+	// default 2048.
+	RenderMaxSide int
+	// RenderMemory bounds the memory of the renders running at once,
+	// each counted at its estimated peak (decoded pixels, intermediate
+	// images and output, from the original's header); a render waits
+	// until its estimate fits, and one estimated above the whole budget
+	// is refused with 422. Default 256 MiB.
+	RenderMemory int64
+	// RendersPerImage bounds the stored renders of one original with an
+	// explicit box (?h= or ?fit=); ladder thumbnails (?w= alone) are not
+	// counted. Default 32.
+	RendersPerImage int
+	// RenderSecret, when set, makes renders with h, fit or format in
+	// their query need a signature (?sig=, HMAC-SHA256 of the path and
+	// the rest of the query with this key, doc/imgbed.md), as imgproxy
+	// does, so only links the site made can ask for new sizes. Ladder
+	// thumbnails (?w= alone) stay open: there are only five.
+	RenderSecret string
 	// Registerer receives the host's Prometheus metrics; nil registers
 	// nothing.
 	Registerer prometheus.Registerer
@@ -226,6 +256,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TokenUploadBurst <= 0 {
 		c.TokenUploadBurst = DefaultTokenUploadBurst
+	}
+	if c.RenderMaxSide <= 0 {
+		c.RenderMaxSide = DefaultRenderMaxSide
+	}
+	if c.RenderMemory <= 0 {
+		c.RenderMemory = DefaultRenderMemory
+	}
+	if c.RendersPerImage <= 0 {
+		c.RendersPerImage = DefaultRendersPerImage
 	}
 	return c
 }

@@ -12,7 +12,8 @@
 // images in turn never iterate outside 'i'.
 //
 //	"iB" sha256                     blob metadata of an original (JSON)
-//	"iT" sha256 format width(2)     blob metadata of a thumbnail (JSON)
+//	"iT" sha256 format width(2)     blob metadata of a ladder thumbnail (JSON); a render of a
+//	     [height(2) fit(1)]          box (?h=, ?fit=) adds the height and the fit
 //	"iC" sha256 gen(8) index(4)     one chunk (at most ChunkSize bytes) of a blob kept in the DB
 //	"iP" sha256 gen(8)              this generation's bytes are not referenced; the value
 //	                                names the blob store holding them ("" the DB, "s3")
@@ -96,4 +97,8 @@
 //   - Memory per upload is bounded (a head buffer, a copy buffer and one
 //     engine batch of chunks) and the number of uploads reading bodies at
 //     once is bounded, whatever the body sizes.
+//   - Renders run while the sum of their estimated peak memory, computed
+//     from the original's header before decoding, fits Config.RenderMemory
+//     (render_cost.go, renderBudget); a render estimated above it alone
+//     is refused.
 package imgbed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/md5"
 	"crypto/sha256"
+	"image"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,8 +12,9 @@ import (
 
 // FuzzInspect feeds arbitrary bytes through everything an upload's bytes
 // meet before they are stored: sniffing, EXIF parsing and GPS stripping,
-// the header decoders, the structure walk and the GPS stripping of every
-// container. None may panic; stripping
+// the header decoders, the structure walk, the GPS stripping of every
+// container (HEIF items included) and the streaming PNG decoder. None
+// may panic; stripping
 // never changes the length or any byte outside the EXIF segment, and
 // stripping twice changes nothing more.
 func FuzzInspect(f *testing.F) {
@@ -23,7 +25,7 @@ func FuzzInspect(f *testing.F) {
 	f.Add(craftPNG(100000, 100000, 1))
 	f.Add(pngWithGPS(encodePNG(f, gradient(8, 8))))
 	f.Add(jpegWithXMP(encodeJPEG(f, gradient(8, 8))))
-	for _, name := range []string{"gradient-96x64.avif", "gradient-96x64.heic"} {
+	for _, name := range []string{"gradient-96x64.avif", "gradient-96x64.heic", "gps-160x96.heic", "gps-160x96.avif"} {
 		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(b)
 		}
@@ -53,6 +55,13 @@ func FuzzInspect(f *testing.F) {
 		sp := &spool{head: bytes.Clone(data), size: int64(len(data)), format: f, sha: sha256.New(), md5: md5.New()}
 		if sp.stripGPS(); len(sp.head) != len(data) {
 			t.Fatal("GPS stripping changed the length")
+		}
+		if f == formatPNG && !pngInterlaced(data) {
+			// Planned as a render into a 64×64 box is.
+			streamPNG(bytes.NewReader(data), func(sw, sh int) (image.Rectangle, int) {
+				p := planRender(renderSpec{w: 64, h: 64, fit: fitContain}, 1, sw, sh)
+				return p.crop, p.k
+			})
 		}
 	})
 }

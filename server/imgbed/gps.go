@@ -71,6 +71,8 @@ func (s *spool) stripGPS() error {
 		changed, err = s.stripChunks(8, false)
 	case formatWebP:
 		changed, err = s.stripChunks(12, true)
+	case formatAVIF, formatHEIC:
+		changed, err = s.stripHEIFGPS()
 	}
 	if err != nil || !changed {
 		return err

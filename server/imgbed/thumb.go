@@ -1,11 +1,12 @@
 package imgbed
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,15 +22,12 @@ var thumbWidths = []int{64, 128, 256, 512, 1024}
 
 const defaultThumbWidth = 256
 
-// maxRenders bounds the renders running at once: a decode holds up to
-// MaxPixels×4 bytes.
-const maxRenders = 2
-
 // thumbnailer renders each thumbnail once: concurrent requests for the
-// same image and size wait for one render.
+// same image and size wait for one render. Renders run as their
+// estimated memory fits the budget (renderBudget, render_cost.go).
 type thumbnailer struct {
-	h     *Host
-	slots chan struct{}
+	h      *Host
+	budget *renderBudget
 
 	mu       sync.Mutex
 	inflight map[string]*render
@@ -38,10 +36,13 @@ type thumbnailer struct {
 type render struct {
 	done chan struct{}
 	err  error
+	// data is the render when it was not stored (the original has
+	// Config.RendersPerImage box renders already).
+	data []byte
 }
 
 func newThumbnailer(h *Host) *thumbnailer {
-	return &thumbnailer{h: h, slots: make(chan struct{}, maxRenders), inflight: make(map[string]*render)}
+	return &thumbnailer{h: h, budget: newRenderBudget(h.cfg.RenderMemory), inflight: make(map[string]*render)}
 }
 
 // thumbWidth maps the w parameter to a width of thumbWidths.
@@ -61,20 +62,18 @@ func thumbWidth(q string) (int, bool) {
 	return thumbWidths[len(thumbWidths)-1], true
 }
 
-// thumbFormat picks the output format: the link's extension when it names
-// another format, else WebP for clients that accept it, else JPEG for
-// JPEG and HEIC originals and PNG (which keeps transparency) for the rest.
-func thumbFormat(r *http.Request, rec *record, ext string) (f format, negotiated, ok bool) {
+// thumbFormat picks the output format: ?format=, else the link's
+// extension when it names another format, else WebP for clients that
+// accept it, else JPEG for JPEG and HEIC originals and PNG (which keeps
+// transparency) for the rest. AVIF is never negotiated: its encoder
+// takes seconds where WebP's takes milliseconds.
+func thumbFormat(r *http.Request, rec *record, ext string, forced format) (f format, negotiated, ok bool) {
+	if forced != formatNone {
+		return forced, false, true
+	}
 	if ext != rec.Ext && !(rec.Ext == "jpg" && ext == "jpeg") {
-		switch ext {
-		case "jpg", "jpeg":
-			return formatJPEG, false, true
-		case "png":
-			return formatPNG, false, true
-		case "webp":
-			return formatWebP, false, true
-		}
-		return formatNone, false, false
+		f := formatByName(ext)
+		return f, false, f != formatNone
 	}
 	if strings.Contains(r.Header.Get("Accept"), "image/webp") {
 		return formatWebP, true, true
@@ -97,48 +96,63 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errNotFound)
 		return
 	}
-	width, ok := thumbWidth(r.URL.Query().Get("w"))
-	if !ok {
-		h.fail(w, errBadWidth)
+	spec, err := h.parseRender(r)
+	if err != nil {
+		h.fail(w, err)
 		return
 	}
 	rec, err := lookup(h.st.db, id, "")
 	if err == nil && rec.MaxViews > 0 {
 		err = errViewLimited
 	}
+	if err == nil && int64(rec.Width)*int64(rec.Height) > h.cfg.MaxPixels {
+		err = invalid("the image has %d×%d pixels, more than the %d renders may decode (max_pixels)", rec.Width, rec.Height, h.cfg.MaxPixels)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	f, negotiated, ok := thumbFormat(r, rec, ext)
-	if !ok {
+	var negotiated bool
+	if spec.f, negotiated, ok = thumbFormat(r, rec, ext, spec.f); !ok {
 		h.fail(w, errNotFound)
 		return
 	}
 	if negotiated {
 		w.Header().Set("Vary", "Accept")
 	}
-	k := thumbKey(rec.Sum, f, width)
+	k := spec.key(rec.Sum)
+	var unstored []byte
 	_, err = h.st.db.Get(k)
 	if errors.Is(err, lsmgo.ErrNotFound) {
-		err = h.thumbs.make(context.WithoutCancel(r.Context()), rec, f, width, k)
+		unstored, err = h.thumbs.make(context.WithoutCancel(r.Context()), rec, spec, k)
 	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	etag := fmt.Sprintf("%v-%s%d", rec.Sum, f.ext(), width)
-	h.serveBlob(w, r, k, rec.Sum, etag, time.Unix(0, rec.Created), h.cachePolicy(rec))
+	etag, modified, cache := spec.etag(rec.Sum), time.Unix(0, rec.Created), h.cachePolicy(rec)
+	if unstored != nil {
+		hd := w.Header()
+		hd.Set("Content-Type", spec.f.mime())
+		hd.Set("ETag", `"`+etag+`"`)
+		hd.Set("Cache-Control", cache)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		http.ServeContent(w, r, "", modified, bytes.NewReader(unstored))
+		return
+	}
+	h.serveBlob(w, r, k, rec.Sum, etag, modified, cache)
 }
 
 // make renders and stores the thumbnail k unless another request is doing
-// it, in which case it waits for that one.
-func (t *thumbnailer) make(ctx context.Context, rec *record, f format, width int, k []byte) error {
+// it, in which case it waits for that one. A box render of an original
+// that has Config.RendersPerImage of them already is returned instead of
+// stored.
+func (t *thumbnailer) make(ctx context.Context, rec *record, spec renderSpec, k []byte) ([]byte, error) {
 	t.mu.Lock()
 	if r := t.inflight[string(k)]; r != nil {
 		t.mu.Unlock()
 		<-r.done
-		return r.err
+		return r.data, r.err
 	}
 	r := &render{done: make(chan struct{})}
 	t.inflight[string(k)] = r
@@ -149,36 +163,80 @@ func (t *thumbnailer) make(ctx context.Context, rec *record, f format, width int
 		t.mu.Unlock()
 		close(r.done)
 	}()
-	t.slots <- struct{}{}
-	defer func() { <-t.slots }()
 	start := time.Now()
-	var meta blobMeta
-	if r.err = getJSON(t.h.st.db, blobKey(rec.Sum), &meta, "blob metadata"); r.err != nil {
-		return r.err
-	}
-	var src io.ReadSeekCloser
-	if src, r.err = t.h.st.open(ctx, rec.Sum, &meta); r.err != nil {
-		return r.err
-	}
-	defer src.Close()
 	var data []byte
 	var tw, th int
-	in := &readErr{r: src}
-	data, tw, th, r.err = renderThumb(in, rec.Mime, f, width)
-	if in.err != nil && in.err != io.EOF {
-		// The original could not be read (a remote store failing
-		// midway), which is no fault of its bytes.
-		r.err = in.err
-	}
+	data, tw, th, r.err = t.render(ctx, rec, spec)
 	if r.err != nil {
-		return r.err
+		return nil, r.err
 	}
-	if r.err = t.h.st.addThumb(ctx, rec.Sum, k, data, f.mime(), tw, th); r.err != nil {
-		return r.err
+	if spec.fit != fitWidth {
+		var full bool
+		if full, r.err = t.h.st.rendersFull(rec.Sum, t.h.cfg.RendersPerImage); r.err != nil {
+			return nil, r.err
+		}
+		if full {
+			r.data = data
+			return data, nil
+		}
+	}
+	if r.err = t.h.st.addThumb(ctx, rec.Sum, k, data, spec.f.mime(), tw, th); r.err != nil {
+		return nil, r.err
 	}
 	t.h.metrics.thumbsMade.Inc()
 	t.h.metrics.thumbSeconds.Observe(time.Since(start).Seconds())
-	return nil
+	return nil, nil
+}
+
+// render reads the original's head, waits for its estimated memory to
+// fit the budget, and renders it.
+func (t *thumbnailer) render(ctx context.Context, rec *record, spec renderSpec) (data []byte, w, h int, err error) {
+	var meta blobMeta
+	if err := getJSON(t.h.st.db, blobKey(rec.Sum), &meta, "blob metadata"); err != nil {
+		return nil, 0, 0, err
+	}
+	src, err := t.h.st.open(ctx, rec.Sum, &meta)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer src.Close()
+	in := &readErr{r: src}
+	head := make([]byte, min(exifHeadLen, rec.Size))
+	n, err := io.ReadFull(in, head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return nil, 0, 0, err
+	}
+	head = head[:n]
+	orient := 1
+	if rec.Mime == formatJPEG.mime() {
+		orient, _ = exifInfo(head, false)
+	}
+	p := planRender(spec, orient, rec.Width, rec.Height)
+	cost := renderCost(rec.Mime, head, rec.Width, rec.Height, rec.Size, p, spec.f)
+	if err := t.budget.acquire(ctx, cost); err != nil {
+		return nil, 0, 0, err
+	}
+	defer t.release(cost)
+	data, w, h, err = renderThumb(io.MultiReader(bytes.NewReader(head), in), rec.Mime, spec)
+	if in.err != nil && in.err != io.EOF {
+		// The original could not be read (a remote store failing
+		// midway), which is no fault of its bytes.
+		err = in.err
+	}
+	return data, w, h, err
+}
+
+// bigRender is the estimate above which a finished render hands its
+// memory back to the system at once: otherwise the garbage of one large
+// decode and the next one's pixels are both resident before the
+// collector runs, doubling the peak the budget is meant to bound.
+const bigRender = 64 << 20
+
+func (t *thumbnailer) release(cost int64) {
+	if cost >= bigRender {
+		debug.FreeOSMemory()
+	}
+	t.budget.release(cost)
 }
 
 // readErr remembers the last error its reader returned.

@@ -14,9 +14,10 @@ var vipsStartup sync.Once
 
 // renderThumb renders with libvips in-process (build tag vips; needs
 // Debian's libvips-dev and cgo). vips_thumbnail decodes JPEGs at a reduced
-// scale (shrink-on-load), which pure Go cannot, and applies the EXIF
-// orientation itself. No converter process is started.
-func renderThumb(src io.Reader, _ string, f format, width int) (data []byte, w, h int, err error) {
+// scale (shrink-on-load), which pure Go cannot, applies the EXIF
+// orientation itself, and crops a cover box around the centre. No
+// converter process is started.
+func renderThumb(src io.Reader, _ string, spec renderSpec) (data []byte, w, h int, err error) {
 	vipsStartup.Do(func() {
 		vips.LoggingSettings(nil, vips.LogLevelWarning)
 		vips.Startup(&vips.Config{ConcurrencyLevel: 1})
@@ -25,15 +26,24 @@ func renderThumb(src io.Reader, _ string, f format, width int) (data []byte, w, 
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	// A box maxRatio times as high as wide leaves the width in charge;
+	// A side maxRatio times the other leaves that one in charge;
 	// SizeDown never enlarges.
 	const maxRatio = 100
-	img, err := vips.NewThumbnailWithSizeFromBuffer(buf, width, width*maxRatio, vips.InterestingNone, vips.SizeDown)
+	bw, bh, crop := spec.w, spec.h, vips.InterestingNone
+	switch {
+	case spec.fit == fitCover:
+		crop = vips.InterestingCentre
+	case bh == 0:
+		bh = bw * maxRatio
+	case bw == 0:
+		bw = bh * maxRatio
+	}
+	img, err := vips.NewThumbnailWithSizeFromBuffer(buf, bw, bh, crop, vips.SizeDown)
 	if err != nil {
 		return nil, 0, 0, invalid("cannot decode the original: %v", err)
 	}
 	defer img.Close()
-	switch f {
+	switch spec.f {
 	case formatJPEG:
 		p := vips.NewJpegExportParams()
 		p.Quality, p.StripMetadata = 85, true
@@ -46,8 +56,12 @@ func renderThumb(src io.Reader, _ string, f format, width int) (data []byte, w, 
 		p := vips.NewWebpExportParams()
 		p.Quality, p.StripMetadata = 80, true
 		data, _, err = img.ExportWebp(p)
+	case formatAVIF:
+		p := vips.NewAvifExportParams()
+		p.Quality, p.StripMetadata = 60, true
+		data, _, err = img.ExportAvif(p)
 	default:
-		err = fmt.Errorf("imgbed: no encoder for %v", f.ext())
+		err = fmt.Errorf("imgbed: no encoder for %v", spec.f.ext())
 	}
 	return data, img.Width(), img.Height(), err
 }

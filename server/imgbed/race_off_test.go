@@ -1,0 +1,5 @@
+//go:build !race
+
+package imgbed
+
+const raceEnabled = false

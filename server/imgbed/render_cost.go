@@ -1,0 +1,108 @@
+package imgbed
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Peak memory of a render, estimated before it starts from the
+// original's header, so that renderBudget can admit it. The figures per
+// stored pixel are what this build's decoders hold at their peak
+// (doc/imgbed.md has the measurements): Go's JPEG decoder keeps YCbCr
+// planes (1.5-3 bytes a pixel, 4 for CMYK), and for a progressive JPEG
+// every DCT coefficient too (4 bytes each, per component); a PNG is
+// streamed through the shrink a row at a time (png_stream.go) unless it
+// is interlaced, when it is decoded whole (8 bytes a pixel at 16 bits);
+// GIF's first frame is a palette index a pixel; a still WebP is YCbCr
+// with alpha. The WebAssembly decoders (AVIF, HEIC, animated WebP) copy
+// the file in and grow their linear memory by reallocation: a
+// 12-megapixel HEIC held 192 MB (16 bytes a pixel) after its decode and
+// peaked at 340 MB of RSS with the copies growth leaves behind; 20 bytes
+// a pixel lets such a photo in alone under the default budget. Then come the shrunk intermediate (4 bytes a pixel), and
+// per output pixel the scaled image, its turned copy and the encoder's
+// buffers (far more for AVIF, also WebAssembly).
+const (
+	costJPEG            = 4
+	costJPEGProgressive = 16
+	costPNGWhole        = 4
+	costPNG16Whole      = 8
+	costPNGRows         = 64 // per stored column: rows in flight, inflate window
+	costGIF             = 2
+	costWebP            = 4
+	costWasm            = 20
+	costOutput          = 24
+	costOutputAVIF      = 64
+)
+
+// renderCost estimates the peak bytes of rendering an original of type
+// mime, stored as sw×sh pixels in size bytes, whose first bytes are
+// head, as plan p says, into format f.
+func renderCost(mime string, head []byte, sw, sh int, size int64, p renderPlan, f format) int64 {
+	px := int64(sw) * int64(sh)
+	streamed := false
+	var in int64
+	switch mime {
+	case formatJPEG.mime():
+		in = px * costJPEG
+		if progressiveJPEG(head) {
+			in = px * costJPEGProgressive
+		}
+	case formatPNG.mime():
+		switch {
+		case !pngInterlaced(head):
+			in, streamed = int64(sw)*costPNGRows+64<<10, true
+		case len(head) > 24 && head[24] == 16:
+			in = px * costPNG16Whole
+		default:
+			in = px * costPNGWhole
+		}
+	case formatGIF.mime():
+		in = px * costGIF
+	case formatWebP.mime():
+		in = px*costWebP + size
+		if animatedWebP(head) {
+			in = px*costWasm + 2*size
+		}
+	default: // AVIF and HEIC: WebAssembly
+		in = px*costWasm + 2*size
+	}
+	var shrunk int64 // a decoded image is cropped in place, not copied
+	if streamed || p.k >= 2 {
+		shrunk = int64(p.crop.Dx()/p.k) * int64(p.crop.Dy()/p.k) * 4
+	}
+	out := int64(costOutput)
+	if f == formatAVIF {
+		out = costOutputAVIF
+	}
+	return in + shrunk + int64(p.w)*int64(p.h)*out
+}
+
+// progressiveJPEG reports whether the frame header in head is a
+// progressive one (SOF2, or SOF6/10/14); an unreadable head counts as
+// progressive, the costlier case.
+func progressiveJPEG(head []byte) bool {
+	for i := 2; i+4 <= len(head) && head[i] == 0xff; {
+		m := head[i+1]
+		switch m {
+		case 0xc2, 0xc6, 0xca, 0xce:
+			return true
+		case 0xc0, 0xc1, 0xc3, 0xc5, 0xc7, 0xc9, 0xcb, 0xcd, 0xcf:
+			return false
+		case 0xda, 0xd9:
+			return true
+		}
+		i += 2 + int(binary.BigEndian.Uint16(head[i+2:]))
+	}
+	return true
+}
+
+// pngInterlaced reports whether a PNG's IHDR says Adam7.
+func pngInterlaced(head []byte) bool {
+	return len(head) < 29 || !bytes.Equal(head[12:16], []byte("IHDR")) || head[28] != 0
+}
+
+// animatedWebP reports whether data is an extended WebP with the
+// animation flag.
+func animatedWebP(data []byte) bool {
+	return len(data) >= 21 && string(data[12:16]) == "VP8X" && data[20]&0x02 != 0
+}
