@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/rdb"
 )
 
 // A stream is a collection (collection.go) whose metadata holds more than
@@ -477,3 +478,6 @@ func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []byte
 	}
 	return deleted, nil
 }
+
+// rdb returns id as package rdb spells it.
+func (id streamID) rdb() rdb.StreamID { return rdb.StreamID{Ms: id.ms, Seq: id.seq} }
