@@ -62,7 +62,9 @@ func (r *Reader) RawID() (StreamID, error) {
 
 // AppendMillis appends a time in milliseconds as Redis'
 // rdbSaveMillisecondTime does: 8 bytes, little-endian.
-func AppendMillis(dst []byte, ms int64) []byte { return binary.LittleEndian.AppendUint64(dst, uint64(ms)) }
+func AppendMillis(dst []byte, ms int64) []byte {
+	return binary.LittleEndian.AppendUint64(dst, uint64(ms))
+}
 
 // Millis reads a time written by AppendMillis.
 func (r *Reader) Millis() (int64, error) {
