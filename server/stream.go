@@ -424,23 +424,28 @@ func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []byte
 		m.length--
 		deleted++
 	}
-	// removeNode deletes the node in node when t asks for all of it.
-	removeNode := func() bool {
-		n := int64(len(node))
-		if t.limit > 0 && deleted+n > t.limit {
+	// wholeNodeMayGo reports whether t asks for a node of n entries, the
+	// last one last, to go whole: or, for the first n entries of a node
+	// not read to its end, whether it still may.
+	wholeNodeMayGo := func(n int, last streamID) bool {
+		if t.limit > 0 && deleted+int64(n) > t.limit {
 			return false
 		}
-		remove := node[n-1].compare(t.minID) < 0
 		if t.maxLen >= 0 {
-			remove = int64(m.length)-n >= t.maxLen
+			return int64(m.length)-int64(n) >= t.maxLen
 		}
-		if remove {
-			for _, id := range node {
-				drop(id)
-			}
-			node = node[:0]
+		return last.compare(t.minID) < 0
+	}
+	// removeNode deletes the node in node when t asks for all of it.
+	removeNode := func() bool {
+		if !wholeNodeMayGo(len(node), node[len(node)-1]) {
+			return false
 		}
-		return remove
+		for _, id := range node {
+			drop(id)
+		}
+		node = node[:0]
+		return true
 	}
 	visit := func(e streamEntry) bool {
 		if !t.approx {
@@ -453,6 +458,16 @@ func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []byte
 		}
 		if len(node) > 0 && e.node != nodeID && !removeNode() {
 			kept, stopped = node[0], true
+			return false
+		}
+		if !wholeNodeMayGo(len(node)+1, e.id) {
+			// The node cannot go whole, whatever else it holds, and
+			// trimming stops at the first node that stays: do not read
+			// the rest of it (XADD … MAXLEN ~ would, at every add).
+			kept, stopped = e.id, true
+			if len(node) > 0 {
+				kept = node[0]
+			}
 			return false
 		}
 		nodeID = e.node
