@@ -568,7 +568,10 @@ type streamReadArgs struct {
 
 // parseStreamRead parses XREAD [COUNT n] [BLOCK ms] STREAMS key … id …
 // and XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS ….
-func parseStreamRead(args [][]byte, readGroup bool) (a streamReadArgs, err error) {
+// A script may not ask to block (inScript): Redis refuses BLOCK there
+// outright, naming the command as the script spelled it, where MULTI
+// merely runs the read without blocking.
+func parseStreamRead(args [][]byte, readGroup, inScript bool) (a streamReadArgs, err error) {
 	name := "XREAD"
 	if readGroup {
 		name = "XREADGROUP"
@@ -578,6 +581,9 @@ func parseStreamRead(args [][]byte, readGroup bool) (a streamReadArgs, err error
 		more := len(args) - 1 - i
 		switch o := args[i]; {
 		case is(o, "BLOCK") && more > 0:
+			if inScript {
+				return a, redisError("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts")
+			}
 			i++
 			ms, ok := parseInt(args[i])
 			if !ok {
@@ -630,7 +636,7 @@ func parseStreamRead(args [][]byte, readGroup bool) (a streamReadArgs, err error
 }
 
 func cmdXRead(c *conn, _ *command, args [][]byte) error {
-	a, err := parseStreamRead(args, false)
+	a, err := parseStreamRead(args, false, c.inScript())
 	if err != nil {
 		return err
 	}

@@ -301,7 +301,7 @@ func (c *conn) writeStreamReads(reads []streamRead) {
 }
 
 func cmdXReadGroup(c *conn, _ *command, args [][]byte) error {
-	a, err := parseStreamRead(args, true)
+	a, err := parseStreamRead(args, true, c.inScript())
 	if err != nil {
 		return err
 	}

@@ -84,9 +84,10 @@ func (ks *keyspace) dumpValue(r lsmgo.Reader, key []byte, e entry, limit int64) 
 			err = ks.dumpList(r, d, key, m)
 		case typeFragString:
 			err = ks.dumpFragString(r, d, key, m)
+		case typeStream:
+			err = ks.dumpStream(r, d, key, e)
 		default:
-			// A new type (streams) adds its case here and in restoreValue.
-			return nil, redisError(fmt.Sprintf("ERR DUMP does not serialize %s values yet", typeNames[e.typ]))
+			return nil, redisError(fmt.Sprintf("ERR DUMP does not serialize %s values", typeNames[e.typ]))
 		}
 	}
 	if err == nil {

@@ -12,8 +12,8 @@ import (
 // command's batch: no decoded collection is held whole in memory, only
 // the names of its elements, to refuse a repeated hash field, set member
 // or sorted-set member (which would leave a count the elements do not
-// match). Every encoding Redis 7.0 and 7.2 write is read (package rdb);
-// streams are not stored by this server yet.
+// match). Every encoding Redis 7.0 and 7.2 write is read (package rdb),
+// and the stream encoding of Redis 6.2 and older (restore_stream.go).
 
 // errElemTooBig refuses an element the engine cannot store under key.
 var errElemTooBig = redisError("ERR the DUMP payload holds an element too large for this server")
@@ -52,12 +52,11 @@ func (ks *keyspace) restoreValue(b *lsmgo.Batch, kb *keyBuf, key, body []byte, e
 		ks.putString(b, kb, key, stringValue{val: s, expireAt: expireAt})
 		return nil
 	}
+	if t == rdb.TypeStreamListpacks || t == rdb.TypeStreamListpacks2 || t == rdb.TypeStreamListpacks3 {
+		return rdbError(ks.restoreStream(b, kb, key, r, t, expireAt))
+	}
 	typ, ok := restoredType(t)
 	if !ok {
-		if t == rdb.TypeStreamListpacks || t == rdb.TypeStreamListpacks2 || t == rdb.TypeStreamListpacks3 {
-			// The stream type adds its decoder here and in dumpValue.
-			return redisError("ERR RESTORE of a stream is not supported yet")
-		}
 		return errBadRDB
 	}
 	m, err := ks.newColl(kb.ns, typ)

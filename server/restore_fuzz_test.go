@@ -36,6 +36,8 @@ func FuzzRestore(f *testing.F) {
 		append([]byte{rdb.TypeSetIntset, 12}, []byte{2, 0, 0, 0, 2, 0, 0, 0, 1, 0, 5, 0}...),
 		append([]byte{rdb.TypeHashZiplist, byte(len(ziplist))}, ziplist...),
 		append([]byte{rdb.TypeListQuicklist, 1, byte(len(ziplist))}, ziplist...),
+		goodStreamPayload().body(),
+		[]byte(legacyStreamPayload[:len(legacyStreamPayload)-10]),
 	} {
 		f.Add(seed)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/rdb"
 )
 
 // A stream is a collection (collection.go) whose metadata holds more than
@@ -309,11 +310,29 @@ func decodeStreamEntry(key []byte, id streamID, v []byte) (streamEntry, error) {
 // streamScan calls fn with the entries of m at key whose ids are within
 // [from, to], in id order or in reverse, until fn returns false. The
 // entry's fields are valid only during the call.
+func (ks *keyspace) streamScan(r lsmgo.Reader, key []byte, m *streamMeta, from, to streamID, reverse bool, fn func(e streamEntry) bool) error {
+	var bad error
+	err := ks.streamWalk(r, key, m, from, to, reverse, func(id streamID, v []byte) bool {
+		e, err := decodeStreamEntry(key, id, v)
+		if err != nil {
+			bad = err
+			return false
+		}
+		return fn(e)
+	})
+	if bad != nil {
+		return bad
+	}
+	return err
+}
+
+// streamWalk is streamScan over the entries' encoded values, for a caller
+// that needs less than the whole entry.
 //
 // Walks start at the first live entry at the earliest: trimming leaves
 // tombstones before it until compaction drops them, and a stream capped
 // by XADD … MAXLEN would otherwise step over all of them at every add.
-func (ks *keyspace) streamScan(r lsmgo.Reader, key []byte, m *streamMeta, from, to streamID, reverse bool, fn func(e streamEntry) bool) error {
+func (ks *keyspace) streamWalk(r lsmgo.Reader, key []byte, m *streamMeta, from, to streamID, reverse bool, fn func(id streamID, v []byte) bool) error {
 	if m.length > 0 && from.compare(m.first) < 0 {
 		from = m.first
 	}
@@ -341,11 +360,7 @@ func (ks *keyspace) streamScan(r lsmgo.Reader, key []byte, m *streamMeta, from, 
 		if len(k) != at+16 {
 			continue
 		}
-		e, err := decodeStreamEntry(key, decodeStreamID(k[at:]), it.Value())
-		if err != nil {
-			return closeIter(it, err)
-		}
-		if !fn(e) {
+		if !fn(decodeStreamID(k[at:]), it.Value()) {
 			break
 		}
 	}
@@ -423,23 +438,28 @@ func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []byte
 		m.length--
 		deleted++
 	}
-	// removeNode deletes the node in node when t asks for all of it.
-	removeNode := func() bool {
-		n := int64(len(node))
-		if t.limit > 0 && deleted+n > t.limit {
+	// wholeNodeMayGo reports whether t asks for a node of n entries, the
+	// last one last, to go whole: or, for the first n entries of a node
+	// not read to its end, whether it still may.
+	wholeNodeMayGo := func(n int, last streamID) bool {
+		if t.limit > 0 && deleted+int64(n) > t.limit {
 			return false
 		}
-		remove := node[n-1].compare(t.minID) < 0
 		if t.maxLen >= 0 {
-			remove = int64(m.length)-n >= t.maxLen
+			return int64(m.length)-int64(n) >= t.maxLen
 		}
-		if remove {
-			for _, id := range node {
-				drop(id)
-			}
-			node = node[:0]
+		return last.compare(t.minID) < 0
+	}
+	// removeNode deletes the node in node when t asks for all of it.
+	removeNode := func() bool {
+		if !wholeNodeMayGo(len(node), node[len(node)-1]) {
+			return false
 		}
-		return remove
+		for _, id := range node {
+			drop(id)
+		}
+		node = node[:0]
+		return true
 	}
 	visit := func(e streamEntry) bool {
 		if !t.approx {
@@ -454,11 +474,34 @@ func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []byte
 			kept, stopped = node[0], true
 			return false
 		}
+		if !wholeNodeMayGo(len(node)+1, e.id) {
+			// The node cannot go whole, whatever else it holds, and
+			// trimming stops at the first node that stays: do not read
+			// the rest of it (XADD … MAXLEN ~ would, at every add).
+			kept, stopped = e.id, true
+			if len(node) > 0 {
+				kept = node[0]
+			}
+			return false
+		}
 		nodeID = e.node
 		node = append(node, e.id)
 		return true
 	}
-	err := ks.streamScan(r, key, m, streamID{}, maxStreamID, false, visit)
+	// Only each entry's id and node matter here: its fields stay encoded
+	// (decoding them took half of XADD … MAXLEN ~'s CPU).
+	var bad error
+	err := ks.streamWalk(r, key, m, streamID{}, maxStreamID, false, func(id streamID, v []byte) bool {
+		node, n := binary.Uvarint(v)
+		if n <= 0 {
+			_, bad = decodeStreamEntry(key, id, v)
+			return false
+		}
+		return visit(streamEntry{id: id, node: node})
+	})
+	if err == nil {
+		err = bad
+	}
 	if err == nil && added != nil && !stopped {
 		visit(*added)
 	}
@@ -477,3 +520,6 @@ func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []byte
 	}
 	return deleted, nil
 }
+
+// rdb returns id as package rdb spells it.
+func (id streamID) rdb() rdb.StreamID { return rdb.StreamID{Ms: id.ms, Seq: id.seq} }

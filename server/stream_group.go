@@ -291,6 +291,12 @@ func (op *streamOp) nack(g *streamGroup, id streamID) (*streamNack, error) {
 	return n, nil
 }
 
+func (n *streamNack) encode() []byte {
+	v := binary.BigEndian.AppendUint64(nil, uint64(n.deliveryTime))
+	v = binary.BigEndian.AppendUint64(v, n.deliveryCount)
+	return append(v, n.consumer...)
+}
+
 func (op *streamOp) decodeNack(v []byte) (*streamNack, error) {
 	if len(v) < 16 {
 		return nil, op.corrupt("pending entry")
@@ -326,9 +332,7 @@ func (op *streamOp) putNack(g *streamGroup, c *streamConsumer, id streamID, n, o
 		c.dirty = true
 	}
 	n.consumer = c.name
-	v := binary.BigEndian.AppendUint64(nil, uint64(n.deliveryTime))
-	v = binary.BigEndian.AppendUint64(v, n.deliveryCount)
-	op.b.Set(k, append(v, n.consumer...))
+	op.b.Set(k, n.encode())
 	op.keepNack(k, n)
 	return nil
 }
@@ -494,20 +498,13 @@ func (op *streamOp) allConsumers(g *streamGroup) ([]*streamConsumer, error) {
 func (op *streamOp) flush(kb *keyBuf) {
 	for _, g := range op.groups {
 		if g.dirty && !g.gone {
-			v := g.lastID.append(nil)
-			v = binary.BigEndian.AppendUint64(v, uint64(g.entriesRead))
-			v = binary.BigEndian.AppendUint64(v, g.pending)
-			v = binary.BigEndian.AppendUint64(v, g.consumers)
-			op.b.Set(op.groupKey(g.name), v)
+			op.b.Set(op.groupKey(g.name), g.encode())
 			g.dirty = false
 		}
 	}
 	for k, c := range op.consumers {
 		if c.dirty && !c.gone {
-			v := binary.BigEndian.AppendUint64(nil, uint64(c.seen))
-			v = binary.BigEndian.AppendUint64(v, uint64(c.active))
-			v = binary.BigEndian.AppendUint64(v, c.pending)
-			op.b.Set([]byte(k), v)
+			op.b.Set([]byte(k), c.encode())
 			c.dirty = false
 		}
 	}
@@ -515,4 +512,17 @@ func (op *streamOp) flush(kb *keyBuf) {
 		op.ks.putStream(op.b, kb, op.key, &op.m)
 		op.metaDirty = false
 	}
+}
+
+func (g *streamGroup) encode() []byte {
+	v := g.lastID.append(nil)
+	v = binary.BigEndian.AppendUint64(v, uint64(g.entriesRead))
+	v = binary.BigEndian.AppendUint64(v, g.pending)
+	return binary.BigEndian.AppendUint64(v, g.consumers)
+}
+
+func (c *streamConsumer) encode() []byte {
+	v := binary.BigEndian.AppendUint64(nil, uint64(c.seen))
+	v = binary.BigEndian.AppendUint64(v, uint64(c.active))
+	return binary.BigEndian.AppendUint64(v, c.pending)
 }

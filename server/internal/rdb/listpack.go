@@ -42,20 +42,31 @@ func (w *ListpackWriter) Append(s []byte) {
 	if len(w.buf) < listpackHeader {
 		w.Reset()
 	}
-	start := len(w.buf)
 	if v, ok := CanonicalInt(s); ok {
-		w.buf = appendListpackInt(w.buf, v)
-	} else {
-		switch n := len(s); {
-		case n < 64:
-			w.buf = append(w.buf, 0x80|byte(n))
-		case n < 4096:
-			w.buf = append(w.buf, 0xe0|byte(n>>8), byte(n))
-		default:
-			w.buf = binary.LittleEndian.AppendUint32(append(w.buf, 0xf0), uint32(n))
-		}
-		w.buf = append(w.buf, s...)
+		w.AppendInt(v)
+		return
 	}
+	start := len(w.buf)
+	switch n := len(s); {
+	case n < 64:
+		w.buf = append(w.buf, 0x80|byte(n))
+	case n < 4096:
+		w.buf = append(w.buf, 0xe0|byte(n>>8), byte(n))
+	default:
+		w.buf = binary.LittleEndian.AppendUint32(append(w.buf, 0xf0), uint32(n))
+	}
+	w.buf = append(w.buf, s...)
+	w.buf = appendBacklen(w.buf, uint64(len(w.buf)-start))
+	w.count++
+}
+
+// AppendInt adds v in the smallest integer encoding that holds it.
+func (w *ListpackWriter) AppendInt(v int64) {
+	if len(w.buf) < listpackHeader {
+		w.Reset()
+	}
+	start := len(w.buf)
+	w.buf = appendListpackInt(w.buf, v)
 	w.buf = appendBacklen(w.buf, uint64(len(w.buf)-start))
 	w.count++
 }
