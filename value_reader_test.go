@@ -288,7 +288,14 @@ func TestValueReaderConcurrentGC(t *testing.T) {
 		want[fmt.Sprintf("k%02d", k)] = valueOf(k, 0)
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
-	for version := 1; time.Now().Before(deadline); version++ {
+	// Until the deadline, and on (up to 20 s, on a loaded machine) until
+	// garbage collection has both copied values and deleted files.
+	start := time.Now()
+	collected := func() bool {
+		m := db.Metrics()
+		return m.Blob.GCRuns > 0 && m.Blob.FilesDeleted > 0
+	}
+	for version := 1; time.Now().Before(deadline) || !collected() && time.Since(start) < 20*time.Second; version++ {
 		// Half the keys each round, so files keep live values that
 		// garbage collection copies, as well as files wholly dead.
 		for k := range keys {
