@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"html"
 	"io"
@@ -174,6 +173,9 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token,
 	}
 	sp := newSpool(h.cfg.SpoolDir)
 	defer sp.close()
+	if opts.md5 {
+		sp.wantMD5()
+	}
 	if err := sp.fill(r, h.cfg.MaxBytes, !h.cfg.KeepGPS); err != nil {
 		if errors.Is(err, errTooLarge) {
 			// Drain what the per-request limit allows, so the client
@@ -203,7 +205,7 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token,
 	rec := &record{
 		V:          recordVersion,
 		Sum:        sp.sum(),
-		MD5:        hex.EncodeToString(sp.md5.Sum(nil)),
+		MD5:        sp.md5Hex(),
 		OriginName: cleanName(name, sp.format),
 		Size:       sp.size,
 		Mime:       sp.format.mime(),
