@@ -20,10 +20,13 @@ import (
 )
 
 // valueReaderOptions separate values of 32 bytes or more into small blob
-// files that garbage collection takes as soon as they hold any garbage.
+// files that garbage collection takes once a tenth of them is garbage.
+// (Not at any garbage: a threshold of 1 makes every file a candidate,
+// since record headers never count as live, and the collection of the
+// files it writes itself never ends.)
 func valueReaderOptions(fs vfs.FS) *Options {
 	return &Options{FS: fs, Sync: SyncNone, ValueThreshold: 32, MemTableSize: 32 << 10,
-		L0CompactionThreshold: 2, LBaseMaxBytes: 64 << 10, BlobGCThreshold: 1, Logger: slog.New(slog.DiscardHandler)}
+		L0CompactionThreshold: 2, LBaseMaxBytes: 64 << 10, BlobGCThreshold: 0.9, Logger: slog.New(slog.DiscardHandler)}
 }
 
 // checkValueReader compares every way of reading v with want: Size, ReadAt
