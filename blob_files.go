@@ -63,6 +63,14 @@ type blobFiles struct {
 		// ready is set once Open has recovered: before that, the tables
 		// of the replayed WALs are in no version yet.
 		ready bool
+		// held counts the ValueReaders reading each file, and deferred
+		// marks the files removeObsolete found obsolete but held: those
+		// are removed when their last reader closes. Readers are kept
+		// apart from pins because they come and go with every read of
+		// a value in place, and only a release that leaves an obsolete
+		// file unheld has anything for removeObsolete to do.
+		held     map[base.FileNum]int
+		deferred map[base.FileNum]bool
 	}
 	// liveInTables returns the blob files the tables of live versions
 	// point into (VersionSet.LiveBlobFiles).
@@ -81,6 +89,9 @@ type blobFiles struct {
 		mu    sync.Mutex
 		files map[base.FileNum]*blobReader
 	}
+	// verified remembers the values a ValueReader has checked
+	// (value_reader.go).
+	verified verifiedValues
 }
 
 // activeBlob is the blob file being appended to.
@@ -94,10 +105,12 @@ type activeBlob struct {
 
 // blobReader is an open blob file and a reader over the bytes it held when
 // last examined; reads past that re-examine its size, since the active
-// file grows.
+// file grows. spare keeps the extra descriptors of the file that
+// ValueReader.SendTo used, for the next one (blob_reader_files.go).
 type blobReader struct {
-	file vfs.File
-	r    atomic.Pointer[blob.Reader]
+	file  vfs.File
+	r     atomic.Pointer[blob.Reader]
+	spare spareFiles
 }
 
 func (b *blobFiles) init(fs vfs.FS, dir string, m *dbMetrics, newFile func() base.FileNum) {
@@ -105,6 +118,9 @@ func (b *blobFiles) init(fs vfs.FS, dir string, m *dbMetrics, newFile func() bas
 	b.readers.files = make(map[base.FileNum]*blobReader)
 	b.life.files = make(map[base.FileNum]int64)
 	b.life.pins = make(map[base.FileNum]int)
+	b.life.held = make(map[base.FileNum]int)
+	b.life.deferred = make(map[base.FileNum]bool)
+	b.verified.set = make(map[blob.Pointer]struct{})
 }
 
 func (b *blobFiles) path(num base.FileNum) string {
@@ -405,9 +421,14 @@ func (b *blobFiles) removeObsolete() {
 	live := b.liveInTables()
 	var remove []base.FileNum
 	for num := range b.life.files {
-		if b.life.pins[num] == 0 && !live[num] {
+		switch {
+		case b.life.pins[num] > 0 || live[num]:
+		case b.life.held[num] > 0:
+			b.life.deferred[num] = true
+		default:
 			remove = append(remove, num)
 			delete(b.life.files, num)
+			delete(b.life.deferred, num)
 		}
 	}
 	b.life.mu.Unlock()
@@ -415,6 +436,7 @@ func (b *blobFiles) removeObsolete() {
 		b.readers.mu.Lock()
 		if br := b.readers.files[num]; br != nil {
 			br.file.Close()
+			br.spare.close()
 			delete(b.readers.files, num)
 		}
 		b.readers.mu.Unlock()
@@ -474,22 +496,32 @@ func (b *blobFiles) read(dst, ptr []byte) ([]byte, error) {
 
 // readPointer appends the value p points to to dst.
 func (b *blobFiles) readPointer(p blob.Pointer, dst []byte) ([]byte, error) {
-	br, err := b.reader(p.FileNum)
+	_, r, err := b.readerFor(p)
 	if err != nil {
 		return nil, err
-	}
-	r := br.r.Load()
-	if p.Offset+p.Length > uint64(r.Size()) {
-		// The active file has grown since the reader was made.
-		if r, err = br.refresh(b.path(p.FileNum), p.FileNum); err != nil {
-			return nil, err
-		}
 	}
 	v, err := r.ReadValue(p, dst)
 	if err == nil {
 		b.m.blobReads.Add(1)
 	}
 	return v, err
+}
+
+// readerFor returns the open file p points into and a reader over it that
+// has seen at least the bytes up to p's end, if the file holds them.
+func (b *blobFiles) readerFor(p blob.Pointer) (*blobReader, *blob.Reader, error) {
+	br, err := b.reader(p.FileNum)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := br.r.Load()
+	if p.Offset+p.Length > uint64(r.Size()) {
+		// The active file has grown since the reader was made.
+		if r, err = br.refresh(b.path(p.FileNum), p.FileNum); err != nil {
+			return nil, nil, err
+		}
+	}
+	return br, r, nil
 }
 
 // reader returns the open reader of blob file num, opening it if needed.
@@ -548,6 +580,7 @@ func (b *blobFiles) close() error {
 	b.readers.mu.Lock()
 	for num, br := range b.readers.files {
 		err = errors.Join(err, br.file.Close())
+		br.spare.close()
 		delete(b.readers.files, num)
 	}
 	b.readers.mu.Unlock()

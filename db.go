@@ -354,19 +354,9 @@ func (db *DB) getIn(rs *readState, dst, key []byte, readSeq base.SeqNum) ([]byte
 // the user value is appended to dst, or with a nil dst copied into (or
 // read from its blob file into) a new slice.
 func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte) ([]byte, time.Time, error) {
-	var expireAt time.Time
-	if kind == base.KindDelete {
-		return nil, time.Time{}, ErrNotFound
-	}
-	if kind.HasExpiry() {
-		ms, v, ok := base.DecodeExpiryValue(value)
-		if !ok {
-			return nil, time.Time{}, base.Corruptf("", -1, "expiring value of %d bytes is shorter than its expiry", len(value))
-		}
-		if ms <= db.opts.Now().UnixMilli() {
-			return nil, time.Time{}, ErrNotFound
-		}
-		expireAt, value = time.UnixMilli(ms), v
+	value, expireAt, err := db.liveValue(kind, value)
+	if err != nil {
+		return nil, time.Time{}, err
 	}
 	if kind.IsBlob() {
 		v, err := db.blobs.read(dst, value)
@@ -376,6 +366,25 @@ func (db *DB) resolveValue(dst []byte, kind base.Kind, value []byte) ([]byte, ti
 		dst = make([]byte, 0, len(value))
 	}
 	return append(dst, value...), expireAt, nil
+}
+
+// liveValue returns a found entry's value without its expiry, and the
+// expiry: ErrNotFound for a tombstone or an entry that has expired.
+func (db *DB) liveValue(kind base.Kind, value []byte) ([]byte, time.Time, error) {
+	if kind == base.KindDelete {
+		return nil, time.Time{}, ErrNotFound
+	}
+	if !kind.HasExpiry() {
+		return value, time.Time{}, nil
+	}
+	ms, v, ok := base.DecodeExpiryValue(value)
+	if !ok {
+		return nil, time.Time{}, base.Corruptf("", -1, "expiring value of %d bytes is shorter than its expiry", len(value))
+	}
+	if ms <= db.opts.Now().UnixMilli() {
+		return nil, time.Time{}, ErrNotFound
+	}
+	return v, time.UnixMilli(ms), nil
 }
 
 // Set writes key=value. A key and value over MaxEntrySize together are

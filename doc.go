@@ -47,6 +47,11 @@
 // index; Apply commits it, Append joins one to another, and an Overlay
 // indexes one to read it.
 //
+// A value can also be read where it is stored, without a copy: OpenValue
+// (on DB and Snapshot) returns a ValueReader, whose SendTo lets the kernel
+// send a large value from its blob file to a socket, and which keeps
+// that file on disk until it is closed.
+//
 // Byte slices: Get returns a copy the caller owns. Iterator.Key and
 // Iterator.Value are valid only until the iterator moves. Keys and values
 // passed to writes may be reused as soon as the call returns.

@@ -31,7 +31,7 @@ type dbMetrics struct {
 	blobBytesWritten, blobValuesWritten atomic.Int64
 	blobReads, blobFilesDeleted         atomic.Int64
 	blobGCRuns, blobGCValues            atomic.Int64
-	blobGCBytes                         atomic.Int64
+	blobGCBytes, blobValuesVerified     atomic.Int64
 }
 
 // LevelMetrics describes one level of the LSM tree.
@@ -131,6 +131,10 @@ type Metrics struct {
 		// files below Options.BlobGCThreshold; GCValues and GCBytes the
 		// values they copied.
 		GCRuns, GCValues, GCBytes int64
+		// Verified counts the values ValueReaders checked against their
+		// checksums before reading them in place (each once while the
+		// DB remembers it: see ValueReader).
+		Verified int64
 	}
 	Snapshots        int
 	Iterators        int64
@@ -208,7 +212,7 @@ func (db *DB) Metrics() *Metrics {
 	m.Bloom.Negatives, m.Bloom.Positives = db.sstStats.BloomNegatives.Load(), db.sstStats.BloomPositives.Load()
 	m.Blob.FilesCreated, m.Blob.ValuesWritten = db.m.blobFilesCreated.Load(), db.m.blobValuesWritten.Load()
 	m.Blob.BytesWritten, m.Blob.Syncs, m.Blob.Reads = db.m.blobBytesWritten.Load(), db.m.blobSyncs.Load(), db.m.blobReads.Load()
-	m.Blob.FilesDeleted = db.m.blobFilesDeleted.Load()
+	m.Blob.FilesDeleted, m.Blob.Verified = db.m.blobFilesDeleted.Load(), db.m.blobValuesVerified.Load()
 	m.Blob.Files, m.Blob.Bytes = db.blobs.diskUsage()
 	m.Blob.GCRuns, m.Blob.GCValues, m.Blob.GCBytes = db.m.blobGCRuns.Load(), db.m.blobGCValues.Load(), db.m.blobGCBytes.Load()
 	m.Iterators = db.m.openIters.Load()

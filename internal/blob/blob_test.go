@@ -123,6 +123,12 @@ func TestRoundTrip(t *testing.T) {
 				if err != nil || !bytes.Equal(v, entries[i].value) {
 					t.Fatalf("entry %d (%s): %d bytes, %v", i, p, len(v), err)
 				}
+				// Pieces of 1 and 7 bytes cross every boundary a value has.
+				for _, piece := range []int{1, 7, 1 << 10} {
+					if err := r.VerifyValue(p, make([]byte, piece)); err != nil {
+						t.Fatalf("VerifyValue of entry %d (%s) in %d-byte pieces: %v", i, p, piece, err)
+					}
+				}
 			}
 			keys, got, _, s := scanAll(r)
 			if s.Err() != nil {
@@ -275,16 +281,19 @@ func TestReadValueErrors(t *testing.T) {
 	bad.Checksum++
 	_, err := r.ReadValue(bad, nil)
 	corruptAt(t, "wrong checksum", err, int64(p.Offset))
+	corruptAt(t, "wrong checksum, verified", r.VerifyValue(bad, make([]byte, 3)), int64(p.Offset))
 
 	damaged := bytes.Clone(data)
 	damaged[p.Offset+2] ^= 1
 	_, err = openBytes(t, damaged).ReadValue(p, nil)
 	corruptAt(t, "damaged value", err, int64(p.Offset))
+	corruptAt(t, "damaged value, verified", openBytes(t, damaged).VerifyValue(p, make([]byte, 3)), int64(p.Offset))
 
 	past := ptrs[1]
 	past.Length++
 	_, err = r.ReadValue(past, nil)
 	corruptAt(t, "past the end", err, int64(past.Offset))
+	corruptAt(t, "past the end, verified", r.VerifyValue(past, make([]byte, 3)), int64(past.Offset))
 
 	huge := p
 	huge.Length = math.MaxUint64 - 3

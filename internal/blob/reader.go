@@ -49,12 +49,8 @@ func NewReader(f io.ReaderAt, size int64, opts ReaderOptions) (*Reader, error) {
 // pointer past the end of the file, or a value that fails its checksum,
 // is a *base.CorruptionError at the value's offset.
 func (r *Reader) ReadValue(p Pointer, dst []byte) ([]byte, error) {
-	if p.FileNum != r.opts.FileNum {
-		return nil, fmt.Errorf("blob: %s read from %s", p, r.opts.FileName)
-	}
-	end := p.Offset + p.Length
-	if p.Offset < uint64(HeaderLen+RecordHeaderLen) || end < p.Offset || end > uint64(r.size) {
-		return nil, r.corrupt(int64(min(p.Offset, uint64(r.size))), "value of %d bytes at offset %d lies outside the file of %d bytes", p.Length, p.Offset, r.size)
+	if err := r.check(p); err != nil {
+		return nil, err
 	}
 	n := len(dst)
 	dst = slices.Grow(dst, int(p.Length))[:n+int(p.Length)]
@@ -66,6 +62,43 @@ func (r *Reader) ReadValue(p Pointer, dst []byte) ([]byte, error) {
 		return nil, r.corrupt(int64(p.Offset), "value of %d bytes: checksum %#08x, the pointer says %#08x", p.Length, got, p.Checksum)
 	}
 	return dst, nil
+}
+
+// VerifyValue checks the value p points to against p's checksum without
+// holding it whole: it reads the value through buf (any nonzero size) a
+// piece at a time. It fails as ReadValue does, and the bytes it read are
+// not kept. A caller that serves a value in place (DB.OpenValue) verifies
+// it so, once, instead of reading it into a slice of its own.
+func (r *Reader) VerifyValue(p Pointer, buf []byte) error {
+	if err := r.check(p); err != nil {
+		return err
+	}
+	crc := uint32(0)
+	for off, end := p.Offset, p.Offset+p.Length; off < end; {
+		piece := buf[:min(uint64(len(buf)), end-off)]
+		if err := r.readAt(piece, int64(off)); err != nil {
+			return err
+		}
+		crc = base.UpdateCRC32C(crc, piece)
+		off += uint64(len(piece))
+	}
+	if got := base.MaskCRC(crc); got != p.Checksum {
+		return r.corrupt(int64(p.Offset), "value of %d bytes: checksum %#08x, the pointer says %#08x", p.Length, got, p.Checksum)
+	}
+	return nil
+}
+
+// check reports a pointer into another file, or one past its end, which
+// is corruption at the value's offset.
+func (r *Reader) check(p Pointer) error {
+	if p.FileNum != r.opts.FileNum {
+		return fmt.Errorf("blob: %s read from %s", p, r.opts.FileName)
+	}
+	end := p.Offset + p.Length
+	if p.Offset < uint64(HeaderLen+RecordHeaderLen) || end < p.Offset || end > uint64(r.size) {
+		return r.corrupt(int64(min(p.Offset, uint64(r.size))), "value of %d bytes at offset %d lies outside the file of %d bytes", p.Length, p.Offset, r.size)
+	}
+	return nil
 }
 
 // Size is the file size the Reader was opened with.

@@ -442,6 +442,39 @@ func TestFlushIsOneWrite(t *testing.T) {
 	}
 }
 
+// TestGroupBufferKept writes groups of several MiB, as commit groups of
+// large values are: once the buffer has grown, a group of the same size
+// allocates nothing, and a run of small groups gives the memory back.
+func TestGroupBufferKept(t *testing.T) {
+	w := NewWriter(io.Discard)
+	payload := make([]byte, 700<<10)
+	group := func() {
+		for range 4 {
+			if err := w.WriteRecord(payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	group()
+	if allocs := testing.AllocsPerRun(5, group); allocs != 0 {
+		t.Fatalf("%.1f allocations per group of %d KiB after the first", allocs, 4*len(payload)>>10)
+	}
+	for range shrinkAfter {
+		if err := w.WriteRecord([]byte("small")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cap(w.buf) > maxRetainedBuffer {
+		t.Fatalf("buffer of %d bytes kept after %d small groups", cap(w.buf), shrinkAfter)
+	}
+}
+
 func TestWriteErrorIsSticky(t *testing.T) {
 	boom := errors.New("boom")
 	cw := countingWriter{fail: boom}

@@ -1,7 +1,6 @@
 package imgbed
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,42 +99,42 @@ func (d *dbBlobs) chunksInto(b *lsmgo.Batch, s sum, g gen, r io.Reader, size int
 	return nil
 }
 
-// open reads a one-chunk blob (most images and every thumbnail) at once,
-// straight from the DB: a delete racing with it makes it not found before
-// any header is sent. A larger blob is read through a snapshot in which
-// its generation is not pending (being deleted) and its first chunk
-// exists; deletion marks the generation pending in the batch that removes
-// the metadata and unmarks it after the last chunk is gone, so such a
-// snapshot holds every chunk, and a racing delete never truncates it.
-// Snapshots take the engine's lock, which the common case thus avoids.
+// open returns a reader of the blob's chunks in place (chunkReader). A
+// one-chunk blob (most images and every thumbnail) has its chunk opened
+// at once, straight from the DB: the engine then keeps its bytes until
+// the reader closes, and a delete racing with it makes it not found
+// before any header is sent. A larger blob is read through a snapshot in
+// which its generation is not pending (being deleted) and its first
+// chunk exists; deletion marks the generation pending in the batch that
+// removes the metadata and unmarks it after the last chunk is gone, so
+// such a snapshot holds every chunk, and a racing delete never truncates
+// it. Snapshots take the engine's lock, which the common case thus
+// avoids.
 func (d *dbBlobs) open(_ context.Context, s sum, m *blobMeta) (io.ReadSeekCloser, error) {
+	r := &chunkReader{src: d.db, s: s, meta: *m, idx: -1}
 	if m.chunks() <= 1 {
-		data, err := d.db.Get(chunkKey(s, m.Gen, 0))
-		if errors.Is(err, lsmgo.ErrNotFound) && m.Size == 0 {
-			err = nil
+		if m.Size > 0 {
+			if _, err := r.chunk(0); err != nil {
+				return nil, missing(err)
+			}
 		}
-		if err != nil {
-			return nil, missing(err)
-		}
-		return nopCloser{bytes.NewReader(data)}, nil
+		return r, nil
 	}
 	snap := d.db.NewSnapshot()
 	_, err := snap.Get(pendingKey(s, m.Gen))
 	if err == nil {
 		err = errNotFound
 	} else if errors.Is(err, lsmgo.ErrNotFound) {
-		_, err = snap.Get(chunkKey(s, m.Gen, 0))
+		r.src, r.snap = snap, snap
+		_, err = r.chunk(0)
 	}
 	if err != nil {
+		r.release()
 		snap.Close()
 		return nil, missing(err)
 	}
-	return &chunkReader{snap: snap, s: s, meta: *m, idx: -1}, nil
+	return r, nil
 }
-
-type nopCloser struct{ io.ReadSeeker }
-
-func (nopCloser) Close() error { return nil }
 
 // remove deletes the chunks of s, g in batches of at most 1000, finding
 // them by their prefix: it needs no metadata, which is gone by then.
@@ -186,45 +185,111 @@ func (d *dbBlobs) stat(_ context.Context, s sum, g gen) (int64, error) {
 	return size, nil
 }
 
-// chunkReader reads a blob's bytes through a snapshot, one chunk in
-// memory at a time; it is the io.ReadSeeker http.ServeContent wants.
-// Close releases the snapshot.
+// chunkReader reads a blob's chunks where the engine keeps them
+// (lsmgo.ValueReader), one chunk open at a time, through src: the DB for a
+// one-chunk blob, else a snapshot, which Close closes. It is the
+// io.ReadSeeker http.ServeContent wants, and its sendTo lets the kernel
+// send the chunks (serveBlob).
 type chunkReader struct {
-	snap *lsmgo.Snapshot
+	src interface {
+		OpenValue([]byte) (*lsmgo.ValueReader, error)
+	}
+	snap *lsmgo.Snapshot // nil when src is the DB
 	s    sum
 	meta blobMeta
 	off  int64
-	idx  int // index of buf's chunk; -1: none
-	buf  []byte
+	idx  int // index of cur's chunk; -1: none
+	cur  *lsmgo.ValueReader
+}
+
+// chunk returns chunk i, open.
+func (r *chunkReader) chunk(i int) (*lsmgo.ValueReader, error) {
+	if i == r.idx {
+		return r.cur, nil
+	}
+	r.release()
+	v, err := r.src.OpenValue(chunkKey(r.s, r.meta.Gen, i))
+	if err != nil {
+		return nil, fmt.Errorf("imgbed: chunk %d of %v: %w", i, r.s, err)
+	}
+	if want := min(int64(r.meta.Chunk), r.meta.Size-int64(i)*int64(r.meta.Chunk)); v.Size() != want {
+		v.Close()
+		return nil, &lsmgo.CorruptionError{File: fmt.Sprintf("image %v chunk %d", r.s, i), Offset: -1,
+			Reason: fmt.Sprintf("%d bytes, want %d", v.Size(), want)}
+	}
+	r.idx, r.cur = i, v
+	return v, nil
+}
+
+// at returns the chunk holding the reader's offset and the offset in it.
+func (r *chunkReader) at() (*lsmgo.ValueReader, int64, error) {
+	i := int(r.off / int64(r.meta.Chunk))
+	v, err := r.chunk(i)
+	return v, r.off - int64(i)*int64(r.meta.Chunk), err
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
 	if r.off >= r.meta.Size {
 		return 0, io.EOF
 	}
-	i := int(r.off / int64(r.meta.Chunk))
-	if i != r.idx {
-		v, err := r.snap.Get(chunkKey(r.s, r.meta.Gen, i))
-		if err != nil {
-			return 0, fmt.Errorf("imgbed: chunk %d of %v: %w", i, r.s, err)
-		}
-		want := min(int64(r.meta.Chunk), r.meta.Size-int64(i)*int64(r.meta.Chunk))
-		if int64(len(v)) != want {
-			return 0, &lsmgo.CorruptionError{File: fmt.Sprintf("image %v chunk %d", r.s, i), Offset: -1,
-				Reason: fmt.Sprintf("%d bytes, want %d", len(v), want)}
-		}
-		r.idx, r.buf = i, v
+	v, within, err := r.at()
+	if err != nil {
+		return 0, err
 	}
-	n := copy(p, r.buf[r.off-int64(i)*int64(r.meta.Chunk):])
+	n, err := v.ReadAt(p[:min(int64(len(p)), v.Size()-within)], within)
 	r.off += int64(n)
-	return n, nil
+	if err == io.EOF {
+		err = nil // the chunk's end, not the blob's
+	}
+	return n, err
+}
+
+// sendPiece bounds what one SendTo of sendTo hands the kernel: each
+// piece gets its own write deadline (deadlineWriter.ReadFrom), so a
+// client must take 256 KiB per WriteIdleTimeout, not the whole blob.
+const sendPiece = 256 << 10
+
+// sendTo writes the next n bytes to w with lsmgo.ValueReader.SendTo,
+// which sendfile(2)s them when w reaches the connection (heldWriter).
+func (r *chunkReader) sendTo(w io.Writer, n int64) (int64, error) {
+	var sent int64
+	for sent < n {
+		if r.off >= r.meta.Size {
+			return sent, io.ErrUnexpectedEOF
+		}
+		v, within, err := r.at()
+		if err != nil {
+			return sent, err
+		}
+		m, err := v.SendTo(w, within, min(n-sent, v.Size()-within, sendPiece))
+		sent += m
+		r.off += m
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
 }
 
 func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
 	return seek(&r.off, r.meta.Size, offset, whence)
 }
 
-func (r *chunkReader) Close() error { return r.snap.Close() }
+// release closes the open chunk, if any.
+func (r *chunkReader) release() {
+	if r.cur != nil {
+		r.cur.Close()
+		r.idx, r.cur = -1, nil
+	}
+}
+
+func (r *chunkReader) Close() error {
+	r.release()
+	if r.snap != nil {
+		return r.snap.Close()
+	}
+	return nil
+}
 
 // seek moves *off as io.Seeker does, for a reader of size bytes.
 func seek(off *int64, size, offset int64, whence int) (int64, error) {

@@ -78,8 +78,10 @@ func (s *spool) stripGPS() error {
 		return err
 	}
 	s.sha.Reset()
-	s.md5.Reset()
-	_, err = io.Copy(io.MultiWriter(s.sha, s.md5), s.reader())
+	if s.md5 != nil {
+		s.md5.Reset()
+	}
+	_, err = io.Copy(s.hashes(), s.reader())
 	return err
 }
 

@@ -332,7 +332,7 @@ func adoptSpool(f *os.File, size, max int64, stripGPS bool) (*spool, error) {
 	}
 	if size > int64(n) {
 		s.f, s.base, s.keep = f, int64(n), true
-		if _, err := io.Copy(io.MultiWriter(s.sha, s.md5), io.NewSectionReader(f, s.base, size-s.base)); err != nil {
+		if _, err := io.Copy(s.hashes(), io.NewSectionReader(f, s.base, size-s.base)); err != nil {
 			s.close()
 			return nil, err
 		}

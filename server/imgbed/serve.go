@@ -213,7 +213,7 @@ func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte,
 		return
 	}
 	defer content.Close()
-	in := &readErr{r: content}
+	body := &servedBody{rs: content}
 	hd := w.Header()
 	hd.Set("Content-Type", meta.Mime)
 	hd.Set("ETag", `"`+etag+`"`)
@@ -221,17 +221,14 @@ func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte,
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", "default-src 'none'")
 	held := &heldWriter{ResponseWriter: &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: h.cfg.WriteIdleTimeout}}
-	http.ServeContent(held, r, "", modified, struct {
-		io.Reader
-		io.Seeker
-	}{in, content})
-	if !held.sent && in.err != nil && in.err != io.EOF {
+	http.ServeContent(held, r, "", modified, body)
+	if !held.sent && body.err != nil && body.err != io.EOF {
 		// A remote store failed before the first byte: the client gets
 		// an error it can retry, not a 200 that ends short.
 		for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Content-Length", "Content-Range", "Content-Type"} {
 			hd.Del(k)
 		}
-		h.fail(w, in.err)
+		h.fail(w, body.err)
 		return
 	}
 	held.send()
@@ -266,6 +263,8 @@ type heldWriter struct {
 	http.ResponseWriter
 	status int // held; 0: none
 	sent   bool
+	// sending is set while a body's sendTo runs (ReadFrom).
+	sending bool
 }
 
 func (w *heldWriter) WriteHeader(status int) {

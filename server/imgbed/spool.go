@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/md5"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
@@ -80,14 +81,34 @@ type spool struct {
 	keep   bool  // f is adopted (adoptSpool): close leaves it to its owner
 	size   int64
 	sha    hash.Hash
-	md5    hash.Hash
+	md5    hash.Hash // nil unless wanted (wantMD5)
 	format format
 	orient int // EXIF orientation, 1 when none
 }
 
 func newSpool(dir string) *spool {
 	p := headPool.Get().(*[]byte)
-	return &spool{dir: dir, headP: p, sha: sha256.New(), md5: md5.New(), orient: 1}
+	return &spool{dir: dir, headP: p, sha: sha256.New(), orient: 1}
+}
+
+// wantMD5 makes fill compute the MD5 of the bytes too.
+func (s *spool) wantMD5() { s.md5 = md5.New() }
+
+// md5Hex returns the MD5 of the bytes in hex, or "" when not wanted.
+func (s *spool) md5Hex() string {
+	if s.md5 == nil {
+		return ""
+	}
+	return hex.EncodeToString(s.md5.Sum(nil))
+}
+
+// hashes is where the spooled bytes are hashed: SHA-256, and MD5 if
+// wanted.
+func (s *spool) hashes() io.Writer {
+	if s.md5 == nil {
+		return s.sha
+	}
+	return io.MultiWriter(s.sha, s.md5)
 }
 
 // close releases the buffer and removes the temporary file.
@@ -124,6 +145,7 @@ func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
 	}
 	cp := copyPool.Get().(*[]byte)
 	defer copyPool.Put(cp)
+	hashes := s.hashes()
 	for {
 		n, err := r.Read(*cp)
 		if n > 0 {
@@ -131,8 +153,7 @@ func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
 				return errTooLarge
 			}
 			chunk := (*cp)[:n]
-			s.sha.Write(chunk)
-			s.md5.Write(chunk)
+			hashes.Write(chunk)
 			if _, werr := s.f.Write(chunk); werr != nil {
 				return werr
 			}
@@ -161,8 +182,7 @@ func (s *spool) takeHead(head []byte, size, max int64, stripGPS bool) error {
 	if s.format == formatJPEG {
 		s.orient, _ = exifInfo(s.head[:min(len(head), exifHeadLen)], stripGPS)
 	}
-	s.sha.Write(s.head)
-	s.md5.Write(s.head)
+	s.hashes().Write(s.head)
 	return nil
 }
 

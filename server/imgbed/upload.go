@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"html"
@@ -220,6 +219,9 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token,
 	}
 	sp := newSpool(h.cfg.SpoolDir)
 	defer sp.close()
+	if opts.md5 {
+		sp.wantMD5()
+	}
 	if err := sp.fill(r, h.cfg.MaxBytes, !h.cfg.KeepGPS); err != nil {
 		if errors.Is(err, errTooLarge) {
 			// Drain what the per-request limit allows, so the client
@@ -255,7 +257,7 @@ func (h *Host) storeSpooled(ctx context.Context, sp *spool, name string, tok *To
 	rec := &record{
 		V:          recordVersion,
 		Sum:        sp.sum(),
-		MD5:        hex.EncodeToString(sp.md5.Sum(nil)),
+		MD5:        sp.md5Hex(),
 		OriginName: cleanName(name, sp.format),
 		Size:       sp.size,
 		Mime:       sp.format.mime(),
