@@ -47,6 +47,9 @@ func init() {
 				{name: "count", arity: 2, since: "2.8.13", summary: "Returns a count of commands.", run: cmdCommandCount},
 				{name: "info", arity: -2, since: "2.8.13", summary: "Returns information about one, multiple or all commands.", run: cmdCommandInfo},
 				{name: "docs", arity: -2, since: "7.0.0", summary: "Returns documentary information about one, multiple or all commands.", run: cmdCommandDocs},
+				{name: "getkeys", arity: -4, since: "2.8.13", summary: "Extracts the key names from an arbitrary command.", run: cmdCommandGetKeys},
+				{name: "getkeysandflags", arity: -4, since: "7.0.0", summary: "Extracts the key names and access flags for an arbitrary command.", run: cmdCommandGetKeys},
+				{name: "list", arity: -2, since: "7.0.0", summary: "Returns a list of command names.", run: cmdCommandList},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "config", arity: -2, group: srv, since: "2.0.0", summary: "A container for server configuration commands.",
@@ -405,10 +408,10 @@ func cmdCommandInfo(c *conn, _ *command, args [][]byte) error {
 	}
 	c.wr.ArrayHeader(len(args) - 2)
 	for _, name := range args[2:] {
-		if cmd := lookup(commands, &c.nameBuf, name); cmd != nil {
+		if cmd := c.lookupCommandName(name); cmd != nil {
 			c.writeCommandInfo(cmd)
 		} else {
-			c.wr.NullArray()
+			c.wr.Null()
 		}
 	}
 	return nil
@@ -418,21 +421,13 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.wr.ArrayHeader(10)
 	c.wr.BulkString(cmd.name)
 	c.wr.Int(int64(cmd.arity))
-	flags := cmd.flags.names()
-	c.wr.SetHeader(len(flags))
-	for _, f := range flags {
-		c.wr.SimpleString(f)
-	}
+	writeStatusSet(c, cmd.commandInfoFlags())
 	c.wr.Int(int64(cmd.firstKey))
 	c.wr.Int(int64(cmd.lastKey))
 	c.wr.Int(int64(cmd.step))
-	cats := cmd.aclCategories()
-	c.wr.SetHeader(len(cats))
-	for _, cat := range cats {
-		c.wr.SimpleString(cat)
-	}
+	writeStatusSet(c, cmd.aclCategories())
 	c.wr.ArrayHeader(0) // tips
-	c.wr.ArrayHeader(0) // key specifications
+	c.writeKeySpecs(cmd)
 	subs := cmd.sortedSubs()
 	c.wr.ArrayHeader(len(subs))
 	for _, sub := range subs {
@@ -461,7 +456,7 @@ func cmdCommandDocs(c *conn, _ *command, args [][]byte) error {
 		list = sortedCommands()
 	} else {
 		for _, name := range args[2:] {
-			if cmd := lookup(commands, &c.nameBuf, name); cmd != nil {
+			if cmd := c.lookupCommandName(name); cmd != nil {
 				list = append(list, cmd)
 			}
 		}
