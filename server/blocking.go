@@ -127,6 +127,9 @@ func (c *conn) apply(b *lsmgo.Batch) error {
 	if err := c.s.ks.apply(b); err != nil {
 		return err
 	}
+	if c.s.tracking.active() {
+		c.s.invalidateBatch(c, b)
+	}
 	r := &c.s.blocked
 	if r.blocked.Load() == 0 {
 		return nil

@@ -40,6 +40,10 @@ func init() {
 				{name: "unpause", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "6.2.0", summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
 				{name: "unblock", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "5.0.0", summary: "Unblocks a client blocked by a blocking command from a different connection.", run: cmdClientUnblock},
 				{name: "reply", arity: 3, since: "3.2.0", summary: "Instructs the server whether to reply to commands.", run: cmdClientReply},
+				{name: "tracking", arity: -3, flags: flagLoading | flagStale, since: "6.0.0", summary: "Controls server-assisted client-side caching for the connection.", run: cmdClientTracking},
+				{name: "caching", arity: 3, flags: flagLoading | flagStale, since: "6.0.0", summary: "Instructs the server whether to track the keys in the next request.", run: cmdClientCaching},
+				{name: "getredir", arity: 2, flags: flagLoading | flagStale, since: "6.0.0", summary: "Returns the client ID to which the connection's tracking notifications are redirected.", run: cmdClientGetRedir},
+				{name: "trackinginfo", arity: 2, flags: flagLoading | flagStale, since: "6.2.0", summary: "Returns information about server-assisted client-side caching for the connection.", run: cmdClientTrackingInfo},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "command", arity: -1, group: srv, since: "2.8.13", summary: "Returns detailed information about all commands.",
@@ -134,6 +138,7 @@ func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.unsubscribeAll()
 	c.selectDB(0)
 	c.unmonitor()
+	c.s.disableTracking(c)
 	c.replies = replyOn
 	c.setState(stateNoEvict|stateNoTouch, false)
 	c.setProtocol(2)
@@ -147,6 +152,11 @@ func cmdReset(c *conn, _ *command, _ [][]byte) error {
 }
 
 func (c *conn) setProtocol(v int) {
+	if v == 3 {
+		// Where tracking pushes for this connection queue: made before
+		// the protocol store that lets an invalidator use it.
+		c.ensureSub()
+	}
 	c.wr.SetProtocol(v)
 	c.proto.Store(int32(v))
 }
@@ -374,10 +384,10 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 	if c.state.Load()&stateMulti != 0 {
 		multi = c.queued.Load()
 	}
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=%s resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
 		flagLetters(c.state.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
-		cmd, c.user.Load().name, c.proto.Load(), libName, libVer)
+		cmd, c.user.Load().name, c.trackingRedirField(), c.proto.Load(), libName, libVer)
 }
 
 func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {

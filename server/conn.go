@@ -93,8 +93,11 @@ type conn struct {
 	// WATCH named; watchDirty is set, by any connection's write, once
 	// one of them changed.
 	// sub is the connection's Pub/Sub state, nil until it first
-	// subscribes (pubsub.go).
+	// subscribes, monitors, tracks or speaks RESP3 (pubsub.go).
 	sub *subscriber
+	// trk is the connection's tracking state, nil while tracking is off
+	// (tracking.go).
+	trk *tracker
 
 	tx   *transaction
 	exec *execState
@@ -322,6 +325,7 @@ func (c *conn) close() {
 	c.unmonitor()
 	c.unwatchAll()
 	c.unsubscribeAll()
+	c.s.disableTracking(c)
 	c.closeView()
 	c.publish()
 	c.nc.Close()
