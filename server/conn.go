@@ -267,7 +267,7 @@ func (c *conn) awaitInput() error {
 	// the deadline meanwhile: execute delivers the messages queued before
 	// each command runs, so none is overtaken.
 	err := c.rd.Fill()
-	if c.sub != nil && netutil.IsTimeout(err) && c.sub.woken.Swap(false) {
+	if err != nil && c.sub != nil && netutil.IsTimeout(err) && c.sub.woken.Swap(false) {
 		return nil // woken by a publisher: deliver, then read again
 	}
 	return err

@@ -219,7 +219,7 @@ func (s *Server) publishExpired(engineKey []byte) {
 		s.publishKeyEvent(nil, notifyExpired, "expired", key, db)
 	}
 	if s.tracking.active() {
-		s.invalidateKeys(nil, []string{string(key)})
+		s.invalidateKeys(nil, key)
 	}
 }
 

@@ -122,7 +122,9 @@ func TestTrackingRedis(t *testing.T) {
 			st(0, "CLIENT", "TRACKING", "ON", "OPTOUT"), st(0, "CLIENT", "TRACKING", "OFF"),
 			st(0, "CLIENT", "TRACKING", "ON", "OPTOUT"), st(0, "CLIENT", "CACHING", "NO"), st(0, "GET", "p"), st(0, "GET", "q"),
 			st(4, "SET", "p", "3"), st(4, "SET", "q", "3"), st(0, "EVAL", "return redis.call('get', KEYS[1])", "1", "s"),
-			st(0, "EVAL_RO", "return 1", "1", "s2"), st(4, "MSET", "s", "1", "s2", "1"), st(0, "CLIENT", "TRACKING", "OFF"),
+			st(0, "EVAL_RO", "return 1", "1", "s2"), st(4, "MSET", "s", "1", "s2", "1"),
+			st(0, "EVAL", "redis.call('get', 'g3')", "2", "g1", "g2"), st(4, "MSET", "g1", "1", "g2", "1", "g3", "1"),
+			st(0, "CLIENT", "TRACKING", "OFF"),
 		},
 		{ // errors
 			st(0, "CLIENT", "TRACKING", "MAYBE"), st(0, "CLIENT", "TRACKING", "ON", "PREFIX", "a"),
@@ -214,5 +216,3 @@ func renderFrames(frames []resp.Value, ids []string, getRedir bool) string {
 	}
 	return s
 }
-
-

@@ -53,7 +53,10 @@ type trackingTable struct {
 type tracker struct {
 	bcast, optin, optout, noloop bool
 	// caching is CLIENT CACHING's answer for the next command.
-	caching  bool
+	caching bool
+	// script is the EVAL or FCALL running, whose declared keys a
+	// read-only command inside it makes tracked, as in Redis.
+	script   *scriptCall
 	redirect uint64
 	// broken records that the redirect target is gone.
 	broken   bool
@@ -147,11 +150,19 @@ func (s *Server) clientByID(id uint64) *conn {
 // reads the newest state, not a pipelined view made earlier.
 func (c *conn) beforeTracked(cmd *command, args [][]byte) {
 	trk := c.trk
-	if trk.bcast || cmd.flags&flagReadonly == 0 || cmd.group == "scripting" && cmd.parent == nil {
-		return // EVAL_RO and FCALL_RO: their commands count, one by one
+	if cmd.group == "scripting" && cmd.parent == nil {
+		// EVAL_RO and FCALL_RO too: only a read inside counts.
+		trk.script = &scriptCall{cmd, args}
+		return
+	}
+	if trk.bcast || cmd.flags&flagReadonly == 0 {
+		return
 	}
 	if trk.optin && !trk.caching || trk.optout && trk.caching {
 		return
+	}
+	if trk.script != nil && c.inScript() {
+		cmd, args = trk.script.cmd, trk.script.args
 	}
 	keys := commandKeys(cmd, args, c.aclKeys[:0])
 	c.aclKeys = keys[:0]
@@ -179,9 +190,18 @@ func (c *conn) beforeTracked(cmd *command, args [][]byte) {
 	t.mu.Unlock()
 }
 
+// scriptCall is a script command and its arguments.
+type scriptCall struct {
+	cmd  *command
+	args [][]byte
+}
+
 // afterTracked ends CLIENT CACHING's effect, which lasts one command (or
-// one transaction).
+// one transaction), and a script's.
 func (c *conn) afterTracked(cmd *command) {
+	if c.trk != nil && c.trk.script != nil && c.trk.script.cmd == cmd {
+		c.trk.script = nil
+	}
 	if c.trk != nil && c.trk.caching && cmd.name != "client|caching" && c.tx == nil && !c.inExec() {
 		c.s.tracking.mu.Lock()
 		c.trk.caching = false
@@ -208,45 +228,52 @@ func (s *Server) limitTrackingLocked(from *conn) {
 // invalidateBatch announces the keys b wrote, which has just committed,
 // as written by from (nil for the server's own writes: expiry).
 func (s *Server) invalidateBatch(from *conn, b *lsmgo.Batch) {
-	var keys []string
-	b.ForEachKey(func(k []byte) {
-		if _, key, ok := userKeyOf(k); ok {
-			keys = append(keys, string(key))
-		}
+	s.invalidate(from, func(yield func([]byte)) {
+		b.ForEachKey(func(k []byte) {
+			if _, key, ok := userKeyOf(k); ok {
+				yield(key)
+			}
+		})
 	})
-	s.invalidateKeys(from, keys)
 }
 
 // invalidateKeys announces that keys changed, written by from.
-func (s *Server) invalidateKeys(from *conn, keys []string) {
-	if len(keys) == 0 {
-		return
-	}
+func (s *Server) invalidateKeys(from *conn, keys ...[]byte) {
+	s.invalidate(from, func(yield func([]byte)) {
+		for _, k := range keys {
+			yield(k)
+		}
+	})
+}
+
+// invalidate announces the keys each yields: to the clients that track
+// each, and to the BCAST clients of each prefix it has, all its keys in
+// one message. Nothing is allocated for a key no one tracks.
+func (s *Server) invalidate(from *conn, each func(yield func([]byte))) {
 	t := &s.tracking
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, k := range keys {
-		if _, ok := t.keys[k]; ok {
-			s.invalidateKeyLocked(from, k)
+	var bcast map[string][]string
+	each(func(key []byte) {
+		if _, ok := t.keys[string(key)]; ok {
+			s.invalidateKeyLocked(from, string(key))
 		}
-	}
-	if len(t.prefixes) == 0 {
-		return
-	}
-	// In Redis' order, its radix trees': prefixes, then keys, sorted.
-	for _, p := range slices.Sorted(maps.Keys(t.prefixes)) {
-		clients := t.prefixes[p]
-		var matched []string
-		for _, k := range keys {
-			if strings.HasPrefix(k, p) && !slices.Contains(matched, k) {
-				matched = append(matched, k)
+		for p := range t.prefixes {
+			if len(key) >= len(p) && string(key[:len(p)]) == p {
+				if bcast == nil {
+					bcast = map[string][]string{}
+				}
+				if !slices.Contains(bcast[p], string(key)) {
+					bcast[p] = append(bcast[p], string(key))
+				}
 			}
 		}
-		if len(matched) == 0 {
-			continue
-		}
+	})
+	// In Redis' order, its radix trees': prefixes, then keys, sorted.
+	for _, p := range slices.Sorted(maps.Keys(bcast)) {
+		matched := bcast[p]
 		slices.Sort(matched)
-		for c := range clients {
+		for c := range t.prefixes[p] {
 			if c.trk.noloop && c == from {
 				continue
 			}
@@ -272,17 +299,17 @@ func (s *Server) invalidateKeyLocked(from *conn, key string) {
 }
 
 // invalidateAll sends every tracking client the null invalidation of
-// FLUSHDB and FLUSHALL, and empties the table.
+// FLUSHDB and FLUSHALL, and empties the table, where clients that
+// stopped tracking may have left keys.
 func (s *Server) invalidateAll(from *conn) {
 	t := &s.tracking
-	if !t.active() {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, c := range s.clientList() {
-		if c.trk != nil {
-			s.sendInvalidation(from, c, nil, true)
+	if t.active() {
+		for _, c := range s.clientList() {
+			if c.trk != nil {
+				s.sendInvalidation(from, c, nil, true)
+			}
 		}
 	}
 	t.keys, t.items = nil, 0

@@ -392,7 +392,7 @@ func (r *watchRegistry) touch(b *lsmgo.Batch, dbs *dbMap) {
 // nothing; the caller holds key's stripe.
 func (c *conn) touchWatched(key []byte) {
 	if c.s.tracking.active() {
-		c.s.invalidateKeys(c, []string{string(key)})
+		c.s.invalidateKeys(c, key)
 	}
 	r := &c.s.ks.watches
 	if r.n.Load() == 0 {
