@@ -345,13 +345,16 @@ func (c *conn) publish() {
 	c.lastRun = nil
 }
 
-// countLookup feeds INFO's keyspace_hits and keyspace_misses.
-func (c *conn) countLookup(hit bool) {
+// countLookup feeds INFO's keyspace_hits and keyspace_misses, and fires
+// the "keymiss" event (notify-keyspace-events m) of a miss of key, as
+// Redis does for the same lookups.
+func (c *conn) countLookup(key []byte, hit bool) {
 	if hit {
 		c.tally.hits++
-	} else {
-		c.tally.misses++
+		return
 	}
+	c.tally.misses++
+	c.notify(notifyKeyMiss, "keymiss", key)
 }
 
 func (c *conn) clientName() string {
