@@ -18,6 +18,10 @@ const maxGroupBytes = 1 << 20
 type commitWriter struct {
 	repr []byte
 	sync bool
+	// async is set for CommitAsync: the writer publishes its batch
+	// without waiting for the fsync sync asks for, which Pending.Wait
+	// does instead.
+	async bool
 	// blobBytes is how many value bytes the batch wrote to blob files,
 	// and blobFiles which files.
 	blobBytes int64
@@ -82,25 +86,34 @@ func (db *DB) Apply(b *Batch, wo *WriteOptions) error {
 
 // apply is Apply, for a replicated batch when wantSeq is set.
 func (db *DB) apply(b *Batch, wo *WriteOptions, wantSeq base.SeqNum) error {
+	_, err := db.commit(b, wo, wantSeq, false)
+	return err
+}
+
+// commit runs b through the commit pipeline. Without async it is Apply;
+// with async it skips stage 2 (see CommitAsync) and returns what Wait
+// needs for it.
+func (db *DB) commit(b *Batch, wo *WriteOptions, wantSeq base.SeqNum, async bool) (Pending, error) {
 	if db.closed.Load() {
-		return ErrClosed
+		return Pending{}, ErrClosed
 	}
 	if b.err != nil {
-		return b.err
+		return Pending{}, b.err
 	}
 	if b.Count() == 0 {
-		return nil
+		return Pending{}, nil
 	}
 	repr := b.repr
 	var pinned []base.FileNum
 	if len(b.blobs) > 0 {
 		var err error
 		if repr, pinned, err = db.writeBlobs(b); err != nil {
-			return err
+			return Pending{}, err
 		}
 	}
 	w := commitWriterPool.Get().(*commitWriter)
 	w.repr, w.sync = repr, db.opts.Sync.kind == syncAlways || (wo != nil && wo.Sync)
+	w.async = async
 	w.blobBytes, w.blobFiles = int64(b.blobBytes), pinned
 	w.wantSeq = wantSeq
 	if db.opts.OnCommit != nil {
@@ -110,11 +123,15 @@ func (db *DB) apply(b *Batch, wo *WriteOptions, wantSeq base.SeqNum) error {
 	db.enqueueLocked(w)
 	db.mu.Unlock()
 	err := db.finishCommit(w)
+	var p Pending
+	if err == nil && async && w.sync {
+		p = Pending{db: db, walPos: w.walPos}
+	}
 	// The memtable holds its own pins now, if the batch got that far.
 	db.blobs.unpin(pinned)
 	*w = commitWriter{wake: w.wake}
 	commitWriterPool.Put(w)
-	return err
+	return p, err
 }
 
 // writeBlobs writes the batch's separated values to the active blob file,
@@ -152,7 +169,7 @@ func (db *DB) finishCommit(w *commitWriter) error {
 		// Never registered: nothing reserved, nothing to publish.
 		return err
 	}
-	if err == nil && w.sync {
+	if err == nil && w.sync && !w.async {
 		err = db.wal.waitSynced(w.walPos, w.wake)
 	}
 	if err == nil {
@@ -256,7 +273,7 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 		db.finishGroupLocked(leader, group, err)
 		return
 	}
-	if leader.sync {
+	if leader.sync && !leader.async {
 		// An fsync in progress cannot cover a group written now: the
 		// group would wait for the next one anyway. Writing it when
 		// that fsync is done instead lets every writer that arrives
@@ -264,7 +281,9 @@ func (db *DB) leadCommitLocked(leader *commitWriter) {
 		// write(2) and one hand-over of the lead rather than one per
 		// writer (as Redis writes its AOF once per event loop before
 		// its fsync). The queue holds the other leaders back; db.mu is
-		// free for writers to join.
+		// free for writers to join. An async leader does not wait: its
+		// writer may hold a lock until its batch is visible, and it
+		// waits for the fsync after releasing it (Pending.Wait).
 		db.mu.Unlock()
 		db.wal.waitSyncDone(leader.wake)
 		db.mu.Lock()

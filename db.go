@@ -94,9 +94,13 @@ type DB struct {
 		// walFailed is set when a WAL write failed for lack of space:
 		// the current WAL may end in a partial record, and the next
 		// write must first cut it off and continue in a new file.
-		walFailed  error
-		flushing   bool
-		compacting int
+		walFailed error
+		// visibleUnsynced is set when a batch committed with
+		// CommitAsync failed its fsync after it was visible: Resume
+		// then refuses (ErrVisibleWriteUnsynced).
+		visibleUnsynced bool
+		flushing        bool
+		compacting      int
 		// started counts the compactions started since Open; running
 		// maps each running one to its number, so that Compact can wait
 		// for those whose compaction filter read an older state.

@@ -53,7 +53,12 @@
 //
 // Durability depends on Options.Sync (see SyncMode and doc/durability.md):
 // under SyncAlways, an acknowledged write survives a process crash and a
-// power loss.
+// power loss. Apply makes a batch visible only once it is durable;
+// CommitAsync makes it visible first and returns a Pending whose Wait
+// returns once it is durable, so a caller holding a lock per key can
+// release it before the fsync (the server does: doc/server.md). A failed
+// fsync after such a batch was visible stops the DB's writes until it is
+// reopened.
 //
 // Errors: ErrNotFound for absent keys, ErrClosed after Close, and errors
 // matching ErrCorruption (with a *CorruptionError naming file and offset)

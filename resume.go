@@ -28,6 +28,10 @@ import "fmt"
 // fsync lost. A write whose own fsync failed was never acknowledged and
 // never applied; it is not brought back. Writes wait while Resume runs.
 //
+// A batch committed with CommitAsync whose fsync failed is different: it
+// was visible, so Resume refuses (ErrVisibleWriteUnsynced) and the DB
+// must be reopened (see Pending.Wait).
+//
 // If the flush fails again, Resume returns that error and the DB stays
 // read-only; it may be called again. It returns nil at once when the DB
 // is not read-only. Errors from a full disk (ErrNoSpace) never need it:
@@ -59,6 +63,8 @@ func (db *DB) resumeLocked() error {
 		return ErrClosed
 	case db.mu.bgErr == nil:
 		return nil
+	case db.mu.visibleUnsynced:
+		return ErrVisibleWriteUnsynced
 	}
 	cause := db.mu.bgErr
 	num := db.vs.NewFileNum()

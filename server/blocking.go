@@ -124,9 +124,11 @@ func (c *conn) signalReady(key []byte) {
 // key: the stream they wait on, or its group, may be gone. Other blocked
 // commands' tries find nothing new and keep waiting.
 func (c *conn) apply(b *lsmgo.Batch) error {
-	if err := c.s.ks.apply(b); err != nil {
+	p, err := c.s.ks.apply(b)
+	if err != nil {
 		return err
 	}
+	c.willReplyAfter(p)
 	if c.s.tracking.active() {
 		c.s.invalidateBatch(c, b)
 	}

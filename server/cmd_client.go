@@ -4,7 +4,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
@@ -90,6 +89,7 @@ const (
 	statePubsub
 	stateNoEvict
 	stateNoTouch
+	stateReplica // a replica's LSMSYNC stream
 )
 
 // setState turns bits of the connection's state on or off.
@@ -107,7 +107,7 @@ func flagLetters(state uint32) string {
 	for _, f := range []struct {
 		bit    uint32
 		letter byte
-	}{{statePubsub, 'P'}, {stateMulti, 'x'}, {stateBlocked, 'b'}, {stateNoEvict, 'e'}, {stateNoTouch, 'T'}} {
+	}{{stateReplica, 'S'}, {statePubsub, 'P'}, {stateMulti, 'x'}, {stateBlocked, 'b'}, {stateNoEvict, 'e'}, {stateNoTouch, 'T'}} {
 		if state&f.bit != 0 {
 			b = append(b, f.letter)
 		}
@@ -152,16 +152,18 @@ func (f *killFilter) matches(c, self *conn) bool {
 		f.laddr != "" && c.nc.LocalAddr().String() != f.laddr:
 		return false
 	}
-	pubsub := c.state.Load()&statePubsub != 0
+	state := c.state.Load()
 	switch f.typ {
 	case "":
 		return true
 	case "pubsub":
-		return pubsub
+		return state&statePubsub != 0
 	case "normal":
-		return !pubsub
+		return state&(statePubsub|stateReplica) == 0
+	case "replica", "slave":
+		return state&stateReplica != 0
 	}
-	return false // master, replica, slave: there are none
+	return false // master: the link to the primary is no client here
 }
 
 // cmdClientKill implements CLIENT KILL addr:port and CLIENT KILL with
@@ -235,39 +237,5 @@ func cmdClientKill(c *conn, _ *command, args [][]byte) error {
 	default:
 		c.ok()
 	}
-	return nil
-}
-
-// cmdWait implements WAIT numreplicas timeout. lsmgo has no replicas, so
-// no write is ever acknowledged by one: WAIT answers 0, after the timeout
-// when it asks for replicas, as Redis without replicas does. A timeout
-// of 0, which Redis would wait forever for replicas that cannot come,
-// answers at once. CLIENT UNBLOCK ends the wait early.
-func cmdWait(c *conn, _ *command, args [][]byte) error {
-	ms, ok := parseInt(args[2])
-	if !ok {
-		return redisError("ERR timeout is not an integer or out of range")
-	}
-	n, ok := parseInt(args[1])
-	if !ok {
-		return redisError(msgNotInteger)
-	}
-	if ms < 0 {
-		return redisError("ERR timeout is negative")
-	}
-	if n > 0 && ms > 0 {
-		unblocked := c.unblocker.arm(nil)
-		c.setState(stateBlocked, true)
-		select {
-		case <-time.After(time.Duration(ms) * time.Millisecond):
-		case <-unblocked:
-		case <-c.s.done:
-		}
-		c.setState(stateBlocked, false)
-		if _, withError := c.unblocker.disarm(); withError {
-			return redisError(msgUnblocked)
-		}
-	}
-	c.wr.Int(0)
 	return nil
 }

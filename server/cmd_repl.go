@@ -85,7 +85,7 @@ func cmdRole(c *conn, _ *command, _ [][]byte) error {
 		c.wr.ArrayHeader(3)
 		c.wr.BulkString(r.ip)
 		c.wr.BulkString(strconv.Itoa(r.port))
-		c.wr.BulkString(strconv.FormatUint(r.sent.Load(), 10))
+		c.wr.BulkString(strconv.FormatUint(r.acked.Load(), 10))
 	}
 	return nil
 }
@@ -96,9 +96,13 @@ func cmdRedisSync(*conn, *command, [][]byte) error {
 	return redisError("ERR lsmgo does not send RDB replication streams: only an lsmgo replica (REPLICAOF on lsmgo, LSMSYNC) can replicate from this server")
 }
 
-// cmdReplConf accepts the settings a replica announces; lsmgo's stream
-// needs none of them.
+// cmdReplConf accepts the settings a replica announces, which lsmgo's
+// stream needs none of, and REPLCONF FAILOVER from a primary handing
+// over (failover.go).
 func cmdReplConf(c *conn, _ *command, args [][]byte) error {
+	if len(args) == 3 && is(args[1], "FAILOVER") {
+		return c.takeOver(string(args[2]))
+	}
 	if len(args)%2 == 0 {
 		return redisError("ERR syntax error")
 	}

@@ -64,6 +64,13 @@ func cmdEval(c *conn, cmd *command, args [][]byte) error {
 			return err
 		}
 		readOnly = readOnly || flags.noWrites
+		// A script that declares itself (a shebang) and may write is
+		// refused before it runs, as Redis refuses a write command.
+		if flags.shebang && !readOnly {
+			if msg := c.s.writeRefusal(); msg != "" {
+				return redisError(msg)
+			}
+		}
 	}
 	r := &runningScript{conn: c, command: cmd.name, name: string(body)}
 	return c.runScript(r, readOnly, func(w *resp.Writer, caller luascript.Caller) {
@@ -86,6 +93,7 @@ func cmdEval(c *conn, cmd *command, args [][]byte) error {
 
 // scriptFlags are a script's shebang flags ("#!lua flags=no-writes,…").
 type scriptFlags struct {
+	shebang  bool // the script has a "#!lua" line
 	noWrites bool
 }
 
@@ -97,6 +105,7 @@ func shebangFlags(body []byte) (scriptFlags, error) {
 	if !bytes.HasPrefix(body, []byte("#!")) {
 		return f, nil
 	}
+	f.shebang = true
 	line, _, _ := bytes.Cut(body, []byte("\n"))
 	fields := strings.Fields(string(line[2:]))
 	if len(fields) == 0 || fields[0] != "lua" {

@@ -46,6 +46,17 @@ type Config struct {
 	// ReplicaReadOnly makes a replica refuse client writes
 	// ("replica-read-only", live); default true.
 	ReplicaReadOnly bool
+	// MinReplicasToWrite refuses writes on a primary with fewer
+	// replicas that acknowledged within MinReplicasMaxLag
+	// ("min-replicas-to-write", "min-replicas-max-lag" in seconds, and
+	// their min-slaves-* names; live). Default 0 (off) and 10 s, as in
+	// Redis.
+	MinReplicasToWrite int
+	MinReplicasMaxLag  time.Duration
+	// ReplicaPriority is what INFO shows Sentinel as slave_priority:
+	// lower is promoted first, 0 never ("replica-priority", or
+	// "slave-priority"; live). Default 100.
+	ReplicaPriority int
 	// ProtectedMode refuses to listen on a non-loopback address without
 	// RequirePass ("protected-mode"); default true.
 	ProtectedMode bool
@@ -113,7 +124,13 @@ type Config struct {
 	// ImagesCORSOrigins are the origins, separated by commas ("*": any),
 	// whose browser scripts may call the image API
 	// ("images-cors-origins"); empty: none.
-	ImagesCORSOrigins         string
+	ImagesCORSOrigins string
+	// ImagesResumableMaxBytes bounds one resumable (tus) image upload
+	// ("images-resumable-max-bytes"; default 1 GiB). ImagesFetchPrivate
+	// lets uploads by URL fetch from loopback and private addresses
+	// ("images-fetch-private"; default no).
+	ImagesResumableMaxBytes   int64
+	ImagesFetchPrivate        bool
 	ImagesUploadsPerClient    int
 	ImagesUploadQueueWait     time.Duration
 	ImagesMinUploadRate       int
@@ -233,6 +250,8 @@ func DefaultConfig() Config {
 		AppendFsync:               "everysec",
 		ProtectedMode:             true,
 		ReplicaReadOnly:           true,
+		MinReplicasMaxLag:         10 * time.Second,
+		ReplicaPriority:           100,
 		MaxClients:                10000,
 		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,
@@ -252,6 +271,7 @@ func DefaultConfig() Config {
 		Images:                    true,
 		ImagesAnonymous:           "auto",
 		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
+		ImagesResumableMaxBytes:   imgbed.DefaultResumableMaxBytes,
 		ImagesUploadRate:          imgbed.DefaultUploadRate,
 		ImagesUploadBurst:         imgbed.DefaultUploadBurst,
 		ImagesTokenUploadRate:     imgbed.DefaultTokenUploadRate,
@@ -355,6 +375,10 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.ImagesBaseURL }, nil),
 	sizeSetting("images-max-bytes", "largest image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
+	sizeSetting("images-resumable-max-bytes", "largest resumable (tus) image upload in bytes", false, 1, math.MaxInt64,
+		func(c *Config) *int64 { return &c.ImagesResumableMaxBytes }),
+	boolSetting("images-fetch-private", "let image uploads by URL fetch from loopback, private and link-local addresses", false,
+		func(c *Config) *bool { return &c.ImagesFetchPrivate }),
 	intSetting("images-upload-rate", "anonymous image uploads per second per IP address (negative: unlimited)", false, -1, math.MaxInt32,
 		func(c *Config) *int { return &c.ImagesUploadRate }),
 	intSetting("images-upload-burst", "anonymous image uploads one IP address may send at once", false, 1, math.MaxInt32,
@@ -383,7 +407,7 @@ var settings = append([]*setting{
 	fixedSetting("appendonly", "yes"),
 	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
 		func(c *Config) *int { return &c.Databases }),
-}, noEffectSettings()...)
+}, append(replicaSettings(), noEffectSettings()...)...)
 
 func lookupSetting(name string) *setting {
 	for _, s := range settings {

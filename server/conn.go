@@ -64,6 +64,9 @@ type conn struct {
 
 	// batch collects the running command's writes until apply.
 	batch *lsmgo.Batch
+	// durable is the durability of the connection's newest write, which
+	// every reply byte waits for (durable.go).
+	durable lsmgo.Pending
 	// pending holds pipelined writes that have run but not committed
 	// (pipeline.go).
 	pending pendingWrites
@@ -172,6 +175,9 @@ func (r connReader) Read(p []byte) (int, error) {
 type countingWriter struct{ c *conn }
 
 func (w countingWriter) Write(p []byte) (int, error) {
+	if err := w.c.awaitDurable(); err != nil {
+		return 0, err
+	}
 	w.c.publish()
 	n, err := w.c.nc.Write(p)
 	w.c.s.stats.netOut.Add(int64(n))

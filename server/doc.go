@@ -8,10 +8,13 @@
 // # Invariants
 //
 //   - Replies leave in the order commands arrived, and a write's reply is
-//     sent only after its engine Apply returned, which under every
-//     appendfsync mode means the WAL record reached the kernel (a write(2),
-//     or a store into the WAL's shared mapping): a killed process
-//     never loses an acknowledged write.
+//     sent only after it is durable under the appendfsync mode: its
+//     engine commit (lsmgo.DB.CommitAsync) put the WAL record in the
+//     kernel (a write(2), or a store into the WAL's shared mapping), so a
+//     killed process never loses an acknowledged write, and under
+//     appendfsync always the reply also waits for the fsync
+//     (durable.go), after the command released its stripes. Other
+//     clients may read a write before its fsync, as in Redis.
 //   - The connection loop (conn.serve) owns the order of work: it runs
 //     every command already received, and when the buffered input holds
 //     no complete command (resp.Reader.ReadBuffered) that batch has ended:
@@ -32,9 +35,10 @@
 //     engine read and write goes through the keyspace (keyspace.go), so a
 //     new Redis type adds an encoding and handlers.
 //   - Every command that writes holds the key-stripe locks of all its keys
-//     from its first read to the end of its Apply (keyLocks), so
-//     read-modify-write commands are atomic against all other writes.
-//     Reads take no lock.
+//     from its first read until its batch is committed and visible
+//     (keyLocks), not through the fsync, so read-modify-write commands are
+//     atomic against all other writes, and writes of one hot key still
+//     share fsyncs. Reads take no lock.
 //   - A client blocked on keys (BLPOP …, blocking.go) is served by the
 //     goroutine of the write that filled a key, after that write
 //     committed and before its reply is flushed, oldest waiter first.

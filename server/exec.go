@@ -69,9 +69,11 @@ func (c *conn) execute(args [][]byte) {
 	if c.refusedBusy(cmd) {
 		return
 	}
-	if cmd.flags&flagWrite != 0 && c.s.refusesWrites() {
-		c.reject(cmd, msgReadOnlyReplica)
-		return
+	if cmd.flags&flagWrite != 0 || c.tx != nil && isExec(cmd) && c.tx.writes() {
+		if msg := c.s.writeRefusal(); msg != "" {
+			c.reject(cmd, msg)
+			return
+		}
 	}
 	if cmd.pipe&pipeSubscribed == 0 && c.subscribed() && c.wr.Protocol() == 2 {
 		c.reject(cmd, msgSubscribedOnly(cmd))

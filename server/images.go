@@ -29,6 +29,8 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		SpoolDir:            spool,
 		BaseURL:             r.ImagesBaseURL,
 		MaxBytes:            r.ImagesMaxBytes,
+		ResumableMaxBytes:   r.ImagesResumableMaxBytes,
+		FetchPrivate:        r.ImagesFetchPrivate,
 		Anonymous:           anonymous[r.ImagesAnonymous],
 		Tokens:              imageTokens(r),
 		UploadRate:          float64(r.ImagesUploadRate),

@@ -9,6 +9,8 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -274,5 +276,36 @@ func TestImageExpiryReclaimed(t *testing.T) {
 	}
 	if n := chunks(); n != 0 {
 		t.Fatalf("%d chunks of an expired image after a compaction", n)
+	}
+}
+
+// TestImageUploadPathSettings: images-resumable-max-bytes is the tus
+// Tus-Max-Size, and images-fetch-private lets an upload by URL fetch
+// from loopback, which is refused without it.
+func TestImageUploadPathSettings(t *testing.T) {
+	var img bytes.Buffer
+	png.Encode(&img, image.NewGray(image.Rect(0, 0, 5, 4)))
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(img.Bytes()) }))
+	defer src.Close()
+	for _, private := range []bool{false, true} {
+		s := startServer(t, func(c *Config) { c.ImagesResumableMaxBytes = 12345; c.ImagesFetchPrivate = private })
+		base := "http://" + s.HTTPAddr()
+		req, _ := http.NewRequest("OPTIONS", base+"/api/v1/tus/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("Tus-Max-Size") != "12345" {
+			t.Errorf("Tus-Max-Size %q", resp.Header.Get("Tus-Max-Size"))
+		}
+		resp, err = http.Post(base+"/api/v1/upload?url="+url.QueryEscape(src.URL+"/a.png"), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{false: 400, true: 201}[private]; resp.StatusCode != want {
+			t.Errorf("images-fetch-private %v: upload by URL from loopback %d, want %d", private, resp.StatusCode, want)
+		}
 	}
 }

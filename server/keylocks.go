@@ -16,23 +16,30 @@ const numStripes = 1024
 
 // keyLocks serializes writers of the same key. Every command that reads a
 // key and then writes holds the stripes of all its keys exclusively from
-// its first read to the end of its engine Apply, so a read-modify-write
-// (INCR, APPEND, SET NX …) is atomic with respect to every other write.
-// A blind write, one that writes a value it computed without reading the
-// keyspace (a plain SET), holds its stripes shared instead: it cannot
-// break another blind write's atomicity, and two concurrent blind writes
-// of a key may commit in either order, as the sequence numbers the engine
-// gives them decide. It still excludes, and waits for, every exclusive
-// holder, so it never lands between a read-modify-write's read and its
-// write, and an exclusive holder reads only once every blind write it
-// waited for is visible. Under appendfsync always a write's Apply includes
-// its fsync, so an exclusive stripe would make the blind writes of
-// unrelated keys that share it wait for one fsync after another; shared,
-// they join one commit group. Readers take no lock: the engine publishes
-// each Apply atomically. Stripes are always taken in ascending order, so
-// multi-key commands cannot deadlock.
+// its first read until its engine commit has made its batch visible (not
+// through the fsync: durable.go), so a read-modify-write (INCR, APPEND,
+// SET NX …) is atomic with respect to every other write. A blind write,
+// one that writes a value it computed without reading the keyspace (a
+// plain SET), holds its stripes shared instead: it cannot break another
+// blind write's atomicity, and two concurrent blind writes of a key may
+// commit in either order, as the sequence numbers the engine gives them
+// decide. It still excludes, and waits for, every exclusive holder, so it
+// never lands between a read-modify-write's read and its write, and an
+// exclusive holder reads only once every blind write it waited for is
+// visible. Readers take no lock: the engine publishes each commit
+// atomically. Stripes are always taken in ascending order, so multi-key
+// commands cannot deadlock.
+//
+// whole stands for every stripe at once: whoever holds any stripe holds
+// whole shared first, and a command that needs every stripe (a script,
+// EXEC of a command whose keys are unknown, SWAPDB, FLUSHDB) takes whole
+// exclusively instead of 1024 stripes one by one, which cost a third of
+// a short script's CPU (profile in BENCHMARKS.md, "Hot keys"). Like a
+// stripe, whole is taken once per holder, never again while held (a
+// sync.RWMutex read lock is not reentrant).
 type keyLocks struct {
 	seed    maphash.Seed
+	whole   sync.RWMutex
 	stripes [numStripes]sync.RWMutex
 }
 
@@ -42,8 +49,12 @@ func (l *keyLocks) stripe(key []byte) uint32 {
 	return uint32(maphash.Bytes(l.seed, key) % numStripes)
 }
 
-// lockSet is the sorted, duplicate-free set of stripes one command holds.
+// lockSet is the sorted, duplicate-free set of stripes one command holds;
+// allStripes stands for all of them.
 type lockSet []uint32
+
+// everyStripe is the one element of allStripes' set.
+const everyStripe = numStripes
 
 // add records the stripe of key.
 func (s lockSet) add(l *keyLocks, key []byte) lockSet { return append(s, l.stripe(key)) }
@@ -52,21 +63,45 @@ func (s lockSet) add(l *keyLocks, key []byte) lockSet { return append(s, l.strip
 // returns the set normalized for unlock.
 func (s lockSet) lock(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).Lock) }
 
-func (s lockSet) unlock(l *keyLocks) { s.each(l, (*sync.RWMutex).Unlock) }
+func (s lockSet) unlock(l *keyLocks) { s.release(l, (*sync.RWMutex).Unlock) }
 
 // lockShared takes every stripe in the set shared, for blind writes, in
 // ascending order, and returns the set normalized for unlockShared.
 func (s lockSet) lockShared(l *keyLocks) lockSet { return s.take(l, (*sync.RWMutex).RLock) }
 
-func (s lockSet) unlockShared(l *keyLocks) { s.each(l, (*sync.RWMutex).RUnlock) }
+func (s lockSet) unlockShared(l *keyLocks) { s.release(l, (*sync.RWMutex).RUnlock) }
 
-// take sorts the set, drops duplicates and applies lock to each stripe.
+// take sorts the set, drops duplicates and applies lock to each stripe,
+// after taking whole: shared, or exclusively for allStripes' set (an
+// empty set takes nothing).
 func (s lockSet) take(l *keyLocks, lock func(*sync.RWMutex)) lockSet {
 	slices.Sort(s)
 	s = slices.Compact(s)
-	s.each(l, lock)
+	switch {
+	case len(s) == 0:
+	case s.all():
+		l.whole.Lock()
+	default:
+		l.whole.RLock()
+		s.each(l, lock)
+	}
 	return s
 }
+
+// release undoes take: unlock is the release of the stripes' lock.
+func (s lockSet) release(l *keyLocks, unlock func(*sync.RWMutex)) {
+	switch {
+	case len(s) == 0:
+	case s.all():
+		l.whole.Unlock()
+	default:
+		s.each(l, unlock)
+		l.whole.RUnlock()
+	}
+}
+
+// all reports whether the set is allStripes'.
+func (s lockSet) all() bool { return len(s) > 0 && s[len(s)-1] == everyStripe }
 
 func (s lockSet) each(l *keyLocks, f func(*sync.RWMutex)) {
 	for _, i := range s {
@@ -74,14 +109,9 @@ func (s lockSet) each(l *keyLocks, f func(*sync.RWMutex)) {
 	}
 }
 
-// allStripes returns a set of every stripe, reusing set's memory.
-func allStripes(set lockSet) lockSet {
-	set = set[:0]
-	for i := range uint32(numStripes) {
-		set = append(set, i)
-	}
-	return set
-}
+// allStripes returns the set that stands for every stripe, reusing set's
+// memory.
+func allStripes(set lockSet) lockSet { return append(set[:0], everyStripe) }
 
 // lock takes the stripes of every step-th key in keys and returns what to
 // pass to unlock. Inside EXEC it takes nothing: EXEC holds them already.

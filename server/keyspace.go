@@ -126,16 +126,18 @@ func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
 
 // apply commits b atomically, after marking the clients that watch a key
 // it writes (WATCH), and shows it to the expiry watch once committed:
-// every write of the keyspace passes here.
-func (ks *keyspace) apply(b *lsmgo.Batch) error {
+// every write of the keyspace passes here. The batch is visible when apply
+// returns; the returned Pending says when it is durable (durable.go).
+func (ks *keyspace) apply(b *lsmgo.Batch) (lsmgo.Pending, error) {
 	ks.watches.touch(b, ks.dbs.Load())
-	if err := ks.db.Apply(b, nil); err != nil {
-		return err
+	p, err := ks.db.CommitAsync(b, nil)
+	if err != nil {
+		return p, err
 	}
 	if ks.expiries != nil && ks.expiries.on.Load() {
 		ks.expiries.observe(ks.db, b)
 	}
-	return nil
+	return p, nil
 }
 
 // checkFormat stamps a new directory with the keyspace format version and

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -62,6 +63,9 @@ type pendingWrites struct {
 	exclSet, sharedSet stripeSet
 	written            stripeSet
 	cmdExcl            lockSet
+	// whole is set while the batch holds keyLocks.whole shared, as every
+	// holder of stripes does.
+	whole bool
 
 	// view and overlay show the pending batch over the state of a moment
 	// when the stripes in covered were held (pendingReader).
@@ -169,6 +173,11 @@ func (c *conn) lockDeferred(keys [][]byte, step int) bool {
 	slices.Sort(want)
 	want = slices.Compact(want)
 	p.cmdExcl = want
+	if !p.holdWhole(locks) {
+		p.cmdExcl = p.cmdExcl[:0]
+		c.leaveDeferring()
+		return false
+	}
 	n := len(p.excl)
 	for _, s := range want {
 		switch {
@@ -200,7 +209,7 @@ func (c *conn) lockBlindDeferred(key []byte) bool {
 	locks := c.s.ks.locks
 	s := locks.stripe(key)
 	if !p.exclSet.has(s) && !p.sharedSet.has(s) {
-		if !locks.stripes[s].TryRLock() {
+		if !p.holdWhole(locks) || !locks.stripes[s].TryRLock() {
 			c.leaveDeferring()
 			return false
 		}
@@ -208,6 +217,15 @@ func (c *conn) lockBlindDeferred(key []byte) bool {
 		p.sharedSet.add(s)
 	}
 	return true
+}
+
+// holdWhole takes keyLocks.whole shared, with a try, unless the batch
+// holds it already, and reports whether it holds it.
+func (p *pendingWrites) holdWhole(locks *keyLocks) bool {
+	if !p.whole {
+		p.whole = locks.whole.TryRLock()
+	}
+	return p.whole
 }
 
 // pendingReader is conn.reader for a deferring command: the DB's newest
@@ -309,8 +327,12 @@ func (c *conn) commitPending() {
 // batch held.
 func (p *pendingWrites) releaseStripes(locks *keyLocks) {
 	p.closeView()
-	p.excl.unlock(locks)
-	p.shared.unlockShared(locks)
+	p.excl.each(locks, (*sync.RWMutex).Unlock)
+	p.shared.each(locks, (*sync.RWMutex).RUnlock)
+	if p.whole {
+		locks.whole.RUnlock()
+		p.whole = false
+	}
 	p.excl, p.shared, p.cmdExcl = p.excl[:0], p.shared[:0], p.cmdExcl[:0]
 	p.exclSet, p.sharedSet, p.written, p.covered = stripeSet{}, stripeSet{}, stripeSet{}, stripeSet{}
 }

@@ -18,16 +18,26 @@ import (
 
 // powerLossClient is one connection of TestPowerLossAlways. It writes its
 // own keys in order (SET p<id>:<n> with a value derived from n), and
-// increments its own counter (INCR p<id>:ctr, a read-modify-write), in
-// pipelines of random depth: depth 1 runs SET as a single command, deeper
-// pipelines stage the SETs into one batch (conn.stage). acked* count what
-// the server has acknowledged, updated only after the reply was read.
+// increments its own counter (INCR p<id>:ctr, a read-modify-write) and
+// one every client shares (INCR hot:ctr: writes of one hot key, whose
+// stripe each releases before its fsync), in pipelines of random depth:
+// depth 1 runs SET as a single command, deeper pipelines stage the SETs
+// into one batch (conn.stage). acked* count what the server has
+// acknowledged, updated only after the reply was read.
 type powerLossClient struct {
 	id        int
 	sent      atomic.Int64 // SETs sent, acknowledged or not
 	ackedSets atomic.Int64
 	ackedIncr atomic.Int64 // the highest INCR reply read
+	ackedHot  atomic.Int64 // the highest INCR hot:ctr reply read
 }
+
+// The commands of powerLossClient.run.
+const (
+	plSet = iota
+	plIncr
+	plHot
+)
 
 func powerLossKey(id int, n int64) string { return fmt.Sprintf("p%d:%d", id, n) }
 func powerLossValue(id int, n int64) string {
@@ -45,7 +55,7 @@ func (p *powerLossClient) run(addr string, seed uint64, stop <-chan struct{}) er
 	br := bufio.NewReader(nc)
 	rng := rand.New(rand.NewPCG(seed, uint64(p.id)))
 	var out strings.Builder
-	kinds := make([]bool, 0, 16) // true: SET, false: INCR
+	kinds := make([]int, 0, 16)
 	for {
 		select {
 		case <-stop:
@@ -56,14 +66,19 @@ func (p *powerLossClient) run(addr string, seed uint64, stop <-chan struct{}) er
 		kinds = kinds[:0]
 		next := p.sent.Load()
 		for range 1 + rng.IntN(16) {
-			if rng.IntN(8) == 0 {
+			switch rng.IntN(8) {
+			case 0:
 				fmt.Fprintf(&out, "*2\r\n$4\r\nINCR\r\n$%d\r\np%d:ctr\r\n", len(fmt.Sprint(p.id))+5, p.id)
-				kinds = append(kinds, false)
+				kinds = append(kinds, plIncr)
+				continue
+			case 1:
+				out.WriteString("*2\r\n$4\r\nINCR\r\n$7\r\nhot:ctr\r\n")
+				kinds = append(kinds, plHot)
 				continue
 			}
 			k, v := powerLossKey(p.id, next), powerLossValue(p.id, next)
 			fmt.Fprintf(&out, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(k), k, len(v), v)
-			kinds = append(kinds, true)
+			kinds = append(kinds, plSet)
 			next++
 		}
 		p.sent.Store(next)
@@ -71,20 +86,24 @@ func (p *powerLossClient) run(addr string, seed uint64, stop <-chan struct{}) er
 		if _, err := io.WriteString(nc, out.String()); err != nil {
 			return p.failed(stop, err)
 		}
-		for _, set := range kinds {
+		for _, kind := range kinds {
 			r, err := readRawReply(br)
 			if err != nil {
 				return p.failed(stop, err)
 			}
 			switch {
-			case set && r == "+OK\r\n":
+			case kind == plSet && r == "+OK\r\n":
 				p.ackedSets.Add(1)
-			case !set && strings.HasPrefix(r, ":"):
+			case kind != plSet && strings.HasPrefix(r, ":"):
 				n, err := strconv.ParseInt(strings.TrimSpace(r[1:]), 10, 64)
 				if err != nil {
 					return fmt.Errorf("client %d: INCR replied %q", p.id, r)
 				}
-				p.ackedIncr.Store(n)
+				if kind == plIncr {
+					p.ackedIncr.Store(n)
+				} else if n > p.ackedHot.Load() {
+					p.ackedHot.Store(n)
+				}
 			default:
 				return p.failed(stop, fmt.Errorf("client %d: unexpected reply %q", p.id, r))
 			}
@@ -148,6 +167,7 @@ func TestPowerLossAlways(t *testing.T) {
 		fs   *vfs.MemFS
 		sets []int64
 		incr []int64
+		hot  int64 // the highest INCR hot:ctr reply of any client
 	}
 	var images []image
 	for range crashes {
@@ -169,6 +189,7 @@ func TestPowerLossAlways(t *testing.T) {
 		img := image{sets: make([]int64, clients), incr: make([]int64, clients)}
 		for i, c := range cls {
 			img.sets[i], img.incr[i] = c.ackedSets.Load(), c.ackedIncr.Load()
+			img.hot = max(img.hot, c.ackedHot.Load())
 		}
 		img.fs = fs.CrashCloneReorder(rand.New(rand.NewPCG(seed, uint64(len(images)+2))))
 		images = append(images, img)
@@ -216,6 +237,9 @@ func TestPowerLossAlways(t *testing.T) {
 			if ctr < img.incr[i] {
 				t.Errorf("image %d: client %d's counter is %d, but INCR had replied %d", n, i, ctr, img.incr[i])
 			}
+		}
+		if hot, _ := cl.Get(ctx, "hot:ctr").Int64(); hot < img.hot {
+			t.Errorf("image %d: the shared counter is %d, but INCR had replied %d", n, hot, img.hot)
 		}
 		if t.Failed() {
 			return

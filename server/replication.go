@@ -49,11 +49,14 @@ type replication struct {
 	link    *replLink
 	// replicas are the streams this server sends, by connection id.
 	replicas map[uint64]*replicaStream
+	acks     ackBoard
+	failover failoverState
 
 	linkUp    atomic.Bool
 	linkDown  atomic.Int64           // how many times a link broke or was refused
 	linkErr   atomic.Pointer[string] // why it last did
 	lastIO    atomic.Int64           // unix seconds of the last read from the primary
+	downSince atomic.Int64           // unix seconds since the link is down, 0 while up or never tried
 	following atomic.Bool            // while a replica
 }
 
@@ -61,7 +64,7 @@ type replication struct {
 type replicaStream struct {
 	ip   string
 	port int // its listening port, from LSMSYNC, else 0
-	sent atomic.Uint64
+	replicaAcks
 }
 
 // replLink is the goroutine following a primary.
@@ -169,13 +172,13 @@ func (s *Server) follow(addr string) {
 
 // promote makes a former replica a primary. Its history diverges from its
 // old primary's from its first write on, so it takes a new dataset id:
-// the old primary, or another replica of it, cannot then follow it and
-// apply its batches on top of a different history (they need a new
-// copy). Collection versions the old primary handed out are in the DB:
+// the old primary cannot then follow it and apply its batches on top of
+// a different history (it needs a new copy); the old primary's other
+// replicas may, up to the fork point (replfork.go). Collection versions the old primary handed out are in the DB:
 // the clock continues above them.
 func (s *Server) promote() {
 	id := newRunID()
-	if err := s.db.Set([]byte(datasetKey), []byte(id), lsmgo.Sync); err != nil {
+	if err := s.db.Apply(s.promotionBatch(id), lsmgo.Sync); err != nil {
 		s.log.Error("replication: new dataset id after promotion", "err", err)
 	} else {
 		s.repl.setDataset(id)
@@ -192,6 +195,7 @@ func (s *Server) runLink(addr string, stop chan struct{}) {
 	for {
 		err := s.followOnce(addr, stop)
 		s.repl.linkUp.Store(false)
+		s.repl.downSince.CompareAndSwap(0, time.Now().Unix())
 		why := err.Error()
 		s.repl.linkErr.Store(&why)
 		s.repl.linkDown.Add(1)
@@ -227,6 +231,9 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	if a, ok := s.Addr().(*net.TCPAddr); ok {
 		port = a.Port
 	}
+	if err := s.reloadDataset(); err != nil {
+		return err
+	}
 	from := s.db.LastSeq() + 1
 	cmd := resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
 		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
@@ -253,7 +260,11 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 					return err
 				}
 				s.repl.linkUp.Store(true)
+				s.repl.downSince.Store(0)
 				s.log.Info("replication link to primary up", "primary", addr, "from", from)
+			}
+			if err := s.sendAck(nc); err != nil {
+				return err
 			}
 		case '$':
 			if err := s.db.ApplyReplicated(v.Str, nil); err != nil {
@@ -261,6 +272,18 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 				if errors.As(err, &mismatch) {
 					return fmt.Errorf("%w; this replica needs a new copy of the primary (doc/replication.md)", err)
 				}
+				return err
+			}
+			if rd.Buffered() == 0 {
+				if err := s.sendAck(nc); err != nil {
+					return err
+				}
+			}
+		case '*':
+			if !isGetAck(v) {
+				return errors.New("unexpected command on the replication stream")
+			}
+			if err := s.sendAck(nc); err != nil {
 				return err
 			}
 		default:
@@ -278,15 +301,27 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if v, err := strconv.Atoi(string(args[1])); err != nil || v != replStreamVersion {
 		return redisError(fmt.Sprintf("ERR unsupported replication stream version %q; this server speaks %d", args[1], replStreamVersion))
 	}
-	if string(args[2]) != c.s.repl.datasetID() {
-		return redisError("NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ); seed it from this primary's backup (doc/replication.md)")
-	}
 	from, err := strconv.ParseUint(string(args[3]), 10, 64)
 	if err != nil || from == 0 {
 		return redisError("ERR invalid replication position")
 	}
 	stream := *c.s.repl.stream.Load()
-	if len(args) < 6 || (string(args[5]) != stream && string(args[5]) != "?") {
+	presented := "?"
+	if len(args) > 5 {
+		presented = string(args[5])
+	}
+	sibling := false // of the replica this server was promoted from (replfork.go)
+	if string(args[2]) != c.s.repl.datasetID() {
+		ok, why := c.s.continuesFork(string(args[2]), presented, from)
+		if why != "" {
+			return redisError("DIVERGED " + why + "; reseed the replica")
+		}
+		if !ok {
+			return redisError("NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ); seed it from this primary's backup (doc/replication.md)")
+		}
+		sibling = true
+	}
+	if !sibling && (len(args) < 6 || (presented != stream && presented != "?")) {
 		// The replica's streamed batches are of an earlier history,
 		// whose end this primary may have lost: only a replica at the
 		// current history's start is surely a prefix. ("?": it never
@@ -309,6 +344,8 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 		return redisError(fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog; the replica needs a new copy", from))
 	}
 	c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
+	stopAcks := s.startAcks(c, rs)
+	defer stopAcks()
 	s.repl.mu.Lock()
 	s.repl.replicas[c.id] = rs
 	s.repl.mu.Unlock()
@@ -328,11 +365,12 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 			c.quit = true
 			return nil
 		}
-		rs.sent.Store(from - 1)
 		select {
 		case <-changed:
 		case <-ping.C:
 			c.wr.SimpleString("PING")
+		case <-rs.getAck:
+			writeGetAck(c.wr)
 		case <-s.done:
 			c.quit = true
 			return nil
@@ -376,22 +414,25 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 		field(b, "master_link_status", status)
 		field(b, "master_last_io_seconds_ago", last)
 		field(b, "master_sync_in_progress", 0)
+		if status == "down" {
+			// Sentinel passes over a replica whose link is down too long.
+			down := int64(-1)
+			if since := s.repl.downSince.Load(); since != 0 {
+				down = time.Now().Unix() - since
+			}
+			field(b, "master_link_down_since_seconds", down)
+		}
 		field(b, "slave_read_repl_offset", offset)
 		field(b, "slave_repl_offset", offset)
-		field(b, "slave_priority", 100)
+		field(b, "slave_priority", s.config().ReplicaPriority)
 		field(b, "slave_read_only", boolInt(s.config().ReplicaReadOnly))
 		field(b, "replica_announced", 1)
 	} else {
 		field(b, "role", "master")
 	}
 	field(b, "connected_slaves", len(s.repl.replicas))
-	i := 0
-	for _, r := range s.repl.replicas {
-		sent := r.sent.Load()
-		fmt.Fprintf(b, "slave%d:ip=%s,port=%d,state=online,offset=%d,lag=0\r\n", i, r.ip, r.port, sent)
-		i++
-	}
-	field(b, "master_failover_state", "no-failover")
+	s.writeReplicaLines(b)
+	field(b, "master_failover_state", s.repl.failover.current())
 	field(b, "master_replid", s.runID)
 	field(b, "master_replid2", strings.Repeat("0", 40))
 	field(b, "master_repl_offset", offset)

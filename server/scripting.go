@@ -251,7 +251,9 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 // script ran at a tenth of Redis' rate), so a script that finishes while
 // another waits at the gate leaves the stripes locked for it, up to
 // handOnMax scripts or handOnTime, after which they are released so the
-// other clients' commands get their turn.
+// other clients' commands get their turn. Every stripe is one lock now
+// (keyLocks.whole), but taking it still waits for every command that
+// holds a stripe, which a script handed the lock does not.
 const (
 	handOnMax  = 64
 	handOnTime = time.Millisecond
@@ -393,8 +395,8 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) resp.Value {
 		if sc.readOnly {
 			return scriptError(luascript.ErrWriteReadOnly)
 		}
-		if c.s.refusesWrites() {
-			return scriptError(msgReadOnlyReplica)
+		if msg := c.s.writeRefusal(); msg != "" {
+			return scriptError(msg)
 		}
 		sc.run.wrote.Store(true)
 	}

@@ -126,6 +126,18 @@ func (c *conn) rejectQueued(cmd *command, msg string) {
 	c.wr.Error(msg)
 }
 
+// writes reports whether a queued command writes: EXEC is then refused
+// as a write is (on a read-only replica, without enough good replicas),
+// the state having maybe changed since the commands were queued.
+func (tx *transaction) writes() bool {
+	for _, q := range tx.cmds {
+		if q.cmd.flags&flagWrite != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // isExec reports whether cmd is EXEC's table entry.
 func isExec(cmd *command) bool { return cmd == commands["exec"] }
 

@@ -63,7 +63,15 @@ func (h *Host) identify(r *http.Request) (*Token, error) {
 	if c == "" {
 		return nil, nil
 	}
-	t := h.auth.Load().bySecret[sha256.Sum256([]byte(c))]
+	s := sha256.Sum256([]byte(c))
+	t := h.auth.Load().bySecret[s]
+	if t == nil {
+		// A token Lsky's login issued (tokens.go)?
+		var err error
+		if t, err = h.issuedToken(s); err != nil {
+			return nil, err
+		}
+	}
 	if t == nil {
 		return nil, errBadToken
 	}

@@ -185,6 +185,9 @@ func (h *Host) check(remote bool) error {
 			bad("blob %v generation %x has %d of its %d chunks", gk.s, gk.g, seen[gk], m.chunks())
 		}
 	}
+	if err := each(kindResumable, func(_, v []byte) error { h.checkResumable(v, bad); return nil }); err != nil {
+		return err
+	}
 	return errors.Join(problems...)
 }
 

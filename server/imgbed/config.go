@@ -28,6 +28,12 @@ const (
 	DefaultTokenUploadRate  = 20
 	DefaultTokenUploadBurst = 500
 	DefaultPageSize         = 50
+	// A resumable (tus) upload may be as large as a phone's panorama or
+	// a camera's RAW-sized TIFF export; it is read in place, never held
+	// in memory.
+	DefaultResumableMaxBytes = 1 << 30
+	DefaultResumableExpiry   = 24 * time.Hour
+	DefaultFetchTimeout      = 30 * time.Second
 )
 
 // Anonymous says whether uploads without a token are accepted.
@@ -136,6 +142,22 @@ type Config struct {
 	// store. Empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else the
 	// shared AWS files (~/.aws/credentials, ~/.aws/config, AWS_PROFILE).
 	S3AccessKey, S3SecretKey string
+	// ResumableMaxBytes bounds one resumable (tus) upload, announced as
+	// Tus-Max-Size; default 1 GiB. Its image is checked like any other,
+	// pixel limit included.
+	ResumableMaxBytes int64
+	// ResumableExpiry is how long an unfinished resumable upload is kept
+	// after its last request (and a finished one's outcome after the
+	// end); default 24 h. Its bytes live in SpoolDir/resumable, so
+	// uploads resume across restarts only with a SpoolDir.
+	ResumableExpiry time.Duration
+	// FetchPrivate lets uploads by URL fetch from loopback, private,
+	// link-local, multicast and other non-public addresses; by default
+	// they are refused when dialled, after DNS and after redirects.
+	FetchPrivate bool
+	// FetchTimeout bounds the whole fetch of an upload by URL; default
+	// 30 s. MaxBytes bounds its size.
+	FetchTimeout time.Duration
 	// CORSOrigins are the origins (such as "https://blog.example.com", or
 	// "*" for any) whose scripts may call the API from a browser: their
 	// requests get Access-Control-Allow-Origin and preflights are
@@ -192,6 +214,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TokenUploadRate == 0 {
 		c.TokenUploadRate = DefaultTokenUploadRate
+	}
+	if c.ResumableMaxBytes <= 0 {
+		c.ResumableMaxBytes = DefaultResumableMaxBytes
+	}
+	if c.ResumableExpiry <= 0 {
+		c.ResumableExpiry = DefaultResumableExpiry
+	}
+	if c.FetchTimeout <= 0 {
+		c.FetchTimeout = DefaultFetchTimeout
 	}
 	if c.TokenUploadBurst <= 0 {
 		c.TokenUploadBurst = DefaultTokenUploadBurst

@@ -27,6 +27,10 @@
 //	"iM" album 0 ^created(8) id     an album's images, newest upload first
 //	"iN" id 0 album                 the albums of an image, so deleting it leaves them
 //	"iZ" name                       markers of one-time upgrades ("owner-index": every record indexed)
+//	"iU" upload                     a resumable (tus) upload: offset, length, owner, outcome (JSON),
+//	                                with an engine expiry; its bytes are in a file (resumable.go)
+//	"iK" sha256(token)              the name a token issued by Lsky's login acts as (tokens.go)
+//	"iJ" name 0 sha256(token)       the tokens issued to a name, which Lsky's logout revokes
 //
 // The content hash is the identity of the bytes: identical uploads share
 // one blob whose metadata counts its references (one per image record).
@@ -84,6 +88,11 @@
 //     come from its header, checked against the pixel limit before any
 //     decode, and its structure (chunks, segments, blocks up to the end
 //     marker) is walked without decoding pixels.
+//   - A resumable upload's offset is committed only after the bytes it
+//     covers are fsynced in its file, and its bytes become an image only
+//     when all are in, through the same checks and store as any upload.
+//   - Uploads by URL dial only public addresses unless configured
+//     otherwise, checked per connection after name resolution.
 //   - Memory per upload is bounded (a head buffer, a copy buffer and one
 //     engine batch of chunks) and the number of uploads reading bodies at
 //     once is bounded, whatever the body sizes.

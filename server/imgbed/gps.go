@@ -171,6 +171,6 @@ func (s *spool) writeAt(p []byte, off int64) error {
 	if s.f == nil {
 		return errors.New("imgbed: write past the spooled bytes")
 	}
-	_, err := s.f.WriteAt(p, off-head)
+	_, err := s.f.WriteAt(p, s.base+off-head)
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,8 @@ type Host struct {
 	limiter      *rateLimiter // anonymous uploads, per IP address
 	tokenLimiter *rateLimiter
 	uploads      *uploadSlots
+	resumables   *resumables
+	fetch        *http.Client // uploads by URL (fetch.go)
 	thumbs       *thumbnailer
 	metrics      *metrics
 	now          func() time.Time
@@ -32,6 +35,15 @@ type Host struct {
 // same DB or spools to the same directory.
 func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 	cfg = cfg.withDefaults()
+	resumableDir := filepath.Join(cfg.SpoolDir, "resumable")
+	if cfg.SpoolDir == "" {
+		// Nowhere that outlives this host: a directory of its own.
+		dir, err := os.MkdirTemp("", "imgbed-resumable-")
+		if err != nil {
+			return nil, err
+		}
+		resumableDir = dir
+	}
 	if cfg.SpoolDir == "" {
 		// Other programs' files live there too: nothing is cleaned.
 		cfg.SpoolDir = os.TempDir()
@@ -61,6 +73,13 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		}
 	}
 	h.st.now = func() time.Time { return h.now() } // tests replace h.now
+	rs, err := newResumables(resumableDir)
+	if err != nil {
+		return nil, fmt.Errorf("imgbed: resumable upload directory: %w", err)
+	}
+	h.resumables = rs
+	rs.lastSweep = h.now() // swept below
+	h.fetch = newFetchClient(cfg.FetchTimeout, h.fetchAllowed)
 	h.thumbs = newThumbnailer(h)
 	h.SetTokens(cfg.Tokens)
 	m, err := newMetrics(cfg.Registerer)
@@ -72,6 +91,9 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	if err := h.st.indexOwners(); err != nil {
+		return nil, err
+	}
+	if err := h.sweepResumables(0); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -96,7 +118,11 @@ func (h *Host) SetTokens(tokens []Token) { h.auth.Store(newTokenSet(tokens)) }
 //	GET, PATCH, DELETE /api/v1/albums/{id}   an album and its images, edit, delete
 //	PUT, DELETE /api/v1/albums/{id}/images/{key}   add or remove an image
 //	GET  /a/{id}                   an album's public page
-//	POST /api/v1/tokens, GET /api/v1/profile, /api/v1/strategies   Lsky Pro V1
+//	POST, DELETE /api/v1/tokens, GET /api/v1/profile, /api/v1/strategies   Lsky Pro V1
+//	OPTIONS, POST /api/v1/tus/; HEAD, PATCH, DELETE, GET /api/v1/tus/{id}   resumable uploads (tus)
+//
+// An upload may also name an image to fetch (?url=, a "url" field, or a
+// JSON body): fetch.go.
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.servePage)
@@ -121,8 +147,19 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/v1/albums/{id}/images/{key}", h.serveAlbumMember)
 	mux.HandleFunc("GET /a/{id}", h.serveAlbumPage)
 	mux.HandleFunc("POST /api/v1/tokens", h.serveTokens)
+	mux.HandleFunc("DELETE /api/v1/tokens", h.serveRevokeTokens)
 	mux.HandleFunc("GET /api/v1/profile", h.serveProfile)
 	mux.HandleFunc("GET /api/v1/strategies", h.serveStrategies)
+	for _, p := range []string{"/api/v1/tus", tusPath + "{$}"} {
+		mux.HandleFunc("OPTIONS "+p, h.serveTusOptions)
+		mux.HandleFunc("POST "+p, h.tus(h.serveTusCreate))
+	}
+	mux.HandleFunc("OPTIONS "+tusPath+"{id}", h.serveTusOptions)
+	mux.HandleFunc("POST "+tusPath+"{id}", h.tus(nil)) // X-HTTP-Method-Override
+	mux.HandleFunc("HEAD "+tusPath+"{id}", h.tus(h.serveTusHead))
+	mux.HandleFunc("PATCH "+tusPath+"{id}", h.tus(h.serveTusPatch))
+	mux.HandleFunc("DELETE "+tusPath+"{id}", h.tus(h.serveTusDelete))
+	mux.HandleFunc("GET "+tusPath+"{id}", h.serveTusResult)
 	return routes{h: h, mux: mux}
 }
 

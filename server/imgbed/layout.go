@@ -28,6 +28,9 @@ const (
 	kindAlbumOf   = 'L'
 	kindMarker    = 'Z'
 	kindExpUsage  = 'E'
+	kindResumable = 'U'
+	kindIssued    = 'K'
+	kindIssuedBy  = 'J'
 	sumLen        = 32
 	genLen        = 8
 	recordVersion = 1

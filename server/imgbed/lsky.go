@@ -14,12 +14,13 @@ import (
 // Lsky Pro's V1 API routes beyond upload, image delete and listing, for
 // its clients (PicGo's and Typora's Lsky plugins, scripts). lsmgo has no
 // user accounts: Lsky's email is a token's name and its password the
-// token's secret, which is the token the API then takes.
+// token's secret, with which the login issues a token (tokens.go).
 
 var errLogin = &apiError{http.StatusUnauthorized, "auth", "wrong name or secret"}
 
 // serveTokens answers POST /api/v1/tokens, which Lsky clients call to
-// turn an email and a password into a token.
+// turn an email and a password into a token: a new one, issued to the
+// token whose name and secret they are, which DELETE revokes (tokens.go).
 func (h *Host) serveTokens(w http.ResponseWriter, r *http.Request) {
 	var in struct{ Email, Password string }
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
@@ -36,8 +37,13 @@ func (h *Host) serveTokens(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errLogin)
 		return
 	}
+	issued, err := h.issueToken(t)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "success", "data": map[string]string{"token": t.Secret}})
+	writeJSON(w, http.StatusOK, map[string]any{"status": true, "message": "success", "data": map[string]string{"token": issued}})
 }
 
 // serveProfile answers Lsky's GET /api/v1/profile: the token's name and

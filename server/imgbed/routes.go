@@ -54,8 +54,14 @@ func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *headerProbe) WriteHeader(status int)      { p.status = status }
 
 // corsHeaders are the request headers a browser client on another origin
-// may send: the places a token goes, and the delete token.
-const corsHeaders = "Authorization, Content-Type, Token, X-API-Key, X-Delete-Token"
+// may send: the places a token goes, the delete token, and tus's.
+const corsHeaders = "Authorization, Content-Type, Token, X-API-Key, X-Delete-Token, " +
+	"Tus-Resumable, Upload-Length, Upload-Metadata, Upload-Offset, Upload-Checksum, X-HTTP-Method-Override"
+
+// corsExposed are the answer headers such a client may read: tus clients
+// resume from Upload-Offset and find an upload at Location.
+const corsExposed = "Retry-After, ETag, Location, Content-Length, " +
+	"Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires, X-Image-URL"
 
 // applyCORS adds the CORS headers for an allowed Origin
 // (Config.CORSOrigins) and answers a preflight itself, returning true.
@@ -78,7 +84,7 @@ func (h *Host) applyCORS(w http.ResponseWriter, r *http.Request) bool {
 	} else {
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 	}
-	w.Header().Set("Access-Control-Expose-Headers", "Retry-After, ETag, Location, Content-Length")
+	w.Header().Set("Access-Control-Expose-Headers", corsExposed)
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return false
 	}

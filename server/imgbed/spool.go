@@ -76,6 +76,8 @@ type spool struct {
 	headP  *[]byte
 	head   []byte // the filled part of *headP
 	f      *os.File
+	base   int64 // offset in f of the byte after the head: 0, or the head's length in an adopted file
+	keep   bool  // f is adopted (adoptSpool): close leaves it to its owner
 	size   int64
 	sha    hash.Hash
 	md5    hash.Hash
@@ -90,11 +92,11 @@ func newSpool(dir string) *spool {
 
 // close releases the buffer and removes the temporary file.
 func (s *spool) close() {
-	if s.f != nil {
+	if s.f != nil && !s.keep {
 		s.f.Close()
 		os.Remove(s.f.Name())
-		s.f = nil
 	}
+	s.f = nil
 	if s.headP != nil {
 		headPool.Put(s.headP)
 		s.headP, s.head = nil, nil
@@ -114,20 +116,8 @@ func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
 	case err != nil:
 		return err
 	}
-	s.head, s.size = buf[:n], int64(n)
-	if s.size > max {
-		return errTooLarge
-	}
-	if s.format = sniff(s.head[:min(n, sniffLen)]); s.format == formatNone {
-		return errUnsupported
-	}
-	if s.format == formatJPEG {
-		s.orient, _ = exifInfo(s.head[:min(n, exifHeadLen)], stripGPS)
-	}
-	s.sha.Write(s.head)
-	s.md5.Write(s.head)
-	if n < len(buf) {
-		return nil
+	if err := s.takeHead(buf[:n], int64(n), max, stripGPS); err != nil || n < len(buf) {
+		return err
 	}
 	if s.f, err = os.CreateTemp(s.dir, spoolPrefix+"*"); err != nil {
 		return err
@@ -156,12 +146,32 @@ func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
 	}
 }
 
+// takeHead examines the head of an upload of size bytes: it refuses one
+// over max, sniffs the type (415), and for a JPEG finds the EXIF
+// orientation and, with stripGPS, removes the GPS data; then it hashes
+// the head.
+func (s *spool) takeHead(head []byte, size, max int64, stripGPS bool) error {
+	s.head, s.size = head, size
+	if s.size > max {
+		return errTooLarge
+	}
+	if s.format = sniff(s.head[:min(len(head), sniffLen)]); s.format == formatNone {
+		return errUnsupported
+	}
+	if s.format == formatJPEG {
+		s.orient, _ = exifInfo(s.head[:min(len(head), exifHeadLen)], stripGPS)
+	}
+	s.sha.Write(s.head)
+	s.md5.Write(s.head)
+	return nil
+}
+
 // reader returns a fresh reader over the spooled bytes.
 func (s *spool) reader() io.Reader {
 	if s.f == nil {
 		return bytes.NewReader(s.head)
 	}
-	return io.MultiReader(bytes.NewReader(s.head), io.NewSectionReader(s.f, 0, s.size-int64(len(s.head))))
+	return io.MultiReader(bytes.NewReader(s.head), io.NewSectionReader(s.f, s.base, s.size-int64(len(s.head))))
 }
 
 func (s *spool) sum() (out sum) {
@@ -190,6 +200,6 @@ func (r spoolReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if r.s.f == nil {
 		return n, io.EOF
 	}
-	m, err := r.s.f.ReadAt(p[n:], off+int64(n)-head)
+	m, err := r.s.f.ReadAt(p[n:], r.s.base+off+int64(n)-head)
 	return n + m, err
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"html"
 	"io"
@@ -28,7 +29,7 @@ const maxFormField = 64 << 10
 
 var (
 	errNoFile      = &apiError{http.StatusBadRequest, "no_file", "no file in the request"}
-	errContentType = &apiError{http.StatusUnsupportedMediaType, "type", "send multipart/form-data, image/* or application/octet-stream"}
+	errContentType = &apiError{http.StatusUnsupportedMediaType, "type", "send multipart/form-data, image/*, application/octet-stream, or a url"}
 	errRateLimited = &apiError{http.StatusTooManyRequests, "rate", "too many uploads, slow down"}
 	errTooManyFile = &apiError{http.StatusRequestEntityTooLarge, "too_large", "too many files in one request"}
 	errBusy        = &apiError{http.StatusServiceUnavailable, "busy", "all upload slots are busy, retry later"}
@@ -89,11 +90,20 @@ func (h *Host) serveUpload(w http.ResponseWriter, r *http.Request) {
 // readUpload stores every file of the request, one at a time. Option
 // fields of a multipart body apply to the files after them.
 func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token, opts uploadOptions) ([]uploaded, error) {
+	if raw := r.URL.Query().Get("url"); raw != "" {
+		return []uploaded{h.ingestURL(r.Context(), raw, tok, opts)}, nil
+	}
 	ct, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, errContentType
 	}
 	switch {
+	case ct == "application/json":
+		raw, err := readJSONUpload(body, &opts)
+		if err != nil {
+			return nil, err
+		}
+		return []uploaded{h.ingestURL(r.Context(), raw, tok, opts)}, nil
 	case ct == "multipart/form-data":
 	case strings.HasPrefix(ct, "image/"), ct == "application/octet-stream":
 		return []uploaded{h.ingest(r.Context(), body, r.URL.Query().Get("filename"), tok, opts)}, nil
@@ -113,8 +123,10 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token, opts uplo
 		if err != nil {
 			return nil, badBody(err)
 		}
+		var field []byte // a form field's value; "url" names an image to fetch
 		if !fileFields[part.FormName()] && part.FileName() == "" {
 			v, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
+			field = v
 			switch {
 			case err != nil:
 				return nil, badBody(err)
@@ -126,12 +138,19 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token, opts uplo
 					return nil, err
 				}
 			}
-			continue
+			if part.FormName() != "url" {
+				continue
+			}
 		}
 		if len(out) == h.cfg.MaxFilesPerRequest {
 			return nil, errTooManyFile
 		}
-		u := h.ingest(r.Context(), part, part.FileName(), tok, opts)
+		var u uploaded
+		if part.FormName() == "url" && part.FileName() == "" {
+			u = h.ingestURL(r.Context(), strings.TrimSpace(string(field)), tok, opts)
+		} else {
+			u = h.ingest(r.Context(), part, part.FileName(), tok, opts)
+		}
 		out = append(out, u)
 		if isBodyError(u.err) {
 			// The body is unusable from here on; report what we have.
@@ -145,6 +164,33 @@ func (h *Host) readUpload(r *http.Request, body io.Reader, tok *Token, opts uplo
 		return nil, errNoFile
 	}
 	return out, nil
+}
+
+// readJSONUpload reads an upload by URL sent as JSON: {"url": "…"} and
+// the options (expiration, max_views, album_id) as strings or numbers.
+func readJSONUpload(body io.Reader, opts *uploadOptions) (string, error) {
+	var in map[string]json.RawMessage
+	if err := json.NewDecoder(io.LimitReader(body, maxFormField)).Decode(&in); err != nil {
+		return "", &apiError{http.StatusBadRequest, "bad_request", "malformed JSON body"}
+	}
+	text := func(name string) string {
+		var s string
+		if json.Unmarshal(in[name], &s) != nil {
+			return strings.TrimSpace(string(in[name])) // a number, or nothing
+		}
+		return s
+	}
+	for name := range in {
+		if isOption(name) {
+			if err := opts.set(name, text(name)); err != nil {
+				return "", err
+			}
+		}
+	}
+	if text("url") == "" {
+		return "", errNoFile
+	}
+	return text("url"), nil
 }
 
 // badBody classifies an error reading the request body.
@@ -182,6 +228,12 @@ func (h *Host) ingest(ctx context.Context, r io.Reader, name string, tok *Token,
 		}
 		return uploaded{err: err}
 	}
+	return h.storeSpooled(ctx, sp, name, tok, opts)
+}
+
+// storeSpooled checks the image sp holds, whose head fill or adoptSpool
+// took, and stores it: pixel limit, structure, GPS, dedup, quota.
+func (h *Host) storeSpooled(ctx context.Context, sp *spool, name string, tok *Token, opts uploadOptions) uploaded {
 	cfg, err := decodeConfig(sp.format, sp.reader())
 	if err != nil {
 		return uploaded{err: err}
@@ -307,10 +359,10 @@ func randomString(n int) string {
 }
 
 // validID reports whether s can be an image id.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 10 {
-		return false
-	}
+func validID(s string) bool { return len(s) > 0 && len(s) <= 10 && validChars(s) }
+
+// validChars reports whether s is made of base62 characters only.
+func validChars(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if !strings.ContainsRune(base62, rune(s[i])) {
 			return false

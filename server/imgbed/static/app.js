@@ -76,6 +76,25 @@ function upload(file) {
   pump();
 }
 
+// uploadFromURL has the host fetch an image from its address; the card
+// shows the stored image's thumbnail once it is in (the page's CSP loads
+// nothing from elsewhere).
+function uploadFromURL(address) {
+  const card = $("card").content.firstElementChild.cloneNode(true);
+  card.querySelector(".name").textContent = address;
+  label(card.querySelector(".status"), "queued");
+  $("results").prepend(card);
+  queue.push({ address, card, attempt: 0 });
+  pump();
+}
+
+$("byurl").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const address = $("url").value.trim();
+  if (address) uploadFromURL(address);
+  $("url").value = "";
+});
+
 function pump() {
   while (running < maxParallel && queue.length > 0) {
     running++;
@@ -114,7 +133,8 @@ function send(job) {
   status.textContent = "";
   bar.value = 0;
   const form = new FormData();
-  form.append("file", file, file.name || "pasted.png");
+  if (job.address) form.append("url", job.address);
+  else form.append("file", file, file.name || "pasted.png");
   const xhr = new XMLHttpRequest();
   xhr.open("POST", "/api/v1/upload");
   if (token()) xhr.setRequestHeader("Authorization", "Bearer " + token());
@@ -145,6 +165,8 @@ function showLinks(card, data) {
     name.append(" · ");
     name.append(label(document.createElement("span"), "alreadyStored"));
   }
+  const img = card.querySelector("img");
+  if (!img.getAttribute("src")) img.src = data.links.thumbnail_url;
   const dl = card.querySelector(".links");
   for (const key of linkFormats) {
     const value = data.links[key];

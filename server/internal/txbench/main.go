@@ -1,5 +1,6 @@
 // Command txbench measures one read-modify-write (GET, SET, EXPIRE of a
-// random key out of 1000) done two ways from c concurrent clients: as
+// random key out of -keys, 1000 by default; -keys 1 makes every call hit
+// one hot key) done two ways from c concurrent clients: as
 // EVALSHA of a script and as MULTI/EXEC, so that a script's overhead over
 // a transaction can be read off. It prints requests per second and the
 // 99th percentile latency of each.
@@ -24,6 +25,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "server address")
 	n := flag.Int("n", 20000, "operations per mode")
 	c := flag.Int("c", 50, "concurrent clients")
+	keys := flag.Int("keys", 1000, "distinct keys the calls pick from")
 	flag.Parse()
 	rc := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: *c, Protocol: 2})
 	defer rc.Close()
@@ -57,7 +59,7 @@ func main() {
 		for w := range *c {
 			wg.Go(func() {
 				for range *n / *c {
-					key := "key:" + strconv.Itoa(rand.IntN(1000))
+					key := "key:" + strconv.Itoa(rand.IntN(*keys))
 					t := time.Now()
 					if err := m.op(key); err != nil {
 						panic(err)
