@@ -46,18 +46,38 @@ func (cs aclCats) names() []string {
 	return out
 }
 
-// keyFlags are the key-spec flags ACL checks act on.
-type keyFlags uint8
+// keyFlags are a key spec's flags, in Redis' order (COMMAND INFO and
+// COMMAND GETKEYSANDFLAGS list them so); ACL checks act on the access
+// ones.
+type keyFlags uint16
 
 const (
-	keyAccess keyFlags = 1 << iota // reads the value: needs read permission
-	keyInsert                      // the rest need write permission
+	keyRO     keyFlags = 1 << iota // the command only reads the value
+	keyRW                          // reads and changes it
+	keyOW                          // overwrites it without reading it
+	keyRM                          // deletes it
+	keyAccess                      // reads the value: needs read permission
+	keyUpdate                      // the next three need write permission
+	keyInsert
 	keyDelete
-	keyUpdate
-	keyNotKey   // the argument only looks like a key
-	keyVariable // the command's own rule decides (SET's GET, BITFIELD's ops)
-	keyIncomplete
+	keyNotKey     // the argument only looks like a key
+	keyIncomplete // the spec may miss keys: the command's own rule finds them
+	keyVariable   // the command's own rule decides (SET's GET, BITFIELD's ops)
 )
+
+// keyFlagNames are the flags' names, by bit, as Redis writes them.
+var keyFlagNames = []string{"RO", "RW", "OW", "RM", "access", "update", "insert", "delete",
+	"not_key", "incomplete", "variable_flags"}
+
+func (f keyFlags) names() []string {
+	var out []string
+	for i, n := range keyFlagNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 func (f keyFlags) needsRead() bool  { return f&keyAccess != 0 }
 func (f keyFlags) needsWrite() bool { return f&(keyInsert|keyDelete|keyUpdate) != 0 }
@@ -108,21 +128,10 @@ func parseKeySpec(s string) keySpec {
 	parts := strings.Split(s, "/")
 	var ks keySpec
 	for f := range strings.SplitSeq(parts[0], ",") {
-		switch f {
-		case "access":
-			ks.flags |= keyAccess
-		case "insert":
-			ks.flags |= keyInsert
-		case "delete":
-			ks.flags |= keyDelete
-		case "update":
-			ks.flags |= keyUpdate
-		case "not_key":
-			ks.flags |= keyNotKey
-		case "variable_flags":
-			ks.flags |= keyVariable
-		case "incomplete":
-			ks.flags |= keyIncomplete
+		for i, n := range keyFlagNames {
+			if strings.EqualFold(f, n) {
+				ks.flags |= 1 << i
+			}
 		}
 	}
 	switch b := parts[1]; b[0] {

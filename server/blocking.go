@@ -129,6 +129,9 @@ func (c *conn) apply(b *lsmgo.Batch) error {
 		return err
 	}
 	c.willReplyAfter(p)
+	if c.s.tracking.active() {
+		c.s.invalidateBatch(c, b)
+	}
 	r := &c.s.blocked
 	if r.blocked.Load() == 0 {
 		return nil

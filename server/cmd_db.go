@@ -100,6 +100,7 @@ func cmdFlush(all bool) func(c *conn, _ *command, args [][]byte) error {
 		if err != nil {
 			return err
 		}
+		c.s.invalidateAll(c)
 		c.ok()
 		return nil
 	}

@@ -25,9 +25,9 @@ const (
 func init() {
 	const g = "scripting"
 	register(
-		spec{name: "fcall", arity: -3, flags: flagMovableKeys | flagStale, group: g, since: "7.0.0",
+		spec{name: "fcall", arity: -3, flags: flagMovableKeys | flagStale | flagNoMandatoryKeys, group: g, since: "7.0.0",
 			summary: "Invokes a function.", run: cmdFcall},
-		spec{name: "fcall_ro", arity: -3, flags: flagMovableKeys | flagStale | flagReadonly, group: g, since: "7.0.0",
+		spec{name: "fcall_ro", arity: -3, flags: flagMovableKeys | flagStale | flagReadonly | flagNoMandatoryKeys, group: g, since: "7.0.0",
 			summary: "Invokes a read-only function.", run: cmdFcall},
 		spec{name: "function", arity: -2, group: g, since: "7.0.0", summary: "A container for function commands.",
 			subs: []spec{

@@ -126,7 +126,7 @@ func cmdHGet(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.countLookup(exists)
+	c.countLookup(args[1], exists)
 	if !exists {
 		c.wr.Null()
 		return nil
@@ -148,7 +148,7 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.countLookup(exists)
+	c.countLookup(args[1], exists)
 	c.bulksOrNulls(vals, found)
 	return nil
 }

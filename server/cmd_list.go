@@ -177,7 +177,7 @@ func cmdLRange(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.countLookup(exists)
+	c.countLookup(key, exists)
 	from, to, empty := listRange(start, end, m.count)
 	if empty {
 		c.wr.ArrayHeader(0)
@@ -203,7 +203,7 @@ func cmdLIndex(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.countLookup(exists)
+	c.countLookup(key, exists)
 	if !exists {
 		c.wr.Null()
 		return nil
@@ -419,7 +419,7 @@ func cmdLPos(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.countLookup(exists)
+	c.countLookup(key, exists)
 	if !exists {
 		if count >= 0 {
 			c.wr.ArrayHeader(0)

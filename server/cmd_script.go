@@ -12,7 +12,7 @@ func init() {
 	const g = "scripting"
 	// EVAL's keys follow its numkeys argument: movable keys, so EXEC
 	// holding a queued EVAL takes every stripe (txLocks).
-	f := flagMovableKeys | flagStale
+	f := flagMovableKeys | flagStale | flagNoMandatoryKeys
 	register(
 		spec{name: "eval", arity: -3, flags: f, group: g, since: "2.6.0",
 			summary: "Executes a server-side Lua script.", run: cmdEval},

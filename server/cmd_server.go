@@ -40,6 +40,10 @@ func init() {
 				{name: "unpause", arity: 2, flags: flagAdmin | flagLoading | flagStale, since: "6.2.0", summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
 				{name: "unblock", arity: -3, flags: flagAdmin | flagLoading | flagStale, since: "5.0.0", summary: "Unblocks a client blocked by a blocking command from a different connection.", run: cmdClientUnblock},
 				{name: "reply", arity: 3, since: "3.2.0", summary: "Instructs the server whether to reply to commands.", run: cmdClientReply},
+				{name: "tracking", arity: -3, flags: flagLoading | flagStale, since: "6.0.0", summary: "Controls server-assisted client-side caching for the connection.", run: cmdClientTracking},
+				{name: "caching", arity: 3, flags: flagLoading | flagStale, since: "6.0.0", summary: "Instructs the server whether to track the keys in the next request.", run: cmdClientCaching},
+				{name: "getredir", arity: 2, flags: flagLoading | flagStale, since: "6.0.0", summary: "Returns the client ID to which the connection's tracking notifications are redirected.", run: cmdClientGetRedir},
+				{name: "trackinginfo", arity: 2, flags: flagLoading | flagStale, since: "6.2.0", summary: "Returns information about server-assisted client-side caching for the connection.", run: cmdClientTrackingInfo},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "command", arity: -1, group: srv, since: "2.8.13", summary: "Returns detailed information about all commands.",
@@ -47,6 +51,9 @@ func init() {
 				{name: "count", arity: 2, since: "2.8.13", summary: "Returns a count of commands.", run: cmdCommandCount},
 				{name: "info", arity: -2, since: "2.8.13", summary: "Returns information about one, multiple or all commands.", run: cmdCommandInfo},
 				{name: "docs", arity: -2, since: "7.0.0", summary: "Returns documentary information about one, multiple or all commands.", run: cmdCommandDocs},
+				{name: "getkeys", arity: -4, since: "2.8.13", summary: "Extracts the key names from an arbitrary command.", run: cmdCommandGetKeys},
+				{name: "getkeysandflags", arity: -4, since: "7.0.0", summary: "Extracts the key names and access flags for an arbitrary command.", run: cmdCommandGetKeys},
+				{name: "list", arity: -2, since: "7.0.0", summary: "Returns a list of command names.", run: cmdCommandList},
 				{name: "help", arity: 2, since: "5.0.0", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 			}},
 		spec{name: "config", arity: -2, group: srv, since: "2.0.0", summary: "A container for server configuration commands.",
@@ -131,6 +138,7 @@ func cmdReset(c *conn, _ *command, _ [][]byte) error {
 	c.unsubscribeAll()
 	c.selectDB(0)
 	c.unmonitor()
+	c.s.disableTracking(c)
 	c.replies = replyOn
 	c.setState(stateNoEvict|stateNoTouch, false)
 	c.setProtocol(2)
@@ -144,6 +152,11 @@ func cmdReset(c *conn, _ *command, _ [][]byte) error {
 }
 
 func (c *conn) setProtocol(v int) {
+	if v == 3 {
+		// Where tracking pushes for this connection queue: made before
+		// the protocol store that lets an invalidator use it.
+		c.ensureSub()
+	}
 	c.wr.SetProtocol(v)
 	c.proto.Store(int32(v))
 }
@@ -371,10 +384,10 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 	if c.state.Load()&stateMulti != 0 {
 		multi = c.queued.Load()
 	}
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=%s resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
 		flagLetters(c.state.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
-		cmd, c.user.Load().name, c.proto.Load(), libName, libVer)
+		cmd, c.user.Load().name, c.trackingRedirField(), c.proto.Load(), libName, libVer)
 }
 
 func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {
@@ -405,10 +418,10 @@ func cmdCommandInfo(c *conn, _ *command, args [][]byte) error {
 	}
 	c.wr.ArrayHeader(len(args) - 2)
 	for _, name := range args[2:] {
-		if cmd := lookup(commands, &c.nameBuf, name); cmd != nil {
+		if cmd := c.lookupCommandName(name); cmd != nil {
 			c.writeCommandInfo(cmd)
 		} else {
-			c.wr.NullArray()
+			c.wr.Null()
 		}
 	}
 	return nil
@@ -418,21 +431,13 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.wr.ArrayHeader(10)
 	c.wr.BulkString(cmd.name)
 	c.wr.Int(int64(cmd.arity))
-	flags := cmd.flags.names()
-	c.wr.SetHeader(len(flags))
-	for _, f := range flags {
-		c.wr.SimpleString(f)
-	}
+	writeStatusSet(c, cmd.commandInfoFlags())
 	c.wr.Int(int64(cmd.firstKey))
 	c.wr.Int(int64(cmd.lastKey))
 	c.wr.Int(int64(cmd.step))
-	cats := cmd.aclCategories()
-	c.wr.SetHeader(len(cats))
-	for _, cat := range cats {
-		c.wr.SimpleString(cat)
-	}
+	writeStatusSet(c, cmd.aclCategories())
 	c.wr.ArrayHeader(0) // tips
-	c.wr.ArrayHeader(0) // key specifications
+	c.writeKeySpecs(cmd)
 	subs := cmd.sortedSubs()
 	c.wr.ArrayHeader(len(subs))
 	for _, sub := range subs {
@@ -461,7 +466,7 @@ func cmdCommandDocs(c *conn, _ *command, args [][]byte) error {
 		list = sortedCommands()
 	} else {
 		for _, name := range args[2:] {
-			if cmd := lookup(commands, &c.nameBuf, name); cmd != nil {
+			if cmd := c.lookupCommandName(name); cmd != nil {
 				list = append(list, cmd)
 			}
 		}

@@ -349,7 +349,7 @@ func xrange(rev bool) handler {
 		if err != nil {
 			return err
 		}
-		c.countLookup(exists)
+		c.countLookup(key, exists)
 		switch {
 		case !exists:
 			c.wr.ArrayHeader(0)

@@ -63,7 +63,7 @@ func cmdGet(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.countLookup(exists)
+	c.countLookup(args[1], exists)
 	c.bulkOrNull(v, exists)
 	return nil
 }
@@ -250,7 +250,7 @@ func cmdGetEX(c *conn, cmd *command, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.countLookup(exists)
+	c.countLookup(args[1], exists)
 	change := !o.expireAt.IsZero() || o.persist && !v.expireAt.IsZero()
 	if exists && change {
 		v.expireAt = o.expireAt
@@ -274,7 +274,7 @@ func cmdMGet(c *conn, _ *command, args [][]byte) error {
 	c.wr.ArrayHeader(len(args) - 1)
 	for _, key := range args[1:] {
 		v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
-		c.countLookup(exists)
+		c.countLookup(key, exists)
 		// Redis answers nil for a key of another type; an engine error
 		// in the middle of an array can only be a nil too.
 		if err != nil && !errors.Is(err, errWrongType) {

@@ -361,7 +361,7 @@ func zscore(multi bool) handler {
 			return err
 		}
 		if !multi {
-			c.countLookup(exists)
+			c.countLookup(args[1], exists)
 		}
 		scores := make([]float64, len(vals))
 		for i, v := range vals {

@@ -4,8 +4,9 @@ import (
 	"strings"
 )
 
-// cmdFlags are Redis' command flags, reported by COMMAND INFO; the server
-// itself acts on flagWrite, flagNoAuth and flagNoMulti.
+// cmdFlags are Redis' command flags, in the order COMMAND INFO lists
+// them; the server itself acts on flagWrite, flagNoAuth, flagNoMulti and
+// flagMovableKeys.
 type cmdFlags uint16
 
 const (
@@ -13,19 +14,25 @@ const (
 	flagReadonly
 	flagDenyOOM
 	flagAdmin
-	flagNoAuth
-	flagFast
 	flagLoading
 	flagStale
-	// flagMovableKeys marks a command whose keys firstKey, lastKey and
-	// step do not locate (a numkeys argument says where they are): EXEC
-	// then locks every stripe for it.
-	flagMovableKeys
+	flagFast
+	flagNoAuth
+	// flagNoMandatoryKeys marks a command that may name no key although
+	// it takes keys (EVAL … 0): COMMAND GETKEYS answers it with no keys
+	// instead of an error.
+	flagNoMandatoryKeys
 	// flagNoMulti marks a command MULTI refuses to queue.
 	flagNoMulti
+	// flagMovableKeys marks a command whose keys firstKey, lastKey and
+	// step do not locate (a numkeys argument says where they are): EXEC
+	// then locks every stripe for it. COMMAND INFO also reports it for
+	// every command whose key specs say so (command_keys.go).
+	flagMovableKeys
 )
 
-var flagNames = []string{"write", "readonly", "denyoom", "admin", "no_auth", "fast", "loading", "stale", "movablekeys", "no_multi"}
+var flagNames = []string{"write", "readonly", "denyoom", "admin", "loading", "stale", "fast", "no_auth",
+	"no_mandatory_keys", "no_multi", "movablekeys"}
 
 func (f cmdFlags) names() []string {
 	var out []string

@@ -187,6 +187,10 @@ type Config struct {
 	// is recorded as a latency event ("latency-monitor-threshold",
 	// milliseconds, live); zero, the default, turns the monitor off.
 	LatencyMonitorThreshold time.Duration
+	// TrackingTableMaxKeys bounds the keys client-side caching tracks
+	// ("tracking-table-max-keys", live; 0: no bound); default 1,000,000,
+	// as in Redis.
+	TrackingTableMaxKeys int
 	// SlowlogMaxLen is how many slow log entries are kept
 	// ("slowlog-max-len", live); default 128.
 	SlowlogMaxLen int
@@ -265,6 +269,7 @@ func DefaultConfig() Config {
 		QueryBufferLimit:          1 << 30,
 		SlowlogSlowerThan:         10 * time.Millisecond,
 		SlowlogMaxLen:             128,
+		TrackingTableMaxKeys:      1_000_000,
 		ACLPubsubDefault:          "resetchannels",
 		ACLLogMaxLen:              128,
 		LogLevel:                  "notice",
@@ -353,6 +358,8 @@ var settings = append([]*setting{
 		func(c *Config) *time.Duration { return &c.LatencyMonitorThreshold }),
 	intSetting("slowlog-max-len", "slow log entries kept", true, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.SlowlogMaxLen }),
+	intSetting("tracking-table-max-keys", "keys client-side caching tracks at most (0: no bound)", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.TrackingTableMaxKeys }),
 	stringSetting("loglevel", "debug, verbose, notice, warning or nothing", true,
 		func(c *Config) *string { return &c.LogLevel }, oneOf("debug", "verbose", "notice", "warning", "nothing")),
 	intSetting("max-concurrent-compactions", "engine compaction workers (0: engine default)", true, 0, 1024,

@@ -224,7 +224,7 @@ func TestSettingUnits(t *testing.T) {
 	}
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "replicaof", "replica-read-only", "min-replicas-to-write", "min-slaves-to-write",
 		"replica-priority", "slave-priority", "requirepass", "admin-token",
-		"maxclients", "slowlog-max-len", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
+		"maxclients", "slowlog-max-len", "tracking-table-max-keys", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
 		"images-upload-burst", "images-token-upload-rate", "images-token-upload-burst", "images-cors-origins",
 		"images-uploads-per-client", "images-min-upload-rate", "images-fetch-private",

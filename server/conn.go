@@ -96,8 +96,11 @@ type conn struct {
 	// WATCH named; watchDirty is set, by any connection's write, once
 	// one of them changed.
 	// sub is the connection's Pub/Sub state, nil until it first
-	// subscribes (pubsub.go).
+	// subscribes, monitors, tracks or speaks RESP3 (pubsub.go).
 	sub *subscriber
+	// trk is the connection's tracking state, nil while tracking is off
+	// (tracking.go).
+	trk *tracker
 
 	tx   *transaction
 	exec *execState
@@ -270,7 +273,7 @@ func (c *conn) awaitInput() error {
 	// the deadline meanwhile: execute delivers the messages queued before
 	// each command runs, so none is overtaken.
 	err := c.rd.Fill()
-	if c.sub != nil && netutil.IsTimeout(err) && c.sub.woken.Swap(false) {
+	if err != nil && c.sub != nil && netutil.IsTimeout(err) && c.sub.woken.Swap(false) {
 		return nil // woken by a publisher: deliver, then read again
 	}
 	return err
@@ -328,6 +331,7 @@ func (c *conn) close() {
 	c.unmonitor()
 	c.unwatchAll()
 	c.unsubscribeAll()
+	c.s.disableTracking(c)
 	c.closeView()
 	c.publish()
 	c.nc.Close()
@@ -347,13 +351,16 @@ func (c *conn) publish() {
 	c.lastRun = nil
 }
 
-// countLookup feeds INFO's keyspace_hits and keyspace_misses.
-func (c *conn) countLookup(hit bool) {
+// countLookup feeds INFO's keyspace_hits and keyspace_misses, and fires
+// the "keymiss" event (notify-keyspace-events m) of a miss of key, as
+// Redis does for the same lookups.
+func (c *conn) countLookup(key []byte, hit bool) {
 	if hit {
 		c.tally.hits++
-	} else {
-		c.tally.misses++
+		return
 	}
+	c.tally.misses++
+	c.notify(notifyKeyMiss, "keymiss", key)
 }
 
 func (c *conn) clientName() string {

@@ -2,10 +2,14 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
+	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
 // BenchmarkRoundTrip measures one command per round trip, as at pipeline
@@ -46,6 +50,63 @@ func BenchmarkRoundTrip(b *testing.B) {
 			if !bytes.Equal(got, want) {
 				b.Fatalf("reply %q, want %q", got, want)
 			}
+		})
+	}
+}
+
+// BenchmarkPipelined measures the server's cost per command, the round
+// trip amortized over 64 pipelined commands (half SETs, half GETs, over
+// 64 keys). The tracking variants price client-side caching: "off" is
+// every connection's cost while nobody tracks; "bcast-elsewhere" while
+// another client tracks a prefix no key has (every commit then consults
+// the table); "tracking" with this connection tracking its reads.
+func BenchmarkPipelined(b *testing.B) {
+	var req []byte
+	for i := range 64 {
+		key := fmt.Sprintf("key:%02d", i)
+		if i%2 == 0 {
+			req = resp.AppendCommand(req, []byte("SET"), []byte(key), []byte("value"))
+		} else {
+			req = resp.AppendCommand(req, []byte("GET"), []byte(key))
+		}
+	}
+	for _, mode := range []string{"off", "bcast-elsewhere", "tracking"} {
+		b.Run(mode, func(b *testing.B) {
+			s := startServer(b, nil)
+			if mode == "bcast-elsewhere" {
+				other := testutil.Dial(b, "tcp", s.Addr().String())
+				other.Do(b, []byte("HELLO"), []byte("3"))
+				other.Do(b, []byte("CLIENT"), []byte("TRACKING"), []byte("ON"), []byte("BCAST"), []byte("PREFIX"), []byte("nomatch:"))
+			}
+			nc, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			rd := resp.NewReader(nc, resp.Limits{})
+			setup := resp.AppendCommand(nil, []byte("HELLO"), []byte("3"))
+			if mode == "tracking" {
+				setup = resp.AppendCommand(setup, []byte("CLIENT"), []byte("TRACKING"), []byte("ON"), []byte("NOLOOP"))
+			}
+			nc.Write(setup)
+			for range 1 + bytes.Count(setup, []byte("TRACKING")) {
+				if _, err := rd.ReadValue(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := nc.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				for range 64 {
+					if _, err := rd.ReadValue(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/cmd")
 		})
 	}
 }

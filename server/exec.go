@@ -117,8 +117,14 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	defer c.recoverHandler(cmd)
 	c.useDB()
 	c.touchKeys(cmd, args)
+	if c.trk != nil {
+		c.beforeTracked(cmd, args)
+	}
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
+	}
+	if c.trk != nil {
+		c.afterTracked(cmd)
 	}
 	if c.depth == 1 {
 		c.doneReading()

@@ -113,6 +113,7 @@ func (s *Server) infoClients(b *strings.Builder) error {
 	field(b, "connected_clients", s.clientCount())
 	field(b, "maxclients", s.config().MaxClients)
 	field(b, "blocked_clients", s.blocked.blocked.Load())
+	field(b, "tracking_clients", s.tracking.clients.Load())
 	return nil
 }
 
@@ -193,6 +194,10 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "keyspace_misses", st.misses.Load())
 	field(b, "pubsub_channels", s.pubsub.numChannels())
 	field(b, "pubsub_patterns", s.pubsub.numPatterns())
+	keys, items, prefixes := s.trackingStats()
+	field(b, "tracking_total_keys", keys)
+	field(b, "tracking_total_items", items)
+	field(b, "tracking_total_prefixes", prefixes)
 	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load())
 	field(b, "migrate_cached_sockets", 0) // MIGRATE dials each time (cmd_migrate.go)
 	errs, _ := s.errors.totals()

@@ -29,9 +29,7 @@ func init() {
 }
 
 func cmdMonitor(c *conn, _ *command, _ [][]byte) error {
-	if c.sub == nil {
-		c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
-	}
+	c.ensureSub()
 	m := &c.s.monitors
 	m.mu.Lock()
 	if m.conns == nil {

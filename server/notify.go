@@ -218,6 +218,9 @@ func (s *Server) publishExpired(engineKey []byte) {
 	if db := s.ks.dbs.Load().dbOf(ns); db >= 0 {
 		s.publishKeyEvent(nil, notifyExpired, "expired", key, db)
 	}
+	if s.tracking.active() {
+		s.invalidateKeys(nil, key)
+	}
 }
 
 func (s *Server) publishKeyEvent(from *conn, class notifyFlags, event string, key []byte, db int) {

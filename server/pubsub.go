@@ -103,6 +103,15 @@ type pushMark struct {
 
 func (sub *subscriber) count() int { return len(sub.channels) + len(sub.patterns) }
 
+// ensureSub gives the connection its message queue, in its own
+// goroutine, before anything that lets others push to it (a
+// subscription, MONITOR, tracking, RESP3) is published.
+func (c *conn) ensureSub() {
+	if c.sub == nil {
+		c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
+	}
+}
+
 // subscribed reports whether the connection has any subscription.
 func (c *conn) subscribed() bool { return c.sub != nil && c.sub.count() > 0 }
 
@@ -128,9 +137,7 @@ func subscribe(pattern bool) handler {
 	kind := subKind("subscribe", pattern)
 	return func(c *conn, _ *command, args [][]byte) error {
 		c.deliverPushes(c.inputEnd())
-		if c.sub == nil {
-			c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
-		}
+		c.ensureSub()
 		mine, hubSet := c.subSets(pattern)
 		for _, name := range args[1:] {
 			if _, ok := mine[string(name)]; !ok {
@@ -461,7 +468,9 @@ func (c *conn) dropUnsubscribed() {
 		}
 		msg := sub.queue[start:m.end]
 		start = m.end
-		if _, ok := mine[m.name]; ok {
+		// The server's own messages (MONITOR lines, tracking
+		// invalidations) have no name and stay.
+		if _, ok := mine[m.name]; ok || m.name == "" {
 			queue = append(queue, msg...) // never ahead of msg: no overlap
 			m.end = len(queue)
 			marks = append(marks, m)

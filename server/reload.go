@@ -117,11 +117,14 @@ func (s *Server) setLocked(values map[string]string) error {
 	s.cfg.Store(&next)
 	s.logLevel.Set(slogLevel(next.LogLevel))
 	s.slowlog.trim(next.SlowlogMaxLen)
+	if next.TrackingTableMaxKeys != prev.TrackingTableMaxKeys {
+		s.limitTracking()
+	}
 	if next.ReplicaOf != prev.ReplicaOf {
 		s.follow(replicaAddr(next.ReplicaOf))
 	}
-	if on := next.NotifyKeyspaceEvents.expiredOn(); on != prev.NotifyKeyspaceEvents.expiredOn() {
-		s.ks.expiries.turn(&s.ks, on)
+	if next.NotifyKeyspaceEvents.expiredOn() != prev.NotifyKeyspaceEvents.expiredOn() {
+		s.turnExpiryWatch()
 	}
 	s.acl.log.trim(next.ACLLogMaxLen)
 	if next.RequirePass != prev.RequirePass {

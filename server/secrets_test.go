@@ -30,6 +30,7 @@ const secretNeedle = "sekrit"
 var notSecret = map[string]string{
 	"images-token-upload-rate":  "the upload rate of token holders",
 	"images-token-upload-burst": "the upload burst of token holders",
+	"tracking-table-max-keys":   "how many keys client-side caching tracks",
 }
 
 // looksSecret says whether a setting's name suggests it holds a

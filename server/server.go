@@ -82,6 +82,8 @@ type Server struct {
 	pause pauseState
 	// monitors are the MONITOR clients (monitor.go).
 	monitors monitorSet
+	// tracking is client-side caching's table (tracking.go).
+	tracking trackingTable
 	// clientMem enforces maxmemory-clients.
 	clientMem clientMemory
 	// backups runs BGSAVE, SAVE and POST /admin/backup.
@@ -216,7 +218,7 @@ func (s *Server) start(r *Config) error {
 			return err
 		}
 	}
-	s.ks.expiries.turn(&s.ks, r.NotifyKeyspaceEvents.expiredOn())
+	s.turnExpiryWatch()
 	s.bgWG.Add(3)
 	go s.acceptLoop()
 	go s.returnMemoryLoop()

@@ -403,6 +403,9 @@ func (r *watchRegistry) touch(b *lsmgo.Batch, dbs *dbMap) {
 // database, for a command that Redis counts as a change though it writes
 // nothing; the caller holds key's stripe.
 func (c *conn) touchWatched(key []byte) {
+	if c.s.tracking.active() {
+		c.s.invalidateKeys(c, key)
+	}
 	r := &c.s.ks.watches
 	if r.n.Load() == 0 {
 		return

@@ -34,7 +34,7 @@ var suiteUnitsAll = []string{
 	"unit/info", "unit/info-command", "unit/protocol", "unit/other", "unit/dump",
 	"unit/auth", "unit/quit", "unit/scripting", "unit/functions", "unit/acl",
 	"unit/introspection", "unit/introspection-2", "unit/sort", "unit/bitops", "unit/bitfield", "unit/hyperloglog",
-	"unit/type/stream", "unit/type/stream-cgroups", "unit/geo",
+	"unit/type/stream", "unit/type/stream-cgroups", "unit/geo", "unit/tracking",
 }
 
 // suiteUnitsShort are the units -short runs, which CI runs under -race:

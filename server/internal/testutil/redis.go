@@ -106,6 +106,17 @@ func (c *Client) Do(t testing.TB, args ...[]byte) resp.Value {
 	return CloneValue(v)
 }
 
+// Read reads one more value, a pushed message, without sending anything.
+func (c *Client) Read(t testing.TB) resp.Value {
+	t.Helper()
+	c.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	v, err := c.rd.ReadValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return CloneValue(v)
+}
+
 // CloneValue copies the parts of v that alias a reader's buffer.
 func CloneValue(v resp.Value) resp.Value {
 	v.Str = bytes.Clone(v.Str)
