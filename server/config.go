@@ -46,6 +46,12 @@ type Config struct {
 	// ReplicaReadOnly makes a replica refuse client writes
 	// ("replica-read-only", live); default true.
 	ReplicaReadOnly bool
+	// MasterUser and MasterAuth are the user and password a replica
+	// AUTHs with to its primary before it asks for the stream
+	// ("masteruser", "masterauth", live: used at the next connection).
+	// Without MasterAuth it sends no AUTH; without MasterUser it AUTHs as
+	// the default user.
+	MasterUser, MasterAuth string
 	// ProtectedMode refuses to listen on a non-loopback address without
 	// RequirePass ("protected-mode"); default true.
 	ProtectedMode bool
@@ -289,6 +295,10 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.ReplicaOf }, checkReplicaOf),
 	boolSetting("replica-read-only", "refuse client writes while a replica", true,
 		func(c *Config) *bool { return &c.ReplicaReadOnly }),
+	stringSetting("masteruser", "ACL user a replica authenticates as to its primary (empty: the default user)", true,
+		func(c *Config) *string { return &c.MasterUser }, nil),
+	secret(stringSetting("masterauth", "password a replica authenticates with to its primary (empty: none)", true,
+		func(c *Config) *string { return &c.MasterAuth }, nil)),
 	boolSetting("protected-mode", "refuse a non-loopback addr without requirepass", false,
 		func(c *Config) *bool { return &c.ProtectedMode }),
 	secret(stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,

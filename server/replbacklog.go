@@ -36,6 +36,14 @@ func newReplBacklog(limit int, next uint64) *replBacklog {
 	return &replBacklog{first: next, next: next, limit: limit, changed: make(chan struct{})}
 }
 
+// reset empties the backlog, which starts again at next.
+func (b *replBacklog) reset(next uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.batches)
+	b.batches, b.bytes, b.first, b.next = b.batches[:0], 0, next, next
+}
+
 // add appends a copy of a committed batch starting at seq and spanning
 // count sequence numbers; the oldest batches leave to keep the backlog
 // within its limit (the newest one always stays).

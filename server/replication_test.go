@@ -158,6 +158,7 @@ func TestReplication(t *testing.T) {
 	replica, rc = start(false)
 	randomReplWrites(t, ctx, pc, 4, 100)
 	waitReplicated(t, primary, replica)
+	eq(t, "full syncs", primary.repl.fullSyncs.Load(), int64(0))
 
 	// Promoted, it takes writes; the old primary's data is intact.
 	if _, msg := do(ctx, rc, "replicaof", "no", "one"); msg != "" {
@@ -166,47 +167,51 @@ func TestReplication(t *testing.T) {
 	if _, msg := do(ctx, rc, "hset", "h:new", "f", "v"); msg != "" {
 		t.Fatalf("write after REPLICAOF NO ONE: %s", msg)
 	}
-	// Its history now differs from the old primary's: neither follows
-	// the other.
+	// Its history now differs from the old primary's: demoted, the old
+	// primary takes a full copy of it, and keeps its own data aside.
 	rhost, rport, _ := strings.Cut(replica.Addr().String(), ":")
 	if _, msg := do(ctx, pc, "replicaof", rhost, rport); msg != "" {
 		t.Fatal(msg)
 	}
-	before := primary.db.LastSeq()
 	if _, msg := do(ctx, rc, "set", "s:after", "v"); msg != "" {
 		t.Fatal(msg)
 	}
-	waitFor(t, "the link to be refused", func() bool { return primary.repl.linkDown.Load() > 0 })
-	info, _ = do(ctx, pc, "info", "replication")
-	if !strings.Contains(info.(string), "master_link_status:down") || primary.db.LastSeq() != before {
-		t.Fatalf("the old primary followed the promoted replica's diverged history:\n%s", info)
+	waitReplicated(t, replica, primary)
+	eq(t, "full syncs from the promoted replica", replica.repl.fullSyncs.Load(), int64(1))
+	if kept, _ := filepath.Glob(filepath.Clean(primary.config().Dir) + ".discarded-*"); len(kept) != 1 {
+		t.Fatalf("the demoted primary's data was not kept aside: %v", kept)
 	}
 }
 
-// TestReplicaOfUnrelatedData refuses to stream to a replica whose data is
-// not a copy of the primary's.
+// TestReplicaOfUnrelatedData makes a server with data of its own follow
+// an unrelated primary: it takes a full copy, which replaces its data
+// (kept aside, since it held keys), and converges.
 func TestReplicaOfUnrelatedData(t *testing.T) {
 	ctx := context.Background()
 	primary, other := startServer(t, nil), startServer(t, nil)
 	oc := newClient(t, other, 2, nil)
+	if _, msg := do(ctx, oc, "set", "mine", "1"); msg != "" {
+		t.Fatal(msg)
+	}
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 5, 20)
 	host, port, _ := strings.Cut(primary.Addr().String(), ":")
 	if _, msg := do(ctx, oc, "replicaof", host, port); msg != "" {
 		t.Fatal(msg)
 	}
-	before := other.db.LastSeq()
-	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 5, 20)
-	waitFor(t, "the link to be refused", func() bool { return other.repl.linkDown.Load() > 0 })
-	info, _ := do(ctx, oc, "info", "replication")
-	if !strings.Contains(info.(string), "master_link_status:down") || other.db.LastSeq() != before {
-		t.Fatalf("an unrelated replica followed:\n%s", info)
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 6, 20)
+	waitReplicated(t, primary, other)
+	eq(t, "full syncs", primary.repl.fullSyncs.Load(), int64(1))
+	kept, _ := filepath.Glob(filepath.Clean(other.config().Dir) + ".discarded-*")
+	if len(kept) != 1 {
+		t.Fatalf("the replaced data was not kept aside: %v", kept)
 	}
 }
 
 // TestReplicationPrimaryRestart restarts the primary: after a clean
-// shutdown its replica resumes; a primary that comes back behind its
-// replica without its saved stream id (what a power loss that cut the
-// WAL's tail leaves, made here from a checkpoint) is refused, and the
-// replica applies nothing.
+// shutdown its replica resumes; from a primary that comes back behind
+// its replica without its saved stream id (what a power loss that cut
+// the WAL's tail leaves, made here from a checkpoint) the replica takes a
+// full copy instead.
 func TestReplicationPrimaryRestart(t *testing.T) {
 	ctx := context.Background()
 	primary := startServer(t, nil)
@@ -245,14 +250,11 @@ func TestReplicationPrimaryRestart(t *testing.T) {
 	waitReplicated(t, primary, replica)
 	shutdown(t, primary)
 	primary = startServer(t, func(c *Config) { c.Dir = lost })
-	before := replica.db.LastSeq()
+	resumes := primary.repl.resumes.Load()
 	follow(primary)
 	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 9, 200)
-	waitFor(t, "the link to be refused", func() bool {
-		why := replica.repl.linkErr.Load()
-		return why != nil && strings.Contains(*why, "DIVERGED")
-	})
-	if replica.db.LastSeq() != before || replica.repl.linkUp.Load() {
-		t.Fatal("the replica followed a primary that restarted without its stream id")
-	}
+	// The replica's history is not the primary's: it takes a full copy.
+	waitReplicated(t, primary, replica)
+	eq(t, "full syncs", primary.repl.fullSyncs.Load(), int64(1))
+	eq(t, "resumes", primary.repl.resumes.Load(), resumes)
 }
