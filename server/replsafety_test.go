@@ -1,0 +1,201 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// journaledWrite runs one seeded random write of some type in a
+// transaction with INCR n and RPUSH journal n: a replica whose content is
+// a prefix of the primary's history has a journal of exactly 1..n.
+func journaledWrite(ctx context.Context, c *redis.Client, rng interface{ IntN(int) int }) error {
+	k := fmt.Sprintf("k%d", rng.IntN(30))
+	v := strings.Repeat(string(rune('a'+rng.IntN(26))), 1+rng.IntN(400))
+	var args []any
+	switch rng.IntN(14) {
+	case 0:
+		args = []any{"set", "s:" + k, v}
+	case 1:
+		args = []any{"append", "s:" + k, v}
+	case 2:
+		args = []any{"hset", "h:" + k, fmt.Sprint("f", rng.IntN(8)), v}
+	case 3:
+		args = []any{"rpush", "l:" + k, v, k}
+	case 4:
+		args = []any{"lpop", "l:" + k}
+	case 5:
+		args = []any{"sadd", "set:" + k, fmt.Sprint("m", rng.IntN(20))}
+	case 6:
+		args = []any{"zadd", "z:" + k, rng.IntN(100), fmt.Sprint("m", rng.IntN(20))}
+	case 7:
+		args = []any{"xadd", "x:" + k, "*", "f", v}
+	case 8:
+		args = []any{"setbit", "b:" + k, rng.IntN(4096), rng.IntN(2)}
+	case 9:
+		args = []any{"pfadd", "hll:" + k, fmt.Sprint("e", rng.IntN(1000))}
+	case 10:
+		args = []any{"del", "s:" + k, "h:" + k, "l:" + k, "x:" + k}
+	case 11:
+		args = []any{"pexpire", "h:" + k, 1_000_000 + rng.IntN(1000)}
+	case 12:
+		args = []any{"eval", "redis.call('incrby', KEYS[1], ARGV[1]) return redis.call('set', KEYS[2], ARGV[1])", 2, "n:" + k, "e:" + k, rng.IntN(100)}
+	default:
+		args = []any{"set", "t:" + k, v, "px", 1_000_000 + rng.IntN(1000)}
+	}
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, args...)
+		p.Incr(ctx, "n")
+		p.Eval(ctx, "return redis.call('rpush', KEYS[1], redis.call('get', KEYS[2]))", []string{"journal", "n"})
+		return nil
+	})
+	if err == redis.Nil { // LPOP of an empty list
+		return nil
+	}
+	return err
+}
+
+// fullContent is every key's type, DUMP (XRANGE for a stream) and
+// absolute expiry.
+func fullContent(t *testing.T, s *Server) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	c := newClient(t, s, 2, nil)
+	defer c.Close()
+	keys, err := c.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		typ := c.Type(ctx, k).Val()
+		var v any
+		if typ == "stream" {
+			v, err = c.XRange(ctx, k, "-", "+").Result()
+		} else {
+			v, err = c.Dump(ctx, k).Result()
+		}
+		if err != nil {
+			t.Fatalf("reading %s %s: %v", typ, k, err)
+		}
+		out[k] = fmt.Sprint(typ, v, c.PExpireTime(ctx, k).Val())
+	}
+	return out
+}
+
+// checkJournal checks that the replica's journal is exactly 1..n, read in
+// one transaction; a replica swapping in a full copy refuses and is
+// skipped.
+func checkJournal(t *testing.T, ctx context.Context, rc *redis.Client) {
+	var n *redis.StringCmd
+	var journal *redis.StringSliceCmd
+	if _, err := rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.Get(ctx, "n")
+		journal = p.LRange(ctx, "journal", 0, -1)
+		return nil
+	}); err != nil && err != redis.Nil {
+		return
+	}
+	got := journal.Val()
+	for i, e := range got {
+		if e != fmt.Sprint(i+1) {
+			t.Fatalf("the replica's journal holds %s at %d: not a prefix of the primary's history", e, i)
+		}
+	}
+	if want := n.Val(); want != "" && want != fmt.Sprint(len(got)) {
+		t.Fatalf("the replica's n is %s, its journal %d long", want, len(got))
+	}
+}
+
+// TestReplicationThroughCutLink follows a primary through a proxy that
+// cuts and delays the link, while seeded random writes of every type run:
+// the replica starts empty (a full sync), resumes after short cuts, and
+// takes a new full copy after a cut long enough for its position to leave
+// the primary's (here small) backlog. Throughout, its journal shows a
+// prefix of the primary's history; once caught up, every key's type,
+// content and expiry equal the primary's.
+func TestReplicationThroughCutLink(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, nil)
+	primary.repl.backlog.mu.Lock()
+	primary.repl.backlog.limit = 32 << 10
+	primary.repl.backlog.mu.Unlock()
+	pc := newClient(t, primary, 2, nil)
+	rng := newRand(23)
+	for range 200 {
+		if err := journaledWrite(ctx, pc, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy := newLinkProxy(t, primary.Addr().String())
+	replica := startServer(t, nil)
+	rc := newClient(t, replica, 2, func(o *redis.Options) { o.MaxRetries = 3 })
+	host, port, _ := strings.Cut(proxy.addr(), ":")
+	if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
+		t.Fatal(msg)
+	}
+	caughtUp := func(what string) {
+		t.Helper()
+		waitFor(t, what, func() bool { return replica.db.LastSeq() == primary.db.LastSeq() })
+		p, r := fullContent(t, primary), fullContent(t, replica)
+		for k, v := range p {
+			if r[k] != v {
+				t.Fatalf("%s: key %q differs on the replica:\n%s\n%s", what, k, r[k], v)
+			}
+		}
+		if len(r) != len(p) {
+			t.Fatalf("%s: the replica holds %d keys, the primary %d", what, len(r), len(p))
+		}
+	}
+	caughtUp("the first full sync")
+
+	for round := range 4 {
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				checkJournal(t, ctx, rc)
+				time.Sleep(time.Millisecond)
+			}
+		})
+		long := round%2 == 1
+		proxy.delay.Store(int64(time.Duration(rng.IntN(3)) * time.Millisecond))
+		// A short cut comes near the end of the round's writes: what
+		// follows it fits in the backlog.
+		cutAt := 280
+		if long {
+			cutAt = 50
+		}
+		for i := range 300 {
+			if i == cutAt {
+				proxy.down.Store(long)
+				proxy.cut()
+			}
+			if i == 250 {
+				proxy.down.Store(false)
+			}
+			if err := journaledWrite(ctx, pc, rng); err != nil {
+				t.Fatal(err)
+			}
+		}
+		proxy.delay.Store(0)
+		close(stop)
+		wg.Wait()
+		caughtUp(fmt.Sprintf("round %d", round))
+	}
+	full, resumed := primary.repl.fullSyncs.Load(), primary.repl.resumes.Load()
+	t.Logf("full syncs %d, resumes %d, cuts %d", full, resumed, proxy.cuts.Load())
+	if full < 2 || resumed < 2 {
+		t.Fatalf("full syncs %d, resumes %d: want a full sync after each long cut and resumes after short ones", full, resumed)
+	}
+}
