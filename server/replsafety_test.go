@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -132,10 +133,10 @@ func TestReplicationThroughCutLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	proxy := newLinkProxy(t, primary.Addr().String())
+	proxy := testutil.NewProxy(t, primary.Addr().String())
 	replica := startServer(t, nil)
 	rc := newClient(t, replica, 2, func(o *redis.Options) { o.MaxRetries = 3 })
-	host, port, _ := strings.Cut(proxy.addr(), ":")
+	host, port, _ := strings.Cut(proxy.Addr(), ":")
 	if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
 		t.Fatal(msg)
 	}
@@ -169,7 +170,7 @@ func TestReplicationThroughCutLink(t *testing.T) {
 			}
 		})
 		long := round%2 == 1
-		proxy.delay.Store(int64(time.Duration(rng.IntN(3)) * time.Millisecond))
+		proxy.Delay.Store(int64(time.Duration(rng.IntN(3)) * time.Millisecond))
 		// A short cut comes near the end of the round's writes: what
 		// follows it fits in the backlog.
 		cutAt := 280
@@ -178,23 +179,23 @@ func TestReplicationThroughCutLink(t *testing.T) {
 		}
 		for i := range 300 {
 			if i == cutAt {
-				proxy.down.Store(long)
-				proxy.cut()
+				proxy.Down.Store(long)
+				proxy.Cut()
 			}
 			if i == 250 {
-				proxy.down.Store(false)
+				proxy.Down.Store(false)
 			}
 			if err := journaledWrite(ctx, pc, rng); err != nil {
 				t.Fatal(err)
 			}
 		}
-		proxy.delay.Store(0)
+		proxy.Delay.Store(0)
 		close(stop)
 		wg.Wait()
 		caughtUp(fmt.Sprintf("round %d", round))
 	}
 	full, resumed := primary.repl.fullSyncs.Load(), primary.repl.resumes.Load()
-	t.Logf("full syncs %d, resumes %d, cuts %d", full, resumed, proxy.cuts.Load())
+	t.Logf("full syncs %d, resumes %d, cuts %d", full, resumed, proxy.Cuts.Load())
 	if full < 2 || resumed < 2 {
 		t.Fatalf("full syncs %d, resumes %d: want a full sync after each long cut and resumes after short ones", full, resumed)
 	}

@@ -1,4 +1,4 @@
-package server
+package testutil
 
 import (
 	"net"
@@ -8,43 +8,48 @@ import (
 	"time"
 )
 
-// linkProxy is a loopback TCP proxy for a replication link: it forwards
-// each connection to target, and can cut every connection it carries,
-// refuse new ones while down, and hold each chunk it forwards for a delay.
-type linkProxy struct {
+// Proxy is a loopback TCP proxy for a replication link: it forwards each
+// connection to target, and can cut every connection it carries, refuse
+// new ones while Down, and hold each chunk it forwards for Delay.
+type Proxy struct {
 	ln     net.Listener
 	target string
-	delay  atomic.Int64 // nanoseconds
-	down   atomic.Bool
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	cuts   atomic.Int64
+	// Delay is how long each chunk waits, in nanoseconds.
+	Delay atomic.Int64
+	// Down refuses new connections while set.
+	Down  atomic.Bool
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	// Cuts counts the calls to Cut.
+	Cuts atomic.Int64
 }
 
-func newLinkProxy(t testing.TB, target string) *linkProxy {
+// NewProxy starts a proxy to target, closed when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &linkProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
 	go p.accept()
 	t.Cleanup(func() {
 		ln.Close()
-		p.cut()
+		p.Cut()
 	})
 	return p
 }
 
-func (p *linkProxy) addr() string { return p.ln.Addr().String() }
+// Addr is the address the proxy listens on.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *linkProxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
 		}
-		if p.down.Load() {
+		if p.Down.Load() {
 			c.Close()
 			continue
 		}
@@ -63,7 +68,7 @@ func (p *linkProxy) accept() {
 
 // pipe copies src to dst, delaying each chunk, until either end fails;
 // then it closes both.
-func (p *linkProxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn) {
 	defer func() {
 		p.mu.Lock()
 		delete(p.conns, src)
@@ -76,7 +81,7 @@ func (p *linkProxy) pipe(dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if d := p.delay.Load(); d > 0 {
+			if d := p.Delay.Load(); d > 0 {
 				time.Sleep(time.Duration(d))
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -89,12 +94,12 @@ func (p *linkProxy) pipe(dst, src net.Conn) {
 	}
 }
 
-// cut closes every connection the proxy carries.
-func (p *linkProxy) cut() {
+// Cut closes every connection the proxy carries.
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for c := range p.conns {
 		c.Close()
 	}
-	p.cuts.Add(1)
+	p.Cuts.Add(1)
 }
