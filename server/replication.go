@@ -368,6 +368,7 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 		return redisError("ERR invalid replication position")
 	}
 	s := c.s
+	s.repl.backlog.activate()
 	stream := *s.repl.stream.Load()
 	refusal := s.resumeRefusal(args, from, stream)
 	full := refusal != "" && version >= 2
@@ -519,7 +520,7 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 	field(b, "master_replid2", strings.Repeat("0", 40))
 	field(b, "master_repl_offset", offset)
 	field(b, "second_repl_offset", -1)
-	field(b, "repl_backlog_active", 1)
+	field(b, "repl_backlog_active", boolInt(s.repl.backlog.isActive()))
 	field(b, "repl_backlog_size", replBacklogSize)
 	first, size := s.repl.backlog.extent()
 	field(b, "repl_backlog_first_byte_offset", first)
