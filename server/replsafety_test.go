@@ -12,43 +12,49 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// journaledWrite runs one seeded random write of some type in a
-// transaction with INCR n and RPUSH journal n: a replica whose content is
-// a prefix of the primary's history has a journal of exactly 1..n.
-func journaledWrite(ctx context.Context, c *redis.Client, rng interface{ IntN(int) int }) error {
+// randomWriteArgs is a seeded random write of some type: strings, hashes,
+// lists, sets, sorted sets, streams, bitmaps, HyperLogLogs, deletions,
+// expiries and a script.
+func randomWriteArgs(rng interface{ IntN(int) int }) []any {
 	k := fmt.Sprintf("k%d", rng.IntN(30))
 	v := strings.Repeat(string(rune('a'+rng.IntN(26))), 1+rng.IntN(400))
-	var args []any
 	switch rng.IntN(14) {
 	case 0:
-		args = []any{"set", "s:" + k, v}
+		return []any{"set", "s:" + k, v}
 	case 1:
-		args = []any{"append", "s:" + k, v}
+		return []any{"append", "s:" + k, v}
 	case 2:
-		args = []any{"hset", "h:" + k, fmt.Sprint("f", rng.IntN(8)), v}
+		return []any{"hset", "h:" + k, fmt.Sprint("f", rng.IntN(8)), v}
 	case 3:
-		args = []any{"rpush", "l:" + k, v, k}
+		return []any{"rpush", "l:" + k, v, k}
 	case 4:
-		args = []any{"lpop", "l:" + k}
+		return []any{"lpop", "l:" + k}
 	case 5:
-		args = []any{"sadd", "set:" + k, fmt.Sprint("m", rng.IntN(20))}
+		return []any{"sadd", "set:" + k, fmt.Sprint("m", rng.IntN(20))}
 	case 6:
-		args = []any{"zadd", "z:" + k, rng.IntN(100), fmt.Sprint("m", rng.IntN(20))}
+		return []any{"zadd", "z:" + k, rng.IntN(100), fmt.Sprint("m", rng.IntN(20))}
 	case 7:
-		args = []any{"xadd", "x:" + k, "*", "f", v}
+		return []any{"xadd", "x:" + k, "*", "f", v}
 	case 8:
-		args = []any{"setbit", "b:" + k, rng.IntN(4096), rng.IntN(2)}
+		return []any{"setbit", "b:" + k, rng.IntN(4096), rng.IntN(2)}
 	case 9:
-		args = []any{"pfadd", "hll:" + k, fmt.Sprint("e", rng.IntN(1000))}
+		return []any{"pfadd", "hll:" + k, fmt.Sprint("e", rng.IntN(1000))}
 	case 10:
-		args = []any{"del", "s:" + k, "h:" + k, "l:" + k, "x:" + k}
+		return []any{"del", "s:" + k, "h:" + k, "l:" + k, "x:" + k}
 	case 11:
-		args = []any{"pexpire", "h:" + k, 1_000_000 + rng.IntN(1000)}
+		return []any{"pexpire", "h:" + k, 1_000_000 + rng.IntN(1000)}
 	case 12:
-		args = []any{"eval", "redis.call('incrby', KEYS[1], ARGV[1]) return redis.call('set', KEYS[2], ARGV[1])", 2, "n:" + k, "e:" + k, rng.IntN(100)}
+		return []any{"eval", "redis.call('incrby', KEYS[1], ARGV[1]) return redis.call('set', KEYS[2], ARGV[1])", 2, "n:" + k, "e:" + k, rng.IntN(100)}
 	default:
-		args = []any{"set", "t:" + k, v, "px", 1_000_000 + rng.IntN(1000)}
+		return []any{"set", "t:" + k, v, "px", 1_000_000 + rng.IntN(1000)}
 	}
+}
+
+// journaledWrite runs a random write in a transaction with INCR n and
+// RPUSH journal n: a replica whose content is a prefix of the primary's
+// history has a journal of exactly 1..n.
+func journaledWrite(ctx context.Context, c *redis.Client, rng interface{ IntN(int) int }) error {
+	args := randomWriteArgs(rng)
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Do(ctx, args...)
 		p.Incr(ctx, "n")
@@ -62,7 +68,9 @@ func journaledWrite(ctx context.Context, c *redis.Client, rng interface{ IntN(in
 }
 
 // fullContent is every key's type, DUMP (XRANGE for a stream) and
-// absolute expiry.
+// absolute expiry: the whole content as Redis sees it. The engine's keys
+// are not compared: elements of deleted collections stay there until a
+// compaction drops them, and each side compacts on its own schedule.
 func fullContent(t *testing.T, s *Server) map[string]string {
 	t.Helper()
 	ctx := context.Background()
