@@ -22,11 +22,18 @@ func randomReplWrites(t *testing.T, ctx context.Context, c *redis.Client, seed i
 	}
 }
 
+// lastSeq is s's DB position, read as a full sync's swap allows.
+func lastSeq(s *Server) uint64 {
+	s.repl.swapMu.RLock()
+	defer s.repl.swapMu.RUnlock()
+	return s.db.LastSeq()
+}
+
 // waitReplicated waits until the replica is at the primary's position
 // and then compares their whole content.
 func waitReplicated(t *testing.T, primary, replica *Server) {
 	t.Helper()
-	waitFor(t, "the replica to catch up", func() bool { return replica.db.LastSeq() == primary.db.LastSeq() })
+	waitFor(t, "the replica to catch up", func() bool { return lastSeq(replica) == lastSeq(primary) })
 	p, r := fullContent(t, primary), fullContent(t, replica)
 	if len(p) != len(r) || len(p) == 0 {
 		t.Fatalf("replica holds %d keys, primary %d", len(r), len(p))

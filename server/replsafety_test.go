@@ -150,7 +150,7 @@ func TestReplicationThroughCutLink(t *testing.T) {
 	}
 	caughtUp := func(what string) {
 		t.Helper()
-		waitFor(t, what, func() bool { return replica.db.LastSeq() == primary.db.LastSeq() })
+		waitFor(t, what, func() bool { return lastSeq(replica) == lastSeq(primary) })
 		p, r := fullContent(t, primary), fullContent(t, replica)
 		for k, v := range p {
 			if r[k] != v {
