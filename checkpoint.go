@@ -62,19 +62,11 @@ func (db *DB) checkpoint(dir string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := db.Flush(); err != nil {
+	cp, err := db.pinCheckpoint()
+	if err != nil {
 		return err
 	}
-	// The values the flushed tables point to may be in the blob file
-	// still appended to: retired, it can be linked, not copied.
-	if err := db.blobs.retireActive(); err != nil {
-		return err
-	}
-	// The version, and the files in it, stay on disk while referenced:
-	// neither a compaction nor blob garbage collection removes them.
-	v, _, lastSeq := db.vs.CurrentState()
-	defer v.Unref()
-	nextFileNum := db.vs.NextFileNum()
+	defer cp.v.Unref()
 
 	tmp := dir + CheckpointTempSuffix
 	if err := removeFlatDir(fs, tmp); err != nil {
@@ -88,13 +80,59 @@ func (db *DB) checkpoint(dir string) error {
 	if err := fs.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
+	for _, f := range cp.files {
+		if err := linkOrCopy(fs, db.path(f.name), tmp, f.done); err != nil {
+			return err
+		}
+	}
+	if err := cp.writeManifest(fs, tmp); err != nil {
+		return err
+	}
+	if err := vfs.SyncDir(fs, tmp); err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, dir); err != nil {
+		return err
+	}
+	return vfs.SyncDir(fs, filepath.Dir(dir))
+}
+
+// pinnedCheckpoint is the state a checkpoint copies: a version, pinned
+// until v.Unref, and the files it needs.
+type pinnedCheckpoint struct {
+	v           *manifest.Version
+	lastSeq     base.SeqNum
+	nextFileNum base.FileNum
+	files       []checkpointFile
+}
+
+// checkpointFile is a table or blob file of a checkpoint, by name in the
+// DB's directory; done is set when it no longer changes.
+type checkpointFile struct {
+	name string
+	done bool
+}
+
+// pinCheckpoint flushes the memtable, so that the copy needs no WAL, and
+// pins the resulting version with the files it needs.
+func (db *DB) pinCheckpoint() (*pinnedCheckpoint, error) {
+	if err := db.Flush(); err != nil {
+		return nil, err
+	}
+	// The values the flushed tables point to may be in the blob file
+	// still appended to: retired, it can be linked, not copied.
+	if err := db.blobs.retireActive(); err != nil {
+		return nil, err
+	}
+	// The version, and the files in it, stay on disk while referenced:
+	// neither a compaction nor blob garbage collection removes them.
+	v, _, lastSeq := db.vs.CurrentState()
+	cp := &pinnedCheckpoint{v: v, lastSeq: lastSeq, nextFileNum: db.vs.NextFileNum()}
 	retired := db.blobs.retiredSizes()
 	blobs := map[base.FileNum]bool{}
 	for _, files := range v.Files {
 		for _, f := range files {
-			if err := linkOrCopy(fs, db.path(base.MakeFilename(base.FileTypeTable, f.FileNum)), tmp, true); err != nil {
-				return err
-			}
+			cp.files = append(cp.files, checkpointFile{name: base.MakeFilename(base.FileTypeTable, f.FileNum), done: true})
 			for _, r := range f.BlobRefs {
 				blobs[r.FileNum] = true
 			}
@@ -106,26 +144,21 @@ func (db *DB) checkpoint(dir string) error {
 		// and a failed write may cut it, so it is copied; the bytes the
 		// version's tables point to were written before.
 		_, done := retired[num]
-		if err := linkOrCopy(fs, db.path(base.MakeFilename(base.FileTypeBlob, num)), tmp, done); err != nil {
-			return err
-		}
+		cp.files = append(cp.files, checkpointFile{name: base.MakeFilename(base.FileTypeBlob, num), done: done})
 	}
-	// The checkpoint needs no WAL, but a DB always has one, as after a
-	// flush: an empty one, which the manifest names as the oldest needed.
-	walNum := nextFileNum
-	if err := createEmpty(fs, fs.PathJoin(tmp, base.MakeFilename(base.FileTypeLog, walNum))); err != nil {
+	return cp, nil
+}
+
+// writeManifest writes into dir what a checkpoint holds besides its
+// tables and blob files: an empty WAL, which the manifest names as the
+// oldest needed (the checkpoint needs none, but a DB always has one, as
+// after a flush), and a manifest describing exactly the pinned version.
+func (cp *pinnedCheckpoint) writeManifest(fs vfs.FS, dir string) error {
+	walNum := cp.nextFileNum
+	if err := createEmpty(fs, fs.PathJoin(dir, base.MakeFilename(base.FileTypeLog, walNum))); err != nil {
 		return err
 	}
-	if err := manifest.WriteCopy(fs, tmp, v, walNum, lastSeq, walNum+1); err != nil {
-		return err
-	}
-	if err := vfs.SyncDir(fs, tmp); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, dir); err != nil {
-		return err
-	}
-	return vfs.SyncDir(fs, filepath.Dir(dir))
+	return manifest.WriteCopy(fs, dir, cp.v, walNum, cp.lastSeq, walNum+1)
 }
 
 // linkOrCopy gives the file src the same name in directory dir: a hard

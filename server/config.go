@@ -46,6 +46,12 @@ type Config struct {
 	// ReplicaReadOnly makes a replica refuse client writes
 	// ("replica-read-only", live); default true.
 	ReplicaReadOnly bool
+	// MasterUser and MasterAuth are the user and password a replica
+	// AUTHs with to its primary before it asks for the stream
+	// ("masteruser", "masterauth", live: used at the next connection).
+	// Without MasterAuth it sends no AUTH; without MasterUser it AUTHs as
+	// the default user.
+	MasterUser, MasterAuth string
 	// MinReplicasToWrite refuses writes on a primary with fewer
 	// replicas that acknowledged within MinReplicasMaxLag
 	// ("min-replicas-to-write", "min-replicas-max-lag" in seconds, and
@@ -325,6 +331,10 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.ReplicaOf }, checkReplicaOf),
 	boolSetting("replica-read-only", "refuse client writes while a replica", true,
 		func(c *Config) *bool { return &c.ReplicaReadOnly }),
+	stringSetting("masteruser", "ACL user a replica authenticates as to its primary (empty: the default user)", true,
+		func(c *Config) *string { return &c.MasterUser }, nil),
+	secret(stringSetting("masterauth", "password a replica authenticates with to its primary (empty: none)", true,
+		func(c *Config) *string { return &c.MasterAuth }, nil)),
 	boolSetting("protected-mode", "refuse a non-loopback addr without requirepass", false,
 		func(c *Config) *bool { return &c.ProtectedMode }),
 	secret(stringSetting("requirepass", "password clients must AUTH with (empty: none)", true,

@@ -20,8 +20,8 @@ import (
 // same host, which makes every visitor loopback.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", s.serveHealth)
+	mux.Handle("/metrics", s.readsDB(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
+	mux.Handle("/healthz", s.readsDB(http.HandlerFunc(s.serveHealth)))
 	debug := http.NewServeMux()
 	debug.HandleFunc("/debug/pprof/", pprof.Index)
 	debug.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -30,9 +30,13 @@ func (s *Server) httpHandler() http.Handler {
 	debug.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	debug.Handle("/debug/vars", expvar.Handler())
 	mux.Handle("/debug/", s.adminOnly(debug))
-	mux.Handle("/admin/backup", s.adminOnly(http.HandlerFunc(s.serveBackup)))
+	mux.Handle("/admin/backup", s.adminOnly(s.readsDB(http.HandlerFunc(s.serveBackup))))
 	if s.images != nil {
-		mux.Handle("/", s.slowHTTP(s.images.Handler()))
+		// Through imagesHandler, which a replica's full sync replaces.
+		s.imagesHandler = s.images.Handler()
+		mux.Handle("/", s.slowHTTP(s.readsDB(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.imagesHandler.ServeHTTP(w, r)
+		}))))
 	}
 	return mux
 }

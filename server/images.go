@@ -48,7 +48,7 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		BlobStore:           r.BlobStore,
 		S3AccessKey:         r.S3AccessKey,
 		S3SecretKey:         r.S3SecretKey,
-		Registerer:          s.metrics.registry,
+		Registerer:          replacingRegisterer{s.metrics.registry},
 	})
 }
 

@@ -30,19 +30,51 @@ type replBacklog struct {
 	// someone took it to wait for one.
 	changed chan struct{}
 	watched bool
+	// active is set by the first replica's LSMSYNC. Until then the
+	// backlog copies no batch, only follows the position of the next:
+	// the copy costs every write, and a server that never had a replica
+	// should not pay it (Redis also creates its backlog for the first
+	// replica). It stays active until the server stops.
+	active bool
 }
 
 func newReplBacklog(limit int, next uint64) *replBacklog {
 	return &replBacklog{first: next, next: next, limit: limit, changed: make(chan struct{})}
 }
 
+// activate makes the backlog keep batches from the next one on.
+func (b *replBacklog) activate() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.active = true
+}
+
+// isActive reports whether the backlog keeps batches, for INFO.
+func (b *replBacklog) isActive() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.active
+}
+
+// reset empties the backlog, which starts again at next.
+func (b *replBacklog) reset(next uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.batches)
+	b.batches, b.bytes, b.first, b.next = b.batches[:0], 0, next, next
+}
+
 // add appends a copy of a committed batch starting at seq and spanning
 // count sequence numbers; the oldest batches leave to keep the backlog
 // within its limit (the newest one always stays).
 func (b *replBacklog) add(seq uint64, count uint32, data []byte) {
-	data = append([]byte(nil), data...)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.active {
+		b.first, b.next = seq+uint64(count), seq+uint64(count)
+		return
+	}
+	data = append([]byte(nil), data...)
 	if seq != b.next {
 		clear(b.batches)
 		b.batches, b.bytes, b.first = b.batches[:0], 0, seq

@@ -10,7 +10,7 @@ import (
 // a primary: one replica is promoted (REPLICAOF NO ONE) and the other is
 // pointed at it. The other continues without a new copy when it is not
 // ahead of the promoted one, takes its dataset id, and converges; one
-// that holds batches past the fork point is refused, and applies nothing.
+// that holds batches past the fork point takes a full copy instead.
 func TestSiblingFollowsPromotedReplica(t *testing.T) {
 	ctx := context.Background()
 	primary := startServer(t, nil)
@@ -37,6 +37,7 @@ func TestSiblingFollowsPromotedReplica(t *testing.T) {
 	if _, msg := do(ctx, ac, "replicaof", "no", "one"); msg != "" {
 		t.Fatal(msg)
 	}
+	aFulls := a.repl.fullSyncs.Load()
 	host, port, _ := strings.Cut(a.Addr().String(), ":")
 	// b, level with a, continues.
 	if _, msg := do(ctx, bc, "replicaof", host, port); msg != "" {
@@ -60,24 +61,23 @@ func TestSiblingFollowsPromotedReplica(t *testing.T) {
 		t.Fatal(msg)
 	}
 	waitReplicated(t, a, c)
+	eq(t, "full copies a sent to its siblings", a.repl.fullSyncs.Load(), aFulls)
 
 	// b promoted, then a writes once more to c: c is ahead of b's fork
-	// point and is refused.
+	// point, so it cannot continue from b; it takes a full copy of b
+	// (its own data set aside) and converges.
 	if _, msg := do(ctx, bc, "replicaof", "no", "one"); msg != "" {
 		t.Fatal(msg)
 	}
 	randomReplWrites(t, ctx, ac, 26, 20)
 	waitFor(t, "c to catch up with a", func() bool { return c.db.LastSeq() == a.db.LastSeq() })
-	before := c.db.LastSeq()
+	fulls := b.repl.fullSyncs.Load()
 	host, port, _ = strings.Cut(b.Addr().String(), ":")
 	if _, msg := do(ctx, cc, "replicaof", host, port); msg != "" {
 		t.Fatal(msg)
 	}
-	waitFor(t, "c's link to be refused", func() bool {
-		why := c.repl.linkErr.Load()
-		return why != nil && strings.Contains(*why, "DIVERGED the replica holds batches past")
-	})
-	if c.db.LastSeq() != before || c.repl.linkUp.Load() {
-		t.Fatal("a replica ahead of the promoted one followed it")
-	}
+	waitFor(t, "c to take a copy of b", func() bool { return b.repl.fullSyncs.Load() > fulls })
+	randomReplWrites(t, ctx, bc, 27, 50)
+	waitReplicated(t, b, c)
+	eq(t, "c's dataset id", c.repl.datasetID(), b.repl.datasetID())
 }

@@ -24,9 +24,11 @@ import (
 // with lsmgo.DB.ApplyReplicated, which refuses a gap or a duplicate.
 // Whatever the key layout, a batch is the unit both sides agree on.
 
-// replStreamVersion is the version of the LSMSYNC stream: the framing
-// above and the engine's replicated batch encoding.
-const replStreamVersion = 1
+// replStreamVersion is the newest version of the LSMSYNC stream: the
+// framing above and the engine's replicated batch encoding. Version 2 adds
+// the full sync (replfullsync.go); a version 1 replica that cannot resume
+// is refused, as before.
+const replStreamVersion = 2
 
 // replPingInterval is how often an idle stream says it is alive.
 const replPingInterval = time.Second
@@ -58,6 +60,16 @@ type replication struct {
 	lastIO    atomic.Int64           // unix seconds of the last read from the primary
 	downSince atomic.Int64           // unix seconds since the link is down, 0 while up or never tried
 	following atomic.Bool            // while a replica
+	syncing   atomic.Bool            // while a full sync arrives
+	// As a primary: streams begun with a full sync, resumed, and refused
+	// (INFO stats' sync_full, sync_partial_ok, sync_partial_err).
+	fullSyncs, resumes, refused atomic.Int64
+
+	// swapping is set while a full sync replaces the DB: new connections
+	// are refused with LOADING. swapMu is held then; the HTTP handlers
+	// that read the DB hold it shared.
+	swapping atomic.Bool
+	swapMu   sync.RWMutex
 }
 
 // replicaStream is one replica this server streams to, for ROLE and INFO.
@@ -80,8 +92,15 @@ type replLink struct {
 const datasetKey = string(keylayout.Meta) + "dataset-id"
 
 func (s *Server) initReplication() error {
-	s.repl.replicas = map[uint64]*replicaStream{}
-	s.repl.backlog = newReplBacklog(replBacklogSize, s.db.LastSeq()+1)
+	if s.repl.replicas == nil {
+		s.repl.replicas = map[uint64]*replicaStream{}
+	}
+	if s.repl.backlog == nil {
+		s.repl.backlog = newReplBacklog(replBacklogSize, s.db.LastSeq()+1)
+	} else {
+		// A full sync replaced the DB.
+		s.repl.backlog.reset(s.db.LastSeq() + 1)
+	}
 	id, err := s.db.Get([]byte(datasetKey))
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		id = []byte(newRunID())
@@ -211,7 +230,9 @@ func (s *Server) runLink(addr string, stop chan struct{}) {
 }
 
 // followOnce connects to the primary, asks for the batches after this
-// DB's last, and applies them until the link breaks or stop.
+// DB's last, and applies them until the link breaks or stop; when the
+// primary cannot serve them, it sends a full copy first (FULLSYNC), which
+// replaces this DB.
 func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -227,21 +248,19 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 		}
 		nc.Close()
 	}()
-	port := 0
-	if a, ok := s.Addr().(*net.TCPAddr); ok {
-		port = a.Port
+	rd := resp.NewReader(nc, resp.Limits{MaxBulkLen: 1 << 30})
+	nc.SetDeadline(time.Now().Add(10 * replPingInterval))
+	if err := s.authToPrimary(nc, rd); err != nil {
+		return err
 	}
+	nc.SetDeadline(time.Time{})
 	if err := s.reloadDataset(); err != nil {
 		return err
 	}
 	from := s.db.LastSeq() + 1
-	cmd := resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
-		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
-		[]byte(s.followedStream()))
-	if _, err := nc.Write(cmd); err != nil {
+	if _, err := nc.Write(s.syncRequest(from)); err != nil {
 		return err
 	}
-	rd := resp.NewReader(nc, resp.Limits{MaxBulkLen: 1 << 30})
 	for {
 		// The primary pings every second when idle.
 		nc.SetReadDeadline(time.Now().Add(10 * replPingInterval))
@@ -254,15 +273,33 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 		case '-':
 			return fmt.Errorf("primary refused: %s", v.Err)
 		case '+':
-			if f := strings.Fields(string(v.Str)); len(f) == 3 && f[0] == "STREAM" {
+			f := strings.Fields(string(v.Str))
+			switch {
+			case len(f) == 3 && f[0] == "STREAM":
 				// Every batch from here on is of that stream.
 				if err := s.saveFollowedStream(f[2]); err != nil {
 					return err
 				}
-				s.repl.linkUp.Store(true)
-				s.repl.downSince.Store(0)
-				s.log.Info("replication link to primary up", "primary", addr, "from", from)
+			case len(f) == 2 && f[0] == "FULLSYNC":
+				s.log.Info("replication: full sync from the primary begins", "primary", addr, "had", from-1)
+				if from, err = s.fullSync(rd, nc, f[1], stop); err != nil {
+					return err
+				}
+				s.log.Info("replication: full sync done", "primary", addr, "at", from-1)
+			default:
+				// +PING: an idle stream's, answered with an acknowledgement.
+				if err := s.sendAck(nc); err != nil {
+					return err
+				}
+				continue
 			}
+			// Keep what this replica applies, as Redis' replicas do, so
+			// that its siblings continue from it without a new copy if
+			// it is promoted.
+			s.repl.backlog.activate()
+			s.repl.linkUp.Store(true)
+			s.repl.downSince.Store(0)
+			s.log.Info("replication link to primary up", "primary", addr, "from", from)
 			if err := s.sendAck(nc); err != nil {
 				return err
 			}
@@ -292,44 +329,88 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	}
 }
 
+// authToPrimary sends AUTH [masteruser] masterauth when masterauth is set,
+// and waits for +OK.
+func (s *Server) authToPrimary(nc net.Conn, rd *resp.Reader) error {
+	cfg := s.config()
+	if cfg.MasterAuth == "" {
+		return nil
+	}
+	args := [][]byte{[]byte("AUTH")}
+	if cfg.MasterUser != "" {
+		args = append(args, []byte(cfg.MasterUser))
+	}
+	args = append(args, []byte(cfg.MasterAuth))
+	if _, err := nc.Write(resp.AppendCommand(nil, args...)); err != nil {
+		return err
+	}
+	v, err := rd.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Type == '-' {
+		return fmt.Errorf("primary refused AUTH (masteruser/masterauth): %s", v.Err)
+	}
+	return nil
+}
+
+// syncRequest is LSMSYNC version dataset-id from listening-port stream-id.
+func (s *Server) syncRequest(from uint64) []byte {
+	port := 0
+	if a, ok := s.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	return resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
+		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
+		[]byte(s.followedStream()))
+}
+
+// fullSync receives the primary's copy and installs it, and returns the
+// sequence number the stream continues from.
+func (s *Server) fullSync(rd *resp.Reader, nc net.Conn, stream string, stop <-chan struct{}) (uint64, error) {
+	s.repl.syncing.Store(true)
+	defer s.repl.syncing.Store(false)
+	last, dataset, err := s.receiveFullSync(rd, nc, stream)
+	if err != nil {
+		return 0, err
+	}
+	// The primary keeps sending batches while the copy is installed;
+	// they wait in the socket.
+	nc.SetReadDeadline(time.Time{})
+	if err := s.swapIn(stop, dataset != s.repl.datasetID()); err != nil {
+		return 0, err
+	}
+	return last + 1, nil
+}
+
 // cmdLSMSync is the primary's side: LSMSYNC version dataset from
-// [listening-port]
-// turns the connection into a stream of the batches from sequence number
-// from on. It returns when the replica goes away, falls out of the
-// backlog, or the server shuts down.
+// listening-port stream turns the connection into a stream of the
+// batches from sequence number from on, preceded, for a replica that
+// cannot resume there and speaks version 2, by a full copy. It returns
+// when the replica goes away, falls out of the backlog, or the server
+// shuts down.
 func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
-	if v, err := strconv.Atoi(string(args[1])); err != nil || v != replStreamVersion {
-		return redisError(fmt.Sprintf("ERR unsupported replication stream version %q; this server speaks %d", args[1], replStreamVersion))
+	version, err := strconv.Atoi(string(args[1]))
+	if err != nil || version < 1 || version > replStreamVersion {
+		return redisError(fmt.Sprintf("ERR unsupported replication stream version %q; this server speaks 1 to %d", args[1], replStreamVersion))
 	}
 	from, err := strconv.ParseUint(string(args[3]), 10, 64)
 	if err != nil || from == 0 {
 		return redisError("ERR invalid replication position")
 	}
-	stream := *c.s.repl.stream.Load()
-	presented := "?"
-	if len(args) > 5 {
-		presented = string(args[5])
-	}
-	sibling := false // of the replica this server was promoted from (replfork.go)
-	if string(args[2]) != c.s.repl.datasetID() {
-		ok, why := c.s.continuesFork(string(args[2]), presented, from)
-		if why != "" {
-			return redisError("DIVERGED " + why + "; reseed the replica")
-		}
-		if !ok {
-			return redisError("NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ); seed it from this primary's backup (doc/replication.md)")
-		}
-		sibling = true
-	}
-	if !sibling && (len(args) < 6 || (presented != stream && presented != "?")) {
-		// The replica's streamed batches are of an earlier history,
-		// whose end this primary may have lost: only a replica at the
-		// current history's start is surely a prefix. ("?": it never
-		// streamed, so its data is a checkpoint, which holds only what
-		// the primary had synced.)
-		if from != c.s.repl.streamStart.Load() {
-			return redisError("DIVERGED the replica holds batches of this primary's history before an unclean restart, which the primary may have lost; reseed the replica")
-		}
+	s := c.s
+	s.repl.backlog.activate()
+	stream := *s.repl.stream.Load()
+	refusal := s.resumeRefusal(args, from, stream)
+	full := refusal != "" && version >= 2
+	switch {
+	case full:
+		s.repl.fullSyncs.Add(1)
+	case refusal != "":
+		s.repl.refused.Add(1)
+		return redisError(refusal)
+	default:
+		s.repl.resumes.Add(1)
 	}
 	rs := &replicaStream{}
 	if len(args) > 4 {
@@ -338,12 +419,6 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
 		rs.ip = a.IP.String()
 	}
-	s := c.s
-	batches, changed, ok := s.repl.backlog.from(from)
-	if !ok {
-		return redisError(fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog; the replica needs a new copy", from))
-	}
-	c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
 	stopAcks := s.startAcks(c, rs)
 	defer stopAcks()
 	s.repl.mu.Lock()
@@ -354,6 +429,63 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 		delete(s.repl.replicas, c.id)
 		s.repl.mu.Unlock()
 	}()
+	if full {
+		s.log.Info("replication: full sync to a replica", "replica", c.nc.RemoteAddr().String(), "why", refusal)
+		c.wr.SimpleString("FULLSYNC " + stream)
+		last, err := s.sendFullSync(c)
+		if err != nil {
+			c.quit = true
+			s.log.Warn("replication: full sync to a replica failed", "replica", c.nc.RemoteAddr().String(), "err", err)
+			return nil
+		}
+		from = last + 1
+	} else {
+		c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
+	}
+	return s.streamBatches(c, rs, from)
+}
+
+// resumeRefusal says why a replica cannot resume at from, or "".
+func (s *Server) resumeRefusal(args [][]byte, from uint64, stream string) string {
+	presented := "?"
+	if len(args) > 5 {
+		presented = string(args[5])
+	}
+	sibling := false // of the replica this server was promoted from (replfork.go)
+	if string(args[2]) != s.repl.datasetID() {
+		ok, why := s.continuesFork(string(args[2]), presented, from)
+		if why != "" {
+			return "DIVERGED " + why
+		}
+		if !ok {
+			return "NOTACOPY the replica's data is not a copy of this primary's (dataset ids differ)"
+		}
+		sibling = true
+	}
+	if !sibling && (len(args) < 6 || (presented != stream && presented != "?")) {
+		// The replica's streamed batches are of an earlier history,
+		// whose end this primary may have lost: only a replica at the
+		// current history's start is surely a prefix. ("?": it never
+		// streamed, so its data is a checkpoint, which holds only what
+		// the primary had synced.)
+		if from != s.repl.streamStart.Load() {
+			return "DIVERGED the replica holds batches of this primary's history before an unclean restart, which the primary may have lost"
+		}
+	}
+	if _, _, ok := s.repl.backlog.from(from); !ok {
+		return fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog", from)
+	}
+	return ""
+}
+
+// streamBatches sends the batches from sequence number from on, from the
+// backlog, with a PING every second without one.
+func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
+	batches, changed, ok := s.repl.backlog.from(from)
+	if !ok {
+		c.quit = true
+		return redisError(fmt.Sprintf("NOBACKLOG position %d left the backlog during the full sync", from))
+	}
 	ping := time.NewTicker(replPingInterval)
 	defer ping.Stop()
 	for {
@@ -413,7 +545,7 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 		}
 		field(b, "master_link_status", status)
 		field(b, "master_last_io_seconds_ago", last)
-		field(b, "master_sync_in_progress", 0)
+		field(b, "master_sync_in_progress", boolInt(s.repl.syncing.Load()))
 		if status == "down" {
 			// Sentinel passes over a replica whose link is down too long.
 			down := int64(-1)
@@ -437,7 +569,7 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 	field(b, "master_replid2", strings.Repeat("0", 40))
 	field(b, "master_repl_offset", offset)
 	field(b, "second_repl_offset", -1)
-	field(b, "repl_backlog_active", 1)
+	field(b, "repl_backlog_active", boolInt(s.repl.backlog.isActive()))
 	field(b, "repl_backlog_size", replBacklogSize)
 	first, size := s.repl.backlog.extent()
 	field(b, "repl_backlog_first_byte_offset", first)

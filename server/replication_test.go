@@ -10,68 +10,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// content is every key of s with its DUMP payload, the whole content as
-// Redis sees it. The engine's keys are not compared: elements of deleted
-// collections stay there until a compaction drops them, and each side
-// compacts on its own schedule.
-func content(t *testing.T, s *Server) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	c := newClient(t, s, 2, nil)
-	defer c.Close()
-	keys, err := c.Keys(ctx, "*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, k := range keys {
-		v, err := c.Dump(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("DUMP %s: %v", k, err)
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// randomReplWrites runs n seeded random writes of several types.
+// randomReplWrites runs n seeded random writes of every type.
 func randomReplWrites(t *testing.T, ctx context.Context, c *redis.Client, seed int64, n int) {
 	t.Helper()
 	rng := newRand(seed)
 	for range n {
-		k := fmt.Sprintf("k%d", rng.IntN(40))
-		v := strings.Repeat(string(rune('a'+rng.IntN(26))), 1+rng.IntN(300))
-		var args []any
-		switch rng.IntN(8) {
-		case 0:
-			args = []any{"set", "s:" + k, v}
-		case 1:
-			args = []any{"hset", "h:" + k, fmt.Sprint("f", rng.IntN(5)), v}
-		case 2:
-			args = []any{"rpush", "l:" + k, v, k}
-		case 3:
-			args = []any{"sadd", "set:" + k, fmt.Sprint("m", rng.IntN(20))}
-		case 4:
-			args = []any{"zadd", "z:" + k, rng.IntN(100), fmt.Sprint("m", rng.IntN(20))}
-		case 5:
-			args = []any{"del", "s:" + k, "h:" + k, "l:" + k}
-		case 6:
-			args = []any{"incrby", "n:" + k, rng.IntN(1000)}
-		default:
-			args = []any{"set", "e:" + k, v, "ex", 3600}
-		}
+		args := randomWriteArgs(rng)
 		if _, msg := do(ctx, c, args...); msg != "" {
 			t.Fatalf("%v: %s", args, msg)
 		}
 	}
 }
 
+// lastSeq is s's DB position, read as a full sync's swap allows.
+func lastSeq(s *Server) uint64 {
+	s.repl.swapMu.RLock()
+	defer s.repl.swapMu.RUnlock()
+	return s.db.LastSeq()
+}
+
 // waitReplicated waits until the replica is at the primary's position
 // and then compares their whole content.
 func waitReplicated(t *testing.T, primary, replica *Server) {
 	t.Helper()
-	waitFor(t, "the replica to catch up", func() bool { return replica.db.LastSeq() == primary.db.LastSeq() })
-	p, r := content(t, primary), content(t, replica)
+	waitFor(t, "the replica to catch up", func() bool { return lastSeq(replica) == lastSeq(primary) })
+	p, r := fullContent(t, primary), fullContent(t, replica)
 	if len(p) != len(r) || len(p) == 0 {
 		t.Fatalf("replica holds %d keys, primary %d", len(r), len(p))
 	}
@@ -119,6 +82,12 @@ func TestReplication(t *testing.T) {
 	replica, rc := start(true)
 	randomReplWrites(t, ctx, pc, 2, 300)
 	waitReplicated(t, primary, replica)
+	// The primary's backlog began with this first replica: it resumed if
+	// it connected before the next write, else it took a full copy.
+	fullSyncs := primary.repl.fullSyncs.Load()
+	if fullSyncs > 1 {
+		t.Fatalf("%d full syncs for one replica", fullSyncs)
+	}
 
 	v, _ := do(ctx, rc, "get", "s:k1")
 	w, _ := do(ctx, pc, "get", "s:k1")
@@ -158,6 +127,7 @@ func TestReplication(t *testing.T) {
 	replica, rc = start(false)
 	randomReplWrites(t, ctx, pc, 4, 100)
 	waitReplicated(t, primary, replica)
+	eq(t, "full syncs after the restart", primary.repl.fullSyncs.Load(), fullSyncs)
 
 	// Promoted, it takes writes; the old primary's data is intact.
 	if _, msg := do(ctx, rc, "replicaof", "no", "one"); msg != "" {
@@ -166,47 +136,51 @@ func TestReplication(t *testing.T) {
 	if _, msg := do(ctx, rc, "hset", "h:new", "f", "v"); msg != "" {
 		t.Fatalf("write after REPLICAOF NO ONE: %s", msg)
 	}
-	// Its history now differs from the old primary's: neither follows
-	// the other.
+	// Its history now differs from the old primary's: demoted, the old
+	// primary takes a full copy of it, and keeps its own data aside.
 	rhost, rport, _ := strings.Cut(replica.Addr().String(), ":")
 	if _, msg := do(ctx, pc, "replicaof", rhost, rport); msg != "" {
 		t.Fatal(msg)
 	}
-	before := primary.db.LastSeq()
 	if _, msg := do(ctx, rc, "set", "s:after", "v"); msg != "" {
 		t.Fatal(msg)
 	}
-	waitFor(t, "the link to be refused", func() bool { return primary.repl.linkDown.Load() > 0 })
-	info, _ = do(ctx, pc, "info", "replication")
-	if !strings.Contains(info.(string), "master_link_status:down") || primary.db.LastSeq() != before {
-		t.Fatalf("the old primary followed the promoted replica's diverged history:\n%s", info)
+	waitReplicated(t, replica, primary)
+	eq(t, "full syncs from the promoted replica", replica.repl.fullSyncs.Load(), int64(1))
+	if kept, _ := filepath.Glob(filepath.Clean(primary.config().Dir) + ".discarded-*"); len(kept) != 1 {
+		t.Fatalf("the demoted primary's data was not kept aside: %v", kept)
 	}
 }
 
-// TestReplicaOfUnrelatedData refuses to stream to a replica whose data is
-// not a copy of the primary's.
+// TestReplicaOfUnrelatedData makes a server with data of its own follow
+// an unrelated primary: it takes a full copy, which replaces its data
+// (kept aside, since it held keys), and converges.
 func TestReplicaOfUnrelatedData(t *testing.T) {
 	ctx := context.Background()
 	primary, other := startServer(t, nil), startServer(t, nil)
 	oc := newClient(t, other, 2, nil)
+	if _, msg := do(ctx, oc, "set", "mine", "1"); msg != "" {
+		t.Fatal(msg)
+	}
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 5, 20)
 	host, port, _ := strings.Cut(primary.Addr().String(), ":")
 	if _, msg := do(ctx, oc, "replicaof", host, port); msg != "" {
 		t.Fatal(msg)
 	}
-	before := other.db.LastSeq()
-	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 5, 20)
-	waitFor(t, "the link to be refused", func() bool { return other.repl.linkDown.Load() > 0 })
-	info, _ := do(ctx, oc, "info", "replication")
-	if !strings.Contains(info.(string), "master_link_status:down") || other.db.LastSeq() != before {
-		t.Fatalf("an unrelated replica followed:\n%s", info)
+	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 6, 20)
+	waitReplicated(t, primary, other)
+	eq(t, "full syncs", primary.repl.fullSyncs.Load(), int64(1))
+	kept, _ := filepath.Glob(filepath.Clean(other.config().Dir) + ".discarded-*")
+	if len(kept) != 1 {
+		t.Fatalf("the replaced data was not kept aside: %v", kept)
 	}
 }
 
 // TestReplicationPrimaryRestart restarts the primary: after a clean
-// shutdown its replica resumes; a primary that comes back behind its
-// replica without its saved stream id (what a power loss that cut the
-// WAL's tail leaves, made here from a checkpoint) is refused, and the
-// replica applies nothing.
+// shutdown its replica resumes; from a primary that comes back behind
+// its replica without its saved stream id (what a power loss that cut
+// the WAL's tail leaves, made here from a checkpoint) the replica takes a
+// full copy instead.
 func TestReplicationPrimaryRestart(t *testing.T) {
 	ctx := context.Background()
 	primary := startServer(t, nil)
@@ -245,14 +219,11 @@ func TestReplicationPrimaryRestart(t *testing.T) {
 	waitReplicated(t, primary, replica)
 	shutdown(t, primary)
 	primary = startServer(t, func(c *Config) { c.Dir = lost })
-	before := replica.db.LastSeq()
+	resumes := primary.repl.resumes.Load()
 	follow(primary)
 	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 9, 200)
-	waitFor(t, "the link to be refused", func() bool {
-		why := replica.repl.linkErr.Load()
-		return why != nil && strings.Contains(*why, "DIVERGED")
-	})
-	if replica.db.LastSeq() != before || replica.repl.linkUp.Load() {
-		t.Fatal("the replica followed a primary that restarted without its stream id")
-	}
+	// The replica's history is not the primary's: it takes a full copy.
+	waitReplicated(t, primary, replica)
+	eq(t, "full syncs", primary.repl.fullSyncs.Load(), int64(1))
+	eq(t, "resumes", primary.repl.resumes.Load(), resumes)
 }

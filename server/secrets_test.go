@@ -16,6 +16,7 @@ import (
 // a leak of any of them. A new secret setting must join this table.
 var secretSettings = map[string]string{
 	"requirepass":          "sekrit-pass",
+	"masterauth":           "sekrit-primary",
 	"admin-token":          "sekrit-admin",
 	"image-tokens":         "uploader:sekrit-image",
 	"s3-access-key":        "sekrit-s3-id",

@@ -17,6 +17,7 @@ import (
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
 	"github.com/lsmgo-dev/lsmgo/server/internal/luascript"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // Version is the Redis version the server reports in HELLO and INFO;
@@ -62,6 +63,9 @@ type Server struct {
 	httpSrv *http.Server
 	httpLn  net.Listener
 	images  *imgbed.Host // nil unless Config.Images
+	// imagesHandler is images' routes; a full sync replaces both, holding
+	// repl.swapMu, which the routes hold shared.
+	imagesHandler http.Handler
 
 	clientsMu sync.Mutex
 	clients   map[uint64]*conn
@@ -136,17 +140,12 @@ func Start(cfg Config) (*Server, error) {
 	s.log = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: &s.logLevel}))
 	s.cursors.init()
 
-	s.db, err = lsmgo.Open(r.Dir, &lsmgo.Options{
-		Sync:                     syncMode(r.AppendFsync),
-		MemTableSize:             r.MemTableSize,
-		CacheSize:                r.CacheSize,
-		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
-		Logger:                   s.log.With("component", "engine"),
-		FS:                       cfg.FS,
-		NewCompactionFilter:      newDBFilter,
-		OnCommit:                 s.onCommit,
-	})
-	if err != nil {
+	// A full sync a kill interrupted ends here: the data is the old or
+	// the new copy, whole (replswap.go).
+	if err := finishFullSync(s.fs(), r.Dir); err != nil {
+		return nil, fmt.Errorf("lsmgo server: finishing a replica's full sync: %w", err)
+	}
+	if s.db, err = lsmgo.Open(r.Dir, s.engineOptions(&r)); err != nil {
 		return nil, err
 	}
 	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log),
@@ -172,6 +171,28 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// engineOptions are the options the server opens its DB with.
+func (s *Server) engineOptions(r *Config) *lsmgo.Options {
+	return &lsmgo.Options{
+		Sync:                     syncMode(r.AppendFsync),
+		MemTableSize:             r.MemTableSize,
+		CacheSize:                r.CacheSize,
+		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
+		Logger:                   s.log.With("component", "engine"),
+		FS:                       s.base.FS,
+		NewCompactionFilter:      newDBFilter,
+		OnCommit:                 s.onCommit,
+	}
+}
+
+// fs is the filesystem the DB is on.
+func (s *Server) fs() vfs.FS {
+	if s.base.FS != nil {
+		return s.base.FS
+	}
+	return vfs.Default
+}
+
 // syncMode maps Redis' appendfsync to the engine's sync modes. All of them
 // write the WAL before a write returns, so a killed process loses nothing.
 func syncMode(appendfsync string) lsmgo.SyncMode {
@@ -185,17 +206,9 @@ func syncMode(appendfsync string) lsmgo.SyncMode {
 }
 
 func (s *Server) start(r *Config) error {
-	if err := s.ks.checkFormat(r.Dir); err != nil {
-		return err
-	}
-	dbs, err := s.ks.loadDBs(r.Databases)
+	err := s.loadKeyspace(r)
 	if err != nil {
 		return err
-	}
-	s.ks.dbs.Store(dbs)
-	s.databases = r.Databases
-	if s.ks.versions, err = newVersionClock(s.db); err != nil {
-		return fmt.Errorf("lsmgo server: collection versions: %w", err)
 	}
 	s.cmdStats = newCmdStats()
 	s.metrics = newMetrics(s)
@@ -234,6 +247,24 @@ func (s *Server) start(r *Config) error {
 				s.log.Error("http server stopped", "err", err)
 			}
 		}()
+	}
+	return nil
+}
+
+// loadKeyspace reads the keyspace's own state from the DB: at start, and
+// when a replica's full sync has replaced the DB.
+func (s *Server) loadKeyspace(r *Config) error {
+	if err := s.ks.checkFormat(r.Dir); err != nil {
+		return err
+	}
+	dbs, err := s.ks.loadDBs(r.Databases)
+	if err != nil {
+		return err
+	}
+	s.ks.dbs.Store(dbs)
+	s.databases = r.Databases
+	if s.ks.versions, err = newVersionClock(s.db); err != nil {
+		return fmt.Errorf("lsmgo server: collection versions: %w", err)
 	}
 	return nil
 }
@@ -288,11 +319,15 @@ func (s *Server) acceptLoop() {
 // stopping.
 func (s *Server) admit(nc net.Conn) {
 	s.clientsMu.Lock()
-	if s.closing.Load() || len(s.clients) >= s.config().MaxClients {
+	if s.closing.Load() || len(s.clients) >= s.config().MaxClients || s.repl.swapping.Load() {
+		msg := msgMaxClients
+		if s.repl.swapping.Load() {
+			msg = msgLoading
+		}
 		s.clientsMu.Unlock()
 		s.stats.rejected.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		nc.Write([]byte("-" + msgMaxClients + "\r\n"))
+		nc.Write([]byte("-" + msg + "\r\n"))
 		nc.Close()
 		return
 	}

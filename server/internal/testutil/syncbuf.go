@@ -1,6 +1,7 @@
 // Package testutil holds what the server module's tests share: a log
 // buffer that a server under test writes from many goroutines while the
-// test reads it, and the contents of a DB directory.
+// test reads it, the contents of a DB directory, and a proxy that cuts
+// and delays a replication link.
 package testutil
 
 import (
