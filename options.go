@@ -165,6 +165,14 @@ type Options struct {
 	// I/O error on a mapped page is returned as an error, like a failed
 	// read.
 	MapTables bool
+	// MapBudget bounds, when MapTables is off, the bytes of table files
+	// read through mappings instead of pread(2): tables are mapped as they
+	// are opened while the sizes of the mapped ones add up to at most
+	// this, and the rest are read with pread. It spends a bounded part of
+	// the memory MapTables would on the system call it saves: the resident
+	// set grows by at most this much. Default CacheSize/2; negative maps
+	// nothing.
+	MapBudget int64
 	// MaxConcurrentCompactions bounds the compaction worker pool; default
 	// min(2, GOMAXPROCS). Flushes run on their own goroutine.
 	MaxConcurrentCompactions int
@@ -311,6 +319,11 @@ func (o *Options) withDefaults() Options {
 		r.CacheSize = DefaultCacheSize
 	} else if r.CacheSize < 0 {
 		r.CacheSize = 0
+	}
+	if r.MapBudget == 0 {
+		r.MapBudget = r.CacheSize / 2
+	} else if r.MapBudget < 0 {
+		r.MapBudget = 0
 	}
 	if r.MaxConcurrentCompactions <= 0 {
 		r.MaxConcurrentCompactions = min(2, runtime.GOMAXPROCS(0))
