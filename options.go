@@ -161,9 +161,9 @@ type Options struct {
 	// the process is charged for: every page of a table that a read has
 	// touched counts in its resident set (RSS) until the table is
 	// deleted, up to the size of the tables on disk, although the kernel
-	// may reclaim those pages like any page cache. Off by default. An
-	// I/O error on a mapped page is returned as an error, like a failed
-	// read.
+	// may reclaim those pages like any page cache. Off by default:
+	// MapBudget maps some tables instead. An I/O error on a mapped page
+	// is returned as an error, like a failed read.
 	MapTables bool
 	// MapBudget bounds, when MapTables is off, the bytes of table files
 	// read through mappings instead of pread(2): tables are mapped as they
