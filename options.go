@@ -170,7 +170,7 @@ type Options struct {
 	// are opened while the sizes of the mapped ones add up to at most
 	// this, and the rest are read with pread. It spends a bounded part of
 	// the memory MapTables would on the system call it saves: the resident
-	// set grows by at most this much. Default CacheSize/2; negative maps
+	// set grows by at most this much. Default CacheSize/4; negative maps
 	// nothing.
 	MapBudget int64
 	// MaxConcurrentCompactions bounds the compaction worker pool; default
@@ -321,7 +321,7 @@ func (o *Options) withDefaults() Options {
 		r.CacheSize = 0
 	}
 	if r.MapBudget == 0 {
-		r.MapBudget = r.CacheSize / 2
+		r.MapBudget = r.CacheSize / 4
 	} else if r.MapBudget < 0 {
 		r.MapBudget = 0
 	}
