@@ -26,7 +26,7 @@ var readBenchKeys = flag.Int("read-bench-keys", 1_000_000, "keys BenchmarkReadRa
 // lsmgo-bench's defaults) in random order, waits for compaction to
 // finish, then reads keys chosen uniformly with GetAppend into a reused
 // buffer, from one goroutine and from two, with tables read by pread,
-// then mapped within the default MapBudget, then all mapped
+// then mapped within a MapBudget of half the cache, then all mapped
 // (Options.MapTables). Besides CPU time per read
 // it reports the resident set at the end of each run (vmrss-MiB).
 //
@@ -107,7 +107,7 @@ func BenchmarkReadRandom(b *testing.B) {
 		name      string
 		mapBudget int64
 		mapTables bool
-	}{{"pread", -1, false}, {"budget", 0, false}, {"mapped", 0, true}} {
+	}{{"pread", 0, false}, {"budget", opts.CacheSize / 2, false}, {"mapped", 0, true}} {
 		// Each variant starts from a reopen, with a cold cache.
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
