@@ -182,7 +182,7 @@ func syncDir(fs vfs.FS, dir string) error {
 func (db *DB) open() error {
 	db.blobs.init(db.fs, db.dirname, &db.m, func() base.FileNum { return db.vs.NewFileNum() })
 	db.blockCache = cache.New(db.opts.CacheSize)
-	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats, db.opts.MapTables)
+	db.tables = newTableCache(db.fs, db.dirname, db.blockCache, &db.sstStats, db.opts.MapTables, db.opts.MapBudget)
 	db.picker = compaction.NewPicker(db.compactionConfig())
 	mopts := manifest.Options{
 		FS:             db.fs,

@@ -161,10 +161,19 @@ type Options struct {
 	// the process is charged for: every page of a table that a read has
 	// touched counts in its resident set (RSS) until the table is
 	// deleted, up to the size of the tables on disk, although the kernel
-	// may reclaim those pages like any page cache. Off by default. An
-	// I/O error on a mapped page is returned as an error, like a failed
-	// read.
+	// may reclaim those pages like any page cache. Off by default (see
+	// MapBudget). An I/O error on a mapped page is returned as an error,
+	// like a failed read.
 	MapTables bool
+	// MapBudget bounds, when MapTables is off, the bytes of table files
+	// read through mappings instead of pread(2): tables are mapped as they
+	// are opened while the sizes of the mapped ones add up to at most
+	// this, and the rest are read with pread. It spends a bounded part of
+	// the memory MapTables would on the system call it saves: the resident
+	// set grows by at most this much. Default 0: nothing is mapped. In
+	// lsmgo-bench (1M keys, 64 MiB cache) 32 MiB made point reads 1.3-1.6x
+	// faster but put peak RSS above Pebble's; 16 MiB gained nothing.
+	MapBudget int64
 	// MaxConcurrentCompactions bounds the compaction worker pool; default
 	// min(2, GOMAXPROCS). Flushes run on their own goroutine.
 	MaxConcurrentCompactions int
@@ -312,6 +321,7 @@ func (o *Options) withDefaults() Options {
 	} else if r.CacheSize < 0 {
 		r.CacheSize = 0
 	}
+	r.MapBudget = max(r.MapBudget, 0)
 	if r.MaxConcurrentCompactions <= 0 {
 		r.MaxConcurrentCompactions = min(2, runtime.GOMAXPROCS(0))
 	}

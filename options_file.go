@@ -63,6 +63,7 @@ func (o *Options) settings() []OptionSetting {
 		{"compression", o.Compression.String()},
 		{"cache-size", itoa(o.CacheSize)},
 		{"map-tables", strconv.FormatBool(o.MapTables)},
+		{"map-budget", itoa(o.MapBudget)},
 		{"max-concurrent-compactions", itoa(int64(o.MaxConcurrentCompactions))},
 		{"strict-wal-recovery", strconv.FormatBool(o.StrictWALRecovery)},
 		{"disk-reserve", itoa(o.DiskReserve)},

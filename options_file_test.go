@@ -33,6 +33,7 @@ bloom-bits-per-key=10
 compression=zstd
 cache-size=67108864
 map-tables=false
+map-budget=0
 max-concurrent-compactions=4
 strict-wal-recovery=false
 disk-reserve=0

@@ -25,8 +25,9 @@ var readBenchKeys = flag.Int("read-bench-keys", 1_000_000, "keys BenchmarkReadRa
 // keys of 32 bytes with 128-byte values that compress to half (as
 // lsmgo-bench's defaults) in random order, waits for compaction to
 // finish, then reads keys chosen uniformly with GetAppend into a reused
-// buffer, from one goroutine and from two, with tables read by pread and
-// then through mappings (Options.MapTables). Besides CPU time per read
+// buffer, from one goroutine and from two, with tables read by pread,
+// then mapped within a MapBudget of half the cache, then all mapped
+// (Options.MapTables). Besides CPU time per read
 // it reports the resident set at the end of each run (vmrss-MiB).
 //
 //	go test -run '^$' -bench ReadRandom -benchtime 1000000x -cpuprofile cpu.out .
@@ -102,16 +103,20 @@ func BenchmarkReadRandom(b *testing.B) {
 			buf = v
 		}
 	}
-	for _, mapped := range []bool{false, true} {
+	for _, v := range []struct {
+		name      string
+		mapBudget int64
+		mapTables bool
+	}{{"pread", 0, false}, {"budget", opts.CacheSize / 2, false}, {"mapped", 0, true}} {
 		// Each variant starts from a reopen, with a cold cache.
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
 		}
-		opts.MapTables = mapped
+		opts.MapBudget, opts.MapTables = v.mapBudget, v.mapTables
 		if db, err = Open(dir, &opts); err != nil {
 			b.Fatal(err)
 		}
-		name := map[bool]string{false: "pread", true: "mapped"}[mapped]
+		name := v.name
 		b.Run(name+"/threads=1", func(b *testing.B) {
 			defer reportCPUPerOp(b)()
 			i := 0

@@ -22,8 +22,13 @@ type tableCache struct {
 	dir    string
 	blocks *cache.Cache
 	stats  *sstable.Stats
-	// mapTables opens readers with ReaderOptions.Map (Options.MapTables).
+	// mapTables opens every reader with ReaderOptions.Map
+	// (Options.MapTables).
 	mapTables bool
+	// mapLeft is what is left of Options.MapBudget: the bytes of tables
+	// that may still be opened mapped. A mapped table's size is taken from
+	// it when the table is opened and given back when its reader closes.
+	mapLeft atomic.Int64
 	// readers maps a table to its entry. Every Get looks up one to a few
 	// tables, so lookups take no lock and write no shared memory (a read
 	// lock's counter, written by every reader on every core, cost more
@@ -37,10 +42,13 @@ type tableEntry struct {
 	once sync.Once
 	r    *sstable.Reader
 	err  error
+	// budgeted is the bytes of tableCache.mapLeft this table holds.
+	budgeted int64
 }
 
-func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.Stats, mapTables bool) *tableCache {
+func newTableCache(fs vfs.FS, dir string, blocks *cache.Cache, stats *sstable.Stats, mapTables bool, mapBudget int64) *tableCache {
 	tc := &tableCache{fs: fs, dir: dir, blocks: blocks, stats: stats, mapTables: mapTables}
+	tc.mapLeft.Store(mapBudget)
 	tc.readers.Store(&map[base.FileNum]*tableEntry{})
 	return tc
 }
@@ -86,7 +94,7 @@ func (tc *tableCache) reader(f *manifest.FileMetadata) (*sstable.Reader, error) 
 		opened := false
 		e.once.Do(func() {
 			opened = true
-			e.r, e.err = tc.open(f.FileNum, f.Size)
+			e.r, e.budgeted, e.err = tc.open(f.FileNum, f.Size)
 		})
 		if e.err == nil {
 			return e.r, nil
@@ -101,29 +109,55 @@ func (tc *tableCache) reader(f *manifest.FileMetadata) (*sstable.Reader, error) 
 	}
 }
 
-func (tc *tableCache) open(num base.FileNum, size uint64) (*sstable.Reader, error) {
+// open opens a table's reader, mapped when Options.MapTables says so or
+// while the map budget lasts; budgeted is what it took from the budget.
+func (tc *tableCache) open(num base.FileNum, size uint64) (r *sstable.Reader, budgeted int64, err error) {
 	name := tc.fs.PathJoin(tc.dir, base.MakeFilename(base.FileTypeTable, num))
 	file, err := tc.fs.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("lsmgo: open table: %w", err)
+		return nil, 0, fmt.Errorf("lsmgo: open table: %w", err)
 	}
 	st, err := file.Stat()
 	if err != nil {
 		file.Close()
-		return nil, fmt.Errorf("lsmgo: stat table: %w", err)
+		return nil, 0, fmt.Errorf("lsmgo: stat table: %w", err)
 	}
 	if uint64(st.Size()) != size {
 		file.Close()
-		return nil, base.Corruptf(name, -1, "file is %d bytes, the manifest says %d", st.Size(), size)
+		return nil, 0, base.Corruptf(name, -1, "file is %d bytes, the manifest says %d", st.Size(), size)
 	}
-	r, err := sstable.NewReader(file, st.Size(), sstable.ReaderOptions{
-		Cache: tc.blocks, FileNum: num, FileName: name, Stats: tc.stats, Map: tc.mapTables,
+	mapped := tc.mapTables
+	if !mapped && tc.mapLeft.Add(-st.Size()) >= 0 {
+		mapped, budgeted = true, st.Size()
+	} else if !mapped {
+		tc.mapLeft.Add(st.Size())
+	}
+	r, err = sstable.NewReader(file, st.Size(), sstable.ReaderOptions{
+		Cache: tc.blocks, FileNum: num, FileName: name, Stats: tc.stats, Map: mapped,
 	})
+	if err == nil && !r.Mapped() {
+		// The file could not be mapped; it is read with pread.
+		tc.mapLeft.Add(budgeted)
+		budgeted = 0
+	}
 	if err != nil {
 		// NewReader owns file and has closed it.
-		return nil, err
+		tc.mapLeft.Add(budgeted)
+		return nil, 0, err
 	}
-	return r, nil
+	return r, budgeted, nil
+}
+
+// closeReader closes an entry's reader and gives its budget back.
+func (tc *tableCache) closeReader(e *tableEntry) error {
+	e.once.Do(func() {})
+	if e.r == nil {
+		return nil
+	}
+	err := e.r.Close()
+	tc.mapLeft.Add(e.budgeted)
+	e.budgeted = 0
+	return err
 }
 
 // get finds key in a table: the value aliases blk, which the caller
@@ -158,10 +192,7 @@ func (tc *tableCache) newCompactionIter(f *manifest.FileMetadata) (base.Internal
 // evict closes the reader of an obsolete table and drops its blocks.
 func (tc *tableCache) evict(num base.FileNum) {
 	if e := tc.remove(num, nil); e != nil {
-		e.once.Do(func() {})
-		if e.r != nil {
-			e.r.Close()
-		}
+		tc.closeReader(e)
 	}
 	tc.blocks.EvictFile(num)
 }
@@ -171,10 +202,7 @@ func (tc *tableCache) close() error {
 	defer tc.mu.Unlock()
 	var err error
 	for _, e := range *tc.readers.Load() {
-		e.once.Do(func() {})
-		if e.r != nil {
-			err = errors.Join(err, e.r.Close())
-		}
+		err = errors.Join(err, tc.closeReader(e))
 	}
 	tc.readers.Store(&map[base.FileNum]*tableEntry{})
 	return err

@@ -573,6 +573,10 @@ func (r *Reader) indexHandle(index *blockIter) (blockHandle, error) {
 	return h, nil
 }
 
+// Mapped reports whether the reader reads its blocks through a mapping
+// of the file (ReaderOptions.Map, on a file that could be mapped).
+func (r *Reader) Mapped() bool { return r.mapped != nil }
+
 // Close closes the file. Iterators must be closed first, and no Get may
 // be running.
 func (r *Reader) Close() error {
