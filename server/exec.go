@@ -118,6 +118,7 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
 	}
+	c.releaseReads()
 	if c.depth == 1 {
 		c.doneReading()
 	}
