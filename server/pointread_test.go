@@ -21,9 +21,9 @@ import (
 func TestPointReadVersionRace(t *testing.T) {
 	s := startServer(t, nil)
 	ctx := context.Background()
-	gens := 300
+	gens := 1000
 	if testing.Short() {
-		gens = 120
+		gens = 400
 	}
 	w := newClient(t, s, 2, nil)
 	done := make(chan struct{})
@@ -70,6 +70,7 @@ func TestPointReadVersionRace(t *testing.T) {
 				select {
 				case <-done:
 					if reads > 0 {
+						t.Logf("reader %d: %d reads", r, reads)
 						return
 					}
 				default:
