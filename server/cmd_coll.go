@@ -1,9 +1,6 @@
 package server
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // Command parts shared by the collection types' commands (hashes, sets,
 // sorted sets): several elements read at once, removal of named
@@ -14,21 +11,31 @@ import (
 // reads every one before the caller replies, so that an engine error is
 // the whole reply rather than a broken array.
 func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists bool, err error) {
-	m, exists, err := c.getColl(key, typ)
+	m, exists, err := c.readColl(key, typ)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	vals, found = make([][]byte, len(names)), make([]bool, len(names))
-	if exists {
-		elem := slices.Clone(sub)
-		for i, name := range names {
-			elem = append(elem[:len(sub)], name...)
-			if vals[i], found[i], err = c.getElem(key, m, elem); err != nil {
-				return nil, nil, false, err
-			}
+	vals, found = resize(c.hits, len(names)), resize(c.found, len(names))
+	c.hits, c.found = vals, found
+	c.vals = c.vals[:0]
+	for i, name := range names {
+		if !exists {
+			vals[i], found[i] = nil, false
+			continue
+		}
+		if vals[i], found[i], err = c.appendElem(key, m, sub, name); err != nil {
+			return nil, nil, false, err
 		}
 	}
 	return vals, found, exists, nil
+}
+
+// resize returns s with length n, reusing its room.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // removeElems returns the handler of HDEL or SREM on collections of typ:

@@ -122,7 +122,7 @@ func cmdHSetNX(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdHGet(c *conn, _ *command, args [][]byte) error {
-	m, exists, err := c.getColl(args[1], typeHash)
+	m, exists, err := c.readColl(args[1], typeHash)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdHExists(c *conn, _ *command, args [][]byte) error {
-	m, exists, err := c.getColl(args[1], typeHash)
+	m, exists, err := c.readColl(args[1], typeHash)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func cmdHLen(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdHStrlen(c *conn, _ *command, args [][]byte) error {
-	m, exists, err := c.getColl(args[1], typeHash)
+	m, exists, err := c.readColl(args[1], typeHash)
 	if err != nil {
 		return err
 	}

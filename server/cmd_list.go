@@ -199,7 +199,7 @@ func cmdLRange(c *conn, _ *command, args [][]byte) error {
 
 func cmdLIndex(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
-	m, exists, err := c.getColl(key, typeList)
+	m, exists, err := c.readColl(key, typeList)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,8 @@ func cmdLIndex(c *conn, _ *command, args [][]byte) error {
 		c.wr.Null()
 		return nil
 	}
-	val, err := c.s.ks.listGet(c.reader(), &c.elemBuf, key, m, i)
+	val, err := c.s.ks.listGet(c.reader(), &c.elemBuf, c.vals[:0], key, m, i)
+	c.vals = val
 	if err != nil {
 		return err
 	}

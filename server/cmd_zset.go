@@ -363,21 +363,19 @@ func zscore(multi bool) handler {
 		if !multi {
 			c.countLookup(args[1], exists)
 		}
-		scores := make([]float64, len(vals))
 		for i, v := range vals {
 			if found[i] {
-				var err error
-				if scores[i], _, err = decodeMemberScore(args[1], v); err != nil {
-					return err
+				if _, _, err := decodeMemberScore(args[1], v); err != nil {
+					return err // before any reply: the error is the reply
 				}
 			}
 		}
 		if multi {
-			c.wr.ArrayHeader(len(scores))
+			c.wr.ArrayHeader(len(vals))
 		}
-		for i, f := range scores {
+		for i, v := range vals {
 			if found[i] {
-				c.wr.Double(f)
+				c.wr.Double(decodeScore(v))
 			} else {
 				c.wr.Null()
 			}

@@ -137,6 +137,12 @@ func decodeMeta(userKey []byte, e entry) (collMeta, error) {
 // when it holds another type.
 func (ks *keyspace) getColl(r lsmgo.Reader, kb *keyBuf, userKey []byte, typ byte) (m collMeta, ok bool, err error) {
 	e, ok, err := ks.getEntry(r, kb, userKey)
+	return collOf(userKey, typ, e, ok, err)
+}
+
+// collOf decodes the metadata of the collection of type typ at userKey
+// from what a read of its entry returned (getEntry).
+func collOf(userKey []byte, typ byte, e entry, ok bool, err error) (m collMeta, _ bool, _ error) {
 	if !ok || err != nil {
 		return m, false, err
 	}
@@ -463,8 +469,11 @@ func (c *conn) getColl(key []byte, typ byte) (m collMeta, exists bool, err error
 }
 
 // getElem reads one element of m at key through the command's reader.
+// The value is valid until the command's next collection read
+// (pointread.go).
 func (c *conn) getElem(key []byte, m collMeta, elem []byte) (val []byte, exists bool, err error) {
-	return c.s.ks.getElem(c.reader(), &c.elemBuf, key, m, elem)
+	c.vals = c.vals[:0]
+	return c.appendElem(key, m, nil, elem)
 }
 
 // editColl runs a write of the collection of type typ at key under the

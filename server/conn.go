@@ -129,6 +129,11 @@ type conn struct {
 	notes []keyEvent
 
 	elemBuf []byte // collection element keys under construction
+	// vals holds the values of the running command's collection point
+	// reads (pointread.go); hits and found are getElems' results.
+	vals    []byte
+	hits    [][]byte
+	found   []bool
 	nameBuf []byte // lower-cased command names
 
 	// mem is the size of this client's query buffer, as accounted to the

@@ -126,6 +126,7 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	if c.trk != nil {
 		c.afterTracked(cmd)
 	}
+	c.releaseReads()
 	if c.depth == 1 {
 		c.doneReading()
 	}

@@ -160,6 +160,12 @@ func (ks *keyspace) checkFormat(dir string) error {
 func (ks *keyspace) getEntry(r lsmgo.Reader, kb *keyBuf, userKey []byte) (e entry, ok bool, err error) {
 	kb.b = dataKey(kb.b, kb.ns, userKey)
 	raw, expireAt, err := r.GetWithExpiry(kb.b)
+	return decodeEntry(kb.ns, userKey, raw, expireAt, err)
+}
+
+// decodeEntry decodes what a read of userKey's entry in namespace ns
+// returned; ok is false when it found nothing. The payload aliases raw.
+func decodeEntry(ns nsID, userKey, raw []byte, expireAt time.Time, err error) (e entry, ok bool, _ error) {
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return e, false, nil
 	}
@@ -170,7 +176,7 @@ func (ks *keyspace) getEntry(r lsmgo.Reader, kb *keyBuf, userKey []byte) (e entr
 		return e, false, err
 	}
 	e.expireAt = expireAt
-	e.ns = kb.ns
+	e.ns = ns
 	return e, true, nil
 }
 

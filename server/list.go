@@ -74,10 +74,10 @@ func errMissingElem(key []byte, i int64) error {
 		Reason: fmt.Sprintf("list element at index %d is missing", i)}
 }
 
-// listGet reads offset i of m.
-func (ks *keyspace) listGet(r lsmgo.Reader, buf *[]byte, key []byte, m collMeta, i int64) ([]byte, error) {
+// listGet appends offset i of m to dst (pointGet).
+func (ks *keyspace) listGet(r lsmgo.Reader, buf *[]byte, dst, key []byte, m collMeta, i int64) ([]byte, error) {
 	*buf = slotKey(*buf, key, m, m.head+i)
-	val, err := r.Get(*buf)
+	val, err := pointGet(r, dst, *buf)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		err = errMissingElem(key, i)
 	}
@@ -139,7 +139,7 @@ func (ks *keyspace) listPopN(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []
 		from, to = m.count-n, m.count-1
 	}
 	if n == 1 {
-		v, err := ks.listGet(r, buf, key, *m, from)
+		v, err := ks.listGet(r, buf, nil, key, *m, from)
 		if err != nil {
 			return nil, err
 		}
