@@ -284,6 +284,11 @@ func (c *conn) leaveDeferring() {
 func (c *conn) commitPending() {
 	p := &c.pending
 	if len(p.cmds) == 0 && len(p.excl) == 0 && len(p.shared) == 0 {
+		// A first command whose stripe try failed may have left the
+		// whole-keyspace lock held shared: its non-deferred run takes it
+		// again, and a holder left behind would stop every script,
+		// FLUSHDB and SWAPDB, and every writer queued behind them.
+		p.releaseStripes(c.s.ks.locks)
 		return
 	}
 	var err error

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestPipelinedWritesShareOneCommit sends one pipeline of read-modify-
@@ -33,6 +34,27 @@ func TestPipelinedWritesShareOneCommit(t *testing.T) {
 	if n := s.db.Metrics().Commits.Batches - before; n > 3 {
 		t.Errorf("a pipeline of 120 writes took %d commits", n)
 	}
+}
+
+// TestPipelineLeavesNoWholeLock pipelines writes to a key whose stripe
+// another holder has: the first write's stripe try fails after it took
+// the whole-keyspace lock shared, and that lock must not outlive the
+// pipeline, or the next script or FLUSHDB would wait for good.
+func TestPipelineLeavesNoWholeLock(t *testing.T) {
+	s := startServer(t, nil)
+	r := dialRaw(t, s)
+	locks := s.ks.locks
+	stripe := &locks.stripes[locks.stripe([]byte("k"))]
+	stripe.Lock()
+	r.send("SET k v\r\nSET k w\r\n")
+	time.Sleep(100 * time.Millisecond) // the pipeline meets the held stripe
+	stripe.Unlock()
+	eq(t, "first reply", r.reply(), "+OK\r\n")
+	eq(t, "second reply", r.reply(), "+OK\r\n")
+	if !locks.whole.TryLock() {
+		t.Fatal("the whole-keyspace lock is still held after the pipeline's replies")
+	}
+	locks.whole.Unlock()
 }
 
 // TestPipelinedWritesCrossing runs clients that pipeline INCRs of the same
