@@ -378,6 +378,9 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 	}
 	for _, w := range group {
 		w.walPos = pos
+		if w.async && w.sync {
+			db.mu.asyncWalPos = pos
+		}
 	}
 	db.mu.walSeq = seq
 	db.notifyCommitLocked(group)

@@ -172,3 +172,35 @@ func TestCommitAsyncFsyncFailureStops(t *testing.T) {
 		t.Fatalf("write after reopening: %v", err)
 	}
 }
+
+// TestResumeRefusedWithUnsyncedAsyncBatch fails a synchronous write's
+// fsync while a CommitAsync batch, visible, has not been waited for:
+// Resume must refuse, for it would mark that batch synced before the
+// flush that makes it durable, and its Wait would then report success
+// that a power loss could still take back.
+func TestResumeRefusedWithUnsyncedAsyncBatch(t *testing.T) {
+	mem := vfs.NewMem()
+	toggle := errorfs.NewToggle(errorfs.EIO(), []errorfs.Op{errorfs.OpSync}, ".log")
+	db, err := Open("/db", durOptions(errorfs.Wrap(mem, toggle), SyncAlways))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	toggle.Enable()
+	b := db.NewBatch()
+	b.Set([]byte("async"), []byte("v"))
+	p, err := db.CommitAsync(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("sync"), []byte("v"), nil); err == nil {
+		t.Fatal("a synchronous write succeeded with its fsync failing")
+	}
+	toggle.Disable()
+	if err := db.Resume(); !errors.Is(err, ErrVisibleWriteUnsynced) {
+		t.Fatalf("Resume: %v, want ErrVisibleWriteUnsynced", err)
+	}
+	if err := p.Wait(); err == nil {
+		t.Fatal("Wait reported the unsynced batch durable")
+	}
+}

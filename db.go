@@ -99,8 +99,13 @@ type DB struct {
 		// CommitAsync failed its fsync after it was visible: Resume
 		// then refuses (ErrVisibleWriteUnsynced).
 		visibleUnsynced bool
-		flushing        bool
-		compacting      int
+		// asyncWalPos is the WAL position after the last batch
+		// CommitAsync made visible before its fsync: while the WAL's
+		// synced position is below it, such a batch's durability is
+		// unknown after an error, and Resume refuses as above.
+		asyncWalPos uint64
+		flushing    bool
+		compacting  int
 		// started counts the compactions started since Open; running
 		// maps each running one to its number, so that Compact can wait
 		// for those whose compaction filter read an older state.

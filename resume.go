@@ -65,6 +65,12 @@ func (db *DB) resumeLocked() error {
 		return nil
 	case db.mu.visibleUnsynced:
 		return ErrVisibleWriteUnsynced
+	case db.mu.asyncWalPos > db.wal.synced.Load():
+		// A visible batch not yet synced when the error came: resuming
+		// would mark it synced before the flush that makes it durable,
+		// and its Pending.Wait would report success early.
+		db.mu.visibleUnsynced = true
+		return ErrVisibleWriteUnsynced
 	}
 	cause := db.mu.bgErr
 	num := db.vs.NewFileNum()
