@@ -11,10 +11,11 @@ import "github.com/lsmgo-dev/lsmgo"
 // its reply bytes go out (countingWriter): by then, in the common case,
 // the command has released its stripes, so the writes of one hot key,
 // one after another under its stripe, share fsyncs instead of taking one
-// each. The cost is Redis' own: another client may read a write before
-// its fsync (Redis also applies a write in memory before it writes and
-// fsyncs its AOF), and a power loss in between loses that write, whose
-// client was never answered. The replies of EXEC, scripts and pipelined
+// each. The cost: another client may read a write before its fsync (a
+// read, a blocked client served by it, a notification), and a power loss
+// in between loses that write, whose client was never answered. Redis
+// under appendfsync always shows no client an unsynced write (it fsyncs
+// before sending any replies); doc/server.md says so. The replies of EXEC, scripts and pipelined
 // batches pass the same gate, so a reply still means durable.
 
 // willReplyAfter records p, the durability of a write the connection
