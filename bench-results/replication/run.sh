@@ -29,7 +29,15 @@ pids=()
 work=""
 stop_all() {
 	# Only the processes this script started, by PID.
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# A Redis replica writing its first AOF refuses SIGTERM ("Writing
+	# initial AOF, can't exit"): ask again each second, then SIGKILL.
+	for p in "${pids[@]}"; do
+		for _ in $(seq 60); do
+			kill "$p" 2>/dev/null || break
+			sleep 1
+		done
+		kill -9 "$p" 2>/dev/null || true
+	done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	pids=()
 	[ -n "$work" ] && rm -rf "$work"
