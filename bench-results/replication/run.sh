@@ -27,16 +27,24 @@ go build -o "$bin/replprobe" bench-results/replication/replprobe.go
 
 pids=()
 work=""
+# alive PID: whether the process runs (an exited child not yet waited for
+# is a zombie, which kill(2) still reaches).
+alive() {
+	local state
+	state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$state" ] && [ "$state" != Z ]
+}
 stop_all() {
 	# Only the processes this script started, by PID.
 	# A Redis replica writing its first AOF refuses SIGTERM ("Writing
-	# initial AOF, can't exit"): ask again each second, then SIGKILL.
+	# initial AOF, can't exit"): ask again each second, SIGKILL after 60 s.
 	for p in "${pids[@]}"; do
-		for _ in $(seq 60); do
-			kill "$p" 2>/dev/null || break
-			sleep 1
+		for i in $(seq 600); do
+			alive "$p" || break
+			[ $((i % 10)) -eq 1 ] && kill "$p" 2>/dev/null
+			sleep 0.1
 		done
-		kill -9 "$p" 2>/dev/null || true
+		alive "$p" && kill -9 "$p" 2>/dev/null
 	done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	pids=()
