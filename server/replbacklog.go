@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -21,6 +22,10 @@ const replBacklogSize = 64 << 20
 type replBacklog struct {
 	mu      sync.Mutex
 	batches [][]byte
+	// starts[i] is the sequence number batches[i] starts at, so that a
+	// replica stream finds its place by a binary search instead of
+	// decoding every batch before it on each wake.
+	starts []uint64
 	// first is the sequence number of batches[0]; next the one after the
 	// last batch, where the next batch must start.
 	first, next uint64
@@ -61,7 +66,7 @@ func (b *replBacklog) reset(next uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	clear(b.batches)
-	b.batches, b.bytes, b.first, b.next = b.batches[:0], 0, next, next
+	b.batches, b.starts, b.bytes, b.first, b.next = b.batches[:0], b.starts[:0], 0, next, next
 }
 
 // add appends a copy of a committed batch starting at seq and spanning
@@ -77,17 +82,17 @@ func (b *replBacklog) add(seq uint64, count uint32, data []byte) {
 	data = append([]byte(nil), data...)
 	if seq != b.next {
 		clear(b.batches)
-		b.batches, b.bytes, b.first = b.batches[:0], 0, seq
+		b.batches, b.starts, b.bytes, b.first = b.batches[:0], b.starts[:0], 0, seq
 	}
 	b.batches = append(b.batches, data)
+	b.starts = append(b.starts, seq)
 	b.bytes += len(data)
 	b.next = seq + uint64(count)
 	for b.bytes > b.limit && len(b.batches) > 1 {
-		old := b.batches[0]
-		b.bytes -= len(old)
-		b.first += uint64(replCount(old))
+		b.bytes -= len(b.batches[0])
 		b.batches[0] = nil
-		b.batches = b.batches[1:]
+		b.batches, b.starts = b.batches[1:], b.starts[1:]
+		b.first = b.starts[0] // the batches are contiguous
 	}
 	if b.watched {
 		close(b.changed)
@@ -105,25 +110,11 @@ func (b *replBacklog) from(seq uint64) (batches [][]byte, changed <-chan struct{
 	if seq < b.first || seq > b.next {
 		return nil, b.changed, false
 	}
-	at := b.first
-	for i, data := range b.batches {
-		if at == seq {
-			return append([][]byte(nil), b.batches[i:]...), b.changed, true
-		}
-		at += uint64(replCount(data))
-		if at > seq {
-			// seq falls inside a batch: not a batch boundary.
-			return nil, b.changed, false
-		}
+	if i, found := slices.BinarySearch(b.starts, seq); found {
+		return append([][]byte(nil), b.batches[i:]...), b.changed, true
 	}
-	return nil, b.changed, at == seq
-}
-
-// replCount is how many sequence numbers a replicated batch spans; the
-// engine made the batch, so it decodes.
-func replCount(data []byte) uint32 {
-	_, n, _ := lsmgo.ReplicatedSeq(data)
-	return n
+	// Either the next batch to come, or inside a batch: not a boundary.
+	return nil, b.changed, seq == b.next
 }
 
 // extent returns the first sequence number the backlog holds and its
@@ -139,4 +130,11 @@ func (b *replBacklog) extentNext() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.next
+}
+
+// replCount is how many sequence numbers a replicated batch spans; the
+// engine made the batch, so it decodes.
+func replCount(data []byte) uint32 {
+	_, n, _ := lsmgo.ReplicatedSeq(data)
+	return n
 }
