@@ -53,21 +53,6 @@ func (ks *keyspace) dumpValue(r lsmgo.Reader, key []byte, e entry, limit int64) 
 	switch e.typ {
 	case typeString:
 		d.out = rdb.AppendString(append(d.out, rdb.TypeString), e.payload)
-	case typeFragString:
-		// A long bitmap (fragstring.go) is a string to Redis: its bytes
-		// whole, zeros included.
-		var m collMeta
-		var val []byte
-		if m, err = decodeMeta(key, e); err == nil && m.count > limit {
-			err = errDumpTooBig
-		}
-		if err == nil {
-			val, err = ks.readFragString(r, key, m)
-		}
-		if err != nil {
-			return nil, err
-		}
-		d.out = rdb.AppendString(append(d.out, rdb.TypeString), val)
 	default:
 		var m collMeta
 		if m, err = decodeMeta(key, e); err != nil {
