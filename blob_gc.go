@@ -55,14 +55,16 @@ func (db *DB) newBlobGC(v *manifest.Version, from map[base.FileNum]bool) *blobGC
 }
 
 // blobGCCandidates returns the blob files to collect, or nil: the retired
-// files whose bytes the tables of v point to are below BlobGCThreshold of
-// their size, and with toTarget then, least live first, those that bring
+// files whose record bytes the tables of v point to are below
+// BlobGCThreshold of their records' size, and with toTarget then, least live first, those that bring
 // the retired files within blobSpaceTarget of what the tables point to.
 // Only a quiet DB collects to the target (pickBlobRewrite), so a burst of
 // overwrites does not copy values its next writes will kill. The count is
 // an upper bound of the live bytes (shadowed versions not yet dropped by
 // a compaction count too), so a file becomes a candidate late, never
-// early; pickBlobMerge makes the count exact.
+// early; pickBlobMerge makes the count exact. (Tables written before the
+// count included record headers and keys count values only: their files
+// may be collected once, early.)
 func (db *DB) blobGCCandidates(v *manifest.Version, toTarget bool) map[base.FileNum]bool {
 	threshold := db.opts.BlobGCThreshold
 	if threshold <= 0 {
@@ -87,7 +89,10 @@ func (db *DB) blobGCCandidates(v *manifest.Version, toTarget bool) map[base.File
 	var total, live float64
 	for num, size := range db.blobs.retiredSizes() {
 		if n, ok := referenced[num]; ok {
-			f := file{num, float64(size), float64(min(n, uint64(size)))}
+			// The records, without the file header: a file all live
+			// is never a candidate, whatever the threshold.
+			records := uint64(max(size-blob.HeaderLen, 0))
+			f := file{num, float64(records), float64(min(n, records))}
 			files = append(files, f)
 			total += f.size
 			live += f.ref

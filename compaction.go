@@ -398,7 +398,7 @@ func (db *DB) writeTables(input base.InternalIterator, snapshots []base.SeqNum, 
 			if err != nil {
 				return nil, base.Corruptf("", -1, "key %s: blob pointer: %v", key, err)
 			}
-			refs[p.FileNum] += p.Length
+			refs[p.FileNum] += p.RecordLen(len(key.UserKey))
 		}
 		if err := w.Add(key, value); err != nil {
 			return nil, err

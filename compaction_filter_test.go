@@ -312,13 +312,13 @@ func TestCompactionFilterModel(t *testing.T) {
 					// The tables point only to the live separated values
 					// now: the dropped ones left the blob references.
 					var live int64
-					for _, v := range got {
+					for k, v := range got {
 						if opts.ValueThreshold > 0 && len(v) >= opts.ValueThreshold {
-							live += int64(len(v))
+							live += blobRecordBytes(k, v)
 						}
 					}
 					if ref := db.Metrics().Blob.ReferencedBytes; ref != live {
-						fail("step %d, after a full compaction: tables reference %d blob bytes, the live values are %d", step, ref, live)
+						fail("step %d, after a full compaction: tables reference %d blob bytes, the live records are %d", step, ref, live)
 					}
 					reclaims++
 				default:

@@ -112,11 +112,11 @@ type Metrics struct {
 	// Blob describes value separation (Options.ValueThreshold) since Open.
 	Blob struct {
 		// Files and Bytes are the blob files on disk and their size;
-		// ReferencedBytes the value bytes the current version's tables
-		// point to in them (an upper bound of the live bytes: versions
-		// no compaction has dropped yet count too). Bytes -
-		// ReferencedBytes is what garbage collection may reclaim, less
-		// record headers and keys.
+		// ReferencedBytes the bytes of the records (header, key and
+		// value) the current version's tables point to in them (an
+		// upper bound of the live bytes: versions no compaction has
+		// dropped yet count too). Bytes - ReferencedBytes is what
+		// garbage collection may reclaim, less the file headers.
 		Files                  int
 		Bytes, ReferencedBytes int64
 		// FilesCreated counts the blob files started; ValuesWritten and

@@ -67,9 +67,12 @@ func (s *Server) slowHTTP(h http.Handler) http.Handler {
 	})
 }
 
+// adminOnly lets a request through with the admin token, or without the
+// image host from loopback. It asks the setting, not s.images, which a
+// replica's full sync replaces while requests run.
 func (s *Server) adminOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (s.images != nil || !isLoopbackRemote(r.RemoteAddr)) && !s.hasAdminToken(r) {
+		if (s.config().Images || !isLoopbackRemote(r.RemoteAddr)) && !s.hasAdminToken(r) {
 			http.Error(w, "forbidden: "+r.URL.Path+" needs the admin token (or, without the image host, a loopback client)", http.StatusForbidden)
 			return
 		}

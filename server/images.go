@@ -49,7 +49,23 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		S3AccessKey:         r.S3AccessKey,
 		S3SecretKey:         r.S3SecretKey,
 		Registerer:          replacingRegisterer{s.metrics.registry},
+		WriteRefusal:        s.imageWriteRefusal,
+		Follower:            s.repl.following.Load,
 	})
+}
+
+// imageWriteRefusal is why the image host refuses uploads and deletes
+// now, as the Redis side refuses writes: on a read-only replica, and on a
+// primary short of min-replicas-to-write.
+func (s *Server) imageWriteRefusal() string {
+	switch s.writeRefusal() {
+	case "":
+		return ""
+	case msgReadOnlyReplica:
+		return "this server is a read-only replica: write to its primary"
+	default:
+		return "not enough good replicas to write"
+	}
 }
 
 // imageFilter reclaims the bytes of expired images; the engine expires

@@ -156,6 +156,9 @@ func Start(cfg Config) (*Server, error) {
 		s.ks.reclaim.wait()
 		return nil, err
 	}
+	// A replica from the start: its image host must not write at start,
+	// and clients' writes are refused before the link comes up.
+	s.repl.following.Store(r.ReplicaOf != "")
 	if err := s.start(&r); err != nil {
 		s.closeListeners()
 		s.ks.reclaim.stop()

@@ -116,6 +116,14 @@ func (p Pointer) Append(dst []byte) []byte {
 }
 
 // String formats the pointer for dumps and errors.
+// RecordLen is the size of the record p's value lies in, whose key is
+// keyLen bytes long: header, key and value. What tables count of a blob
+// file is the records they point to, so that a file every record of which
+// is live counts as its whole size but for the file header.
+func (p Pointer) RecordLen(keyLen int) uint64 {
+	return RecordHeaderLen + uint64(keyLen) + p.Length
+}
+
 func (p Pointer) String() string {
 	return fmt.Sprintf("blob %s at offset %d, %d bytes", base.MakeFilename(base.FileTypeBlob, p.FileNum), p.Offset, p.Length)
 }

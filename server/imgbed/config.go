@@ -197,7 +197,19 @@ type Config struct {
 	// Registerer receives the host's Prometheus metrics; nil registers
 	// nothing.
 	Registerer prometheus.Registerer
+	// WriteRefusal, when set, says why client writes (uploads, deletes,
+	// albums, tokens) are refused now, or "": a read-only replica's
+	// reason. Refused writes get 503 with that reason.
+	WriteRefusal func() string
+	// Follower, when set, reports whether the DB follows a primary, whose
+	// batches are its only writes: the host then writes nothing of its
+	// own. It skips the sweeps and migrations of New, serves renders
+	// without storing them, and counts no views (the primary counts).
+	Follower func() bool
 }
+
+// follows reports Config.Follower.
+func (c *Config) follows() bool { return c.Follower != nil && c.Follower() }
 
 func (c Config) withDefaults() Config {
 	if c.MaxBytes <= 0 {

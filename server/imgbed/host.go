@@ -87,6 +87,12 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.metrics = m
+	if h.cfg.follows() {
+		// The pending markers and upload states are the primary's, for
+		// uploads it may still finish; it sweeps and migrates, and its
+		// batches bring the result.
+		return h, nil
+	}
 	if _, err := h.st.sweep(); err != nil {
 		return nil, err
 	}

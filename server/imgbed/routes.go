@@ -22,6 +22,10 @@ func (rt routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	handler, pattern := rt.mux.Handler(r)
 	if pattern != "" {
+		if reason := rt.h.writeRefusal(r); reason != "" {
+			rt.h.fail(w, &apiError{http.StatusServiceUnavailable, "read_only", reason})
+			return
+		}
 		rt.mux.ServeHTTP(w, r) // sets the path values Handler does not
 		return
 	}
@@ -35,6 +39,19 @@ func (rt routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt.h.fail(w, errNoRoute)
+}
+
+// writeRefusal returns why r, a write, is refused now (Config.WriteRefusal),
+// or "". Every route that writes takes POST, PUT, PATCH or DELETE.
+func (h *Host) writeRefusal(r *http.Request) string {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return ""
+	}
+	if h.cfg.WriteRefusal == nil {
+		return ""
+	}
+	return h.cfg.WriteRefusal()
 }
 
 var (

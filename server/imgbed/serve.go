@@ -170,6 +170,9 @@ func (h *Host) countView(rec *record) (last bool, err error) {
 	if n >= rec.MaxViews {
 		return false, errNotFound
 	}
+	if h.cfg.follows() {
+		return false, nil // the primary counts views; a replica only reads
+	}
 	n++
 	b := h.st.db.NewBatch()
 	setFor(b, rec, viewsKey(rec.ID), []byte(strconv.FormatInt(n, 10)))

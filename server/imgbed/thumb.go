@@ -145,8 +145,8 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 
 // make renders and stores the thumbnail k unless another request is doing
 // it, in which case it waits for that one. A box render of an original
-// that has Config.RendersPerImage of them already is returned instead of
-// stored.
+// that has Config.RendersPerImage of them already, and any render on a
+// replica, is returned instead of stored.
 func (t *thumbnailer) make(ctx context.Context, rec *record, spec renderSpec, k []byte) ([]byte, error) {
 	t.mu.Lock()
 	if r := t.inflight[string(k)]; r != nil {
@@ -169,6 +169,10 @@ func (t *thumbnailer) make(ctx context.Context, rec *record, spec renderSpec, k 
 	data, tw, th, r.err = t.render(ctx, rec, spec)
 	if r.err != nil {
 		return nil, r.err
+	}
+	if t.h.cfg.follows() {
+		r.data = data // a replica stores nothing of its own
+		return data, nil
 	}
 	if spec.fit != fitWidth {
 		var full bool
