@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -70,6 +71,9 @@ func (c *conn) streamWrite(key []byte, fn func(op *streamOp) error) error {
 // notifyOp fires the keyspace events op recorded; its write has
 // committed.
 func (c *conn) notifyOp(op *streamOp) {
+	if op.dead[0] != nil && c.s.ks.reclaim != nil {
+		c.s.ks.reclaim.add(op.dead[0], op.dead[1])
+	}
 	if op.created {
 		c.notifyNew(op.key)
 	}
@@ -265,7 +269,7 @@ func cmdXAdd(c *conn, cmd *command, args [][]byte) error {
 		if t.maxLen == -2 {
 			return nil
 		}
-		deleted, err := c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, key, m, t, &streamEntry{id: added, node: node})
+		deleted, err := op.trim(c.reader(), t, &streamEntry{id: added, node: node})
 		if deleted > 0 {
 			op.fire("xtrim")
 		}
@@ -423,17 +427,19 @@ func cmdXDel(c *conn, _ *command, args [][]byte) error {
 }
 
 // streamDelete adds to the batch the deletion of the entries ids of op
-// and returns how many there were.
+// and returns how many there were: each entry's deletion, and the live
+// counts of the nodes they were in.
 func (c *conn) streamDelete(op *streamOp, ids []streamID) (int64, error) {
 	var deleted int64
 	m := &op.m
 	gone := map[streamID]bool{}
+	fromNode := map[uint64]uint64{} // node → entries deleted from it
 	firstGone := false
 	for _, id := range ids {
 		if gone[id] {
 			continue
 		}
-		_, ok, err := c.s.ks.streamGet(c.reader(), &c.elemBuf, op.key, m, id)
+		e, ok, err := c.s.ks.streamGet(c.reader(), &c.elemBuf, op.key, m, id)
 		if err != nil {
 			return 0, err
 		}
@@ -441,6 +447,7 @@ func (c *conn) streamDelete(op *streamOp, ids []streamID) (int64, error) {
 			continue
 		}
 		gone[id] = true
+		fromNode[e.node]++
 		c.elemBuf = streamEntryKey(c.elemBuf, op.key, m, id)
 		c.batch.Delete(c.elemBuf)
 		m.length--
@@ -454,8 +461,39 @@ func (c *conn) streamDelete(op *streamOp, ids []streamID) (int64, error) {
 		return 0, nil
 	}
 	op.metaDirty = true
+	nodes := &streamNodes{r: c.reader(), key: op.key, m: m}
+	for n, k := range fromNode {
+		node, err := nodes.get(n)
+		if err == nil && node.live < k {
+			err = op.corrupt(fmt.Sprintf("stream node %d's record", n))
+		}
+		if err != nil {
+			nodes.close()
+			return 0, err
+		}
+		node.live -= k
+		nodes.put(c.batch, n, node)
+	}
+	// Redis frees a node when XDEL deletes its last live entry; when that
+	// was the tail, the next XADD goes to the newest node left if it has
+	// room. So the tail falls back to the newest node with live entries
+	// (the nodes after it hold only deleted ones, and their numbers are
+	// used again).
+	for n := m.tailNode; m.length > 0 && m.tail.live == 0 && n > m.headNode; {
+		n--
+		node, err := nodes.get(n)
+		if err != nil {
+			return 0, err
+		}
+		if node.live > 0 {
+			m.tailNode, m.tail = n, node
+		}
+	}
+	if err := nodes.close(); err != nil {
+		return 0, err
+	}
 	if m.length == 0 {
-		m.first = streamID{}
+		m.first, m.tail = streamID{}, streamNode{} // Redis frees the last node too
 		return deleted, nil
 	}
 	if !firstGone {
@@ -465,7 +503,7 @@ func (c *conn) streamDelete(op *streamOp, ids []streamID) (int64, error) {
 		if gone[e.id] {
 			return true
 		}
-		m.first = e.id
+		m.first, m.headNode = e.id, e.node
 		return false
 	})
 }
@@ -479,8 +517,7 @@ func cmdXTrim(c *conn, _ *command, args [][]byte) error {
 		if !op.exists {
 			return 0, nil
 		}
-		deleted, err := c.s.ks.trim(c.reader(), c.batch, &c.elemBuf, op.key, &op.m, t, nil)
-		op.metaDirty = deleted > 0
+		deleted, err := op.trim(c.reader(), t, nil)
 		if deleted > 0 {
 			op.fire("xtrim")
 		}
@@ -535,6 +572,20 @@ func cmdXSetID(c *conn, _ *command, args [][]byte) error {
 			return redisError("ERR The ID specified in XSETID is smaller than the target stream top item")
 		case m.length > 0 && entriesAdded != -1 && m.length > uint64(entriesAdded):
 			return redisError("ERR The entries_added specified in XSETID is smaller than the target stream length")
+		}
+		if m.length == 0 && id.compare(m.last) < 0 {
+			// The entries up to the last id are dead because the stream
+			// is empty; those above id would come back with the next
+			// XADD, so delete the ones still stored.
+			from, _ := id.next()
+			err := c.s.ks.streamRawWalk(c.reader(), op.key, m, from, m.last, false, func(dead streamID, _ []byte) bool {
+				c.elemBuf = streamEntryKey(c.elemBuf, op.key, m, dead)
+				c.batch.Delete(c.elemBuf)
+				return true
+			})
+			if err != nil {
+				return err
+			}
 		}
 		m.last = id
 		if entriesAdded != -1 {

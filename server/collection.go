@@ -266,8 +266,9 @@ func (ks *keyspace) walkElems(r lsmgo.Reader, userKey []byte, m collMeta, sub, f
 // the elements through r. It knows no type: every collection's metadata
 // starts with its version, which the copy replaces, and every element
 // lives in the collection's 'e' range, which the copy walks whole, so a
-// new collection type copies (COPY, RENAME) without code of its own. The
-// batch grows with the collection.
+// new collection type copies (COPY, RENAME) without code of its own
+// (a stream's dead entries are left out). The batch grows with the
+// collection.
 func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, kb *keyBuf, src, dst []byte, e entry) error {
 	if len(e.payload) < 8 {
 		return &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", src), Offset: -1,
@@ -278,9 +279,19 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, kb *keyBuf, src, ds
 	if err != nil {
 		return err
 	}
+	live := func([]byte) bool { return true }
+	if e.typ == typeStream { // trimmed entries stay behind, dead
+		m, err := decodeStreamMeta(src, e)
+		if err != nil {
+			return err
+		}
+		live = func(elem []byte) bool { return !m.deadElem(elem) }
+	}
 	var buf []byte
 	err = ks.scanElems(r, src, from, nil, func(elem, val []byte) bool {
-		ks.putElem(b, &buf, dst, to, elem, val)
+		if live(elem) {
+			ks.putElem(b, &buf, dst, to, elem, val)
+		}
 		return true
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ const reclaimMinElems = 10_000
 //
 // It also drops an element entry when its collection's metadata, read in
 // that state, is absent (deleted, expired), holds no collection, or holds
-// another version. Versions never repeat for a key, so such an element is
+// another version, and a stream's entries that trimming left dead. Versions never repeat for a key, so such an element is
 // dead in every later state too; and every command writes a collection's
 // metadata in the batch of its elements, so the state never holds an
 // element without the metadata that makes it live.
@@ -50,6 +50,7 @@ type elemFilter struct {
 	dbs     *dbMap
 	prefix  []byte // the element prefix (namespace, key, version) last judged
 	dead    bool
+	stream  *streamMeta // the live stream prefix is in, if it is one
 	scratch []byte
 }
 
@@ -96,18 +97,19 @@ func (f *elemFilter) Drop(key []byte) bool {
 		return false // not an element key of this layout: keep it
 	}
 	prefix := key[:head+4+n+8]
-	if bytes.Equal(prefix, f.prefix) {
-		return f.dead
+	if !bytes.Equal(prefix, f.prefix) {
+		f.prefix = append(f.prefix[:0], prefix...)
+		f.dead = f.judge(ns, key[head+4:head+4+n], binary.BigEndian.Uint64(prefix[head+4+n:]))
 	}
-	f.prefix = append(f.prefix[:0], prefix...)
-	f.dead = f.judge(ns, key[head+4:head+4+n], binary.BigEndian.Uint64(prefix[head+4+n:]))
-	return f.dead
+	return f.dead || f.stream != nil && f.stream.deadElem(key[len(prefix):])
 }
 
 // judge reads the metadata at userKey in namespace ns and says whether
-// elements of version are dead. A read error keeps them: only certainty
-// drops.
+// elements of version are dead; for a live stream, it keeps the metadata
+// in f.stream, which judges each element (trimmed entries are dead). A
+// read error keeps them: only certainty drops.
 func (f *elemFilter) judge(ns nsID, userKey []byte, version uint64) bool {
+	f.stream = nil
 	f.scratch = dataKey(f.scratch, ns, userKey)
 	raw, err := f.state.Get(f.scratch)
 	if errors.Is(err, lsmgo.ErrNotFound) {
@@ -123,7 +125,15 @@ func (f *elemFilter) judge(ns nsID, userKey []byte, version uint64) bool {
 	if typ == typeString {
 		return true
 	}
-	return len(payload) >= 8 && binary.BigEndian.Uint64(payload) != version
+	if len(payload) < 8 || binary.BigEndian.Uint64(payload) != version {
+		return len(payload) >= 8
+	}
+	if typ == typeStream {
+		if m, err := decodeStreamMeta(userKey, entry{typ: typ, payload: payload}); err == nil {
+			f.stream = &m
+		}
+	}
+	return false
 }
 
 // reclaimer compacts, one at a time in a goroutine of its own, the

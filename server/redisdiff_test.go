@@ -214,7 +214,12 @@ func renderReply(v resp.Value, cmd diffCmd) string {
 // pipelined rounds and fails at the first differing reply; it returns the
 // number of commands compared.
 func runDiff(t *testing.T, seed uint64, proto, perSeed int, ours, theirs *diffConn) int {
-	g := &diffGen{rng: rand.New(rand.NewPCG(seed, 0x1a2b3c)), proto: proto}
+	return runDiffWith(t, &diffGen{rng: rand.New(rand.NewPCG(seed, 0x1a2b3c)), proto: proto}, seed, perSeed, ours, theirs, nil)
+}
+
+// runDiffWith is runDiff with the generator g, calling between (when not
+// nil) after each round of commands.
+func runDiffWith(t *testing.T, g *diffGen, seed uint64, perSeed int, ours, theirs *diffConn, between func(round int)) int {
 	const round = 64
 	var history []diffCmd
 	for done := 0; done < perSeed; done += round {
@@ -249,6 +254,9 @@ func runDiff(t *testing.T, seed uint64, proto, perSeed int, ours, theirs *diffCo
 		if len(history) > 10_000 {
 			history = slices.Clone(history[len(history)-1000:])
 		}
+		if between != nil {
+			between(done / round)
+		}
 	}
 	return perSeed
 }
@@ -260,6 +268,8 @@ type diffGen struct {
 	// pending holds the rest of a sequence a group generated (such as
 	// MULTI, commands, EXEC): next returns them before anything new.
 	pending []diffCmd
+	// only, when set, generates every command instead of the groups.
+	only func(g *diffGen) diffCmd
 }
 
 func (g *diffGen) pick(pool ...string) string { return pool[g.rng.IntN(len(pool))] }
@@ -316,6 +326,9 @@ func (g *diffGen) next() diffCmd {
 		cmd := g.pending[0]
 		g.pending = g.pending[1:]
 		return cmd
+	}
+	if g.only != nil {
+		return g.only(g)
 	}
 	return g.fromGroups("")
 }

@@ -96,14 +96,19 @@ func (ks *keyspace) restoreStreamEntries(b *lsmgo.Batch, key []byte, r *rdb.Read
 		if err != nil {
 			return top, some, err
 		}
+		if m.tailNode > 0 { // close the node before
+			buf = streamNodeKey(buf, key, m, m.tailNode)
+			b.Set(buf, m.tail.encode())
+		}
 		m.tailNode++
-		m.tailFill = uint64(len(node.Entries)) // Redis counts deleted entries towards a full node
+		m.tail = streamNode{fill: uint64(len(node.Entries))} // Redis counts deleted entries towards a full node
 		for _, e := range node.Entries {
 			id := streamID{e.ID.Ms, e.ID.Seq}
 			if some && id.compare(top) <= 0 {
 				return top, some, rdb.ErrFormat
 			}
 			top, some = id, true
+			m.tail.last = id
 			if e.Deleted {
 				continue
 			}
@@ -117,9 +122,10 @@ func (ks *keyspace) restoreStreamEntries(b *lsmgo.Batch, key []byte, r *rdb.Read
 			buf = streamEntryKey(buf, key, m, id)
 			b.Set(buf, encodeStreamEntry(m.tailNode, e.Fields))
 			if m.length == 0 {
-				m.first = id
+				m.first, m.headNode = id, m.tailNode
 			}
 			m.length++
+			m.tail.live++
 		}
 	}
 	return top, some, nil

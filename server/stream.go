@@ -22,6 +22,8 @@ import (
 //	                                                field count (uvarint), then
 //	                                                each field and value as
 //	                                                uvarint length + bytes
+//	prefix + 'N' + node (8, BE)                     a closed node: its last id
+//	                                                (16) and live entries (8)
 //	prefix + 'G' + group                            a consumer group (stream_group.go)
 //	prefix + 'P' + len(group) (4, BE) + group + id  a pending entry of the group
 //	prefix + 'C' + len(group) (4, BE) + group
@@ -29,18 +31,24 @@ import (
 //	prefix + 'Q' + len(group) (4, BE) + group
 //	    + len(consumer) (4, BE) + consumer + id     an id pending for the consumer
 //
-// Entries sit in id order, so XADD is one write at the end, XRANGE one
-// seek and a walk over what it returns, and trimming walks only the
-// entries it deletes. The metadata keeps what Redis keeps in its stream
-// header (length, first and last ids, the largest deleted id, the entries
-// ever added, the group count), so XLEN and XINFO's counters are one read.
+// Entries sit in id order, so XADD is one write at the end and XRANGE one
+// seek and a walk over what it returns. The metadata keeps what Redis
+// keeps in its stream header (length, first and last ids, the largest
+// deleted id, the entries ever added, the group count), so XLEN and
+// XINFO's counters are one read.
 //
 // Redis keeps entries in radix tree nodes of up to stream-node-max-entries,
 // and "~" trimming removes whole nodes only. Each entry here records the
 // node Redis would have put it in (a number that grows by one each time
-// the tail node fills), so "~" trims what Redis trims.
+// the tail node fills), and each node but the newest has a record of its
+// last id and live entry count, so trimming goes node by node as Redis
+// does, without reading the entries. Trimming writes no deletions: the
+// entries below the first id (all of them in an empty stream) are dead,
+// no read returns them, and the compaction filter drops them
+// (streamMeta.deadElem), as it drops a deleted collection's elements.
 const (
 	streamEntrySub    = 'E'
+	streamNodeSub     = 'N'
 	streamGroupSub    = 'G'
 	streamPendingSub  = 'P'
 	streamConsumerSub = 'C'
@@ -49,9 +57,14 @@ const (
 	typeStream = 'x'
 
 	// streamMetaLen is the metadata's size: version, length, last id,
-	// first id, max deleted id, entries added, groups, tail node and the
-	// tail node's fill.
-	streamMetaLen = 8 + 8 + 16 + 16 + 16 + 8 + 8 + 8 + 8
+	// first id, max deleted id, entries added, groups, tail node, the
+	// tail node's fill, the head node, the tail node's live entries and
+	// its last id.
+	streamMetaLen = 8 + 8 + 16 + 16 + 16 + 8 + 8 + 8 + 8 + 8 + 8 + 16
+
+	// streamNodeLen is a node record's size: last id, live entries and
+	// entries ever put in it.
+	streamNodeLen = 16 + 8 + 8
 )
 
 // streamID is a stream entry id, ms-seq.
@@ -184,10 +197,32 @@ type streamMeta struct {
 	maxDeleted   streamID
 	entriesAdded uint64
 	groups       uint64
-	tailNode     uint64 // the node of the newest entry
-	tailFill     uint64 // entries ever put in the tail node
+	tailNode     uint64     // the node of the newest entry
+	headNode     uint64     // the node of the first entry (when length > 0)
+	tail         streamNode // the tail node's record
 	expireAt     time.Time
 	ns           nsID // the namespace it was read from or is written to
+
+	// closed is the node an append closed in the batch being built,
+	// whose record the reader does not show yet (closedOK).
+	closed   streamNode
+	closedN  uint64
+	closedOK bool
+}
+
+// streamNode is what trimming and appending need of a node: the id of
+// the last entry put in it (deleted or not, as the last entry of Redis'
+// listpack), how many of its entries are live, and how many were ever
+// put in it (Redis counts deleted entries towards a full node).
+type streamNode struct {
+	last       streamID
+	live, fill uint64
+}
+
+func (n streamNode) encode() []byte {
+	v := n.last.append(make([]byte, 0, streamNodeLen))
+	v = binary.BigEndian.AppendUint64(v, n.live)
+	return binary.BigEndian.AppendUint64(v, n.fill)
 }
 
 func decodeStreamMeta(userKey []byte, e entry) (streamMeta, error) {
@@ -198,7 +233,8 @@ func decodeStreamMeta(userKey []byte, e entry) (streamMeta, error) {
 	}
 	u := func(at int) uint64 { return binary.BigEndian.Uint64(p[at:]) }
 	return streamMeta{version: u(0), length: u(8), last: decodeStreamID(p[16:]), first: decodeStreamID(p[32:]),
-		maxDeleted: decodeStreamID(p[48:]), entriesAdded: u(64), groups: u(72), tailNode: u(80), tailFill: u(88),
+		maxDeleted: decodeStreamID(p[48:]), entriesAdded: u(64), groups: u(72), tailNode: u(80),
+		headNode: u(96), tail: streamNode{fill: u(88), live: u(104), last: decodeStreamID(p[112:])},
 		expireAt: e.expireAt, ns: e.ns}, nil
 }
 
@@ -209,10 +245,33 @@ func (m *streamMeta) encode() []byte {
 	p = m.last.append(p)
 	p = m.first.append(p)
 	p = m.maxDeleted.append(p)
-	for _, v := range []uint64{m.entriesAdded, m.groups, m.tailNode, m.tailFill} {
+	for _, v := range []uint64{m.entriesAdded, m.groups, m.tailNode, m.tail.fill, m.headNode, m.tail.live} {
 		p = binary.BigEndian.AppendUint64(p, v)
 	}
-	return p
+	return m.tail.last.append(p)
+}
+
+// liveID reports whether an entry id may be live: trimming leaves the
+// entries below the first id in place, dead.
+func (m *streamMeta) liveID(id streamID) bool {
+	return m.length > 0 && id.compare(m.first) >= 0
+}
+
+// deadElem reports whether the element elem (the engine key's part after
+// the version) is an entry or node record that trimming left dead. Every
+// change of the first id or the head node only raises them while the
+// stream holds entries, and an emptied stream's next entry is newer than
+// every dead one (XSETID, which may lower the last id of an empty stream,
+// deletes the dead entries above it), so what is dead stays dead, as the
+// compaction filter requires.
+func (m *streamMeta) deadElem(elem []byte) bool {
+	switch {
+	case len(elem) == 17 && elem[0] == streamEntrySub:
+		return !m.liveID(decodeStreamID(elem[1:]))
+	case len(elem) == 9 && elem[0] == streamNodeSub:
+		return m.length == 0 || binary.BigEndian.Uint64(elem[1:]) < m.headNode
+	}
+	return false
 }
 
 // coll is the stream as a collection, for the code that knows only
@@ -258,6 +317,13 @@ type streamEntry struct {
 func streamEntryKey(dst, key []byte, m *streamMeta, id streamID) []byte {
 	dst = append(elemsKey(dst, key, m.coll()), streamEntrySub)
 	return id.append(dst)
+}
+
+// streamNodeKey appends to dst the engine key of the record of node n of
+// m at key.
+func streamNodeKey(dst, key []byte, m *streamMeta, n uint64) []byte {
+	dst = append(elemsKey(dst, key, m.coll()), streamNodeSub)
+	return binary.BigEndian.AppendUint64(dst, n)
 }
 
 func encodeStreamEntry(node uint64, fields [][]byte) []byte {
@@ -329,13 +395,21 @@ func (ks *keyspace) streamScan(r lsmgo.Reader, key []byte, m *streamMeta, from, 
 // streamWalk is streamScan over the entries' encoded values, for a caller
 // that needs less than the whole entry.
 //
-// Walks start at the first live entry at the earliest: trimming leaves
-// tombstones before it until compaction drops them, and a stream capped
-// by XADD … MAXLEN would otherwise step over all of them at every add.
+// Walks start at the first live entry at the earliest: the entries
+// before it are dead (trimmed) until compaction drops them.
 func (ks *keyspace) streamWalk(r lsmgo.Reader, key []byte, m *streamMeta, from, to streamID, reverse bool, fn func(id streamID, v []byte) bool) error {
-	if m.length > 0 && from.compare(m.first) < 0 {
+	if m.length == 0 {
+		return nil
+	}
+	if from.compare(m.first) < 0 {
 		from = m.first
 	}
+	return ks.streamRawWalk(r, key, m, from, to, reverse, fn)
+}
+
+// streamRawWalk is streamWalk over every stored entry, dead ones
+// included.
+func (ks *keyspace) streamRawWalk(r lsmgo.Reader, key []byte, m *streamMeta, from, to streamID, reverse bool, fn func(id streamID, v []byte) bool) error {
 	if from.compare(to) > 0 {
 		return nil
 	}
@@ -369,6 +443,9 @@ func (ks *keyspace) streamWalk(r lsmgo.Reader, key []byte, m *streamMeta, from, 
 
 // streamGet reads the entry id of m at key; ok is false when it is absent.
 func (ks *keyspace) streamGet(r lsmgo.Reader, buf *[]byte, key []byte, m *streamMeta, id streamID) (e streamEntry, ok bool, err error) {
+	if !m.liveID(id) {
+		return e, false, nil
+	}
 	*buf = streamEntryKey(*buf, key, m, id)
 	v, err := r.Get(*buf)
 	if errors.Is(err, lsmgo.ErrNotFound) {
@@ -393,13 +470,26 @@ func (ks *keyspace) streamEdge(r lsmgo.Reader, key []byte, m *streamMeta, last b
 
 // streamAppend adds to b the entry id with fields at the end of m,
 // placing it in Redis' node: a new one when the tail node holds
-// nodeMax entries already (0: no limit). It returns the entry's node.
+// nodeMax entries already (0: no limit), closing the tail node (its
+// record written to b). It returns the entry's node.
 func (ks *keyspace) streamAppend(b *lsmgo.Batch, buf *[]byte, key []byte, m *streamMeta, id streamID, fields [][]byte, nodeMax uint64) uint64 {
-	if m.length == 0 || nodeMax > 0 && m.tailFill >= nodeMax {
+	switch {
+	case m.length == 0 && m.tail.fill == 0: // Redis has no node left
 		m.tailNode++
-		m.tailFill = 0
+		m.tail = streamNode{}
+	case nodeMax > 0 && m.tail.fill >= nodeMax:
+		*buf = streamNodeKey(*buf, key, m, m.tailNode)
+		b.Set(*buf, m.tail.encode())
+		m.closed, m.closedN, m.closedOK = m.tail, m.tailNode, true
+		m.tailNode++
+		m.tail = streamNode{}
 	}
-	m.tailFill++
+	if m.length == 0 {
+		m.headNode = m.tailNode
+	}
+	m.tail.fill++
+	m.tail.live++
+	m.tail.last = id
 	*buf = streamEntryKey(*buf, key, m, id)
 	b.Set(*buf, encodeStreamEntry(m.tailNode, fields))
 	m.length++
@@ -420,105 +510,192 @@ type streamTrim struct {
 	limit  int64
 }
 
-// trim adds to b the deletion of the oldest entries of m that t asks to
-// remove and returns how many. It reads the entries it deletes and the
-// first one it keeps, and for "~" the rest of that one's node. added, when
-// not nil, is an entry the batch appends, which r does not show.
-func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, buf *[]byte, key []byte, m *streamMeta, t streamTrim, added *streamEntry) (int64, error) {
-	if t.maxLen >= 0 && m.length <= uint64(t.maxLen) {
+// streamNodes reads the node records of a stream in order, for trimming:
+// the tail's and the one the batch closed come from the metadata, the
+// others from the engine, by point reads and, for a long run, one
+// iterator.
+type streamNodes struct {
+	r       lsmgo.Reader
+	key     []byte
+	m       *streamMeta
+	buf     []byte
+	scan    bool // nodes are asked for in rising order
+	reads   int
+	it      *lsmgo.Iterator
+	written map[uint64]streamNode // records put in the batch, which r does not show
+}
+
+// streamNodeGets is how many node records trimming reads with point
+// reads before it opens an iterator: XADD … MAXLEN ~ reads one or two.
+const streamNodeGets = 4
+
+// get returns the record of node n.
+func (ns *streamNodes) get(n uint64) (streamNode, error) {
+	m := ns.m
+	switch {
+	case n == m.tailNode:
+		return m.tail, nil
+	case m.closedOK && n == m.closedN:
+		return m.closed, nil
+	}
+	if node, ok := ns.written[n]; ok {
+		return node, nil
+	}
+	var v []byte
+	if ns.reads++; !ns.scan || ns.reads <= streamNodeGets {
+		ns.buf = streamNodeKey(ns.buf, ns.key, m, n)
+		var err error
+		if v, err = ns.r.Get(ns.buf); err != nil && !errors.Is(err, lsmgo.ErrNotFound) {
+			return streamNode{}, err
+		}
+	} else {
+		if ns.it == nil {
+			lower := streamNodeKey(nil, ns.key, m, n)
+			it, err := ns.r.NewIter(&lsmgo.IterOptions{LowerBound: lower, UpperBound: streamNodeKey(nil, ns.key, m, m.tailNode)})
+			if err != nil {
+				return streamNode{}, err
+			}
+			ns.it = it
+			it.First()
+		} else {
+			ns.it.Next()
+		}
+		if ns.it.Valid() && bytes.HasSuffix(ns.it.Key(), binary.BigEndian.AppendUint64(ns.buf[:0], n)) {
+			v = ns.it.Value()
+		} else if err := ns.it.Error(); err != nil {
+			return streamNode{}, err
+		}
+	}
+	if len(v) != streamNodeLen {
+		return streamNode{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", ns.key), Offset: -1,
+			Reason: fmt.Sprintf("stream node %d's record is missing or damaged", n)}
+	}
+	return streamNode{last: decodeStreamID(v), live: binary.BigEndian.Uint64(v[16:]), fill: binary.BigEndian.Uint64(v[24:])}, nil
+}
+
+func (ns *streamNodes) close() error {
+	if ns.it == nil {
+		return nil
+	}
+	return closeIter(ns.it, nil)
+}
+
+// put adds to b the record of node n (the tail's goes to the metadata).
+func (ns *streamNodes) put(b *lsmgo.Batch, n uint64, node streamNode) {
+	m := ns.m
+	switch {
+	case n == m.tailNode:
+		m.tail = node
+		return
+	case m.closedOK && n == m.closedN:
+		m.closed = node
+	}
+	if ns.written == nil {
+		ns.written = map[uint64]streamNode{}
+	}
+	ns.written[n] = node
+	ns.buf = streamNodeKey(ns.buf, ns.key, m, n)
+	b.Set(ns.buf, node.encode())
+}
+
+// trim trims m as t asks and returns how many entries it removed. As
+// Redis does, it goes node by node from the head: a node goes whole when
+// t allows (nothing of it is read or written: its entries fall below the
+// new first id, dead), "~" stops at the first node that stays, and an
+// exact trim then steps over the entries of that node it removes,
+// rewriting the node's live count. added, when not nil, is an entry the
+// batch appends, which r does not show.
+func (ks *keyspace) trim(r lsmgo.Reader, b *lsmgo.Batch, key []byte, m *streamMeta, t streamTrim, added *streamEntry) (deleted int64, err error) {
+	if m.length == 0 || t.maxLen >= 0 && m.length <= uint64(t.maxLen) {
 		return 0, nil
 	}
-	var deleted int64
-	var node []streamID // the ids of the node being judged ("~")
-	var nodeID uint64
-	kept, stopped := streamID{}, false
-	drop := func(id streamID) {
-		*buf = streamEntryKey(*buf, key, m, id)
-		b.Delete(*buf)
-		m.length--
-		deleted++
-	}
-	// wholeNodeMayGo reports whether t asks for a node of n entries, the
-	// last one last, to go whole: or, for the first n entries of a node
-	// not read to its end, whether it still may.
-	wholeNodeMayGo := func(n int, last streamID) bool {
-		if t.limit > 0 && deleted+int64(n) > t.limit {
-			return false
+	nodes := &streamNodes{r: r, key: key, m: m, scan: true}
+	from := m.first // the first entry that may be live
+	n := m.headNode
+	for ; n <= m.tailNode; n++ {
+		if t.maxLen >= 0 && m.length <= uint64(t.maxLen) {
+			break
 		}
-		if t.maxLen >= 0 {
-			return int64(m.length)-int64(n) >= t.maxLen
+		node, err := nodes.get(n)
+		if err != nil {
+			nodes.close()
+			return 0, err
 		}
-		return last.compare(t.minID) < 0
-	}
-	// removeNode deletes the node in node when t asks for all of it.
-	removeNode := func() bool {
-		if !wholeNodeMayGo(len(node), node[len(node)-1]) {
-			return false
+		if t.limit > 0 && deleted+int64(node.live) > t.limit {
+			break
 		}
-		for _, id := range node {
-			drop(id)
+		if t.maxLen >= 0 && m.length-node.live >= uint64(t.maxLen) || t.maxLen < 0 && node.last.compare(t.minID) < 0 {
+			m.length -= node.live
+			deleted += int64(node.live)
+			from, _ = node.last.next()
+			continue
 		}
-		node = node[:0]
-		return true
-	}
-	visit := func(e streamEntry) bool {
 		if !t.approx {
-			if t.maxLen >= 0 && m.length <= uint64(t.maxLen) || t.maxLen < 0 && e.id.compare(t.minID) >= 0 {
-				kept, stopped = e.id, true
-				return false
+			var gone uint64
+			err = ks.streamRawWalk(r, key, m, from, node.last, false, func(id streamID, _ []byte) bool {
+				if t.maxLen >= 0 && m.length <= uint64(t.maxLen) || t.maxLen < 0 && id.compare(t.minID) >= 0 {
+					return false
+				}
+				from, _ = id.next()
+				gone++
+				m.length--
+				return true
+			})
+			if err == nil && gone > node.live {
+				err = &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", key), Offset: -1,
+					Reason: fmt.Sprintf("stream node %d holds more entries than its record counts", n)}
 			}
-			drop(e.id)
-			return true
-		}
-		if len(node) > 0 && e.node != nodeID && !removeNode() {
-			kept, stopped = node[0], true
-			return false
-		}
-		if !wholeNodeMayGo(len(node)+1, e.id) {
-			// The node cannot go whole, whatever else it holds, and
-			// trimming stops at the first node that stays: do not read
-			// the rest of it (XADD … MAXLEN ~ would, at every add).
-			kept, stopped = e.id, true
-			if len(node) > 0 {
-				kept = node[0]
+			if err != nil {
+				nodes.close()
+				return 0, err
 			}
-			return false
+			node.live -= gone
+			deleted += int64(gone)
+			nodes.put(b, n, node)
 		}
-		nodeID = e.node
-		node = append(node, e.id)
-		return true
+		break
 	}
-	// Only each entry's id and node matter here: its fields stay encoded
-	// (decoding them took half of XADD … MAXLEN ~'s CPU).
+	if err := nodes.close(); err != nil || deleted == 0 {
+		return 0, err
+	}
+	if m.length == 0 {
+		// Redis' last node stays when the trim marked its entries
+		// deleted one by one, and the next XADD goes to it if it has
+		// room; a trim that removed every node leaves none.
+		m.first = streamID{}
+		if n > m.tailNode {
+			m.tail = streamNode{}
+		}
+		return deleted, nil
+	}
+	return deleted, ks.streamFirstFrom(r, key, m, from, added)
+}
+
+// streamFirstFrom sets m's first id (and head node) to its first entry
+// at or after from, which is live: the batch's added entry when r shows
+// none.
+func (ks *keyspace) streamFirstFrom(r lsmgo.Reader, key []byte, m *streamMeta, from streamID, added *streamEntry) error {
+	found := false
 	var bad error
-	err := ks.streamWalk(r, key, m, streamID{}, maxStreamID, false, func(id streamID, v []byte) bool {
+	err := ks.streamRawWalk(r, key, m, from, maxStreamID, false, func(id streamID, v []byte) bool {
 		node, n := binary.Uvarint(v)
 		if n <= 0 {
 			_, bad = decodeStreamEntry(key, id, v)
 			return false
 		}
-		return visit(streamEntry{id: id, node: node})
+		m.first, m.headNode, found = id, node, true
+		return false
 	})
 	if err == nil {
 		err = bad
 	}
-	if err == nil && added != nil && !stopped {
-		visit(*added)
-	}
-	if err != nil {
-		b.Reset()
-		return 0, err
-	}
-	if len(node) > 0 && !stopped && !removeNode() {
-		kept = node[0]
-	}
-	if deleted > 0 {
-		m.first = kept
-		if m.length == 0 {
-			m.first = streamID{}
+	if err == nil && !found {
+		if added == nil {
+			return &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", key), Offset: -1, Reason: "stream metadata counts entries that are not there"}
 		}
+		m.first, m.headNode = added.id, added.node
 	}
-	return deleted, nil
+	return err
 }
 
 // rdb returns id as package rdb spells it.

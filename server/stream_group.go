@@ -76,6 +76,29 @@ type streamOp struct {
 	// which the command fires once its write commits (notifyOp).
 	created bool
 	events  []string
+	// dead is the range of entries a trim left dead, when big enough to
+	// hand to the reclaimer once the write commits (notifyOp).
+	dead [2][]byte
+}
+
+// trim trims op's stream as t asks (keyspace.trim). A trim that leaves
+// reclaimMinElems dead entries or more has their range compacted soon
+// after, as DEL has a big collection's.
+func (op *streamOp) trim(r lsmgo.Reader, t streamTrim, added *streamEntry) (int64, error) {
+	first := op.m.first
+	deleted, err := op.ks.trim(r, op.b, op.key, &op.m, t, added)
+	if err != nil || deleted == 0 {
+		return 0, err
+	}
+	op.metaDirty = true
+	if deleted >= reclaimMinElems {
+		end := prefixEnd(op.prefix(streamEntrySub))
+		if op.m.length > 0 {
+			end = streamEntryKey(nil, op.key, &op.m, op.m.first)
+		}
+		op.dead = [2][]byte{streamEntryKey(nil, op.key, &op.m, first), end}
+	}
+	return deleted, nil
 }
 
 // fire records a stream event of the work, for notifyOp.

@@ -156,3 +156,97 @@ func streamIDLess(a, b string) bool {
 	bms, bseq := parse(b)
 	return ams < bms || ams == bms && aseq < bseq
 }
+
+// TestKill9StreamTrim kills the server with SIGKILL while clients add to
+// streams of 4-entry nodes capped by XADD … MAXLEN (exact and "~") and
+// trimmed by XTRIM … MINID, so that trims, node records and the first id
+// move in every batch, then restarts it: each stream is a run of
+// consecutive ids that ends at or after the last acknowledged add, no
+// longer than the caps allow, whose length, first id and node records
+// agree (XLEN, XINFO STREAM, and trimming it to nothing and beyond).
+func TestKill9StreamTrim(t *testing.T) {
+	const capLen = 30
+	for _, mode := range []string{"always", "no"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
+			srv := startChild(t, args...)
+			ctx := context.Background()
+			if err := srv.client(t).ConfigSet(ctx, "stream-node-max-entries", "4").Err(); err != nil {
+				t.Fatal(err)
+			}
+			const writers = 4
+			type progress struct{ sent, added int } // entry n is n-0
+			prog := make([]progress, writers)
+			var total atomic.Int64
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for w := range writers {
+				rc := srv.client(t)
+				key := fmt.Sprintf("w%d:capped", w)
+				p := &prog[w]
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						p.sent++
+						id := strconv.Itoa(p.sent) + "-0"
+						a := &redis.XAddArgs{Stream: key, ID: id, Values: []string{"n", id}, MaxLen: capLen, Approx: p.sent%2 == 0}
+						if rc.XAdd(ctx, a).Err() != nil {
+							return
+						}
+						p.added++
+						total.Add(1)
+						if p.sent%7 == 0 && rc.XTrimMinID(ctx, key, strconv.Itoa(p.sent-capLen/2)+"-0").Err() != nil {
+							return
+						}
+					}
+				})
+			}
+			srv.killAfter(t, &total, 400)
+			close(stop)
+			wg.Wait()
+
+			rc := startChild(t, args...).client(t)
+			for w, p := range prog {
+				key := fmt.Sprintf("w%d:capped", w)
+				entries, err := rc.XRange(ctx, key, "-", "+").Result()
+				if err != nil {
+					t.Fatalf("%s after restart: %v", key, err)
+				}
+				if len(entries) == 0 || len(entries) > capLen+4 {
+					t.Fatalf("%s: %d entries after kill -9, cap %d", key, len(entries), capLen)
+				}
+				var first int
+				fmt.Sscanf(entries[0].ID, "%d-0", &first)
+				for i, e := range entries {
+					if want := strconv.Itoa(first+i) + "-0"; e.ID != want || e.Values["n"] != want {
+						t.Fatalf("%s: entry %d is %s %v, want %s", key, i, e.ID, e.Values, want)
+					}
+				}
+				if last := first + len(entries) - 1; last < p.added || last > p.sent {
+					t.Fatalf("%s: last entry %d after kill -9; %d adds acknowledged, %d sent", key, last, p.added, p.sent)
+				}
+				info, err := rc.XInfoStream(ctx, key).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Length != int64(len(entries)) || info.FirstEntry.ID != entries[0].ID || info.RecordedFirstEntryID != entries[0].ID {
+					t.Fatalf("%s: XINFO STREAM says length %d, first %s (recorded %s); XRANGE has %d from %s",
+						key, info.Length, info.FirstEntry.ID, info.RecordedFirstEntryID, len(entries), entries[0].ID)
+				}
+				// Trimming walks the node records: whole-node trims by
+				// length and id, then everything.
+				if err := rc.XTrimMaxLenApprox(ctx, key, 5, 0).Err(); err != nil {
+					t.Fatalf("%s: XTRIM after kill -9: %v", key, err)
+				}
+				if n, err := rc.XTrimMaxLen(ctx, key, 0).Result(); err != nil || rc.XLen(ctx, key).Val() != 0 {
+					t.Fatalf("%s: XTRIM MAXLEN 0 after kill -9: %d, %v; XLEN %d", key, n, err, rc.XLen(ctx, key).Val())
+				}
+			}
+		})
+	}
+}
