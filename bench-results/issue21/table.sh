@@ -7,27 +7,30 @@
 # alternated each round. redis-benchmark where it can express the
 # command, load21.go where it cannot. Each row also records the server's
 # CPU time over the run (utime+stime from /proc). Run from the repository
-# root: bench-results/issue21/table.sh OUT.csv ./lsmgo
+# root: bench-results/issue21/table.sh OUT.csv ./lsmgo ["setbit getbit"]
+# (the third argument picks workloads; default all).
 set -u
-out=${1:?usage: table.sh OUT.csv [LSMGO_BINARY]}; : > $out
+out=${1:?usage: table.sh OUT.csv [LSMGO_BINARY] [WORKLOADS]}; : > $out
 bin=${2:-lsmgo}
+workloads=${3:-xadd xpair setbit getbit pfadd pfcount geoadd geosearch}
+lport=${LSMGO_PORT:-17361} rport=${REDIS_PORT:-17362}
 d=$(mktemp -d)
 go build -o $d/load21 "$(dirname "$0")/load21.go" || exit 1
-$bin serve -addr 127.0.0.1:17361 -http '' -dir $d/lsmgo -appendfsync everysec >$d/lsmgo.log 2>&1 &
+$bin serve -addr 127.0.0.1:$lport -http '' -dir $d/lsmgo -appendfsync everysec >$d/lsmgo.log 2>&1 &
 lp=$!
 mkdir -p $d/redis
-redis-server --port 17362 --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir $d/redis >$d/redis.log 2>&1 &
+redis-server --port $rport --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir $d/redis >$d/redis.log 2>&1 &
 rp=$!
 sleep 1
-for port in 17361 17362; do
+for port in $lport $rport; do
   redis-cli -p $port XGROUP CREATE xq g '$' MKSTREAM >/dev/null
   redis-cli -p $port SETBIT bm 4294967295 1 >/dev/null # Redis allocates its 512 MiB here, not in a timed run
 done
 cpu() { awk '{print $14+$15}' /proc/$1/stat; }
 run() { # who P name command...
   local who=$1 P=$2 name=$3; shift 3
-  local port=17361 pid=$lp
-  [ $who = redis ] && port=17362 pid=$rp
+  local port=$lport pid=$lp
+  [ $who = redis ] && port=$rport pid=$rp
   local n=$((P==1 ? 20000 : 100000))
   local c0 line
   c0=$(cpu $pid)
@@ -49,7 +52,7 @@ run() { # who P name command...
 }
 for round in 1 2 3; do
   for P in 1 16; do
-    for name in xadd xpair setbit getbit pfadd pfcount geoadd geosearch; do
+    for name in $workloads; do
       if [ $((round % 2)) = 1 ]; then
         run lsmgo $P $name; run redis $P $name
       else
