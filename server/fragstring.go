@@ -136,14 +136,15 @@ type fragEdit struct {
 	r       lsmgo.Reader
 	userKey []byte
 	m       collMeta
-	fresh   bool // a new version: no fragment is stored yet
+	stored  collMeta // m as stored, before the edit
+	fresh   bool     // a new version: no fragment is stored yet
 	dirty   map[int64][]byte
 	order   []int64
 }
 
 // newFragEdit starts an edit of the fragmented string m at userKey.
 func (ks *keyspace) newFragEdit(r lsmgo.Reader, userKey []byte, m collMeta) *fragEdit {
-	return &fragEdit{ks: ks, r: r, userKey: userKey, m: m, dirty: map[int64][]byte{}}
+	return &fragEdit{ks: ks, r: r, userKey: userKey, m: m, stored: m, dirty: map[int64][]byte{}}
 }
 
 // newFragString starts a new, empty fragmented string at userKey, with a
@@ -232,7 +233,11 @@ func (e *fragEdit) write(off int64, data []byte) error {
 
 func allZero(b []byte) bool { return nonZero(b, 0) == len(b) }
 
-// flush adds the staged fragments and the metadata to b.
+// flush adds the staged fragments to b, and the metadata where it
+// changed: an edit inside the string's length (most SETBITs) writes its
+// fragment alone, which WATCH and tracking see as a write to the string
+// (userKeyOf). An edit that stages nothing (APPEND of "") still writes
+// the metadata, a change to Redis.
 func (e *fragEdit) flush(b *lsmgo.Batch, kb *keyBuf) {
 	var buf, val []byte
 	for _, i := range e.order {
@@ -244,7 +249,9 @@ func (e *fragEdit) flush(b *lsmgo.Batch, kb *keyBuf) {
 			b.Delete(buf)
 		}
 	}
-	e.ks.putColl(b, kb, e.userKey, e.m)
+	if e.fresh || len(e.order) == 0 || e.m.count != e.stored.count || !e.m.expireAt.Equal(e.stored.expireAt) {
+		e.ks.putColl(b, kb, e.userKey, e.m)
+	}
 }
 
 // encodeFrag appends to dst the stored form of fragment f, the shorter

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -421,4 +422,38 @@ func bitTwin(set map[int64]bool, bit int64) int {
 		return 1
 	}
 	return 0
+}
+
+// A SETBIT inside a fragmented string's length writes its fragment and
+// not the metadata: WATCH still sees it as a change, and one that
+// changes nothing is still none.
+func TestFragStringEditTouchesWatch(t *testing.T) {
+	s := startServer(t, nil)
+	ctx := context.Background()
+	cl, other := newClient(t, s, 0, nil), newClient(t, s, 0, nil)
+	if err := cl.SetBit(ctx, "w", 1<<22, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bit     int64
+		value   int
+		aborted bool
+	}{{1 << 21, 1, true}, {1 << 21, 1, false}, {1 << 22, 0, true}, {8, 0, false}} {
+		err := cl.Watch(ctx, func(tx *redis.Tx) error {
+			if err := other.SetBit(ctx, "w", tc.bit, tc.value).Err(); err != nil {
+				return err
+			}
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Ping(ctx)
+				return nil
+			})
+			return err
+		}, "w")
+		if aborted := errors.Is(err, redis.TxFailedErr); aborted != tc.aborted || (err != nil && !aborted) {
+			t.Errorf("SETBIT w %d %d under WATCH: EXEC error %v, want aborted %v", tc.bit, tc.value, err, tc.aborted)
+		}
+	}
+	if n := cl.StrLen(ctx, "w").Val(); n != 1<<19+1 {
+		t.Errorf("STRLEN = %d", n)
+	}
 }
