@@ -63,17 +63,14 @@ func cmdSetBit(c *conn, _ *command, args [][]byte) error {
 	if !ok || on&^1 != 0 {
 		return redisError(msgBitValue)
 	}
-	// Setting a bit to the value it has, inside the string, is a read:
-	// no lock, no write, as Redis does not count it as a change either.
+	// Setting a bit of a plain string to the value it has is a read: no
+	// lock, no write, as Redis does not count it as a change either. A
+	// fragmented string's bit is read once, under the lock (setBitFrag).
 	if v, exists, err := c.getRef(args[1]); err != nil {
 		return err
-	} else if exists && offset>>3 < uint64(v.length()) {
-		if old, err := c.bitAt(args[1], v, offset); err != nil {
-			return err
-		} else if int64(old) == on {
-			c.wr.Int(on)
-			return nil
-		}
+	} else if exists && v.frag == nil && offset>>3 < uint64(v.length()) && int64(bitops.GetBit(v.val, offset)) == on {
+		c.wr.Int(on)
+		return nil
 	}
 	held := c.lock(args[1:2], 1)
 	defer c.unlock(held)
@@ -138,10 +135,12 @@ func (c *conn) setBitFrag(key []byte, v stringValue, created bool, offset uint64
 		return err
 	}
 	at := int64(offset >> 3)
-	b, err := e.read(at, 1)
+	// Staging the bit's fragment first makes it the one read.
+	f, err := e.frag(at / fragSize)
 	if err != nil {
 		return err
 	}
+	b := []byte{f[at%fragSize]}
 	old := bitops.SetBit(b, offset&7, on)
 	if v.frag == nil || at >= e.length() || old != bitops.GetBit(b, offset&7) {
 		if err := e.write(at, b); err != nil {

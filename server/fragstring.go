@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -15,8 +14,15 @@ import (
 // the string's length (doc/server.md, "Bitmaps and HyperLogLogs"):
 //
 //	'k' + user key                       header 'B' + version (8, BE) + length in bytes (8, BE)
-//	'e' + … + version + index (4, BE)    uvarint skip + bytes [index*fragSize+skip, …) of
-//	                                     the string up to the fragment's last nonzero byte
+//	'e' + … + version + index (4, BE)    one run: uvarint skip + bytes [index*fragSize+skip, …)
+//	                                     of the string up to the fragment's last nonzero byte
+//	                                     or runs: uvarint fragRuns, then per run uvarint gap
+//	                                     (zeros since the last run) + uvarint n + n bytes
+//
+// A fragment is written in whichever form is shorter: a sparse bitmap's
+// fragment, a few bits scattered over its 4 KiB, costs a few bytes a bit
+// (and a SETBIT writes that much) rather than the span between its
+// outermost bits.
 //
 // It is a collection (collection.go) whose count is the string's length:
 // DEL, EXPIRE and FLUSHALL write the metadata only, COPY and RENAME copy
@@ -29,6 +35,11 @@ const (
 	fragSize      = 4096
 	fragThreshold = 64 << 10
 	fragIndexLen  = 4
+	// fragRuns opens a fragment stored as runs: no skip is that large.
+	fragRuns = fragSize + 1
+	// fragRunBreak is the number of zeros that ends a run: a gap of
+	// fewer costs no more stored as zeros than as a new run's header.
+	fragRunBreak = 3
 )
 
 func fragIndexKey(dst, userKey []byte, m collMeta, index int64) []byte {
@@ -47,6 +58,7 @@ func fragCorrupt(userKey []byte, reason string) error {
 func (ks *keyspace) fragWalk(r lsmgo.Reader, userKey []byte, m collMeta, from, to int64, fn func(at int64, data []byte) error) error {
 	start := binary.BigEndian.AppendUint32(nil, uint32(from))
 	var ferr error
+	var buf []byte
 	err := ks.scanElems(r, userKey, m, start, func(elem, val []byte) bool {
 		if len(elem) != fragIndexLen {
 			ferr = fragCorrupt(userKey, fmt.Sprintf("fragment key %x", elem))
@@ -58,7 +70,7 @@ func (ks *keyspace) fragWalk(r lsmgo.Reader, userKey []byte, m collMeta, from, t
 		}
 		var at int64
 		var data []byte
-		if at, data, ferr = decodeFrag(userKey, m, i, val); ferr == nil {
+		if at, data, ferr = decodeFrag(userKey, m, i, val, &buf); ferr == nil {
 			ferr = fn(at, data)
 		}
 		return ferr == nil
@@ -91,7 +103,7 @@ func (ks *keyspace) fragRead(r lsmgo.Reader, userKey []byte, m collMeta, off, n 
 		if err != nil || !ok {
 			return out, err
 		}
-		at, data, err := decodeFrag(userKey, m, first, val)
+		at, data, err := decodeFrag(userKey, m, first, val, &buf)
 		if err != nil {
 			return nil, err
 		}
@@ -124,14 +136,15 @@ type fragEdit struct {
 	r       lsmgo.Reader
 	userKey []byte
 	m       collMeta
-	fresh   bool // a new version: no fragment is stored yet
+	stored  collMeta // m as stored, before the edit
+	fresh   bool     // a new version: no fragment is stored yet
 	dirty   map[int64][]byte
 	order   []int64
 }
 
 // newFragEdit starts an edit of the fragmented string m at userKey.
 func (ks *keyspace) newFragEdit(r lsmgo.Reader, userKey []byte, m collMeta) *fragEdit {
-	return &fragEdit{ks: ks, r: r, userKey: userKey, m: m, dirty: map[int64][]byte{}}
+	return &fragEdit{ks: ks, r: r, userKey: userKey, m: m, stored: m, dirty: map[int64][]byte{}}
 }
 
 // newFragString starts a new, empty fragmented string at userKey, with a
@@ -160,7 +173,7 @@ func (e *fragEdit) frag(i int64) ([]byte, error) {
 			return nil, err
 		}
 		if ok {
-			at, data, err := decodeFrag(e.userKey, e.m, i, val)
+			at, data, err := decodeFrag(e.userKey, e.m, i, val, &buf)
 			if err != nil {
 				return nil, err
 			}
@@ -218,41 +231,128 @@ func (e *fragEdit) write(off int64, data []byte) error {
 	return nil
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
+func allZero(b []byte) bool { return nonZero(b, 0) == len(b) }
 
-// flush adds the staged fragments and the metadata to b.
+// flush adds the staged fragments to b, and the metadata where it
+// changed: an edit inside the string's length (most SETBITs) writes its
+// fragment alone, which WATCH and tracking see as a write to the string
+// (userKeyOf). An edit that stages nothing (APPEND of "") still writes
+// the metadata, a change to Redis.
 func (e *fragEdit) flush(b *lsmgo.Batch, kb *keyBuf) {
 	var buf, val []byte
 	for _, i := range e.order {
-		f := bytes.TrimRight(e.dirty[i], "\x00")
 		buf = fragIndexKey(buf, e.userKey, e.m, i)
-		switch {
-		case len(f) > 0:
-			skip := len(f) - len(bytes.TrimLeft(f, "\x00"))
-			val = append(binary.AppendUvarint(val[:0], uint64(skip)), f[skip:]...)
+		switch val = encodeFrag(val[:0], e.dirty[i]); {
+		case len(val) > 0:
 			b.Set(buf, val)
 		case !e.fresh:
 			b.Delete(buf)
 		}
 	}
-	e.ks.putColl(b, kb, e.userKey, e.m)
+	if e.fresh || len(e.order) == 0 || e.m.count != e.stored.count || !e.m.expireAt.Equal(e.stored.expireAt) {
+		e.ks.putColl(b, kb, e.userKey, e.m)
+	}
+}
+
+// encodeFrag appends to dst the stored form of fragment f, the shorter
+// of one run and runs, or nothing when f is all zeros.
+func encodeFrag(dst, f []byte) []byte {
+	skip := nonZero(f, 0)
+	if skip == len(f) {
+		return dst
+	}
+	f = f[:lastNonZero(f)+1]
+	start := len(dst)
+	dst = binary.AppendUvarint(dst, fragRuns)
+	for pos, at := 0, skip; at < len(f); at = nonZero(f, pos) {
+		end := at + 1
+		for zeros := 0; end+zeros < len(f) && zeros < fragRunBreak; {
+			if f[end+zeros] == 0 {
+				zeros++
+			} else {
+				end, zeros = end+zeros+1, 0
+			}
+		}
+		dst = binary.AppendUvarint(dst, uint64(at-pos))
+		dst = binary.AppendUvarint(dst, uint64(end-at))
+		dst = append(dst, f[at:end]...)
+		pos = end
+		if len(dst)-start >= uvarintLen(skip)+len(f)-skip {
+			// Runs would be no shorter than one run.
+			dst = binary.AppendUvarint(dst[:start], uint64(skip))
+			return append(dst, f[skip:]...)
+		}
+	}
+	return dst
+}
+
+// nonZero returns the index of the first nonzero byte of b at or after
+// from, or len(b): a word at a time, as a sparse fragment is mostly
+// zeros.
+func nonZero(b []byte, from int) int {
+	i := from
+	for ; i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == 0; i += 8 {
+	}
+	for ; i < len(b) && b[i] == 0; i++ {
+	}
+	return i
+}
+
+// lastNonZero returns the index of the last nonzero byte of b, or -1.
+func lastNonZero(b []byte) int {
+	i := len(b)
+	for ; i >= 8 && binary.LittleEndian.Uint64(b[i-8:]) == 0; i -= 8 {
+	}
+	for i--; i >= 0 && b[i] == 0; i-- {
+	}
+	return i
+}
+
+func uvarintLen(n int) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], uint64(n))
 }
 
 // decodeFrag decodes the stored fragment i of m at userKey: the string's
-// bytes from offset at on are data, the rest of the fragment zeros.
-func decodeFrag(userKey []byte, m collMeta, i int64, val []byte) (at int64, data []byte, err error) {
-	skip, w := binary.Uvarint(val)
-	if w <= 0 || skip > fragSize || int64(skip)+int64(len(val)-w) > fragSize {
+// bytes from offset at on are data, the rest of the fragment zeros. A
+// fragment stored as runs is spelled out in *buf, which data then shares.
+func decodeFrag(userKey []byte, m collMeta, i int64, val []byte, buf *[]byte) (at int64, data []byte, err error) {
+	malformed := func() (int64, []byte, error) {
 		return 0, nil, fragCorrupt(userKey, fmt.Sprintf("fragment %d of %d bytes is malformed", i, len(val)))
 	}
-	at, data = i*fragSize+int64(skip), val[w:]
+	skip, w := binary.Uvarint(val)
+	switch {
+	case w <= 0:
+		return malformed()
+	case skip == fragRuns:
+		var first uint64
+		data = (*buf)[:0]
+		for rest, pos := val[w:], uint64(0); len(rest) > 0 || len(data) == 0; {
+			gap, w1 := binary.Uvarint(rest)
+			n, w2 := 0, 0
+			if w1 > 0 {
+				var n64 uint64
+				n64, w2 = binary.Uvarint(rest[w1:])
+				n = int(min(n64, fragSize+1))
+			}
+			if w1 <= 0 || w2 <= 0 || n == 0 || gap > fragSize || pos+gap+uint64(n) > fragSize || n > len(rest)-w1-w2 {
+				return malformed()
+			}
+			if len(data) == 0 {
+				first = pos + gap
+			} else {
+				data = append(data, make([]byte, gap)...)
+			}
+			data = append(data, rest[w1+w2:w1+w2+n]...)
+			rest, pos = rest[w1+w2+n:], pos+gap+uint64(n)
+		}
+		*buf = data
+		at = i*fragSize + int64(first)
+	case skip > fragSize || int64(skip)+int64(len(val)-w) > fragSize:
+		return malformed()
+	default:
+		at, data = i*fragSize+int64(skip), val[w:]
+	}
 	if at+int64(len(data)) > m.count {
 		return 0, nil, fragCorrupt(userKey, fmt.Sprintf("fragment %d reaches past the length %d", i, m.count))
 	}

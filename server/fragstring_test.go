@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -286,21 +287,132 @@ func TestSparseBitmap(t *testing.T) {
 // never a panic or bytes past the string.
 func TestDecodeFragRefusesDamage(t *testing.T) {
 	m := collMeta{count: 3 * fragSize}
+	var buf []byte
 	for _, val := range [][]byte{
 		{},              // no skip
 		{0x80},          // truncated uvarint
-		{0x81, 0x20, 1}, // skip 4097
+		{0x82, 0x20, 1}, // skip 4098
 		append([]byte{0x80, 0x20}, make([]byte, 1)...), // 4096 + 1 byte
+		{0x81, 0x20},                            // runs, none
+		{0x81, 0x20, 0, 0},                      // an empty run
+		{0x81, 0x20, 0, 2, 1},                   // a run short of its bytes
+		{0x81, 0x20, 0x80},                      // truncated gap
+		{0x81, 0x20, 0x80, 0x20, 1, 1},          // a run past the fragment
+		{0x81, 0x20, 0, 1, 1, 0x80, 0x20, 1, 1}, // a gap past it
 	} {
-		if _, _, err := decodeFrag([]byte("k"), m, 0, val); err == nil {
+		if _, _, err := decodeFrag([]byte("k"), m, 0, val, &buf); err == nil {
 			t.Errorf("decodeFrag(%x) accepted", val)
 		}
 	}
-	if _, _, err := decodeFrag([]byte("k"), m, 2, []byte{0, 1, 2}); err != nil {
+	if _, _, err := decodeFrag([]byte("k"), m, 2, []byte{0, 1, 2}, &buf); err != nil {
 		t.Errorf("a valid last fragment: %v", err)
 	}
-	if _, _, err := decodeFrag([]byte("k"), collMeta{count: 2*fragSize + 2}, 2, []byte{0, 1, 2, 3}); err == nil {
+	if _, _, err := decodeFrag([]byte("k"), collMeta{count: 2*fragSize + 2}, 2, []byte{0, 1, 2, 3}, &buf); err == nil {
 		t.Error("a fragment past the length accepted")
+	}
+	if _, _, err := decodeFrag([]byte("k"), collMeta{count: 2*fragSize + 2}, 2, []byte{0x81, 0x20, 1, 2, 1, 1}, &buf); err == nil {
+		t.Error("runs past the length accepted")
+	}
+}
+
+// FuzzDecodeFrag feeds stored fragments that may be damaged: a fragment
+// decodes to bytes inside its own 4 KiB or to an error, and what decodes
+// encodes back to a value that decodes the same.
+func FuzzDecodeFrag(f *testing.F) {
+	f.Add([]byte{0, 1, 2})
+	f.Add([]byte{0x81, 0x20, 3, 1, 0xff, 9, 2, 1, 2})
+	f.Add(encodeFrag(nil, sparseFrag(rand.New(rand.NewPCG(1, 2)), 40)))
+	m := collMeta{count: 4 * fragSize}
+	f.Fuzz(func(t *testing.T, val []byte) {
+		var buf, buf2 []byte
+		at, data, err := decodeFrag([]byte("k"), m, 1, val, &buf)
+		if err != nil {
+			return
+		}
+		if at < fragSize || at+int64(len(data)) > 2*fragSize {
+			t.Fatalf("decoded [%d, %d) outside fragment 1", at, at+int64(len(data)))
+		}
+		frag := make([]byte, fragSize)
+		copy(frag[at-fragSize:], data)
+		enc := encodeFrag(nil, frag)
+		if allZero(frag) {
+			if len(enc) != 0 {
+				t.Fatalf("all-zero fragment encoded as %x", enc)
+			}
+			return
+		}
+		at2, data2, err := decodeFrag([]byte("k"), m, 1, enc, &buf2)
+		if err != nil {
+			t.Fatalf("re-encoded %x: %v", enc, err)
+		}
+		again := make([]byte, fragSize)
+		copy(again[at2-fragSize:], data2)
+		if !bytes.Equal(frag, again) {
+			t.Fatalf("%x re-encoded as %x decodes differently", val, enc)
+		}
+	})
+}
+
+// sparseFrag returns a fragment with n random bits set.
+func sparseFrag(rng *rand.Rand, n int) []byte {
+	f := make([]byte, fragSize)
+	for range n {
+		bit := rng.IntN(fragSize * 8)
+		f[bit/8] |= 0x80 >> (bit % 8)
+	}
+	return f
+}
+
+// encodeFrag's form is the shorter, and any fragment, sparse or dense,
+// comes back as it went in.
+func TestEncodeFragRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 7))
+	m := collMeta{count: 1 << 20}
+	var buf []byte
+	for iter := range 2000 {
+		var f []byte
+		switch iter % 4 {
+		case 0:
+			f = sparseFrag(rng, rng.IntN(64))
+		case 1:
+			f = sparseFrag(rng, rng.IntN(fragSize*8))
+		case 2: // a dense stretch among zeros
+			f = make([]byte, fragSize)
+			lo := rng.IntN(fragSize)
+			for j := lo; j < min(fragSize, lo+rng.IntN(300)); j++ {
+				f[j] = byte(rng.Uint32())
+			}
+		default: // short runs with short gaps
+			f = make([]byte, fragSize)
+			for j := rng.IntN(50); j < fragSize; j += 1 + rng.IntN(6) {
+				f[j] = byte(1 + rng.IntN(255))
+			}
+		}
+		enc := encodeFrag(nil, f)
+		if allZero(f) {
+			if len(enc) != 0 {
+				t.Fatalf("all-zero fragment encoded as %x", enc)
+			}
+			continue
+		}
+		trimmed := bytes.TrimRight(f, "\x00")
+		skip := len(trimmed) - len(bytes.TrimLeft(trimmed, "\x00"))
+		if dense := uvarintLen(skip) + len(trimmed) - skip; len(enc) > dense {
+			t.Fatalf("encoded in %d bytes, one run takes %d", len(enc), dense)
+		}
+		at, data, err := decodeFrag([]byte("k"), m, 3, enc, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, fragSize)
+		copy(got[at-3*fragSize:], data)
+		if !bytes.Equal(got, f) {
+			t.Fatalf("iteration %d: fragment changed in a round trip through %x", iter, enc)
+		}
+	}
+	// A sparse fragment's cost follows its bits, not their span.
+	if n := len(encodeFrag(nil, sparseFrag(rng, 8))); n > 8*4+2 {
+		t.Errorf("8 bits stored in %d bytes", n)
 	}
 }
 
@@ -310,4 +422,38 @@ func bitTwin(set map[int64]bool, bit int64) int {
 		return 1
 	}
 	return 0
+}
+
+// A SETBIT inside a fragmented string's length writes its fragment and
+// not the metadata: WATCH still sees it as a change, and one that
+// changes nothing is still none.
+func TestFragStringEditTouchesWatch(t *testing.T) {
+	s := startServer(t, nil)
+	ctx := context.Background()
+	cl, other := newClient(t, s, 0, nil), newClient(t, s, 0, nil)
+	if err := cl.SetBit(ctx, "w", 1<<22, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bit     int64
+		value   int
+		aborted bool
+	}{{1 << 21, 1, true}, {1 << 21, 1, false}, {1 << 22, 0, true}, {8, 0, false}} {
+		err := cl.Watch(ctx, func(tx *redis.Tx) error {
+			if err := other.SetBit(ctx, "w", tc.bit, tc.value).Err(); err != nil {
+				return err
+			}
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Ping(ctx)
+				return nil
+			})
+			return err
+		}, "w")
+		if aborted := errors.Is(err, redis.TxFailedErr); aborted != tc.aborted || (err != nil && !aborted) {
+			t.Errorf("SETBIT w %d %d under WATCH: EXEC error %v, want aborted %v", tc.bit, tc.value, err, tc.aborted)
+		}
+	}
+	if n := cl.StrLen(ctx, "w").Val(); n != 1<<19+1 {
+		t.Errorf("STRLEN = %d", n)
+	}
 }

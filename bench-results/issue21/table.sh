@@ -7,13 +7,15 @@
 # alternated each round. redis-benchmark where it can express the
 # command, load21.go where it cannot. Each row also records the server's
 # CPU time over the run (utime+stime from /proc). Run from the repository
-# root: bench-results/issue21/table.sh OUT.csv ./lsmgo
-# (WORKLOADS="xadd xpair" runs only those; PORTS="7130 7131" moves the
-# servers off the default ports.)
+# root: bench-results/issue21/table.sh OUT.csv ./lsmgo ["setbit getbit"]
+# (the third argument, or WORKLOADS="xadd xpair", picks workloads; default
+# all. PORTS="7130 7131", or LSMGO_PORT and REDIS_PORT, move the servers
+# off the default ports.)
 set -u
-read lport rport <<< "${PORTS:-17361 17362}"
-out=${1:?usage: table.sh OUT.csv [LSMGO_BINARY]}; : > $out
+out=${1:?usage: table.sh OUT.csv [LSMGO_BINARY] [WORKLOADS]}; : > $out
 bin=${2:-lsmgo}
+workloads=${3:-${WORKLOADS:-xadd xpair setbit getbit pfadd pfcount geoadd geosearch}}
+read lport rport <<< "${PORTS:-${LSMGO_PORT:-17361} ${REDIS_PORT:-17362}}"
 d=$(mktemp -d)
 go build -o $d/load21 "$(dirname "$0")/load21.go" || exit 1
 $bin serve -addr 127.0.0.1:$lport -http '' -dir $d/lsmgo -appendfsync everysec >$d/lsmgo.log 2>&1 &
@@ -52,7 +54,7 @@ run() { # who P name command...
 }
 for round in 1 2 3; do
   for P in 1 16; do
-    for name in ${WORKLOADS:-xadd xpair setbit getbit pfadd pfcount geoadd geosearch}; do
+    for name in $workloads; do
       if [ $((round % 2)) = 1 ]; then
         run lsmgo $P $name; run redis $P $name
       else

@@ -108,9 +108,9 @@ var killTypes = []killType{
 			}
 			return member, err
 		}},
-	// Three SETBITs in a transaction, at offsets hundreds of KiB apart:
-	// the bitmap is a fragmented string (server/fragstring.go) from the
-	// first command on.
+	// Three SETBITs in a transaction, 97 bytes apart past 128 KiB: the
+	// bitmap is a fragmented string (server/fragstring.go) from the
+	// first command on, with tens of bits in a fragment, stored as runs.
 	{"bitmap",
 		func(ctx context.Context, rc *redis.Client, key string, elems []string) error {
 			_, err := rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -142,10 +142,10 @@ var killTypes = []killType{
 }
 
 // killBit is the bit the bitmap type sets for elem ("a17" …): distinct
-// for each element, 40,009 bytes apart.
+// for each element, 97 bytes apart.
 func killBit(elem string) int64 {
 	n, _ := strconv.Atoi(elem[1:])
-	return int64(3*n+int(elem[0]-'a')+2) * 40009 * 8
+	return (128<<10 + int64(3*n+int(elem[0]-'a'))*97) * 8
 }
 
 var killScript = redis.NewScript(`for _, e in ipairs(ARGV) do
