@@ -54,6 +54,9 @@ type replication struct {
 	acks     ackBoard
 	failover failoverState
 
+	// master is the master client of the link to the primary while it
+	// is connected (replapply.go).
+	master    atomic.Pointer[conn]
 	linkUp    atomic.Bool
 	linkDown  atomic.Int64           // how many times a link broke or was refused
 	linkErr   atomic.Pointer[string] // why it last did
@@ -240,6 +243,8 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	}
 	ended := make(chan struct{})
 	defer close(ended)
+	mc := s.newMasterConn(nc)
+	defer s.dropMasterConn(mc)
 	go func() {
 		select {
 		case <-stop:
@@ -304,7 +309,8 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 				return err
 			}
 		case '$':
-			if err := s.db.ApplyReplicated(v.Str, nil); err != nil {
+			mc.lastActive.Store(time.Now().UnixNano())
+			if err := s.applyReplicated(mc, v.Str); err != nil {
 				var mismatch *lsmgo.SeqMismatchError
 				if errors.As(err, &mismatch) {
 					return fmt.Errorf("%w; this replica needs a new copy of the primary (doc/replication.md)", err)
