@@ -63,6 +63,18 @@ type Config struct {
 	// lower is promoted first, 0 never ("replica-priority", or
 	// "slave-priority"; live). Default 100.
 	ReplicaPriority int
+	// ReplicaAnnounceIP and ReplicaAnnouncePort are the address a
+	// replica tells its primary to show for it (INFO's slaveN, ROLE),
+	// which Sentinel and FAILOVER then use: for a replica behind NAT or
+	// a port forward ("replica-announce-ip", "replica-announce-port", or
+	// slave-announce-*; live, used at the next connection). Empty and 0:
+	// the address the primary sees and the port this server listens on.
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	// ReplicaAnnounced is INFO's replica_announced: Sentinel leaves a
+	// replica that says 0 out of SENTINEL REPLICAS ("replica-announced",
+	// live). Default true.
+	ReplicaAnnounced bool
 	// ProtectedMode refuses to listen on a non-loopback address without
 	// RequirePass ("protected-mode"); default true.
 	ProtectedMode bool
@@ -267,6 +279,7 @@ func DefaultConfig() Config {
 		ReplicaReadOnly:           true,
 		MinReplicasMaxLag:         10 * time.Second,
 		ReplicaPriority:           100,
+		ReplicaAnnounced:          true,
 		MaxClients:                10000,
 		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,5 +124,49 @@ func TestClientKillMaster(t *testing.T) {
 	eq(t, "full syncs after CLIENT KILL TYPE master", primary.repl.fullSyncs.Load(), full)
 	if v, _ := do(ctx, rc, "get", "y"); v != "v" {
 		t.Fatalf("GET y on the replica: %v", v)
+	}
+}
+
+// TestReplicaAnnounce checks replica-announce-ip and -port, which the
+// primary shows for the replica in INFO and ROLE once the replica
+// reconnects, and replica-announced, INFO's replica_announced.
+func TestReplicaAnnounce(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, nil)
+	pc := newClient(t, primary, 2, nil)
+	do(ctx, pc, "set", "x", "v")
+	replica, rc := startReplica(t, primary)
+	_, rport, _ := strings.Cut(replica.Addr().String(), ":")
+	info, _ := do(ctx, pc, "info", "replication")
+	if !strings.Contains(info.(string), "slave0:ip=127.0.0.1,port="+rport+",") {
+		t.Fatalf("INFO replication on the primary before announcing:\n%s", info)
+	}
+	info, _ = do(ctx, rc, "info", "replication")
+	if !strings.Contains(info.(string), "replica_announced:1\r\n") {
+		t.Fatalf("INFO replication on the replica:\n%s", info)
+	}
+
+	if _, msg := do(ctx, rc, "config", "set", "replica-announce-ip", "10.1.2.3", "replica-announce-port", "7777", "replica-announced", "no"); msg != "" {
+		t.Fatal(msg)
+	}
+	if _, msg := do(ctx, rc, "config", "set", "replica-announce-ip", "a b"); msg == "" {
+		t.Fatal("replica-announce-ip took an address with a space")
+	}
+	v, _ := do(ctx, rc, "config", "get", "slave-announce-*")
+	eq(t, "CONFIG GET slave-announce-*", fmt.Sprint(v), "[slave-announce-ip 10.1.2.3 slave-announce-port 7777]")
+	do(ctx, rc, "client", "kill", "type", "master") // announced at the next connection
+	waitFor(t, "the announced address on the primary", func() bool {
+		info, _ := do(ctx, pc, "info", "replication")
+		return strings.Contains(info.(string), "slave0:ip=10.1.2.3,port=7777,state=online,")
+	})
+	// The killed link's stream leaves the primary's list.
+	waitFor(t, "ROLE on the primary to show the one replica", func() bool {
+		role, _ := do(ctx, pc, "role")
+		r := role.([]any)[2].([]any)
+		return len(r) == 1 && fmt.Sprint(r[0].([]any)[:2]) == "[10.1.2.3 7777]"
+	})
+	info, _ = do(ctx, rc, "info", "replication")
+	if !strings.Contains(info.(string), "replica_announced:0\r\n") {
+		t.Fatalf("INFO replication on the replica with replica-announced no:\n%s", info)
 	}
 }

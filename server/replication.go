@@ -360,15 +360,22 @@ func (s *Server) authToPrimary(nc net.Conn, rd *resp.Reader) error {
 	return nil
 }
 
-// syncRequest is LSMSYNC version dataset-id from listening-port stream-id.
+// syncRequest is LSMSYNC version dataset-id from listening-port stream-id
+// [announced-ip]: the port and address replica-announce-port and
+// replica-announce-ip say, the latter only when set.
 func (s *Server) syncRequest(from uint64) []byte {
-	port := 0
-	if a, ok := s.Addr().(*net.TCPAddr); ok {
+	cfg := s.config()
+	port := cfg.ReplicaAnnouncePort
+	if a, ok := s.Addr().(*net.TCPAddr); ok && port == 0 {
 		port = a.Port
 	}
-	return resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
+	args := [][]byte{[]byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
 		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
-		[]byte(s.followedStream()))
+		[]byte(s.followedStream())}
+	if cfg.ReplicaAnnounceIP != "" {
+		args = append(args, []byte(cfg.ReplicaAnnounceIP))
+	}
+	return resp.AppendCommand(nil, args...)
 }
 
 // fullSync receives the primary's copy and installs it, and returns the
@@ -422,7 +429,9 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 4 {
 		rs.port, _ = strconv.Atoi(string(args[4]))
 	}
-	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+	if len(args) > 6 && len(args[6]) > 0 && checkAnnounceIP(string(args[6])) == nil {
+		rs.ip = string(args[6])
+	} else if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
 		rs.ip = a.IP.String()
 	}
 	stopAcks := s.startAcks(c, rs)
@@ -509,6 +518,9 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 			c.wr.SimpleString("PING")
 		case <-rs.getAck:
 			writeGetAck(c.wr)
+		case <-rs.gone:
+			c.quit = true
+			return nil
 		case <-s.done:
 			c.quit = true
 			return nil
@@ -564,7 +576,7 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 		field(b, "slave_repl_offset", offset)
 		field(b, "slave_priority", s.config().ReplicaPriority)
 		field(b, "slave_read_only", boolInt(s.config().ReplicaReadOnly))
-		field(b, "replica_announced", 1)
+		field(b, "replica_announced", boolInt(s.config().ReplicaAnnounced))
 	} else {
 		field(b, "role", "master")
 	}
