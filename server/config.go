@@ -234,6 +234,11 @@ type Config struct {
 	// or past Soft for longer than SoftTime, the subscriber is closed.
 	// Default 32 MiB, 8 MiB for 60 s, as in Redis.
 	PubsubBufferLimit outputLimit
+	// ReplicaBufferLimit bounds what a primary holds for a replica that
+	// has not taken it: the batches committed since its position
+	// ("client-output-buffer-limit", replica or slave class, live;
+	// repllimit.go). Default 256 MiB, 64 MiB for 60 s, as in Redis.
+	ReplicaBufferLimit outputLimit
 	// ShutdownTimeout bounds a graceful shutdown ("shutdown-timeout",
 	// seconds or a duration such as 500ms, live): clients still busy when
 	// it passes are cut off, pending pipelines are dropped, and the engine
@@ -296,6 +301,7 @@ func DefaultConfig() Config {
 		BusyReplyThreshold:        5 * time.Second,
 		MaxMemoryClients:          1 << 30,
 		PubsubBufferLimit:         outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
+		ReplicaBufferLimit:        outputLimit{Hard: 256 << 20, Soft: 64 << 20, SoftTime: 60 * time.Second},
 		Images:                    true,
 		ImagesAnonymous:           "auto",
 		ImagesMaxBytes:            imgbed.DefaultMaxBytes,

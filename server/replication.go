@@ -67,6 +67,10 @@ type replication struct {
 	// As a primary: streams begun with a full sync, resumed, and refused
 	// (INFO stats' sync_full, sync_partial_ok, sync_partial_err).
 	fullSyncs, resumes, refused atomic.Int64
+	// committed counts the bytes of the batches committed, and
+	// limitClosed the replicas closed for falling behind them
+	// (repllimit.go).
+	committed, limitClosed atomic.Int64
 
 	// swapping is set while a full sync replaces the DB: new connections
 	// are refused with LOADING. swapMu is held then; the HTTP handlers
@@ -80,6 +84,7 @@ type replicaStream struct {
 	ip   string
 	port int // its listening port, from LSMSYNC, else 0
 	replicaAcks
+	out replicaOutput
 }
 
 // replLink is the goroutine following a primary.
@@ -122,6 +127,7 @@ func (r *replication) datasetID() string { return *r.dataset.Load() }
 
 // onCommit feeds the backlog; the engine calls it in commit order.
 func (s *Server) onCommit(seq uint64, data []byte) {
+	s.repl.committed.Add(int64(len(data)))
 	if b := s.repl.backlog; b != nil {
 		b.add(seq, replCount(data), data)
 	}
@@ -436,6 +442,12 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	}
 	stopAcks := s.startAcks(c, rs)
 	defer stopAcks()
+	if full {
+		s.startOutput(rs, 0)
+	} else {
+		s.startOutput(rs, from)
+	}
+	defer s.watchOutput(c, rs)()
 	s.repl.mu.Lock()
 	s.repl.replicas[c.id] = rs
 	s.repl.mu.Unlock()
@@ -504,14 +516,17 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 	ping := time.NewTicker(replPingInterval)
 	defer ping.Stop()
 	for {
+		n := 0
 		for _, data := range batches {
 			c.wr.Bulk(data)
 			from += uint64(replCount(data))
+			n += len(data)
 		}
 		if err := c.wr.Flush(); err != nil {
 			c.quit = true
 			return nil
 		}
+		rs.out.sent.Add(int64(n))
 		select {
 		case <-changed:
 		case <-ping.C:
