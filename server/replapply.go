@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -42,14 +43,20 @@ func (s *Server) listedClients() []*conn {
 // applyReplicated applies one batch of the primary and then does what a
 // Redis replica does after a master's command: marks the WATCHes of the
 // keys it writes (before the commit, as a local write does), sends their
-// tracking invalidations, and serves the clients blocked on them.
+// tracking invalidations, and serves the clients blocked on them. A
+// batch that changes the map of databases (FLUSHDB, FLUSHALL, SWAPDB)
+// makes the new map this replica's, as changeDBs does on the primary.
 func (s *Server) applyReplicated(mc *conn, data []byte) error {
 	keys := func(fn func(k []byte)) { lsmgo.ForEachReplicatedKey(data, fn) }
-	s.ks.watches.touchKeys(keys, s.ks.dbs.Load())
-	if err := s.db.ApplyReplicated(data, nil); err != nil {
+	dbsChanged := false
+	keys(func(k []byte) { dbsChanged = dbsChanged || string(k) == dbsKey })
+	flushed, err := s.commitReplicated(mc, data, keys, dbsChanged)
+	if err != nil {
 		return err
 	}
-	if s.tracking.active() {
+	if flushed {
+		s.invalidateAll(mc)
+	} else if s.tracking.active() {
 		s.invalidate(mc, func(yield func([]byte)) {
 			keys(func(k []byte) {
 				if _, key, ok := userKeyOf(k); ok {
@@ -63,6 +70,33 @@ func (s *Server) applyReplicated(mc *conn, data []byte) error {
 		return nil
 	}
 	keys(func(k []byte) { r.signalWaited(mc, k) })
-	r.serveReady(mc)
+	r.serveReady(mc) // with no stripe held: the tries take theirs
 	return nil
+}
+
+// commitReplicated commits the batch; when it changes the map of
+// databases, it does so holding every stripe and publishes the new map,
+// and reports whether a database got a new, empty namespace (a flush).
+func (s *Server) commitReplicated(mc *conn, data []byte, keys func(func(k []byte)), dbsChanged bool) (flushed bool, err error) {
+	if dbsChanged {
+		held := mc.lockAll()
+		defer mc.unlock(held)
+	}
+	s.ks.watches.touchKeys(keys, s.ks.dbs.Load())
+	if err := s.db.ApplyReplicated(data, nil); err != nil {
+		return false, err
+	}
+	if !dbsChanged {
+		return false, nil
+	}
+	old := s.ks.dbs.Load()
+	m, err := readDBMap(s.db)
+	if err != nil || m == nil {
+		return false, fmt.Errorf("replication: the primary's map of databases: %v", err)
+	}
+	mc.publishDBs(old, m)
+	for db, ns := range m.ns {
+		flushed = flushed || db < len(old.ns) && ns >= old.next
+	}
+	return flushed, nil
 }
