@@ -252,7 +252,19 @@ func (b *Batch) Append(o *Batch) {
 // the slice is valid only during the call. A server uses it to learn
 // which of its keys a batch changes (Redis' WATCH).
 func (b *Batch) ForEachKey(fn func(key []byte)) {
-	r, err := batchrepr.NewReader(b.repr)
+	forEachKey(b.repr, fn)
+}
+
+// ForEachReplicatedKey calls fn with the key of each write of a
+// replicated batch (the encoding ApplyReplicated takes), in order; the
+// slice is valid only during the call. A replica uses it to learn which
+// keys a batch it applied changed. Malformed data ends the walk early.
+func ForEachReplicatedKey(data []byte, fn func(key []byte)) {
+	forEachKey(data, fn)
+}
+
+func forEachKey(repr []byte, fn func(key []byte)) {
+	r, err := batchrepr.NewReader(repr)
 	if err != nil {
 		return
 	}

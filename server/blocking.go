@@ -136,21 +136,25 @@ func (c *conn) apply(b *lsmgo.Batch) error {
 	if r.blocked.Load() == 0 {
 		return nil
 	}
-	b.ForEachKey(func(k []byte) {
-		// Waiters are registered by user key in any database: one
-		// signalled from another database tries, finds nothing, waits on.
-		_, key, ok := userKeyOf(k)
-		if !ok {
-			return
-		}
-		r.mu.Lock()
-		_, waited := r.waiting[string(key)]
-		r.mu.Unlock()
-		if waited {
-			c.signalReady(bytes.Clone(key))
-		}
-	})
+	b.ForEachKey(func(k []byte) { r.signalWaited(c, k) })
 	return nil
+}
+
+// signalWaited signals, on c, the user key of engine key k when a client
+// is blocked on it.
+func (r *blockRegistry) signalWaited(c *conn, k []byte) {
+	// Waiters are registered by user key in any database: one signalled
+	// from another database tries, finds nothing, waits on.
+	_, key, ok := userKeyOf(k)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	_, waited := r.waiting[string(key)]
+	r.mu.Unlock()
+	if waited && !slices.ContainsFunc(c.blk.ready, func(k []byte) bool { return bytes.Equal(k, key) }) {
+		c.signalReady(bytes.Clone(key))
+	}
 }
 
 // serveReady serves the clients blocked on the keys the command that just

@@ -90,6 +90,7 @@ const (
 	stateNoEvict
 	stateNoTouch
 	stateReplica // a replica's LSMSYNC stream
+	stateMaster  // a replica's link to its primary (replapply.go)
 )
 
 // setState turns bits of the connection's state on or off.
@@ -107,7 +108,7 @@ func flagLetters(state uint32) string {
 	for _, f := range []struct {
 		bit    uint32
 		letter byte
-	}{{stateReplica, 'S'}, {statePubsub, 'P'}, {stateMulti, 'x'}, {stateBlocked, 'b'}, {stateNoEvict, 'e'}, {stateNoTouch, 'T'}} {
+	}{{stateReplica, 'S'}, {stateMaster, 'M'}, {statePubsub, 'P'}, {stateMulti, 'x'}, {stateBlocked, 'b'}, {stateNoEvict, 'e'}, {stateNoTouch, 'T'}} {
 		if state&f.bit != 0 {
 			b = append(b, f.letter)
 		}
@@ -140,7 +141,7 @@ func onOff(bit uint32) handler {
 type killFilter struct {
 	id          uint64
 	addr, laddr string
-	typ         string // "", "normal", "pubsub", or a class no client is in
+	typ         string // "", or a client class (clientClass)
 	skipMe      bool
 }
 
@@ -152,18 +153,33 @@ func (f *killFilter) matches(c, self *conn) bool {
 		f.laddr != "" && c.nc.LocalAddr().String() != f.laddr:
 		return false
 	}
+	return f.typ == "" || f.typ == c.clientClass()
+}
+
+// clientClass is the class of client CLIENT KILL and CLIENT LIST's TYPE
+// filter name: "normal", "pubsub", "replica" or "master".
+func (c *conn) clientClass() string {
 	state := c.state.Load()
-	switch f.typ {
-	case "":
-		return true
-	case "pubsub":
-		return state&statePubsub != 0
-	case "normal":
-		return state&(statePubsub|stateReplica) == 0
-	case "replica", "slave":
-		return state&stateReplica != 0
+	switch {
+	case state&stateMaster != 0:
+		return "master"
+	case state&stateReplica != 0:
+		return "replica"
+	case state&statePubsub != 0:
+		return "pubsub"
 	}
-	return false // master: the link to the primary is no client here
+	return "normal"
+}
+
+// parseClientClass checks a TYPE filter's class; "slave" is "replica".
+func parseClientClass(v []byte) (string, error) {
+	switch t := strings.ToLower(string(v)); t {
+	case "normal", "pubsub", "master", "replica":
+		return t, nil
+	case "slave":
+		return "replica", nil
+	}
+	return "", redisError("ERR Unknown client type '" + string(v) + "'")
 }
 
 // cmdClientKill implements CLIENT KILL addr:port and CLIENT KILL with
@@ -189,12 +205,11 @@ func cmdClientKill(c *conn, _ *command, args [][]byte) error {
 				}
 				f.id = id
 			case is(args[i], "TYPE"):
-				switch t := strings.ToLower(v); t {
-				case "normal", "pubsub", "master", "replica", "slave":
-					f.typ = t
-				default:
-					return redisError("ERR Unknown client type '" + v + "'")
+				t, err := parseClientClass(args[i+1])
+				if err != nil {
+					return err
 				}
+				f.typ = t
 			case is(args[i], "USER"):
 				if v != "default" {
 					return redisError("ERR No such user '" + v + "'")
@@ -218,7 +233,7 @@ func cmdClientKill(c *conn, _ *command, args [][]byte) error {
 		}
 	}
 	killed := 0
-	for _, o := range c.s.clientList() {
+	for _, o := range c.s.listedClients() {
 		if !f.matches(o, c) {
 			continue
 		}

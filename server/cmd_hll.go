@@ -120,7 +120,9 @@ func cmdPFCount(c *conn, _ *command, args [][]byte) error {
 	if err != nil {
 		return hllError(err)
 	}
-	if updated != nil {
+	// A replica writes nothing of its own: a local write would take the
+	// sequence numbers of its primary's next batch.
+	if updated != nil && !c.s.repl.following.Load() {
 		v.val = updated
 		if err := c.put(args[1], v); err != nil {
 			return err

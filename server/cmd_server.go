@@ -326,17 +326,15 @@ func cmdClientSetInfo(c *conn, _ *command, args [][]byte) error {
 // cmdClientList implements CLIENT LIST [TYPE normal] [ID id ...]. Every
 // client is "normal": there are no replicas or subscribers.
 func cmdClientList(c *conn, _ *command, args [][]byte) error {
-	clients := c.s.clientList()
+	clients := c.s.listedClients()
 	switch {
 	case len(args) == 2:
 	case len(args) == 4 && is(args[2], "TYPE"):
-		switch strings.ToLower(string(args[3])) {
-		case "normal":
-		case "master", "replica", "slave", "pubsub":
-			clients = nil
-		default:
-			return redisError("ERR Unknown client type '" + string(args[3]) + "'")
+		class, err := parseClientClass(args[3])
+		if err != nil {
+			return err
 		}
+		clients = slices.DeleteFunc(clients, func(o *conn) bool { return o.clientClass() != class })
 	case len(args) >= 4 && is(args[2], "ID"):
 		want := map[uint64]bool{}
 		for _, a := range args[3:] {

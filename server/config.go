@@ -63,6 +63,18 @@ type Config struct {
 	// lower is promoted first, 0 never ("replica-priority", or
 	// "slave-priority"; live). Default 100.
 	ReplicaPriority int
+	// ReplicaAnnounceIP and ReplicaAnnouncePort are the address a
+	// replica tells its primary to show for it (INFO's slaveN, ROLE),
+	// which Sentinel and FAILOVER then use: for a replica behind NAT or
+	// a port forward ("replica-announce-ip", "replica-announce-port", or
+	// slave-announce-*; live, used at the next connection). Empty and 0:
+	// the address the primary sees and the port this server listens on.
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	// ReplicaAnnounced is INFO's replica_announced: Sentinel leaves a
+	// replica that says 0 out of SENTINEL REPLICAS ("replica-announced",
+	// live). Default true.
+	ReplicaAnnounced bool
 	// ProtectedMode refuses to listen on a non-loopback address without
 	// RequirePass ("protected-mode"); default true.
 	ProtectedMode bool
@@ -222,6 +234,11 @@ type Config struct {
 	// or past Soft for longer than SoftTime, the subscriber is closed.
 	// Default 32 MiB, 8 MiB for 60 s, as in Redis.
 	PubsubBufferLimit outputLimit
+	// ReplicaBufferLimit bounds what a primary holds for a replica that
+	// has not taken it: the batches committed since its position
+	// ("client-output-buffer-limit", replica or slave class, live;
+	// repllimit.go). Default 256 MiB, 64 MiB for 60 s, as in Redis.
+	ReplicaBufferLimit outputLimit
 	// ShutdownTimeout bounds a graceful shutdown ("shutdown-timeout",
 	// seconds or a duration such as 500ms, live): clients still busy when
 	// it passes are cut off, pending pipelines are dropped, and the engine
@@ -267,6 +284,7 @@ func DefaultConfig() Config {
 		ReplicaReadOnly:           true,
 		MinReplicasMaxLag:         10 * time.Second,
 		ReplicaPriority:           100,
+		ReplicaAnnounced:          true,
 		MaxClients:                10000,
 		Databases:                 16,
 		ProtoMaxBulkLen:           512 << 20,
@@ -283,6 +301,7 @@ func DefaultConfig() Config {
 		BusyReplyThreshold:        5 * time.Second,
 		MaxMemoryClients:          1 << 30,
 		PubsubBufferLimit:         outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
+		ReplicaBufferLimit:        outputLimit{Hard: 256 << 20, Soft: 64 << 20, SoftTime: 60 * time.Second},
 		Images:                    true,
 		ImagesAnonymous:           "auto",
 		ImagesMaxBytes:            imgbed.DefaultMaxBytes,

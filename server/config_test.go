@@ -219,11 +219,13 @@ func TestSettingUnits(t *testing.T) {
 		"client-output-buffer-limit": {
 			{"pubsub 2mb 1mb 60", "normal 0 0 0 slave 268435456 67108864 60 pubsub 2097152 1048576 60"},
 			{"3kb 3k 5", "normal 0 0 0 slave 268435456 67108864 60 pubsub 3072 3000 5"},
-			{"normal 0 0 0 replica 1 2 3 PUBSUB 32mb 8mb 60", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
+			{"normal 0 0 0 replica 1 2 3 PUBSUB 32mb 8mb 60", "normal 0 0 0 slave 1 2 3 pubsub 33554432 8388608 60"},
+			{"slave 256mb 64mb 60", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
 		},
 	}
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "replicaof", "replica-read-only", "masteruser", "masterauth",
 		"min-replicas-to-write", "min-slaves-to-write", "replica-priority", "slave-priority", "requirepass", "admin-token",
+		"replica-announce-ip", "slave-announce-ip", "replica-announce-port", "slave-announce-port", "replica-announced",
 		"maxclients", "slowlog-max-len", "tracking-table-max-keys", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
 		"images-upload-burst", "images-token-upload-rate", "images-token-upload-burst", "images-cors-origins",

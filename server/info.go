@@ -201,7 +201,7 @@ func (s *Server) infoStats(b *strings.Builder) error {
 	field(b, "tracking_total_keys", keys)
 	field(b, "tracking_total_items", items)
 	field(b, "tracking_total_prefixes", prefixes)
-	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load())
+	field(b, "client_output_buffer_limit_disconnections", s.pubsub.limitClosed.Load()+s.repl.limitClosed.Load())
 	field(b, "migrate_cached_sockets", 0) // MIGRATE dials each time (cmd_migrate.go)
 	errs, _ := s.errors.totals()
 	field(b, "total_error_replies", errs)

@@ -560,16 +560,17 @@ type outputLimit struct {
 }
 
 // outputLimitSetting is client-output-buffer-limit. Its value is Redis':
-// classes, each followed by hard limit, soft limit and soft seconds. Only
-// the pubsub class applies here ("32mb 8mb 60" alone means it): normal
-// clients have no output limit (0 0 0, as in Redis) and there are no
-// replicas, whose class is accepted and ignored.
+// classes, each followed by hard limit, soft limit and soft seconds. The
+// pubsub class ("32mb 8mb 60" alone means it) and the replica class
+// (repllimit.go) apply; normal clients have no output limit (0 0 0, as in
+// Redis).
 func outputLimitSetting() *setting {
 	return &setting{name: "client-output-buffer-limit", live: true,
-		usage: "close a subscriber whose pending messages pass: pubsub <hard> <soft> <soft-seconds>",
+		usage: "close a subscriber or replica whose pending output passes: pubsub|replica <hard> <soft> <soft-seconds>",
 		get: func(c *Config) string {
-			l := c.PubsubBufferLimit
-			return fmt.Sprintf("normal 0 0 0 slave 268435456 67108864 60 pubsub %d %d %d", l.Hard, l.Soft, int64(l.SoftTime/time.Second))
+			p, r := c.PubsubBufferLimit, c.ReplicaBufferLimit
+			return fmt.Sprintf("normal 0 0 0 slave %d %d %d pubsub %d %d %d", r.Hard, r.Soft, int64(r.SoftTime/time.Second),
+				p.Hard, p.Soft, int64(p.SoftTime/time.Second))
 		},
 		set: func(c *Config, v string) error {
 			f := strings.Fields(v)
@@ -579,7 +580,7 @@ func outputLimitSetting() *setting {
 			if len(f) == 0 || len(f)%4 != 0 {
 				return errors.New("wrong number of arguments")
 			}
-			l := c.PubsubBufferLimit
+			l, rl := c.PubsubBufferLimit, c.ReplicaBufferLimit
 			for i := 0; i < len(f); i += 4 {
 				hard, err := parseBound(f[i+1], 0, 1<<62, true)
 				if err != nil {
@@ -593,19 +594,21 @@ func outputLimitSetting() *setting {
 				if err != nil || secs < 0 || secs > 1<<32 {
 					return errors.New("argument couldn't be parsed into an integer")
 				}
+				lim := outputLimit{Hard: hard, Soft: soft, SoftTime: time.Duration(secs) * time.Second}
 				switch strings.ToLower(f[i]) {
 				case "pubsub":
-					l = outputLimit{Hard: hard, Soft: soft, SoftTime: time.Duration(secs) * time.Second}
+					l = lim
 				case "normal":
 					if hard != 0 || soft != 0 || secs != 0 {
 						return errors.New("the normal class has no output limit here; only pubsub applies")
 					}
 				case "slave", "replica":
+					rl = lim
 				default:
 					return errors.New("invalid client class")
 				}
 			}
-			c.PubsubBufferLimit = l
+			c.PubsubBufferLimit, c.ReplicaBufferLimit = l, rl
 			return nil
 		}}
 }

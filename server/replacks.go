@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -32,6 +33,10 @@ type replicaAcks struct {
 	// getAck asks the stream's goroutine, the only writer of the
 	// connection, to send REPLCONF GETACK; buffered, one pending is enough.
 	getAck chan struct{}
+	// gone is closed when the replica's side of the connection ends (its
+	// reader stops), so that the stream ends at once, not at its next
+	// write.
+	gone <-chan struct{}
 }
 
 // ackBoard wakes the WAITs when any replica acknowledges.
@@ -70,6 +75,7 @@ func (s *Server) startAcks(c *conn, rs *replicaStream) (stop func()) {
 	c.setState(stateReplica, true)
 	c.nc.SetReadDeadline(time.Time{}) // the stream's own pings and acks keep it alive
 	done := make(chan struct{})
+	rs.gone = done
 	go func() {
 		defer close(done)
 		for {
@@ -263,6 +269,10 @@ func replicaSettings() []*setting {
 	const toWriteUsage = "refuse writes with fewer replicas acknowledging within min-replicas-max-lag (0: off)"
 	const maxLagUsage = "seconds since a replica's last acknowledgement for min-replicas-to-write to count it"
 	const priorityUsage = "Sentinel promotes replicas of lower priority first, never one of 0"
+	announceIP := func(c *Config) *string { return &c.ReplicaAnnounceIP }
+	announcePort := func(c *Config) *int { return &c.ReplicaAnnouncePort }
+	const ipUsage = "address a replica's primary shows for it to Sentinel (empty: the one it connects from)"
+	const portUsage = "port a replica's primary shows for it to Sentinel (0: the one it listens on)"
 	return []*setting{
 		intSetting("min-replicas-to-write", toWriteUsage, true, 0, math.MaxInt32, toWrite),
 		intSetting("min-slaves-to-write", toWriteUsage, true, 0, math.MaxInt32, toWrite),
@@ -270,5 +280,20 @@ func replicaSettings() []*setting {
 		durationSetting("min-slaves-max-lag", maxLagUsage, true, time.Second, 0, maxLag),
 		intSetting("replica-priority", priorityUsage, true, 0, math.MaxInt32, priority),
 		intSetting("slave-priority", priorityUsage, true, 0, math.MaxInt32, priority),
+		stringSetting("replica-announce-ip", ipUsage, true, announceIP, checkAnnounceIP),
+		stringSetting("slave-announce-ip", ipUsage, true, announceIP, checkAnnounceIP),
+		intSetting("replica-announce-port", portUsage, true, 0, 65535, announcePort),
+		intSetting("slave-announce-port", portUsage, true, 0, 65535, announcePort),
+		boolSetting("replica-announced", "whether Sentinel lists this replica (INFO replica_announced)", true,
+			func(c *Config) *bool { return &c.ReplicaAnnounced }),
 	}
+}
+
+// checkAnnounceIP accepts a host name or address without spaces or
+// commas, which would break INFO's slaveN line, or nothing.
+func checkAnnounceIP(v string) error {
+	if strings.ContainsAny(v, " ,\t\r\n") {
+		return errors.New("replica-announce-ip must be an address or host name")
+	}
+	return nil
 }

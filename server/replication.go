@@ -54,6 +54,9 @@ type replication struct {
 	acks     ackBoard
 	failover failoverState
 
+	// master is the master client of the link to the primary while it
+	// is connected (replapply.go).
+	master    atomic.Pointer[conn]
 	linkUp    atomic.Bool
 	linkDown  atomic.Int64           // how many times a link broke or was refused
 	linkErr   atomic.Pointer[string] // why it last did
@@ -64,6 +67,10 @@ type replication struct {
 	// As a primary: streams begun with a full sync, resumed, and refused
 	// (INFO stats' sync_full, sync_partial_ok, sync_partial_err).
 	fullSyncs, resumes, refused atomic.Int64
+	// committed counts the bytes of the batches committed, and
+	// limitClosed the replicas closed for falling behind them
+	// (repllimit.go).
+	committed, limitClosed atomic.Int64
 
 	// swapping is set while a full sync replaces the DB: new connections
 	// are refused with LOADING. swapMu is held then; the HTTP handlers
@@ -77,6 +84,7 @@ type replicaStream struct {
 	ip   string
 	port int // its listening port, from LSMSYNC, else 0
 	replicaAcks
+	out replicaOutput
 }
 
 // replLink is the goroutine following a primary.
@@ -119,6 +127,7 @@ func (r *replication) datasetID() string { return *r.dataset.Load() }
 
 // onCommit feeds the backlog; the engine calls it in commit order.
 func (s *Server) onCommit(seq uint64, data []byte) {
+	s.repl.committed.Add(int64(len(data)))
 	if b := s.repl.backlog; b != nil {
 		b.add(seq, replCount(data), data)
 	}
@@ -240,6 +249,8 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	}
 	ended := make(chan struct{})
 	defer close(ended)
+	mc := s.newMasterConn(nc)
+	defer s.dropMasterConn(mc)
 	go func() {
 		select {
 		case <-stop:
@@ -304,7 +315,8 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 				return err
 			}
 		case '$':
-			if err := s.db.ApplyReplicated(v.Str, nil); err != nil {
+			mc.lastActive.Store(time.Now().UnixNano())
+			if err := s.applyReplicated(mc, v.Str); err != nil {
 				var mismatch *lsmgo.SeqMismatchError
 				if errors.As(err, &mismatch) {
 					return fmt.Errorf("%w; this replica needs a new copy of the primary (doc/replication.md)", err)
@@ -354,15 +366,22 @@ func (s *Server) authToPrimary(nc net.Conn, rd *resp.Reader) error {
 	return nil
 }
 
-// syncRequest is LSMSYNC version dataset-id from listening-port stream-id.
+// syncRequest is LSMSYNC version dataset-id from listening-port stream-id
+// [announced-ip]: the port and address replica-announce-port and
+// replica-announce-ip say, the latter only when set.
 func (s *Server) syncRequest(from uint64) []byte {
-	port := 0
-	if a, ok := s.Addr().(*net.TCPAddr); ok {
+	cfg := s.config()
+	port := cfg.ReplicaAnnouncePort
+	if a, ok := s.Addr().(*net.TCPAddr); ok && port == 0 {
 		port = a.Port
 	}
-	return resp.AppendCommand(nil, []byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
+	args := [][]byte{[]byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
 		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
-		[]byte(s.followedStream()))
+		[]byte(s.followedStream())}
+	if cfg.ReplicaAnnounceIP != "" {
+		args = append(args, []byte(cfg.ReplicaAnnounceIP))
+	}
+	return resp.AppendCommand(nil, args...)
 }
 
 // fullSync receives the primary's copy and installs it, and returns the
@@ -416,11 +435,19 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	if len(args) > 4 {
 		rs.port, _ = strconv.Atoi(string(args[4]))
 	}
-	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+	if len(args) > 6 && len(args[6]) > 0 && checkAnnounceIP(string(args[6])) == nil {
+		rs.ip = string(args[6])
+	} else if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
 		rs.ip = a.IP.String()
 	}
 	stopAcks := s.startAcks(c, rs)
 	defer stopAcks()
+	if full {
+		s.startOutput(rs, 0)
+	} else {
+		s.startOutput(rs, from)
+	}
+	defer s.watchOutput(c, rs)()
 	s.repl.mu.Lock()
 	s.repl.replicas[c.id] = rs
 	s.repl.mu.Unlock()
@@ -489,20 +516,26 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 	ping := time.NewTicker(replPingInterval)
 	defer ping.Stop()
 	for {
+		n := 0
 		for _, data := range batches {
 			c.wr.Bulk(data)
 			from += uint64(replCount(data))
+			n += len(data)
 		}
 		if err := c.wr.Flush(); err != nil {
 			c.quit = true
 			return nil
 		}
+		rs.out.sent.Add(int64(n))
 		select {
 		case <-changed:
 		case <-ping.C:
 			c.wr.SimpleString("PING")
 		case <-rs.getAck:
 			writeGetAck(c.wr)
+		case <-rs.gone:
+			c.quit = true
+			return nil
 		case <-s.done:
 			c.quit = true
 			return nil
@@ -558,7 +591,7 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 		field(b, "slave_repl_offset", offset)
 		field(b, "slave_priority", s.config().ReplicaPriority)
 		field(b, "slave_read_only", boolInt(s.config().ReplicaReadOnly))
-		field(b, "replica_announced", 1)
+		field(b, "replica_announced", boolInt(s.config().ReplicaAnnounced))
 	} else {
 		field(b, "role", "master")
 	}

@@ -379,13 +379,18 @@ func (r *watchRegistry) remove(c *conn, key string) {
 // EXEC whose own SWAPDB precedes its writes is the exception: its writes
 // count in the databases of before the swap.)
 func (r *watchRegistry) touch(b *lsmgo.Batch, dbs *dbMap) {
+	r.touchKeys(b.ForEachKey, dbs)
+}
+
+// touchKeys is touch for the engine keys each yields.
+func (r *watchRegistry) touchKeys(each func(func(k []byte)), dbs *dbMap) {
 	if r.n.Load() == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var buf []byte
-	b.ForEachKey(func(k []byte) {
+	each(func(k []byte) {
 		ns, key, ok := userKeyOf(k)
 		if !ok {
 			return

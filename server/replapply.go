@@ -1,0 +1,102 @@
+package server
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/lsmgo-dev/lsmgo"
+)
+
+// A replica applies its primary's batches on the link's goroutine
+// (followOnce). Redis' replica runs its master's commands as a client of
+// its own, the master client: the keys they change fail the WATCHes on
+// them, reach the clients tracking them, and serve the clients blocked on
+// them, and CLIENT LIST shows the link with flag M. lsmgo's link is such
+// a client too: a conn that runs no command, listed with the others and
+// killed by CLIENT KILL TYPE master (the replica reconnects and resumes).
+// Keyspace notifications are not sent for replicated writes: a batch
+// carries engine keys, not the commands that wrote them, so the event
+// names Redis would publish are unknown here (doc/replication.md).
+
+// newMasterConn makes the master client of a link over nc and lists it.
+func (s *Server) newMasterConn(nc net.Conn) *conn {
+	mc := newConn(s, nc, s.nextID.Add(1))
+	mc.setState(stateMaster, true)
+	s.repl.master.Store(mc)
+	return mc
+}
+
+// dropMasterConn unlists the master client when its link ends.
+func (s *Server) dropMasterConn(mc *conn) { s.repl.master.CompareAndSwap(mc, nil) }
+
+// listedClients is clientList with the master client, if any, for CLIENT
+// LIST and CLIENT KILL.
+func (s *Server) listedClients() []*conn {
+	list := s.clientList()
+	if mc := s.repl.master.Load(); mc != nil {
+		list = append(list, mc)
+		sortConns(list)
+	}
+	return list
+}
+
+// applyReplicated applies one batch of the primary and then does what a
+// Redis replica does after a master's command: marks the WATCHes of the
+// keys it writes (before the commit, as a local write does), sends their
+// tracking invalidations, and serves the clients blocked on them. A
+// batch that changes the map of databases (FLUSHDB, FLUSHALL, SWAPDB)
+// makes the new map this replica's, as changeDBs does on the primary.
+func (s *Server) applyReplicated(mc *conn, data []byte) error {
+	keys := func(fn func(k []byte)) { lsmgo.ForEachReplicatedKey(data, fn) }
+	dbsChanged := false
+	keys(func(k []byte) { dbsChanged = dbsChanged || string(k) == dbsKey })
+	flushed, err := s.commitReplicated(mc, data, keys, dbsChanged)
+	if err != nil {
+		return err
+	}
+	if flushed {
+		s.invalidateAll(mc)
+	} else if s.tracking.active() {
+		s.invalidate(mc, func(yield func([]byte)) {
+			keys(func(k []byte) {
+				if _, key, ok := userKeyOf(k); ok {
+					yield(key)
+				}
+			})
+		})
+	}
+	r := &s.blocked
+	if r.blocked.Load() == 0 {
+		return nil
+	}
+	keys(func(k []byte) { r.signalWaited(mc, k) })
+	r.serveReady(mc) // with no stripe held: the tries take theirs
+	return nil
+}
+
+// commitReplicated commits the batch; when it changes the map of
+// databases, it does so holding every stripe and publishes the new map,
+// and reports whether a database got a new, empty namespace (a flush).
+func (s *Server) commitReplicated(mc *conn, data []byte, keys func(func(k []byte)), dbsChanged bool) (flushed bool, err error) {
+	if dbsChanged {
+		held := mc.lockAll()
+		defer mc.unlock(held)
+	}
+	s.ks.watches.touchKeys(keys, s.ks.dbs.Load())
+	if err := s.db.ApplyReplicated(data, nil); err != nil {
+		return false, err
+	}
+	if !dbsChanged {
+		return false, nil
+	}
+	old := s.ks.dbs.Load()
+	m, err := readDBMap(s.db)
+	if err != nil || m == nil {
+		return false, fmt.Errorf("replication: the primary's map of databases: %v", err)
+	}
+	mc.publishDBs(old, m)
+	for db, ns := range m.ns {
+		flushed = flushed || db < len(old.ns) && ns >= old.next
+	}
+	return flushed, nil
+}
