@@ -7,25 +7,33 @@ import "math"
 // elements, and random picks.
 
 // getElems reads the elements named sub+name for each of names from the
-// collection of type typ at key (none found when the key is absent). It
-// reads every one before the caller replies, so that an engine error is
-// the whole reply rather than a broken array.
+// collection of type typ at key (none found when the key is absent), all
+// from one state (pointread.go). It reads every one before the caller
+// replies, so that an engine error is the whole reply rather than a
+// broken array.
 func (c *conn) getElems(key []byte, typ byte, sub []byte, names [][]byte) (vals [][]byte, found []bool, exists bool, err error) {
-	m, exists, err := c.readColl(key, typ)
-	if err != nil {
-		return nil, nil, false, err
+	if len(names) > 1 {
+		defer c.pin()()
 	}
 	vals, found = resize(c.hits, len(names)), resize(c.found, len(names))
 	c.hits, c.found = vals, found
-	c.vals = c.vals[:0]
-	for i, name := range names {
-		if !exists {
+	err = c.pointRead(func() error {
+		var m collMeta
+		c.vals = c.vals[:0]
+		m, exists, err = c.readColl(key, typ)
+		for i, name := range names {
+			if err != nil {
+				return err
+			}
 			vals[i], found[i] = nil, false
-			continue
+			if exists {
+				vals[i], found[i], err = c.appendElem(key, m, sub, name)
+			}
 		}
-		if vals[i], found[i], err = c.appendElem(key, m, sub, name); err != nil {
-			return nil, nil, false, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, false, err
 	}
 	return vals, found, exists, nil
 }

@@ -122,25 +122,24 @@ func cmdHSetNX(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdHGet(c *conn, _ *command, args [][]byte) error {
-	m, exists, err := c.readColl(args[1], typeHash)
-	if err != nil {
-		return err
-	}
-	c.countLookup(args[1], exists)
-	if !exists {
-		c.wr.Null()
+	return c.pointRead(func() error {
+		m, exists, err := c.readColl(args[1], typeHash)
+		var val []byte
+		found := false
+		if err == nil && exists {
+			val, found, err = c.getElem(args[1], m, args[2])
+		}
+		if err != nil {
+			return err
+		}
+		c.countLookup(args[1], exists)
+		if found {
+			c.wr.Bulk(val)
+		} else {
+			c.wr.Null()
+		}
 		return nil
-	}
-	val, found, err := c.getElem(args[1], m, args[2])
-	switch {
-	case err != nil:
-		return err
-	case found:
-		c.wr.Bulk(val)
-	default:
-		c.wr.Null()
-	}
-	return nil
+	})
 }
 
 func cmdHMGet(c *conn, _ *command, args [][]byte) error {
@@ -154,22 +153,22 @@ func cmdHMGet(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdHExists(c *conn, _ *command, args [][]byte) error {
-	m, exists, err := c.readColl(args[1], typeHash)
-	if err != nil {
-		return err
-	}
-	found := false
-	if exists {
-		if _, found, err = c.getElem(args[1], m, args[2]); err != nil {
+	return c.pointRead(func() error {
+		m, exists, err := c.readColl(args[1], typeHash)
+		found := false
+		if err == nil && exists {
+			_, found, err = c.getElem(args[1], m, args[2])
+		}
+		if err != nil {
 			return err
 		}
-	}
-	if found {
-		c.wr.Int(1)
-	} else {
-		c.wr.Int(0)
-	}
-	return nil
+		if found {
+			c.wr.Int(1)
+		} else {
+			c.wr.Int(0)
+		}
+		return nil
+	})
 }
 
 func cmdHLen(c *conn, _ *command, args [][]byte) error {
@@ -182,18 +181,18 @@ func cmdHLen(c *conn, _ *command, args [][]byte) error {
 }
 
 func cmdHStrlen(c *conn, _ *command, args [][]byte) error {
-	m, exists, err := c.readColl(args[1], typeHash)
-	if err != nil {
-		return err
-	}
-	var val []byte
-	if exists {
-		if val, _, err = c.getElem(args[1], m, args[2]); err != nil {
+	return c.pointRead(func() error {
+		m, exists, err := c.readColl(args[1], typeHash)
+		var val []byte
+		if err == nil && exists {
+			val, _, err = c.getElem(args[1], m, args[2])
+		}
+		if err != nil {
 			return err
 		}
-	}
-	c.wr.Int(int64(len(val)))
-	return nil
+		c.wr.Int(int64(len(val)))
+		return nil
+	})
 }
 
 // hgetAll returns the handler of HGETALL (fields and values: a map in

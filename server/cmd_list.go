@@ -199,33 +199,40 @@ func cmdLRange(c *conn, _ *command, args [][]byte) error {
 
 func cmdLIndex(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
-	m, exists, err := c.readColl(key, typeList)
-	if err != nil {
-		return err
-	}
-	c.countLookup(key, exists)
-	if !exists {
-		c.wr.Null()
+	return c.pointRead(func() error {
+		m, exists, err := c.readColl(key, typeList)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			c.countLookup(key, false)
+			c.wr.Null()
+			return nil
+		}
+		i, ok := parseInt(args[2])
+		if i < 0 {
+			i += m.count
+		}
+		if !ok || i < 0 || i >= m.count {
+			c.countLookup(key, true)
+			if !ok {
+				return redisError(msgNotInteger)
+			}
+			c.wr.Null()
+			return nil
+		}
+		val, err := c.s.ks.listGet(c.reader(), &c.elemBuf, c.vals[:0], key, m, i)
+		c.vals = val
+		if err != nil && c.elemMissed(key, m) == errReadRaced {
+			return errReadRaced // the slot was the replaced list's
+		}
+		c.countLookup(key, true)
+		if err != nil {
+			return err
+		}
+		c.wr.Bulk(val)
 		return nil
-	}
-	i, ok := parseInt(args[2])
-	if !ok {
-		return redisError(msgNotInteger)
-	}
-	if i < 0 {
-		i += m.count
-	}
-	if i < 0 || i >= m.count {
-		c.wr.Null()
-		return nil
-	}
-	val, err := c.s.ks.listGet(c.reader(), &c.elemBuf, c.vals[:0], key, m, i)
-	c.vals = val
-	if err != nil {
-		return err
-	}
-	c.wr.Bulk(val)
-	return nil
+	})
 }
 
 func cmdLSet(c *conn, _ *command, args [][]byte) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +13,8 @@ import (
 
 // TestPointReadVersionRace races point reads of collections against a
 // writer that deletes and recreates them, generation after generation,
-// sometimes as two commands and sometimes replaced in one transaction.
+// sometimes as two commands and sometimes replaced in one transaction,
+// and that sometimes overwrites the hash and sorted set in place instead.
 // Generation g writes g into every element (a hash's values, a sorted
 // set's scores, a list's items) and, in a set, the members a and b when g
 // is even, c and d when it is odd. So every reply must be explainable by
@@ -39,8 +41,13 @@ func TestPointReadVersionRace(t *testing.T) {
 			if g%2 == 1 {
 				members = []any{"c", "d"}
 			}
+			inPlace := rng.IntN(3) == 0
 			write := func(p redis.Pipeliner) {
-				p.Del(ctx, "h", "z", "s", "l")
+				if !inPlace {
+					p.Del(ctx, "h", "z", "s", "l")
+				} else {
+					p.Del(ctx, "s", "l")
+				}
 				p.HSet(ctx, "h", "f0", v, "f1", v, "f2", v, "f3", v)
 				p.ZAdd(ctx, "z", redis.Z{Score: float64(g), Member: "m0"}, redis.Z{Score: float64(g), Member: "m1"},
 					redis.Z{Score: float64(g), Member: "m2"})
@@ -187,4 +194,78 @@ func pointReadOnce(ctx context.Context, c *redis.Client, op int) (key string, ge
 	}
 	gen, err = same(cmd, vals)
 	return key, gen, err
+}
+
+// TestPointReadReclaimedVersion replaces each collection, in one step,
+// between a point read's metadata read and its element read, and has the
+// compaction filter reclaim the replaced version's elements before the
+// element read: the reply must still be that of one state, the old
+// collection's or the new one's, never the miss of an element that both
+// hold.
+func TestPointReadReclaimedVersion(t *testing.T) {
+	s := startServer(t, nil)
+	ctx := context.Background()
+	rd, wr := newClient(t, s, 2, nil), newClient(t, s, 2, nil)
+	t.Cleanup(func() { testHookMetaRead.Store(nil) })
+	hset := func(v string) []any { return []any{"HSET", "k", "f", v} }
+	cases := []struct {
+		create   func(v string) []any // writes generation v of k
+		replace  []any                // replaces it in the test's second step; nil: create("22")
+		read     []any
+		old, new string // the replies of the two states
+	}{
+		{hset, nil, []any{"HGET", "k", "f"}, "1", "22"},
+		{hset, nil, []any{"HMGET", "k", "f", "f"}, "[1 1]", "[22 22]"},
+		{hset, nil, []any{"HEXISTS", "k", "f"}, "1", "1"},
+		{hset, nil, []any{"HSTRLEN", "k", "f"}, "1", "2"},
+		{hset, []any{"SET", "k", "x"}, []any{"HGET", "k", "f"}, "1", errWrongType.Error()},
+		{func(string) []any { return []any{"SADD", "k", "m"} }, nil, []any{"SISMEMBER", "k", "m"}, "1", "1"},
+		{func(string) []any { return []any{"SADD", "k", "m"} }, nil, []any{"SMISMEMBER", "k", "m", "m"}, "[1 1]", "[1 1]"},
+		{func(v string) []any { return []any{"ZADD", "k", v, "m"} }, nil, []any{"ZSCORE", "k", "m"}, "1", "22"},
+		{func(v string) []any { return []any{"ZADD", "k", v, "m"} }, nil, []any{"ZMSCORE", "k", "m"}, "[1]", "[22]"},
+		{func(v string) []any { return []any{"RPUSH", "k", v, v} }, nil, []any{"LINDEX", "k", "1"}, "1", "22"},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.read...), func(t *testing.T) {
+			if err := wr.Del(ctx, "k").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := wr.Do(ctx, tc.create("1")...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			replace := tc.replace
+			if replace == nil {
+				replace = tc.create("22")
+			}
+			var fired atomic.Bool
+			hook := func() {
+				if fired.Swap(true) {
+					return
+				}
+				if _, err := wr.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Del(ctx, "k")
+					p.Do(ctx, replace...)
+					return nil
+				}); err != nil {
+					t.Error(err)
+				}
+				if err := s.ks.db.Compact(nil, nil); err != nil {
+					t.Error(err)
+				}
+			}
+			testHookMetaRead.Store(&hook)
+			defer testHookMetaRead.Store(nil)
+			v, err := rd.Do(ctx, tc.read...).Result()
+			got := fmt.Sprint(v)
+			if err != nil {
+				got = err.Error()
+			}
+			if !fired.Load() {
+				t.Fatal("the hook did not run")
+			}
+			if got != tc.old && got != tc.new {
+				t.Errorf("%v replied %q, want %q or %q", tc.read, got, tc.old, tc.new)
+			}
+		})
+	}
 }
