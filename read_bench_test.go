@@ -107,7 +107,7 @@ func BenchmarkReadRandom(b *testing.B) {
 		name      string
 		mapBudget int64
 		mapTables bool
-	}{{"pread", 0, false}, {"budget", opts.CacheSize / 2, false}, {"mapped", 0, true}} {
+	}{{"pread", -1, false}, {"budget", opts.CacheSize / 2, false}, {"mapped", 0, true}} {
 		// Each variant starts from a reopen, with a cold cache.
 		if err := db.Close(); err != nil {
 			b.Fatal(err)

@@ -21,11 +21,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The newest measurement of each mode with raw files, and where its log is.
 SOURCES = {
-    "engine": ("issue11", [1, 2, 3], "history/engine.md#issue-11-before-and-after-one-measurement-of-the-whole-round"),
+    "engine": ("issue20-engine", [1, 3], "history/engine.md#issue-20-item-6-point-reads-against-bbolt-a-map-budget-by-default"),
     "server": ("issue11", [4, 5], "issue11/SUMMARY.md"),
     "imgbed": (("imgbed/run1", "imgbed/run2-gets"), [1, 2, 3], "history/imgbed.md#results"),
 }
-ENGINE_WORKLOADS = ["fillrandom", "readrandom", "readwhilewriting", "mixed", "ycsb-c"]
+ENGINE_WORKLOADS = ["fillrandom", "readrandom", "readwhilewriting", "ycsb-c"]
+# The file of round r under the engine source's directory: the run that
+# holds lsmgo (as it stands after the round's change) and both peers.
+ENGINE_RUN = "r%d-after"
 PEERS = ["pebble", "bbolt"]
 SERVER_ROWS = [("c50-P1", "50 conns, -P 1"), ("c512-P1", "512 conns, -P 1"), ("c50-P16", "50 conns, -P 16")]
 
@@ -74,12 +77,12 @@ def machine(meta):
 
 def engine():
     d, rounds, log = SOURCES["engine"]
-    runs = [load("%s/r%d-after-engine/results.json" % (d, r)) for r in rounds]
+    runs = [load("%s/%s/results.json" % (d, ENGINE_RUN % r)) for r in rounds]
     print("### Engine: lsmgo against Pebble and bbolt (`lsmgo-bench --mode=engine --num=1000000`)\n")
-    print("%s; %s; rounds %s of `bench-results/%s/` (`r*-after-engine/results.json`); "
+    print("%s; %s; rounds %s of `bench-results/%s/` (`%s/results.json`); "
           "log: [%s](bench-results/%s).\n" % (
               machine(runs[0]["meta"]), day_and_times([r["meta"]["start"] for r in runs]),
-              ", ".join(map(str, rounds)), d, log.split("#")[0], log))
+              ", ".join(map(str, rounds)), d, ENGINE_RUN.replace("%d", "*"), log.split("#")[0], log))
     print("| workload | lsmgo ops/s | pebble ops/s | bbolt ops/s | lsmgo ÷ best peer, per round | lsmgo CPU/op | pebble CPU/op | bbolt CPU/op |")
     print("|---|---:|---:|---:|---|---:|---:|---:|")
     for w in ENGINE_WORKLOADS:

@@ -9,3 +9,5 @@ import "errors"
 func mapAnon(int) ([]byte, error) { return nil, errors.New("arena: no anonymous mappings") }
 
 func unmap([]byte) error { return nil }
+
+func discardPages([]byte) error { return nil }

@@ -13,3 +13,5 @@ func mapAnon(n int) ([]byte, error) {
 }
 
 func unmap(b []byte) error { return syscall.Munmap(b) }
+
+func discardPages(b []byte) error { return syscall.Madvise(b, syscall.MADV_DONTNEED) }

@@ -126,6 +126,13 @@ func (m *Memtable) Reset() {
 	m.initHead()
 }
 
+// Discard is Reset that also gives the pages of a NewMapped memtable's
+// arena back to the OS (see arena.Discard), for a memtable kept idle.
+func (m *Memtable) Discard() {
+	m.arena.Discard()
+	m.Reset()
+}
+
 // initHead allocates the list's head node in an empty arena. Its links are
 // stored explicitly: a reset arena still holds old bytes.
 func (m *Memtable) initHead() {
