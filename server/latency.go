@@ -201,10 +201,7 @@ func cmdLatencyHistogram(c *conn, _ *command, args [][]byte) error {
 			if cmd == nil {
 				continue
 			}
-			cmds = append(cmds, cmd)
-			for _, sub := range cmd.sortedSubs() {
-				cmds = append(cmds, sub)
-			}
+			cmds = append(append(cmds, cmd), cmd.sortedSubs()...)
 		}
 	}
 	type entry struct {

@@ -146,6 +146,7 @@ func percentilesSetting() *setting {
 			for _, f := range strings.Fields(v) {
 				p, err := strconv.ParseFloat(f, 64)
 				if err != nil || math.IsNaN(p) {
+					//lint:ignore ST1005 Redis' exact words, which clients may match
 					return errors.New("Invalid latency-tracking-info-percentiles parameters")
 				}
 				if p < 0 || p > 100 {
