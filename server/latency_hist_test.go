@@ -126,22 +126,7 @@ func TestLatencyHistogramCommand(t *testing.T) {
 			{"CONFIG", "RESETSTAT"},
 			{"LATENCY", "HISTOGRAM"},
 		}
-		for _, cmd := range cmds {
-			ours.send(cmd)
-			theirs.send(cmd)
-			got, err := ours.flushRead(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := theirs.flushRead(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, w := maskedShape(got[0]), maskedShape(want[0])
-			if g != w {
-				t.Fatalf("RESP%d %q:\n lsmgo: %s\n redis: %s", proto, cmd, g, w)
-			}
-		}
+		diffSequence(t, ours, theirs, cmds, maskedShape)
 	}
 
 	c := newClient(t, s, 2, nil)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+
+	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
 // TestLFULikeRedis compares OBJECT FREQ with redis-server's under
@@ -76,6 +78,13 @@ func TestLFULikeRedis(t *testing.T) {
 		add("OBJECT", "FREQ", k)
 	}
 	add("CONFIG", "SET", "maxmemory-policy", "noeviction")
+	diffSequence(t, ours, theirs, cmds, func(v resp.Value) string { return render(v, exact) })
+}
+
+// diffSequence sends cmds one at a time to both servers and fails at the
+// first reply whose rendering differs.
+func diffSequence(t *testing.T, ours, theirs *diffConn, cmds [][]string, show func(resp.Value) string) {
+	t.Helper()
 	for i, cmd := range cmds {
 		ours.send(cmd)
 		theirs.send(cmd)
@@ -87,7 +96,7 @@ func TestLFULikeRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g, w := render(got[0], exact), render(want[0], exact); g != w {
+		if g, w := show(got[0]), show(want[0]); g != w {
 			t.Fatalf("command %d %q:\n lsmgo: %s\n redis: %s", i, cmd, g, w)
 		}
 	}
