@@ -273,7 +273,7 @@ func (s *Server) infoErrorStats(b *strings.Builder) error {
 // (latencyHist), in microseconds, as Redis prints them.
 func (s *Server) infoLatencyStats(b *strings.Builder) error {
 	b.WriteString("# Latencystats\r\n")
-	ps := s.config().LatencyTrackingPercentiles
+	ps := s.config().LatencyPercentiles
 	for _, cmd := range allCommands {
 		h := s.cmdStats[cmd.id].hist.Load()
 		if h == nil {

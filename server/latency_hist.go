@@ -135,8 +135,8 @@ func percentilesSetting() *setting {
 	return &setting{name: "latency-tracking-info-percentiles", live: true,
 		usage: "percentiles INFO latencystats reports, separated by spaces",
 		get: func(c *Config) string {
-			f := make([]string, len(c.LatencyTrackingPercentiles))
-			for i, p := range c.LatencyTrackingPercentiles {
+			f := make([]string, len(c.LatencyPercentiles))
+			for i, p := range c.LatencyPercentiles {
 				f[i] = formatPercentile(p)
 			}
 			return strings.Join(f, " ")
@@ -154,7 +154,7 @@ func percentilesSetting() *setting {
 				}
 				ps = append(ps, p)
 			}
-			c.LatencyTrackingPercentiles = ps
+			c.LatencyPercentiles = ps
 			return nil
 		}}
 }
