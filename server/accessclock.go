@@ -57,9 +57,11 @@ var noTouch = map[string]bool{
 	"memory|usage": true,
 }
 
-// touchKeys records a use of the keys cmd names in args.
+// touchKeys records a use of the keys cmd names in args: in the access
+// clock, and in the LFU counters under an LFU policy (lfu.go). A client
+// in CLIENT NO-TOUCH mode uses keys only through TOUCH, as in Redis.
 func (c *conn) touchKeys(cmd *command, args [][]byte) {
-	if cmd.firstKey <= 0 || noTouch[cmd.name] {
+	if cmd.firstKey <= 0 || noTouch[cmd.name] || c.state.Load()&stateNoTouch != 0 && cmd.name != "touch" {
 		return
 	}
 	last := cmd.lastKey
@@ -67,8 +69,13 @@ func (c *conn) touchKeys(cmd *command, args [][]byte) {
 		last += len(args)
 	}
 	now := c.clock().Unix()
+	lfu := c.s.lfu()
+	cfg := c.s.config()
 	for i := cmd.firstKey; i <= last && i < len(args); i += max(cmd.step, 1) {
 		c.s.access.touch(args[i], now)
+		if lfu != nil {
+			lfu.touch(args[i], now, cfg.LFULogFactor, cfg.LFUDecayTime)
+		}
 	}
 }
 

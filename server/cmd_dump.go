@@ -83,9 +83,9 @@ func parseRestoreOptions(args [][]byte) (restoreOptions, error) {
 // [IDLETIME s] [FREQ f], with Redis' checks in Redis' order: options, an
 // existing key (BUSYKEY), the TTL, the payload's trailer, its content. A
 // TTL already past stores nothing (deleting the old value under REPLACE)
-// and answers OK, as Redis does. IDLETIME and FREQ are checked and
-// otherwise have no effect: the server keeps no access clock
-// (doc/server.md, "OBJECT").
+// and answers OK, as Redis does. FREQ sets the LFU counter under an LFU
+// maxmemory-policy; IDLETIME is checked and has no effect: the access
+// clock only moves forward (doc/server.md, "OBJECT").
 func cmdRestore(c *conn, _ *command, args [][]byte) error {
 	key := args[1]
 	o, err := parseRestoreOptions(args[4:])
@@ -137,6 +137,9 @@ func cmdRestore(c *conn, _ *command, args [][]byte) error {
 			c.s.ks.reclaimDeleted(key, old)
 		}
 		c.signalReady(key) // a client may be blocked on key (blocking.go)
+		if lfu := c.s.lfu(); lfu != nil && o.freq >= 0 {
+			lfu.set(key, c.clock().Unix(), uint32(o.freq))
+		}
 	}
 	c.ok()
 	return nil

@@ -7,7 +7,7 @@ func init() {
 			{name: "encoding", arity: 3, flags: r, firstKey: 2, lastKey: 2, step: 1, since: "2.2.3",
 				summary: "Returns the internal encoding Redis would give the value of a key (doc/server.md).", run: cmdObjectEncoding},
 			{name: "freq", arity: 3, flags: r, firstKey: 2, lastKey: 2, step: 1, since: "4.0.0",
-				summary: "Fails: access frequency is not tracked.", run: cmdObjectFreq},
+				summary: "Returns the logarithmic access frequency counter of a Redis object.", run: cmdObjectFreq},
 			{name: "idletime", arity: 3, flags: r, firstKey: 2, lastKey: 2, step: 1, since: "2.2.3",
 				summary: "Returns the seconds since the last access to a key (a lower bound; doc/server.md).", run: cmdObjectIdleTime},
 			{name: "refcount", arity: 3, flags: r, firstKey: 2, lastKey: 2, step: 1, since: "2.2.3",
@@ -62,21 +62,30 @@ func cmdObjectEncoding(c *conn, _ *command, args [][]byte) error {
 	return nil
 }
 
-// cmdObjectFreq fails for an existing key as Redis does without an LFU
-// maxmemory-policy: the server has no eviction and counts no accesses.
+// cmdObjectFreq answers the key's LFU counter (lfu.go) under an LFU
+// maxmemory-policy, and fails as Redis does under another.
 func cmdObjectFreq(c *conn, _ *command, args [][]byte) error {
 	if _, done, err := c.objectEntry(args[2]); err != nil || done {
 		return err
 	}
-	return redisError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	lfu := c.s.lfu()
+	if lfu == nil {
+		return redisError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	}
+	c.wr.Int(int64(lfu.freq(args[2], c.clock().Unix(), c.s.config().LFUDecayTime)))
+	return nil
 }
 
 // cmdObjectIdleTime answers the seconds since the key was last used, as
 // the access clock (accessclock.go) knows them: a lower bound, exact
-// unless another key sharing its clock slot was used since.
+// unless another key sharing its clock slot was used since. Under an LFU
+// policy it fails, as in Redis.
 func cmdObjectIdleTime(c *conn, _ *command, args [][]byte) error {
 	if _, done, err := c.objectEntry(args[2]); err != nil || done {
 		return err
+	}
+	if isLFUPolicy(c.s.config().MaxMemoryPolicy) {
+		return redisError("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 	}
 	c.wr.Int(c.s.access.idle(args[2], c.clock().Unix(), c.s.startTime))
 	return nil

@@ -565,6 +565,9 @@ func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
 		v.Store(0)
 	}
 	c.s.errors.reset()
+	for _, st := range c.s.cmdStats {
+		st.hist.Store(nil) // as Redis frees its latency histograms
+	}
 	for i := range c.s.acl.log.denied {
 		c.s.acl.log.denied[i].Store(0)
 	}

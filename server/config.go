@@ -205,6 +205,22 @@ type Config struct {
 	// is recorded as a latency event ("latency-monitor-threshold",
 	// milliseconds, live); zero, the default, turns the monitor off.
 	LatencyMonitorThreshold time.Duration
+	// LatencyTracking keeps a latency histogram per command for LATENCY
+	// HISTOGRAM and INFO latencystats ("latency-tracking", live); default
+	// on, as in Redis.
+	LatencyTracking bool
+	// MaxMemoryPolicy is Redis' eviction policy ("maxmemory-policy",
+	// live); default noeviction. lsmgo evicts nothing: an LFU policy
+	// makes OBJECT FREQ count accesses (lfu.go), and OBJECT IDLETIME
+	// refuses under one, as in Redis.
+	MaxMemoryPolicy string
+	// LFULogFactor and LFUDecayTime shape the LFU counters ("lfu-log-
+	// factor", "lfu-decay-time" in minutes, live); defaults 10 and 1.
+	LFULogFactor, LFUDecayTime int
+	// LatencyPercentiles are the percentiles INFO latencystats
+	// reports ("latency-tracking-info-percentiles", live); default 50,
+	// 99 and 99.9, as in Redis.
+	LatencyPercentiles []float64
 	// TrackingTableMaxKeys bounds the keys client-side caching tracks
 	// ("tracking-table-max-keys", live; 0: no bound); default 1,000,000,
 	// as in Redis.
@@ -293,6 +309,11 @@ func DefaultConfig() Config {
 		QueryBufferLimit:          1 << 30,
 		SlowlogSlowerThan:         10 * time.Millisecond,
 		SlowlogMaxLen:             128,
+		LatencyTracking:           true,
+		MaxMemoryPolicy:           "noeviction",
+		LFULogFactor:              10,
+		LFUDecayTime:              1,
+		LatencyPercentiles:        []float64{50, 99, 99.9},
 		TrackingTableMaxKeys:      1_000_000,
 		ACLPubsubDefault:          "resetchannels",
 		ACLLogMaxLen:              128,
@@ -385,6 +406,14 @@ var settings = append([]*setting{
 		func(c *Config) *time.Duration { return &c.SlowlogSlowerThan }),
 	durationSetting("latency-monitor-threshold", "latency monitor threshold in milliseconds (0: off)", true, time.Millisecond, 0,
 		func(c *Config) *time.Duration { return &c.LatencyMonitorThreshold }),
+	boolSetting("latency-tracking", "keep a latency histogram per command (LATENCY HISTOGRAM, INFO latencystats)", true,
+		func(c *Config) *bool { return &c.LatencyTracking }),
+	percentilesSetting(),
+	maxMemoryPolicySetting(),
+	intSetting("lfu-log-factor", "how slowly LFU counters grow (OBJECT FREQ)", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.LFULogFactor }),
+	intSetting("lfu-decay-time", "minutes an LFU counter takes to lose one (0: never)", true, 0, math.MaxInt32,
+		func(c *Config) *int { return &c.LFUDecayTime }),
 	intSetting("slowlog-max-len", "slow log entries kept", true, 0, math.MaxInt32,
 		func(c *Config) *int { return &c.SlowlogMaxLen }),
 	intSetting("tracking-table-max-keys", "keys client-side caching tracks at most (0: no bound)", true, 0, math.MaxInt32,

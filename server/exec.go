@@ -208,10 +208,10 @@ func (c *conn) reject(cmd *command, msg string) {
 // arguments would no longer be available.
 func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed bool) {
 	c.lastRun = cmd
-	if c.tally.add(cmd, d, failed) {
+	cfg := c.s.config()
+	if c.tally.add(cmd, d, failed, cfg.LatencyTracking) {
 		c.publish()
 	}
-	cfg := c.s.config()
 	if args != nil && cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
 		c.s.slowlog.add(c, redactArgs(cmd, args), d, cfg.SlowlogMaxLen)
 	}

@@ -268,51 +268,28 @@ func (s *Server) infoErrorStats(b *strings.Builder) error {
 	return nil
 }
 
-// infoLatencyStats reports p50, p99 and p99.9 of each command's latency.
-// They come from the command latency histogram (latencyBounds: buckets
-// 10 µs × 4^i), so each percentile is the upper bound of the bucket that
-// holds it, not the exact figure Redis' HDR histogram gives; commands past
-// the last bound report it.
+// infoLatencyStats reports each command's latency percentiles
+// (latency-tracking-info-percentiles) from its latency histogram
+// (latencyHist), in microseconds, as Redis prints them.
 func (s *Server) infoLatencyStats(b *strings.Builder) error {
 	b.WriteString("# Latencystats\r\n")
+	ps := s.config().LatencyPercentiles
 	for _, cmd := range allCommands {
-		st := s.cmdStats[cmd.id]
-		var counts [len(latencyBounds) + 1]uint64
-		var total uint64
-		for i := range counts {
-			counts[i] = st.buckets[i].Load()
-			total += counts[i]
-		}
-		if total == 0 {
+		h := s.cmdStats[cmd.id].hist.Load()
+		if h == nil {
 			continue
 		}
+		counts, total := h.snapshot()
 		fmt.Fprintf(b, "latency_percentiles_usec_%s:", cmd.name)
-		for i, p := range []struct {
-			name string
-			q    float64
-		}{{"p50", 0.5}, {"p99", 0.99}, {"p99.9", 0.999}} {
+		for i, p := range ps {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(b, "%s=%.3f", p.name, float64(bucketQuantile(counts[:], total, p.q))/1e3)
+			fmt.Fprintf(b, "p%s=%.3f", formatPercentile(p), float64(hdrPercentile(counts, total, p))/1000)
 		}
 		b.WriteString("\r\n")
 	}
 	return nil
-}
-
-// bucketQuantile returns the upper bound, in nanoseconds, of the latency
-// bucket that holds quantile q of total commands counted in counts.
-func bucketQuantile(counts []uint64, total uint64, q float64) uint64 {
-	rank := uint64(q*float64(total-1)) + 1
-	var seen uint64
-	for i, n := range counts {
-		seen += n
-		if seen >= rank && i < len(latencyBounds) {
-			return latencyBounds[i]
-		}
-	}
-	return latencyBounds[len(latencyBounds)-1]
 }
 
 // infoCluster says cluster mode is off: lsmgo shards behind a proxy

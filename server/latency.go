@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -123,6 +124,8 @@ func init() {
 			{name: "history", arity: 3, flags: flagAdmin, since: "2.8.13", summary: "Returns timestamp-latency samples for an event.", run: cmdLatencyHistory},
 			{name: "reset", arity: -2, flags: flagAdmin, since: "2.8.13", summary: "Resets the latency data for one or more events.", run: cmdLatencyReset},
 			{name: "doctor", arity: 2, flags: flagAdmin, since: "2.8.13", summary: "Returns a human-readable latency analysis report.", run: cmdLatencyDoctor},
+			{name: "graph", arity: 3, flags: flagAdmin, since: "2.8.13", summary: "Returns a latency graph for an event.", run: cmdLatencyGraph},
+			{name: "histogram", arity: -2, flags: flagAdmin, since: "7.0.0", summary: "Returns the cumulative distribution of latencies of a subset or all commands.", run: cmdLatencyHistogram},
 			{name: "help", arity: 2, since: "2.8.13", summary: "Returns helpful text about the different subcommands.", run: cmdHelp},
 		}})
 }
@@ -181,4 +184,143 @@ func cmdLatencyDoctor(c *conn, _ *command, _ [][]byte) error {
 	}
 	c.wr.Bulk(b.Bytes())
 	return nil
+}
+
+// cmdLatencyHistogram implements LATENCY HISTOGRAM [command ...]: per
+// command with samples (all, or those named, a container with its
+// subcommands), its calls and cumulative distribution (hdrDistribution).
+// Unknown names are skipped, as in Redis.
+func cmdLatencyHistogram(c *conn, _ *command, args [][]byte) error {
+	c.publish() // the commands before it in a pipeline count
+	var cmds []*command
+	if len(args) == 2 {
+		cmds = allCommands
+	} else {
+		for _, name := range args[2:] {
+			cmd := commandByFullName(name)
+			if cmd == nil {
+				continue
+			}
+			cmds = append(append(cmds, cmd), cmd.sortedSubs()...)
+		}
+	}
+	type entry struct {
+		cmd   *command
+		total uint64
+		steps []hdrStep
+	}
+	var out []entry
+	for _, cmd := range cmds {
+		if h := c.s.cmdStats[cmd.id].hist.Load(); h != nil {
+			counts, total := h.snapshot()
+			out = append(out, entry{cmd, total, hdrDistribution(counts, total)})
+		}
+	}
+	c.wr.MapHeader(len(out))
+	for _, e := range out {
+		c.wr.BulkString(e.cmd.name)
+		c.wr.MapHeader(2)
+		c.wr.BulkString("calls")
+		c.wr.Int(int64(e.total))
+		c.wr.BulkString("histogram_usec")
+		c.wr.MapHeader(len(e.steps))
+		for _, s := range e.steps {
+			c.wr.Int(int64(s.usec))
+			c.wr.Int(int64(s.count))
+		}
+	}
+	return nil
+}
+
+// commandByFullName finds a command by its case-insensitive name, or a
+// subcommand by "container|sub".
+func commandByFullName(name []byte) *command {
+	base, sub, isSub := strings.Cut(strings.ToLower(string(name)), "|")
+	cmd := commands[base]
+	if cmd == nil || !isSub {
+		return cmd
+	}
+	return cmd.subs[sub]
+}
+
+// cmdLatencyGraph implements LATENCY GRAPH event: Redis' ASCII art of
+// the event's samples (latencyGraph).
+func cmdLatencyGraph(c *conn, _ *command, args [][]byte) error {
+	event := string(args[2])
+	samples := c.s.latency.history(event)
+	if len(samples) == 0 {
+		return redisError(fmt.Sprintf("ERR No samples available for event '%s'", event))
+	}
+	names, _, worst := c.s.latency.latest()
+	c.wr.Verbatim("txt", latencyGraph(event, samples, worst[slices.Index(names, event)], time.Now().Unix()))
+	return nil
+}
+
+// latencyGraph draws samples as Redis' LATENCY GRAPH does: a title line,
+// a rule, then per 80 samples a four-row sparkline (characters "_o#" in
+// three steps a row, '|' below the top) and under each column its age
+// ("12s", "5m", "3h", "2d") written downwards.
+func latencyGraph(event string, samples []latencySample, worst, now int64) string {
+	const cols, rows = 80, 4
+	const charset = "_o#"
+	lo, hi := samples[0].ms, samples[0].ms
+	labels := make([]string, len(samples))
+	for i, s := range samples {
+		lo, hi = min(lo, s.ms), max(hi, s.ms)
+		switch age := now - s.at; {
+		case age < 60:
+			labels[i] = fmt.Sprintf("%ds", age)
+		case age < 3600:
+			labels[i] = fmt.Sprintf("%dm", age/60)
+		case age < 86400:
+			labels[i] = fmt.Sprintf("%dh", age/3600)
+		default:
+			labels[i] = fmt.Sprintf("%dd", age/86400)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s - high %d ms, low %d ms (all time high %d ms)\n", event, hi, lo, worst)
+	b.WriteString(strings.Repeat("-", cols) + "\n")
+	span := float64(hi - lo)
+	if span == 0 {
+		span = 1
+	}
+	steps := len(charset) * rows
+	for off := 0; off < len(samples); off += cols {
+		if off != 0 {
+			b.WriteByte('\n')
+		}
+		part := samples[off:min(off+cols, len(samples))]
+		line := make([]byte, len(part))
+		for row := 0; ; row++ {
+			more := false
+			for j := range line {
+				line[j] = ' '
+			}
+			for j, s := range part {
+				// Redis truncates the product before dividing.
+				step := min(max(int(float64(int(float64(s.ms-lo)*float64(steps)))/span), 0), steps-1)
+				switch label := labels[off+j]; {
+				case row < rows:
+					more = true
+					if idx := step - (rows-row-1)*len(charset); idx >= len(charset) {
+						line[j] = '|'
+					} else if idx >= 0 {
+						line[j] = charset[idx]
+					}
+				case row == rows: // the blank line above the labels
+					more = true
+				case row-rows-1 < len(label):
+					more = true
+					line[j] = label[row-rows-1]
+				}
+			}
+			if !more {
+				break
+			}
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }

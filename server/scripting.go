@@ -127,7 +127,7 @@ var (
 func init() {
 	for _, name := range strings.Fields(`auth bgrewriteaof bgsave blmove blpop brpop brpoplpush
 		bzpopmax bzpopmin client|caching client|getname client|getredir client|id client|info
-		client|kill client|list client|no-evict client|pause client|reply client|setname
+		client|kill client|list cluster|reset client|no-evict client|pause client|reply client|setname
 		client|tracking client|trackinginfo client|unblock client|unpause config|get
 		config|resetstat config|rewrite config|set debug discard eval eval_ro evalsha evalsha_ro
 		exec failover fcall fcall_ro function|delete function|dump function|flush function|kill

@@ -42,9 +42,12 @@ type Server struct {
 	slowlog   slowlog
 	latency   latencyMonitor
 	access    accessClock // OBJECT IDLETIME
-	metrics   *metrics
-	cmdStats  []*cmdStats // indexed by command.id
-	startTime time.Time
+	// lfuCounters answer OBJECT FREQ once an LFU maxmemory-policy is
+	// selected (lfu.go).
+	lfuCounters atomic.Pointer[lfuClock]
+	metrics     *metrics
+	cmdStats    []*cmdStats // indexed by command.id
+	startTime   time.Time
 	// runID names this run of the server, as Redis' run_id does: 40 hex
 	// digits, new at every start.
 	runID string

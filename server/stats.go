@@ -52,7 +52,10 @@ type cmdStats struct {
 	// buckets counts commands per latency bucket (not cumulative); the
 	// last one is the overflow bucket.
 	buckets [len(latencyBounds) + 1]atomic.Uint64
-	_       [8]byte
+	// hist is the command's histogram for LATENCY HISTOGRAM and INFO
+	// latencystats, made at its first sample, nil again after CONFIG
+	// RESETSTAT.
+	hist atomic.Pointer[latencyHist]
 }
 
 func newCmdStats() []*cmdStats {
@@ -72,7 +75,20 @@ const maxTallied = 8
 type tally struct {
 	cmds                   []cmdTally
 	commands, hits, misses int64
+	// tracked are the durations of the commands since the last publish,
+	// for the commands' latency histograms (latency-tracking).
+	tracked []trackedRun
 }
+
+// trackedRun is one command's duration, in whole microseconds as Redis
+// measures them.
+type trackedRun struct {
+	cmd *command
+	us  uint64
+}
+
+// maxTracked bounds tally.tracked before the tally publishes early.
+const maxTracked = 64
 
 // cmdTally counts the runs of one command.
 type cmdTally struct {
@@ -81,9 +97,10 @@ type cmdTally struct {
 	buckets                [len(latencyBounds) + 1]uint64
 }
 
-// add counts one run of cmd that took d. It reports whether the tally is
-// full and must be published.
-func (t *tally) add(cmd *command, d time.Duration, failed bool) (full bool) {
+// add counts one run of cmd that took d, and keeps d for the command's
+// latency histogram when track. It reports whether the tally is full and
+// must be published.
+func (t *tally) add(cmd *command, d time.Duration, failed, track bool) (full bool) {
 	t.commands++
 	var e *cmdTally
 	for i := range t.cmds {
@@ -103,12 +120,15 @@ func (t *tally) add(cmd *command, d time.Duration, failed bool) (full bool) {
 	if failed {
 		e.failures++
 	}
-	return len(t.cmds) >= maxTallied
+	if track {
+		t.tracked = append(t.tracked, trackedRun{cmd, ns / 1000})
+	}
+	return len(t.cmds) >= maxTallied || len(t.tracked) >= maxTracked
 }
 
 // publish moves the tally into the server's shared counters and empties it.
 func (t *tally) publish(s *Server) {
-	if t.commands == 0 && t.hits == 0 && t.misses == 0 {
+	if t.commands == 0 && t.hits == 0 && t.misses == 0 && len(t.tracked) == 0 {
 		return
 	}
 	addNonZero(&s.stats.commands, t.commands)
@@ -128,8 +148,21 @@ func (t *tally) publish(s *Server) {
 			}
 		}
 	}
-	t.cmds = t.cmds[:0]
+	for _, r := range t.tracked {
+		s.cmdStats[r.cmd.id].histogram().record(r.us)
+	}
+	t.cmds, t.tracked = t.cmds[:0], t.tracked[:0]
 	t.commands, t.hits, t.misses = 0, 0, 0
+}
+
+// histogram returns the command's latency histogram, making it at the
+// first call.
+func (st *cmdStats) histogram() *latencyHist {
+	if h := st.hist.Load(); h != nil {
+		return h
+	}
+	st.hist.CompareAndSwap(nil, new(latencyHist))
+	return st.hist.Load()
 }
 
 func addNonZero(v *atomic.Int64, n int64) {
