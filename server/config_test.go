@@ -236,7 +236,8 @@ func TestSettingUnits(t *testing.T) {
 		"list-compress-depth", "set-max-intset-entries", "set-max-listpack-entries", "zset-max-listpack-entries",
 		"zset-max-ziplist-entries", "stream-node-max-entries", "activerehashing", "lazyfree-lazy-eviction",
 		"lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush",
-		"notify-keyspace-events", "aclfile", "acl-pubsub-default", "acllog-max-len"}
+		"notify-keyspace-events", "aclfile", "acl-pubsub-default", "acllog-max-len",
+		"latency-tracking", "latency-tracking-info-percentiles", "maxmemory-policy", "lfu-log-factor", "lfu-decay-time"}
 	for _, st := range settings {
 		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
 			t.Errorf("setting %q is in neither the unit table nor the list of settings without units", st.name)
