@@ -51,10 +51,12 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 // newClockHost is a host whose DB expires keys and runs the image
-// compaction filter on the same fake clock.
+// compaction filter on the same fake clock, reporting dead S3 blobs to
+// the host.
 func newClockHost(t *testing.T, cfg Config) (*testHost, *fakeClock) {
 	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
-	th := newTestHostOn(t, cfg, &lsmgo.Options{Now: clock.Now, NewCompactionFilter: NewCompactionFilter(clock.Now)})
+	cfg.Reclaimer = NewReclaimer()
+	th := newTestHostOn(t, cfg, &lsmgo.Options{Now: clock.Now, NewCompactionFilter: NewCompactionFilter(clock.Now, cfg.Reclaimer)})
 	th.now = clock.Now
 	return th, clock
 }

@@ -96,6 +96,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 	if err := h.sweepResumables(0); err != nil {
 		return nil, err
 	}
+	cfg.Reclaimer.attach(h.st)
 	return h, nil
 }
 
