@@ -8,7 +8,7 @@
 #
 # Usage: BEFORE=lsmgo-binary AFTER=lsmgo-binary BENCH=lsmgo-bench-binary uploads.sh OUTDIR
 #        (ROUNDS=3, SECS=10, FILES="u100k u1m u4m", PORT=18281: the HTTP
-#        port; PORT+1000 is lsmgo's RESP port)
+#        port; PORT+10 is lsmgo's RESP port)
 set -u
 out=$(realpath -m "${1:?usage: uploads.sh OUTDIR}"); mkdir -p "$out"
 ROUNDS=${ROUNDS:-3}; SECS=${SECS:-10}; FILES=${FILES:-u100k u1m u4m}; PORT=${PORT:-18281}
@@ -26,7 +26,7 @@ start() { # SERVER
   case $1 in
     reference) mkdir "$B/srv/files"; "$BENCH" --mode=http-reference --addr $HTTP --dir "$B/srv/files" > "$B/srv/out" 2>&1 & srv=$!; wait_http / ;;
     *) local bin=$BEFORE; [ "$1" = after ] && bin=$AFTER
-       "$bin" serve --dir "$B/srv/data" --addr 127.0.0.1:$((PORT + 1000)) --http $HTTP --images-upload-rate -1 --admin-token bench > "$B/srv/out" 2>&1 &
+       "$bin" serve --dir "$B/srv/data" --addr 127.0.0.1:$((PORT + 10)) --http $HTTP --images-upload-rate -1 --admin-token bench > "$B/srv/out" 2>&1 &
        srv=$!; wait_http /healthz ;;
   esac
 }
