@@ -147,12 +147,19 @@ type Config struct {
 	// ("images-resumable-max-bytes"; default 1 GiB). ImagesFetchPrivate
 	// lets uploads by URL fetch from loopback and private addresses
 	// ("images-fetch-private"; default no).
-	ImagesResumableMaxBytes   int64
-	ImagesFetchPrivate        bool
-	ImagesUploadsPerClient    int
-	ImagesUploadQueueWait     time.Duration
-	ImagesMinUploadRate       int
-	ImagesMinUploadRateWindow time.Duration
+	ImagesResumableMaxBytes int64
+	// ImagesResumablePerClient and ImagesResumableBytesPerClient bound
+	// one client's unfinished resumable uploads, in number and declared
+	// bytes ("images-resumable-per-client",
+	// "images-resumable-bytes-per-client"; -1: unlimited). Defaults:
+	// imgbed's.
+	ImagesResumablePerClient      int
+	ImagesResumableBytesPerClient int64
+	ImagesFetchPrivate            bool
+	ImagesUploadsPerClient        int
+	ImagesUploadQueueWait         time.Duration
+	ImagesMinUploadRate           int
+	ImagesMinUploadRateWindow     time.Duration
 	// ImagesRenderMemory bounds the memory of the image renders running
 	// at once, each counted at its estimated peak
 	// ("images-render-memory"); ImagesRenderMaxSide bounds w and h of a
@@ -292,50 +299,52 @@ type Config struct {
 // the same setting.
 func DefaultConfig() Config {
 	return Config{
-		Addr:                      "127.0.0.1:9001",
-		HTTPAddr:                  "127.0.0.1:8080",
-		Dir:                       "./lsmgo-data",
-		AppendFsync:               "everysec",
-		ProtectedMode:             true,
-		ReplicaReadOnly:           true,
-		MinReplicasMaxLag:         10 * time.Second,
-		ReplicaPriority:           100,
-		ReplicaAnnounced:          true,
-		MaxClients:                10000,
-		Databases:                 16,
-		ProtoMaxBulkLen:           512 << 20,
-		MaxMultibulkLen:           1024 * 1024,
-		HLLSparseMaxBytes:         hll.DefaultSparseMaxBytes,
-		QueryBufferLimit:          1 << 30,
-		SlowlogSlowerThan:         10 * time.Millisecond,
-		SlowlogMaxLen:             128,
-		LatencyTracking:           true,
-		MaxMemoryPolicy:           "noeviction",
-		LFULogFactor:              10,
-		LFUDecayTime:              1,
-		LatencyPercentiles:        []float64{50, 99, 99.9},
-		TrackingTableMaxKeys:      1_000_000,
-		ACLPubsubDefault:          "resetchannels",
-		ACLLogMaxLen:              128,
-		LogLevel:                  "notice",
-		ShutdownTimeout:           30 * time.Second,
-		BusyReplyThreshold:        5 * time.Second,
-		MaxMemoryClients:          1 << 30,
-		PubsubBufferLimit:         outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
-		ReplicaBufferLimit:        outputLimit{Hard: 256 << 20, Soft: 64 << 20, SoftTime: 60 * time.Second},
-		Images:                    true,
-		ImagesAnonymous:           "auto",
-		ImagesMaxBytes:            imgbed.DefaultMaxBytes,
-		ImagesResumableMaxBytes:   imgbed.DefaultResumableMaxBytes,
-		ImagesRenderMemory:        imgbed.DefaultRenderMemory,
-		ImagesRenderMaxSide:       imgbed.DefaultRenderMaxSide,
-		ImagesUploadRate:          imgbed.DefaultUploadRate,
-		ImagesUploadBurst:         imgbed.DefaultUploadBurst,
-		ImagesTokenUploadRate:     imgbed.DefaultTokenUploadRate,
-		ImagesTokenUploadBurst:    imgbed.DefaultTokenUploadBurst,
-		ImagesUploadQueueWait:     imgbed.DefaultUploadQueueWait,
-		ImagesMinUploadRate:       imgbed.DefaultMinUploadRate,
-		ImagesMinUploadRateWindow: imgbed.DefaultMinUploadRateWindow,
+		Addr:                          "127.0.0.1:9001",
+		HTTPAddr:                      "127.0.0.1:8080",
+		Dir:                           "./lsmgo-data",
+		AppendFsync:                   "everysec",
+		ProtectedMode:                 true,
+		ReplicaReadOnly:               true,
+		MinReplicasMaxLag:             10 * time.Second,
+		ReplicaPriority:               100,
+		ReplicaAnnounced:              true,
+		MaxClients:                    10000,
+		Databases:                     16,
+		ProtoMaxBulkLen:               512 << 20,
+		MaxMultibulkLen:               1024 * 1024,
+		HLLSparseMaxBytes:             hll.DefaultSparseMaxBytes,
+		QueryBufferLimit:              1 << 30,
+		SlowlogSlowerThan:             10 * time.Millisecond,
+		SlowlogMaxLen:                 128,
+		LatencyTracking:               true,
+		MaxMemoryPolicy:               "noeviction",
+		LFULogFactor:                  10,
+		LFUDecayTime:                  1,
+		LatencyPercentiles:            []float64{50, 99, 99.9},
+		TrackingTableMaxKeys:          1_000_000,
+		ACLPubsubDefault:              "resetchannels",
+		ACLLogMaxLen:                  128,
+		LogLevel:                      "notice",
+		ShutdownTimeout:               30 * time.Second,
+		BusyReplyThreshold:            5 * time.Second,
+		MaxMemoryClients:              1 << 30,
+		PubsubBufferLimit:             outputLimit{Hard: 32 << 20, Soft: 8 << 20, SoftTime: 60 * time.Second},
+		ReplicaBufferLimit:            outputLimit{Hard: 256 << 20, Soft: 64 << 20, SoftTime: 60 * time.Second},
+		Images:                        true,
+		ImagesAnonymous:               "auto",
+		ImagesMaxBytes:                imgbed.DefaultMaxBytes,
+		ImagesResumableMaxBytes:       imgbed.DefaultResumableMaxBytes,
+		ImagesRenderMemory:            imgbed.DefaultRenderMemory,
+		ImagesRenderMaxSide:           imgbed.DefaultRenderMaxSide,
+		ImagesUploadRate:              imgbed.DefaultUploadRate,
+		ImagesUploadBurst:             imgbed.DefaultUploadBurst,
+		ImagesTokenUploadRate:         imgbed.DefaultTokenUploadRate,
+		ImagesTokenUploadBurst:        imgbed.DefaultTokenUploadBurst,
+		ImagesUploadQueueWait:         imgbed.DefaultUploadQueueWait,
+		ImagesMinUploadRate:           imgbed.DefaultMinUploadRate,
+		ImagesMinUploadRateWindow:     imgbed.DefaultMinUploadRateWindow,
+		ImagesResumablePerClient:      imgbed.DefaultResumablePerClient,
+		ImagesResumableBytesPerClient: imgbed.DefaultResumableBytesPerClient,
 	}
 }
 
@@ -446,6 +455,10 @@ var settings = append([]*setting{
 		func(c *Config) *int64 { return &c.ImagesMaxBytes }),
 	sizeSetting("images-resumable-max-bytes", "largest resumable (tus) image upload in bytes", false, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.ImagesResumableMaxBytes }),
+	intSetting("images-resumable-per-client", "unfinished resumable (tus) image uploads one client may hold (-1: unlimited)", false, -1, math.MaxInt32,
+		func(c *Config) *int { return &c.ImagesResumablePerClient }),
+	sizeSetting("images-resumable-bytes-per-client", "declared bytes of one client's unfinished resumable (tus) image uploads (-1: unlimited)", false, -1, math.MaxInt64,
+		func(c *Config) *int64 { return &c.ImagesResumableBytesPerClient }),
 	boolSetting("images-fetch-private", "let image uploads by URL fetch from loopback, private and link-local addresses", false,
 		func(c *Config) *bool { return &c.ImagesFetchPrivate }),
 	intSetting("images-upload-rate", "anonymous image uploads per second per IP address (negative: unlimited)", false, -1, math.MaxInt32,

@@ -26,31 +26,34 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		spool = SpoolDir(r.Dir)
 	}
 	return imgbed.New(s.db, imgbed.Config{
-		SpoolDir:            spool,
-		BaseURL:             r.ImagesBaseURL,
-		MaxBytes:            r.ImagesMaxBytes,
-		ResumableMaxBytes:   r.ImagesResumableMaxBytes,
-		FetchPrivate:        r.ImagesFetchPrivate,
-		Anonymous:           anonymous[r.ImagesAnonymous],
-		Tokens:              imageTokens(r),
-		UploadRate:          float64(r.ImagesUploadRate),
-		UploadBurst:         r.ImagesUploadBurst,
-		TokenUploadRate:     float64(r.ImagesTokenUploadRate),
-		TokenUploadBurst:    r.ImagesTokenUploadBurst,
-		MaxUploadsPerClient: r.ImagesUploadsPerClient,
-		CORSOrigins:         splitList(r.ImagesCORSOrigins),
-		UploadQueueWait:     r.ImagesUploadQueueWait,
-		MinUploadRate:       r.ImagesMinUploadRate,
-		MinUploadRateWindow: r.ImagesMinUploadRateWindow,
-		RenderMemory:        r.ImagesRenderMemory,
-		RenderMaxSide:       r.ImagesRenderMaxSide,
-		RenderSecret:        r.ImagesRenderSecret,
-		BlobStore:           r.BlobStore,
-		S3AccessKey:         r.S3AccessKey,
-		S3SecretKey:         r.S3SecretKey,
-		Registerer:          replacingRegisterer{s.metrics.registry},
-		WriteRefusal:        s.imageWriteRefusal,
-		Follower:            s.repl.following.Load,
+		SpoolDir:                spool,
+		BaseURL:                 r.ImagesBaseURL,
+		MaxBytes:                r.ImagesMaxBytes,
+		ResumableMaxBytes:       r.ImagesResumableMaxBytes,
+		ResumablePerClient:      r.ImagesResumablePerClient,
+		ResumableBytesPerClient: r.ImagesResumableBytesPerClient,
+		FetchPrivate:            r.ImagesFetchPrivate,
+		Anonymous:               anonymous[r.ImagesAnonymous],
+		Tokens:                  imageTokens(r),
+		UploadRate:              float64(r.ImagesUploadRate),
+		UploadBurst:             r.ImagesUploadBurst,
+		TokenUploadRate:         float64(r.ImagesTokenUploadRate),
+		TokenUploadBurst:        r.ImagesTokenUploadBurst,
+		MaxUploadsPerClient:     r.ImagesUploadsPerClient,
+		CORSOrigins:             splitList(r.ImagesCORSOrigins),
+		UploadQueueWait:         r.ImagesUploadQueueWait,
+		MinUploadRate:           r.ImagesMinUploadRate,
+		MinUploadRateWindow:     r.ImagesMinUploadRateWindow,
+		RenderMemory:            r.ImagesRenderMemory,
+		RenderMaxSide:           r.ImagesRenderMaxSide,
+		RenderSecret:            r.ImagesRenderSecret,
+		BlobStore:               r.BlobStore,
+		S3AccessKey:             r.S3AccessKey,
+		S3SecretKey:             r.S3SecretKey,
+		Reclaimer:               s.imageReclaim,
+		Registerer:              replacingRegisterer{s.metrics.registry},
+		WriteRefusal:            s.imageWriteRefusal,
+		Follower:                s.repl.following.Load,
 	})
 }
 
@@ -68,15 +71,17 @@ func (s *Server) imageWriteRefusal() string {
 	}
 }
 
-// imageFilter reclaims the bytes of expired images; the engine expires
-// keys by its default clock, time.Now.
-var imageFilter = imgbed.NewCompactionFilter(time.Now)
-
-// newDBFilter is the DB's compaction filter: the image host's for image
+// dbFilter is the DB's compaction filter: the image host's for image
 // keys, the collections' for the rest (each keeps what it does not own).
-func newDBFilter(state lsmgo.Reader) lsmgo.CompactionFilter {
-	images, elems := imageFilter(state), newElemFilter(state)
-	return lsmgo.CompactionFilterFunc(func(k []byte) bool { return images.Drop(k) || elems.Drop(k) })
+// The image filter reclaims the bytes of expired images, by the engine's
+// default clock, time.Now, and hands those kept in S3 to the image host
+// through s.imageReclaim.
+func (s *Server) dbFilter() func(lsmgo.Reader) lsmgo.CompactionFilter {
+	imageFilter := imgbed.NewCompactionFilter(time.Now, s.imageReclaim)
+	return func(state lsmgo.Reader) lsmgo.CompactionFilter {
+		images, elems := imageFilter(state), newElemFilter(state)
+		return lsmgo.CompactionFilterFunc(func(k []byte) bool { return images.Drop(k) || elems.Drop(k) })
+	}
 }
 
 // imageTokens are the image host's tokens under c: image-tokens, and the

@@ -66,6 +66,9 @@ type Server struct {
 	httpSrv *http.Server
 	httpLn  net.Listener
 	images  *imgbed.Host // nil unless Config.Images
+	// imageReclaim carries S3 blobs the compaction filter found dead to
+	// images (whichever Host serves the DB now).
+	imageReclaim *imgbed.Reclaimer
 	// imagesHandler is images' routes; a full sync replaces both, holding
 	// repl.swapMu, which the routes hold shared.
 	imagesHandler http.Handler
@@ -129,6 +132,7 @@ func Start(cfg Config) (*Server, error) {
 	s := &Server{
 		base: cfg, fileCfg: r, startTime: time.Now(), runID: newRunID(), build: BuildInfo(),
 		clients: map[uint64]*conn{}, done: make(chan struct{}), shutdownAsked: make(chan struct{}),
+		imageReclaim: imgbed.NewReclaimer(),
 	}
 	s.cfg.Store(&r)
 	s.acl.init(r.RequirePass)
@@ -186,7 +190,7 @@ func (s *Server) engineOptions(r *Config) *lsmgo.Options {
 		MaxConcurrentCompactions: r.MaxConcurrentCompactions,
 		Logger:                   s.log.With("component", "engine"),
 		FS:                       s.base.FS,
-		NewCompactionFilter:      newDBFilter,
+		NewCompactionFilter:      s.dbFilter(),
 		OnCommit:                 s.onCommit,
 	}
 }

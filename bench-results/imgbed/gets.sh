@@ -9,15 +9,17 @@
 # in reverse order every other round.
 #
 # Usage: BEFORE=lsmgo-binary AFTER=lsmgo-binary gets.sh OUTDIR
-#        (ROUNDS=3, SECS=10, CONNS="50 2000")
+#        (ROUNDS=3, SECS=10, CONNS="50 2000", FILES="o72 thumb o4m",
+#        PORT=18181: nginx's port; the two builds take the next two for
+#        HTTP and PORT+11, PORT+12 for RESP)
 # Needs: wrk, nginx, curl. Writes OUTDIR/summary.tsv and wrk's outputs.
 set -u
 out=$(realpath -m "${1:?usage: gets.sh OUTDIR}"); mkdir -p "$out"
-ROUNDS=${ROUNDS:-3}; SECS=${SECS:-10}; CONNS=${CONNS:-50 2000}
+ROUNDS=${ROUNDS:-3}; SECS=${SECS:-10}; CONNS=${CONNS:-50 2000}; FILES=${FILES:-o72 thumb o4m}; PORT=${PORT:-18181}
 BEFORE=${BEFORE:?the lsmgo binary before the change}; AFTER=${AFTER:?the lsmgo binary after}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(mktemp -d /tmp/imggets-XXXX); chmod 755 "$B"
-declare -A port=([nginx]=18181 [before]=18182 [after]=18183) pid=()
+declare -A port=([nginx]=$PORT [before]=$((PORT + 1)) [after]=$((PORT + 2))) pid=()
 stop_all() { for s in "${!pid[@]}"; do kill "${pid[$s]}" 2>/dev/null; wait "${pid[$s]}" 2>/dev/null; done; pid=(); }
 trap 'stop_all; rm -rf "$B"' EXIT
 
@@ -32,7 +34,7 @@ trap 'stop_all; rm -rf "$B"' EXIT
 wait_http() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; return 1; }
 start_lsmgo() { # NAME BINARY
   local d="$B/$1"; mkdir -p "$d"
-  "$2" serve --dir "$d/data" --addr 127.0.0.1:$((port[$1] + 1000)) --http 127.0.0.1:${port[$1]} \
+  "$2" serve --dir "$d/data" --addr 127.0.0.1:$((port[$1] + 10)) --http 127.0.0.1:${port[$1]} \
     --images-upload-rate -1 --admin-token bench > "$d/out" 2> "$d/log" &
   pid[$1]=$!; wait_http "${port[$1]}" /healthz
 }
@@ -81,7 +83,7 @@ cpu_ticks() { local t=0 p; for p in "$1" $(pgrep -P "$1"); do t=$((t + $(awk '{p
 for round in $(seq "$ROUNDS"); do
   start_round
   order="nginx before after"; [ $((round % 2)) = 0 ] && order="after before nginx"
-  for file in o72 thumb o4m; do
+  for file in $FILES; do
     for c in $CONNS; do
       for s in $order; do
         f="$out/r$round-$file-$s-c$c.txt"

@@ -7,13 +7,14 @@
 # a row alternate, in reverse order every other round.
 #
 # Usage: BEFORE=lsmgo-binary AFTER=lsmgo-binary BENCH=lsmgo-bench-binary uploads.sh OUTDIR
-#        (ROUNDS=3, SECS=10)
+#        (ROUNDS=3, SECS=10, FILES="u100k u1m u4m", PORT=18281: the HTTP
+#        port; PORT+10 is lsmgo's RESP port)
 set -u
 out=$(realpath -m "${1:?usage: uploads.sh OUTDIR}"); mkdir -p "$out"
-ROUNDS=${ROUNDS:-3}; SECS=${SECS:-10}
+ROUNDS=${ROUNDS:-3}; SECS=${SECS:-10}; FILES=${FILES:-u100k u1m u4m}; PORT=${PORT:-18281}
 BEFORE=${BEFORE:?}; AFTER=${AFTER:?}; BENCH=${BENCH:?}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-B=$(mktemp -d /tmp/imgups-XXXX); HTTP=127.0.0.1:18281; srv=""
+B=$(mktemp -d /tmp/imgups-XXXX); HTTP=127.0.0.1:$PORT; srv=""
 stop() { [ -n "$srv" ] && { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; }; srv=""; rm -rf "$B/srv"; }
 trap 'stop; rm -rf "$B"' EXIT
 (cd "$repo/bench-results/imgbed" && go run mkjpeg.go "$B/u100k.jpg" && go run mkjpeg.go "$B/u1m.jpg" 2000 1600 &&
@@ -25,14 +26,14 @@ start() { # SERVER
   case $1 in
     reference) mkdir "$B/srv/files"; "$BENCH" --mode=http-reference --addr $HTTP --dir "$B/srv/files" > "$B/srv/out" 2>&1 & srv=$!; wait_http / ;;
     *) local bin=$BEFORE; [ "$1" = after ] && bin=$AFTER
-       "$bin" serve --dir "$B/srv/data" --addr 127.0.0.1:19281 --http $HTTP --images-upload-rate -1 --admin-token bench > "$B/srv/out" 2>&1 &
+       "$bin" serve --dir "$B/srv/data" --addr 127.0.0.1:$((PORT + 10)) --http $HTTP --images-upload-rate -1 --admin-token bench > "$B/srv/out" 2>&1 &
        srv=$!; wait_http /healthz ;;
   esac
 }
 [ -f "$out/summary.tsv" ] || printf 'round\tfile\tserver\treqs_per_s\tp99_ms\tok\terrors\tserver_cpu_us_per_req\tload1\n' > "$out/summary.tsv"
 for round in $(seq "$ROUNDS"); do
   order="reference before after"; [ $((round % 2)) = 0 ] && order="after before reference"
-  for file in u100k u1m u4m; do
+  for file in $FILES; do
     for s in $order; do
       f="$out/r$round-$file-$s"
       start "$s" || { echo "$s did not start" >&2; stop; continue; }

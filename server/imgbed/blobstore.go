@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/lsmgo-dev/lsmgo"
 )
@@ -55,32 +56,40 @@ func unavailable(err error) error {
 }
 
 // dbBlobs keeps blobs in the DB itself, cut into chunks of at most chunk
-// bytes ("iC" keys, doc.go), written in batches of at most batch bytes.
+// bytes ("iC" keys, doc.go). A blob of at most batch bytes is written in
+// the batch that commits its metadata (chunksInto); a larger one is
+// staged first (put).
 type dbBlobs struct {
 	db    *lsmgo.DB
 	chunk int
-	batch int // batchBytes; tests lower it to reach the multi-batch path
+	batch int // batchBytes; tests lower it to reach the staged path
+	bufs  sync.Pool
 }
 
 func (*dbBlobs) kind() string { return "" }
 
+// put writes the chunks one Set each, from one reused buffer. These
+// chunks need no atomicity (the pending marker covers them until
+// metadata names them), and a Set hands a value the engine separates
+// straight from the caller's slice, where a Batch copies it first: the
+// copy and the zeroing of its allocation were a fifth of a 4 MB upload's
+// CPU.
 func (d *dbBlobs) put(_ context.Context, s sum, g gen, r io.Reader, size int64, _ string) error {
-	b := d.db.NewBatch()
-	buf := make([]byte, min(int64(d.chunk), size))
-	var written int64
-	for i := 0; written < size; i++ {
-		n, err := io.ReadFull(r, buf[:min(int64(d.chunk), size-written)])
-		if err != nil {
+	bp, _ := d.bufs.Get().(*[]byte)
+	if bp == nil || len(*bp) != d.chunk {
+		b := make([]byte, d.chunk)
+		bp = &b
+	}
+	defer d.bufs.Put(bp)
+	for i, written := 0, int64(0); written < size; i++ {
+		n := min(int64(d.chunk), size-written)
+		if _, err := io.ReadFull(r, (*bp)[:n]); err != nil {
 			return err
 		}
-		b.Set(chunkKey(s, g, i), buf[:n])
-		written += int64(n)
-		if b.Len() >= d.batch || written == size {
-			if err := d.db.Apply(b, nil); err != nil {
-				return err
-			}
-			b.Reset()
+		if err := d.db.Set(chunkKey(s, g, i), (*bp)[:n], nil); err != nil {
+			return err
 		}
+		written += n
 	}
 	return nil
 }

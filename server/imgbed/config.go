@@ -33,7 +33,11 @@ const (
 	// in memory.
 	DefaultResumableMaxBytes = 1 << 30
 	DefaultResumableExpiry   = 24 * time.Hour
-	DefaultFetchTimeout      = 30 * time.Second
+	// Enough open uploads for a client sending a few files at once, each
+	// resumed later; not enough to fill a disk with abandoned ones.
+	DefaultResumablePerClient      = 8
+	DefaultResumableBytesPerClient = 4 << 30
+	DefaultFetchTimeout            = 30 * time.Second
 	// DefaultRenderMaxSide bounds each side of a rendered size.
 	DefaultRenderMaxSide = 2048
 	// DefaultRenderMemory fits one 50-megapixel JPEG decode (4 bytes a
@@ -153,10 +157,25 @@ type Config struct {
 	// store. Empty: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else the
 	// shared AWS files (~/.aws/credentials, ~/.aws/config, AWS_PROFILE).
 	S3AccessKey, S3SecretKey string
+	// Reclaimer, when the DB's compaction filter was made with it
+	// (NewCompactionFilter), brings the host the blobs in a remote store
+	// whose images all expired, so that it deletes their objects. Nil:
+	// such objects stay until the same bytes are uploaded again.
+	Reclaimer *Reclaimer
 	// ResumableMaxBytes bounds one resumable (tus) upload, announced as
 	// Tus-Max-Size; default 1 GiB. Its image is checked like any other,
 	// pixel limit included.
 	ResumableMaxBytes int64
+	// ResumablePerClient bounds the unfinished resumable uploads one
+	// client (token, or IP address for anonymous uploads) may have open
+	// at once, and ResumableBytesPerClient the sum of their declared
+	// lengths (one upload is always allowed up to ResumableMaxBytes), so
+	// that no client fills the disk with partial files. Over either, a
+	// creation gets 429 with Retry-After (when the client's oldest open
+	// upload expires if left alone). Defaults 8 and 4 GiB; negative:
+	// unlimited.
+	ResumablePerClient      int
+	ResumableBytesPerClient int64
 	// ResumableExpiry is how long an unfinished resumable upload is kept
 	// after its last request (and a finished one's outcome after the
 	// end); default 24 h. Its bytes live in SpoolDir/resumable, so
@@ -259,6 +278,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResumableMaxBytes <= 0 {
 		c.ResumableMaxBytes = DefaultResumableMaxBytes
+	}
+	if c.ResumablePerClient == 0 {
+		c.ResumablePerClient = DefaultResumablePerClient
+	}
+	if c.ResumableBytesPerClient == 0 {
+		c.ResumableBytesPerClient = DefaultResumableBytesPerClient
 	}
 	if c.ResumableExpiry <= 0 {
 		c.ResumableExpiry = DefaultResumableExpiry

@@ -51,10 +51,12 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 // newClockHost is a host whose DB expires keys and runs the image
-// compaction filter on the same fake clock.
+// compaction filter on the same fake clock, reporting dead S3 blobs to
+// the host.
 func newClockHost(t *testing.T, cfg Config) (*testHost, *fakeClock) {
 	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
-	th := newTestHostOn(t, cfg, &lsmgo.Options{Now: clock.Now, NewCompactionFilter: NewCompactionFilter(clock.Now)})
+	cfg.Reclaimer = NewReclaimer()
+	th := newTestHostOn(t, cfg, &lsmgo.Options{Now: clock.Now, NewCompactionFilter: NewCompactionFilter(clock.Now, cfg.Reclaimer)})
 	th.now = clock.Now
 	return th, clock
 }
@@ -332,8 +334,17 @@ func TestFilterKeepsStagedChunks(t *testing.T) {
 	if n, want := th.chunkCount(t, data), (len(data)+1023)/1024; n != want {
 		t.Errorf("%d of the %d staged chunks survive", n, want)
 	}
-	if thumbs, _ := th.st.thumbs(sha(live)); th.chunkCount(t, live) != 1+len(thumbs) || len(thumbs) != 1 {
-		t.Errorf("live image: %d chunks, %d thumbnails", th.chunkCount(t, live), len(thumbs))
+	var meta blobMeta
+	if err := getJSON(th.db, blobKey(sha(live)), &meta, "blob metadata"); err != nil {
+		t.Fatal(err)
+	}
+	want := meta.chunks()
+	thumbs, _ := th.st.thumbs(sha(live))
+	for _, tm := range thumbs {
+		want += tm.meta.chunks()
+	}
+	if n := th.chunkCount(t, live); n != want || len(thumbs) != 1 {
+		t.Errorf("live image: %d chunks, want %d (%d thumbnails)", n, want, len(thumbs))
 	}
 	if _, err := th.db.Get(chunkKey(orphan, gen{2}, 0)); err == nil {
 		t.Error("a chunk no metadata names survived")

@@ -32,15 +32,21 @@ import (
 // Each is dead for good: generations are random and never reused, a dead
 // blob's metadata is only ever replaced by a new generation (addImage),
 // and a thumbnail is stored only while its blob is live.
-func NewCompactionFilter(now func() time.Time) func(state lsmgo.Reader) lsmgo.CompactionFilter {
+//
+// Bytes in a remote store (S3) have no chunks to drop: the metadata of a
+// dead blob, or of a dead blob's thumbnail, kept there stays, and the
+// filter reports the blob to r (nil: nobody), whose Host deletes the
+// objects and then the metadata (Reclaimer).
+func NewCompactionFilter(now func() time.Time, r *Reclaimer) func(state lsmgo.Reader) lsmgo.CompactionFilter {
 	return func(state lsmgo.Reader) lsmgo.CompactionFilter {
-		return &imageFilter{state: state, now: now()}
+		return &imageFilter{state: state, now: now(), reclaim: r}
 	}
 }
 
 type imageFilter struct {
-	state lsmgo.Reader
-	now   time.Time
+	state   lsmgo.Reader
+	now     time.Time
+	reclaim *Reclaimer
 	// The verdict on the last chunk generation asked about: chunks come
 	// in key order, so one read serves every chunk of a generation.
 	lastGen []byte
@@ -65,9 +71,11 @@ func (f *imageFilter) Drop(k []byte) bool {
 		return !f.lastOK
 	case kindBlob:
 		var m blobMeta
-		if len(k) != 2+sumLen || getJSON(f.state, k, &m, "blob metadata") != nil || m.live(f.now) || m.Store != "" {
-			// A remote store's object needs a request to delete: its
-			// metadata stays, and a new upload of the bytes reclaims it.
+		if len(k) != 2+sumLen || getJSON(f.state, k, &m, "blob metadata") != nil || m.live(f.now) {
+			return false
+		}
+		if m.Store != "" {
+			f.reclaim.report(s)
 			return false
 		}
 		return !f.hasAny(key(kindChunk, s[:], m.Gen[:])) && !f.hasAny(key(kindThumb, s[:]))
@@ -77,6 +85,10 @@ func (f *imageFilter) Drop(k []byte) bool {
 			return false
 		}
 		if err := getJSON(f.state, blobKey(s), &blob, "blob metadata"); err == nil && blob.live(f.now) || err != nil && err != errNotFound {
+			return false
+		}
+		if m.Store != "" {
+			f.reclaim.report(s)
 			return false
 		}
 		return !f.hasAny(key(kindChunk, s[:], m.Gen[:]))

@@ -27,6 +27,9 @@ type Host struct {
 	thumbs       *thumbnailer
 	metrics      *metrics
 	now          func() time.Time
+	// The decoded records and metadata of GETs (decodedCache).
+	records *decodedCache[record]
+	metas   *decodedCache[blobMeta]
 }
 
 // New returns a host storing its images in db. It first removes the
@@ -57,6 +60,8 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		tokenLimiter: newRateLimiter(cfg.TokenUploadRate, cfg.TokenUploadBurst),
 		uploads:      newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient),
 		now:          time.Now,
+		records:      newDecodedCache[record]("image record"),
+		metas:        newDecodedCache[blobMeta]("blob metadata"),
 	}
 	if cfg.BlobStore != "" {
 		o, err := parseS3URL(cfg.BlobStore)
@@ -102,6 +107,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 	if err := h.sweepResumables(0); err != nil {
 		return nil, err
 	}
+	cfg.Reclaimer.attach(h.st)
 	return h, nil
 }
 

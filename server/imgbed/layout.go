@@ -29,6 +29,7 @@ const (
 	kindMarker    = 'Z'
 	kindExpUsage  = 'E'
 	kindResumable = 'U'
+	kindOpen      = 'W'
 	kindIssued    = 'K'
 	kindIssuedBy  = 'J'
 	sumLen        = 32

@@ -2,6 +2,8 @@ package imgbed
 
 import (
 	"net/http"
+
+	"github.com/lsmgo-dev/lsmgo"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,10 @@ type uploadOptions struct {
 	maxViews  int64         // 0: unlimited
 	albumID   string        // Lsky's album_id: an album of the uploader's to add the files to
 	md5       bool          // compute the files' MD5 (wantsMD5)
+	// commitWith, when set, adds to the batch that makes the image
+	// visible what must become true with it and never without it (a
+	// finished resumable upload's outcome).
+	commitWith func(b *lsmgo.Batch, done uploaded)
 }
 
 // maxExpiry bounds an expiry, so the expiry time cannot overflow.

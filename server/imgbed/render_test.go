@@ -146,8 +146,11 @@ func TestRenderLinks(t *testing.T) {
 		if b.Dx() != c.w || b.Dy() != c.h {
 			t.Fatalf("%s: %dx%d, want %dx%d", c.query, b.Dx(), b.Dy(), c.w, c.h)
 		}
-		if !near(img.At(1, b.Dy()/2), c.left) || !near(img.At(b.Dx()-2, b.Dy()/2), c.right) {
-			t.Errorf("%s: edges %v %v, want %v %v", c.query, img.At(1, b.Dy()/2), img.At(b.Dx()-2, b.Dy()/2), c.left, c.right)
+		// A few pixels in: a cover crop's edges fall on band boundaries
+		// of the source JPEG, which libjpeg's chroma upsampling (the vips
+		// build) blurs over a few pixels.
+		if l, r := img.At(4, b.Dy()/2), img.At(b.Dx()-5, b.Dy()/2); !near(l, c.left) || !near(r, c.right) {
+			t.Errorf("%s: edges %v %v, want %v %v", c.query, l, r, c.left, c.right)
 		}
 		made := counterValue(th.metrics.thumbsMade)
 		resp2, body2 := th.get(t, base+c.query)

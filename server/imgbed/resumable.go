@@ -2,8 +2,10 @@ package imgbed
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,6 +51,9 @@ type resumable struct {
 	Metadata string `json:"metadata,omitempty"` // Upload-Metadata as sent, returned by HEAD
 	Name     string `json:"name,omitempty"`
 	Owner    string `json:"owner,omitempty"` // token name; "" anonymous
+	// Client is who the upload counts against among open uploads
+	// (uploadClient); "" in states written before the limit.
+	Client string `json:"client,omitempty"`
 	// The options of the image (uploadOptions).
 	ExpiresIn int64  `json:"expires_in,omitempty"` // nanoseconds
 	MaxViews  int64  `json:"max_views,omitempty"`
@@ -66,6 +71,14 @@ type resumable struct {
 }
 
 func resumableKey(id string) []byte { return key(kindResumable, []byte(id)) }
+
+// openKey indexes an unfinished upload under its client, with the
+// upload's length and expiry as the value and the expiry as the engine's,
+// so the client's open uploads are one short range and vanish with their
+// states.
+func openKey(client, id string) []byte {
+	return key(kindOpen, []byte(client), []byte{0}, []byte(id))
+}
 
 func (u *resumable) options() uploadOptions {
 	return uploadOptions{expiresIn: time.Duration(u.ExpiresIn), maxViews: u.MaxViews, albumID: u.Album}
@@ -152,18 +165,75 @@ func (h *Host) loadResumable(id string, tok *Token) (*resumable, error) {
 // save commits u with its expiry pushed ResumableExpiry past now: an
 // upload a client keeps writing to never expires under it.
 func (h *Host) saveResumable(u *resumable) error {
-	u.Expires = h.now().Add(h.cfg.ResumableExpiry).Truncate(time.Millisecond).UnixNano()
 	b := h.st.db.NewBatch()
-	b.SetWithExpiry(resumableKey(u.ID), encode(u), time.Unix(0, u.Expires))
+	h.putResumable(b, u)
 	return h.st.db.Apply(b, nil)
 }
 
+// putResumable adds u to b as saveResumable commits it, with its entry
+// among its client's open uploads while it is unfinished.
+func (h *Host) putResumable(b *lsmgo.Batch, u *resumable) {
+	u.Expires = h.now().Add(h.cfg.ResumableExpiry).Truncate(time.Millisecond).UnixNano()
+	exp := time.Unix(0, u.Expires)
+	b.SetWithExpiry(resumableKey(u.ID), encode(u), exp)
+	if u.Client == "" {
+		return
+	}
+	if u.settled() {
+		b.Delete(openKey(u.Client, u.ID))
+		return
+	}
+	v := binary.BigEndian.AppendUint64(nil, uint64(u.Length))
+	b.SetWithExpiry(openKey(u.Client, u.ID), binary.BigEndian.AppendUint64(v, uint64(u.Expires)), exp)
+}
+
+// errTooManyOpen is a creation over its client's open upload limits.
+var errTooManyOpen = &apiError{http.StatusTooManyRequests, "rate_limited",
+	"too many unfinished resumable uploads: finish or terminate (DELETE) one first"}
+
+// mayOpen checks that u.Client may open one more upload of u.Length
+// bytes; when it may not, it also returns how long until its oldest open
+// upload expires if left alone (Retry-After). The caller holds the
+// client's stripe, so the answer holds until it commits.
+func (h *Host) mayOpen(u *resumable) (time.Duration, error) {
+	maxN, maxBytes := h.cfg.ResumablePerClient, h.cfg.ResumableBytesPerClient
+	if maxN < 0 && maxBytes < 0 {
+		return 0, nil
+	}
+	lo, hi := span(openKey(u.Client, ""))
+	it, err := h.st.db.NewIter(&lsmgo.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, err
+	}
+	n, bytes, first := 0, u.Length, int64(math.MaxInt64)
+	for ok := it.First(); ok; ok = it.Next() {
+		if v := it.Value(); len(v) == 16 {
+			n++
+			bytes += int64(binary.BigEndian.Uint64(v))
+			first = min(first, int64(binary.BigEndian.Uint64(v[8:])))
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, err
+	}
+	if maxN >= 0 && n >= maxN || maxBytes >= 0 && n > 0 && bytes > maxBytes {
+		return max(time.Second, time.Unix(0, first).Sub(h.now())), errTooManyOpen
+	}
+	return 0, nil
+}
+
 // createResumable makes the file of u and then its state: a crash in
-// between leaves a file without state, which the sweep removes.
-func (h *Host) createResumable(u *resumable) error {
+// between leaves a file without state, which the sweep removes. An upload
+// over its client's limits of open uploads is refused first, with how
+// long to wait.
+func (h *Host) createResumable(u *resumable) (retryAfter time.Duration, err error) {
+	defer h.st.locks.lock("w" + u.Client)()
+	if retryAfter, err := h.mayOpen(u); err != nil {
+		return retryAfter, err
+	}
 	f, err := os.OpenFile(h.resumables.path(u.ID), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	err = f.Close()
 	if err == nil {
@@ -175,15 +245,20 @@ func (h *Host) createResumable(u *resumable) error {
 	if err != nil {
 		os.Remove(h.resumables.path(u.ID))
 	}
-	return err
+	return 0, err
 }
 
 // removeResumable deletes u's state and then its file.
-func (h *Host) removeResumable(id string) error {
-	if err := h.st.db.Delete(resumableKey(id), nil); err != nil {
+func (h *Host) removeResumable(u *resumable) error {
+	b := h.st.db.NewBatch()
+	b.Delete(resumableKey(u.ID))
+	if u.Client != "" {
+		b.Delete(openKey(u.Client, u.ID))
+	}
+	if err := h.st.db.Apply(b, nil); err != nil {
 		return err
 	}
-	if err := os.Remove(h.resumables.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(h.resumables.path(u.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -278,13 +353,15 @@ func sniffFile(f *os.File, n int64) error {
 }
 
 // finishResumable stores the image of u, whose bytes are all in, and
-// records the outcome in u. A refusal of the bytes is final and removes
-// the file; a passing failure (5xx) keeps both for the next try.
+// records the outcome in u. The image and the outcome are committed in
+// one batch, so a crash leaves either both or neither, and finishing again
+// never stores the image twice. A refusal of the bytes is final and
+// removes the file; a passing failure (5xx) keeps both for the next try.
 func (h *Host) finishResumable(ctx context.Context, u *resumable, tok *Token) error {
 	f, err := os.OpenFile(h.resumables.path(u.ID), os.O_RDWR, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			h.removeResumable(u.ID)
+			h.removeResumable(u)
 			return errNotFound
 		}
 		return err
@@ -296,23 +373,37 @@ func (h *Host) finishResumable(ctx context.Context, u *resumable, tok *Token) er
 			return uploaded{err: err}
 		}
 		defer sp.close()
-		return h.storeSpooled(ctx, sp, u.Name, tok, u.options())
-	}()
-	if res.err != nil {
-		ae := toAPIError(res.err)
-		if ae.status >= 500 {
-			return res.err
+		opts := u.options()
+		opts.commitWith = func(b *lsmgo.Batch, done uploaded) {
+			settled := *u
+			settled.Image, settled.Ext, settled.DeleteToken, settled.Dup = done.rec.ID, done.rec.Ext, done.deleteToken, done.dup
+			h.putResumable(b, &settled)
 		}
-		u.Status, u.Message = ae.status, ae.msg
-	} else {
+		res := h.storeSpooled(ctx, sp, u.Name, tok, opts)
+		if res.err == nil && finishHook != nil {
+			finishHook()
+		}
+		return res
+	}()
+	switch {
+	case res.err == nil:
 		u.Image, u.Ext, u.DeleteToken, u.Dup = res.rec.ID, res.rec.Ext, res.deleteToken, res.dup
-	}
-	if err := h.saveResumable(u); err != nil {
-		return err
+	case toAPIError(res.err).status >= 500:
+		return res.err
+	default:
+		ae := toAPIError(res.err)
+		u.Status, u.Message = ae.status, ae.msg
+		if err := h.saveResumable(u); err != nil {
+			return err
+		}
 	}
 	os.Remove(h.resumables.path(u.ID))
 	return res.err
 }
+
+// finishHook, when set by a test, runs once a finishing upload's image
+// is stored: a crash there must not store it twice.
+var finishHook func()
 
 // adoptSpool makes a spool of the size bytes of f, a finished upload,
 // without copying them: the head is read into memory (where the JPEG GPS

@@ -222,3 +222,95 @@ func TestParseS3URL(t *testing.T) {
 		t.Error("an empty blob store (the DB) refused")
 	}
 }
+
+// TestS3ExpiryReclaimed: the objects of images whose last reference
+// expired are deleted through the compaction filter (which reports them
+// to the host), with their thumbnails, whether thumbnails live in the DB
+// or in S3; bytes another image still references stay, and so do their
+// objects, until that image is deleted or expires too.
+func TestS3ExpiryReclaimed(t *testing.T) {
+	for _, thumbs := range []string{"db", "s3"} {
+		t.Run("thumbnails="+thumbs, func(t *testing.T) {
+			var cfg Config
+			s3Bucket(t, &cfg, "&thumbnails="+thumbs)
+			th, clock := newClockHost(t, cfg)
+			testRemoteExpiry(t, th, clock, func() int { return th.objects(t) }, thumbs == "s3")
+		})
+	}
+}
+
+// testRemoteExpiry runs TestS3ExpiryReclaimed's story on th, whose
+// remote store holds objects() objects (thumbnails too when
+// remoteThumbs).
+func testRemoteExpiry(t *testing.T, th *testHost, clock *fakeClock, objects func() int, remoteThumbs bool) {
+	up := func(data []byte, expiration string) response {
+		t.Helper()
+		status, r := th.uploadRaw(t, data, "image/png", "X-Expiration", expiration)
+		if status/100 != 2 {
+			t.Fatalf("upload with expiration %q: %d %s", expiration, status, r.Message)
+		}
+		return r
+	}
+	x, y, z := encodePNG(t, gradient(50, 20)), encodePNG(t, gradient(51, 20)), encodePNG(t, gradient(52, 20))
+	x1 := up(x, "PT1H")
+	up(y, "PT1H")
+	y2 := up(y, "") // y stays while y2 does
+	z1, z2 := up(z, "PT1H"), up(z, "P1D")
+	for _, r := range []response{x1, y2, z1} {
+		if th.status(t, r.Data.Links.ThumbnailURL) != 200 {
+			t.Fatalf("thumbnail of %s", r.URL)
+		}
+	}
+	perImage := 1 // objects per original with its thumbnail
+	if remoteThumbs {
+		perImage = 2
+	}
+	want := 3 * perImage
+	if n := objects(); n != want {
+		t.Fatalf("%d objects, want %d", n, want)
+	}
+	// settle waits for the reclaimer and checks the objects left.
+	settle := func(want int, when string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		n := objects()
+		for ; n != want && time.Now().Before(deadline); n = objects() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n != want {
+			t.Fatalf("%s: %d objects, want %d", when, n, want)
+		}
+	}
+
+	clock.advance(2 * time.Hour) // x1 expired: x is dead; y and z are not
+	if objects() != want {
+		t.Fatal("an expiry deleted objects before any compaction")
+	}
+	th.compactAll(t)
+	want -= perImage
+	settle(want, "after x's last image expired")
+	if _, err := th.db.Get(blobKey(sha(x))); err == nil {
+		t.Error("the metadata of x survives its objects")
+	}
+	for _, r := range []response{y2, z2} {
+		if resp, body := th.get(t, r.URL); resp.StatusCode != 200 || len(body) == 0 {
+			t.Fatalf("%s, still referenced: %d", r.URL, resp.StatusCode)
+		}
+	}
+
+	// y's permanent image is deleted: the last reference goes at once,
+	// its expired sibling no longer counts.
+	req, _ := http.NewRequest("DELETE", strings.Replace(y2.Data.Links.DeleteURL, "/d/", "/api/v1/images/", 1), nil)
+	if resp, body := th.do(t, req); resp.StatusCode != 200 {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	want -= perImage
+	settle(want, "after y's last image was deleted")
+
+	clock.advance(24 * time.Hour) // z2 expired too
+	th.compactAll(t)
+	settle(0, "after every image expired")
+	if n := th.countKeys(t); n.blobs != 0 || n.thumbs != 0 || n.pending != 0 || n.chunks != 0 {
+		t.Fatalf("keys left: %+v", n)
+	}
+}

@@ -2,6 +2,7 @@ package imgbed
 
 import (
 	"io"
+	"sync"
 	"time"
 )
 
@@ -52,6 +53,9 @@ func (b *servedBody) note(err error) {
 func (w *heldWriter) ReadFrom(src io.Reader) (int64, error) {
 	if lr, ok := src.(*io.LimitedReader); ok && !w.sending {
 		if b, ok := lr.R.(*servedBody); ok {
+			if lr.N <= smallBody {
+				return w.copySmall(lr)
+			}
 			if s, ok := b.rs.(sender); ok {
 				w.sending = true
 				n, err := s.sendTo(w, lr.N)
@@ -67,6 +71,31 @@ func (w *heldWriter) ReadFrom(src io.Reader) (int64, error) {
 		return io.Copy(w.ResponseWriter, src)
 	}
 	return io.Copy(writeOnly{w}, src)
+}
+
+// smallBody is the largest body copied through Go rather than sent with
+// sendfile: one read into a pooled buffer and one Write, which net/http
+// sends with the header in as few writes as its buffers allow, costs
+// fewer system calls than the lseek, the header write and the sendfile
+// (plus the 512 bytes net/http's ReadFrom writes first to sniff them)
+// that sendfile takes. Thumbnails and small originals are below it.
+const smallBody = 32 << 10
+
+var smallPool = sync.Pool{New: func() any { b := make([]byte, smallBody); return &b }}
+
+// copySmall sends lr, of at most smallBody bytes, with one Write.
+func (w *heldWriter) copySmall(lr *io.LimitedReader) (int64, error) {
+	bp := smallPool.Get().(*[]byte)
+	defer smallPool.Put(bp)
+	n, err := io.ReadFull(lr, (*bp)[:lr.N])
+	if err != nil && n == 0 {
+		return 0, err
+	}
+	m, werr := w.Write((*bp)[:n])
+	if werr != nil {
+		return int64(m), werr
+	}
+	return int64(m), err
 }
 
 // ReadFrom gives a piece of at most sendPiece bytes (chunkReader.sendTo)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"strings"
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -99,4 +100,44 @@ func (l smallBufListener) Accept() (net.Conn, error) {
 		c.(*net.TCPConn).SetWriteBuffer(64 << 10)
 	}
 	return c, err
+}
+
+// TestServedRecordsFollowTheDB: GETs keep decoded records and metadata
+// (decodedCache), but every GET reads the value from the DB, so a change
+// made under the host (as replication or a restore makes them) is served
+// at once: a record rewritten with another extension, then deleted.
+func TestServedRecordsFollowTheDB(t *testing.T) {
+	th := newTestHost(t, Config{})
+	data := encodePNG(t, gradient(64, 48))
+	_, r := th.uploadRaw(t, data, "image/png")
+	for range 2 { // the second GET is served from the decoded record
+		if resp, body := th.get(t, r.URL); resp.StatusCode != 200 || !bytes.Equal(body, data) {
+			t.Fatalf("GET: %d, %d bytes", resp.StatusCode, len(body))
+		}
+	}
+	rec, err := th.st.record(r.Data.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Ext = "gif"
+	if err := th.db.Set(imageKey(rec.ID), encode(rec), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := th.status(t, r.URL); got != 404 {
+		t.Fatalf("GET by the old extension after the record changed: %d", got)
+	}
+	gif := strings.TrimSuffix(r.URL, ".png") + ".gif"
+	if got := th.status(t, gif); got != 200 {
+		t.Fatalf("GET by the new extension: %d", got)
+	}
+	if err := th.db.Delete(imageKey(rec.ID), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := th.status(t, gif); got != 404 {
+		t.Fatalf("GET after the record was deleted under the host: %d", got)
+	}
+	rec.Ext = "png" // as it was, for Check at the end
+	if err := th.db.Set(imageKey(rec.ID), encode(rec), nil); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -111,10 +111,25 @@ func lookup(g getter, id, ext string) (*record, error) {
 	if err := getJSON(g, imageKey(id), &rec, "image record"); err != nil {
 		return nil, err
 	}
+	return checkExt(&rec, ext)
+}
+
+// lookupServed is lookup in the DB through the decoded records of GETs.
+func (h *Host) lookupServed(id, ext string) (*record, error) {
+	var rec record
+	if err := h.records.get(h.st.db, imageKey(id), &rec); err != nil {
+		return nil, err
+	}
+	return checkExt(&rec, ext)
+}
+
+// checkExt returns rec if ext, a link's extension, is its own ("" is
+// any).
+func checkExt(rec *record, ext string) (*record, error) {
 	if ext != "" && ext != rec.Ext && !(rec.Ext == "jpg" && ext == "jpeg") {
 		return nil, errNotFound
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 // immutable is the caching policy of everything under /i/ and /t/: the
@@ -127,7 +142,7 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errNotFound)
 		return
 	}
-	rec, err := lookup(h.st.db, id, ext)
+	rec, err := h.lookupServed(id, ext)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -145,7 +160,12 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 			defer h.st.removeImage(rec.ID, func(*record) bool { return true })
 		}
 	}
-	h.serveBlob(w, r, blobKey(rec.Sum), rec.Sum, etag, time.Unix(0, rec.Created), h.cachePolicy(rec))
+	var meta blobMeta
+	if err := h.metas.get(h.st.db, blobKey(rec.Sum), &meta); err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.serveBlob(w, r, &meta, rec.Sum, etag, time.Unix(0, rec.Created), h.cachePolicy(rec))
 }
 
 // matchesETag reports whether r's If-None-Match makes its answer a 304,
@@ -193,24 +213,19 @@ func (h *Host) cachePolicy(rec *record) string {
 	return immutable
 }
 
-// serveBlob sends the blob whose metadata is at metaKey, with its
+// serveBlob sends the blob meta describes, with its
 // validators; http.ServeContent answers Range, If-None-Match (304),
 // If-Modified-Since and HEAD, from the metadata alone where it can (a
 // blob in S3 is fetched only for the bytes a GET sends). The store's open
 // makes a delete racing with a download either not found before any
 // header or invisible to it (blobStore). A blob in an S3 store configured
 // with presign is answered with a redirect to a presigned URL instead.
-func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, metaKey []byte, s sum, etag string, modified time.Time, cache string) {
-	var meta blobMeta
-	if err := getJSON(h.st.db, metaKey, &meta, "blob metadata"); err != nil {
-		h.fail(w, err)
-		return
-	}
+func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, meta *blobMeta, s sum, etag string, modified time.Time, cache string) {
 	if p, ok := h.st.blobs(meta.Store).(*s3Blobs); ok && p.presign > 0 {
-		h.redirect(w, r, p, s, &meta, etag)
+		h.redirect(w, r, p, s, meta, etag)
 		return
 	}
-	content, err := h.st.open(r.Context(), s, &meta)
+	content, err := h.st.open(r.Context(), s, meta)
 	if err != nil {
 		h.fail(w, err)
 		return

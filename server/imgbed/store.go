@@ -171,8 +171,9 @@ func getJSON(r interface{ Get([]byte) ([]byte, error) }, k []byte, v any, what s
 // the DB too (one commit instead of two). fresh is nil when the caller
 // expects the blob to exist. When the blob exists its reference count
 // goes up and staged bytes are reclaimed. limit checks the owner's usage
-// before it is updated.
-func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit func(usage) error) (dup bool, err error) {
+// before it is updated. also, when not nil, adds to the batch what must
+// be committed with the image.
+func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit func(usage) error, also func(b *lsmgo.Batch, dup bool)) (dup bool, err error) {
 	unlock := st.locks.lock(lockNames(rec)...)
 	defer func() {
 		unlock()
@@ -244,6 +245,9 @@ func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit 
 		}
 	default:
 		b.Delete(pendingKey(rec.Sum, meta.Gen))
+	}
+	if also != nil {
+		also(b, dup)
 	}
 	if err := st.db.Apply(b, nil); err != nil {
 		return false, err

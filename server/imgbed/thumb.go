@@ -3,7 +3,6 @@ package imgbed
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/lsmgo-dev/lsmgo"
 )
 
 // thumbWidths are the only widths rendered: a requested width is rounded
@@ -101,7 +98,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	rec, err := lookup(h.st.db, id, "")
+	rec, err := h.lookupServed(id, "")
 	if err == nil && rec.MaxViews > 0 {
 		err = errViewLimited
 	}
@@ -121,10 +118,16 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Vary", "Accept")
 	}
 	k := spec.key(rec.Sum)
-	var unstored []byte
-	_, err = h.st.db.Get(k)
-	if errors.Is(err, lsmgo.ErrNotFound) {
+	var (
+		unstored []byte
+		meta     blobMeta
+	)
+	err = h.metas.get(h.st.db, k, &meta)
+	if err == errNotFound {
 		unstored, err = h.thumbs.make(context.WithoutCancel(r.Context()), rec, spec, k)
+		if err == nil && unstored == nil {
+			err = h.metas.get(h.st.db, k, &meta)
+		}
 	}
 	if err != nil {
 		h.fail(w, err)
@@ -140,7 +143,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "", modified, bytes.NewReader(unstored))
 		return
 	}
-	h.serveBlob(w, r, k, rec.Sum, etag, modified, cache)
+	h.serveBlob(w, r, &meta, rec.Sum, etag, modified, cache)
 }
 
 // make renders and stores the thumbnail k unless another request is doing

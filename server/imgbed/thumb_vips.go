@@ -43,6 +43,18 @@ func renderThumb(src io.Reader, _ string, spec renderSpec) (data []byte, w, h in
 		return nil, 0, 0, invalid("cannot decode the original: %v", err)
 	}
 	defer img.Close()
+	if spec.fit == fitCover {
+		// An original smaller than the box is not enlarged, and
+		// vips_thumbnail then leaves it whole: crop it to the box's
+		// shape around the centre, as the pure-Go renderer does.
+		w, h := img.Width(), img.Height()
+		cw, ch := min(w, h*bw/bh), min(h, w*bh/bw)
+		if cw > 0 && ch > 0 && (cw != w || ch != h) {
+			if err := img.ExtractArea((w-cw)/2, (h-ch)/2, cw, ch); err != nil {
+				return nil, 0, 0, invalid("cannot decode the original: %v", err)
+			}
+		}
+	}
 	switch spec.f {
 	case formatJPEG:
 		p := vips.NewJpegExportParams()
@@ -61,7 +73,12 @@ func renderThumb(src io.Reader, _ string, spec renderSpec) (data []byte, w, h in
 		p.Quality, p.StripMetadata = 60, true
 		data, _, err = img.ExportAvif(p)
 	default:
-		err = fmt.Errorf("imgbed: no encoder for %v", spec.f.ext())
+		return nil, 0, 0, fmt.Errorf("imgbed: no encoder for %v", spec.f.ext())
 	}
-	return data, img.Width(), img.Height(), err
+	if err != nil {
+		// libvips decodes lazily, while it exports: a damaged file
+		// fails here, not at the load.
+		return nil, 0, 0, invalid("cannot decode the original: %v", err)
+	}
+	return data, img.Width(), img.Height(), nil
 }

@@ -111,7 +111,10 @@ func (h *Host) serveTusCreate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err == nil {
-		err = h.createResumable(u)
+		var wait time.Duration
+		if wait, err = h.createResumable(u); err == errTooManyOpen {
+			setRetryAfter(w, wait)
+		}
 	}
 	if err != nil {
 		h.fail(w, err)
@@ -159,7 +162,8 @@ func (h *Host) newResumable(r *http.Request, tok *Token) (*resumable, error) {
 			return nil, err
 		}
 	}
-	u := &resumable{V: recordVersion, ID: randomString(resumableIDLen), Length: length,
+	client, _ := uploadClient(r, tok, h)
+	u := &resumable{V: recordVersion, ID: randomString(resumableIDLen), Length: length, Client: client,
 		Metadata: r.Header.Get("Upload-Metadata"), Name: cmp.Or(meta["filename"], meta["name"]),
 		ExpiresIn: int64(opts.expiresIn), MaxViews: opts.maxViews, Album: opts.albumID}
 	if opts.albumID != "" {
@@ -334,7 +338,7 @@ func (h *Host) receive(w http.ResponseWriter, r *http.Request, u *resumable, tok
 	defer f.Close()
 	err = h.writeResumable(f, u, newDeadlineReader(w, r, &h.cfg, start), u.Length-u.Offset, sum)
 	if errors.Is(err, errUnsupported) {
-		h.removeResumable(u.ID)
+		h.removeResumable(u)
 	}
 	if err != nil {
 		return err
@@ -350,7 +354,7 @@ func (h *Host) receive(w http.ResponseWriter, r *http.Request, u *resumable, tok
 func openResumable(h *Host, u *resumable) (*os.File, error) {
 	f, err := os.OpenFile(h.resumables.path(u.ID), os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		h.removeResumable(u.ID)
+		h.removeResumable(u)
 		return nil, errNotFound
 	}
 	return f, err
@@ -361,7 +365,7 @@ func (h *Host) serveTusDelete(w http.ResponseWriter, r *http.Request) {
 	u, _, unlock, err := h.lockedUpload(r)
 	if err == nil {
 		defer unlock()
-		err = h.removeResumable(u.ID)
+		err = h.removeResumable(u)
 	}
 	if err != nil {
 		h.fail(w, err)

@@ -238,13 +238,12 @@ func TestTusOwnerAndQuota(t *testing.T) {
 	}
 }
 
-// TestTusResumesAfterRestart reopens the host on the same directories
-// between two chunks: the offset and the bytes are there, and a creation
-// with its first bytes (creation-with-upload) is resumed like any other.
-// Files without state are swept at start.
-func TestTusResumesAfterRestart(t *testing.T) {
+// reopenableHost returns a function that opens a host on the same DB
+// and spool directories each time, and a function that closes it (after
+// checking it), as a restart of the server would.
+func reopenableHost(t *testing.T) func() (*testHost, func()) {
 	dir, spool := t.TempDir(), t.TempDir()
-	open := func() (*testHost, func()) {
+	return func() (*testHost, func()) {
 		db, err := lsmgo.Open(dir, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -263,8 +262,17 @@ func TestTusResumesAfterRestart(t *testing.T) {
 			db.Close()
 		}
 	}
+}
+
+// TestTusResumesAfterRestart reopens the host on the same directories
+// between two chunks: the offset and the bytes are there, and a creation
+// with its first bytes (creation-with-upload) is resumed like any other.
+// Files without state are swept at start.
+func TestTusResumesAfterRestart(t *testing.T) {
+	open := reopenableHost(t)
 	data := encodePNG(t, noise(400, 300))
 	th, stop := open()
+	spool := th.cfg.SpoolDir
 	resp, body := th.tusReq(t, "POST", th.srv.URL+"/api/v1/tus/", data[:1000], "Upload-Length", strconv.Itoa(len(data)))
 	if resp.StatusCode != 201 || resp.Header.Get("Upload-Offset") != "1000" {
 		t.Fatalf("creation with upload: %d %v %s", resp.StatusCode, resp.Header, body)
@@ -349,5 +357,122 @@ func TestCheckFindsShortResumable(t *testing.T) {
 	}
 	if resp, _ := th.tusReq(t, "DELETE", url, nil); resp.StatusCode != 204 {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+}
+
+// TestTusFinishCrash stops the host the moment the last PATCH's image is
+// in the DB, before anything else of the finish runs (finishHook stands
+// for a crash: the handler dies and the host is reopened on the same
+// directories). The upload is finished all the same: HEAD says so, a
+// retried last PATCH and GET on the upload answer the same image with
+// its delete token, and there is one image record, not two.
+func TestTusFinishCrash(t *testing.T) {
+	open := reopenableHost(t)
+	th, stop := open()
+	data := encodePNG(t, noise(300, 200))
+	url := th.tusCreate(t, len(data))
+	path := strings.TrimPrefix(url, th.srv.URL)
+	finishHook = func() { panic(http.ErrAbortHandler) }
+	defer func() { finishHook = nil }()
+	req, _ := http.NewRequest("PATCH", url, bytes.NewReader(data))
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	req.Header.Set("Upload-Offset", "0")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the PATCH was answered (%d): the hook did not run", resp.StatusCode)
+	}
+	finishHook = nil
+	if n := th.imageCount(t); n != 1 {
+		t.Fatalf("%d images when the finish was cut off, want the one stored", n)
+	}
+	stop()
+
+	th, stop = open()
+	defer stop()
+	url = th.srv.URL + path
+	if st, off := th.tusOffset(t, url); st != 200 || off != int64(len(data)) {
+		t.Fatalf("HEAD after the crash: %d, offset %d of %d", st, off, len(data))
+	}
+	resp, _ := th.tusReq(t, "PATCH", url, []byte{}, "Upload-Offset", strconv.Itoa(len(data)))
+	if resp.StatusCode != 204 || resp.Header.Get("X-Image-URL") == "" {
+		t.Fatalf("last PATCH again: %d, X-Image-URL %q", resp.StatusCode, resp.Header.Get("X-Image-URL"))
+	}
+	_, body := th.get(t, url)
+	r := decodeResponse(t, body)
+	if r.Data.SHA256 != sumHex(data) || r.Data.Links.DeleteURL == "" || r.URL != resp.Header.Get("X-Image-URL") {
+		t.Fatalf("the upload's image: %+v, X-Image-URL %s", r, resp.Header.Get("X-Image-URL"))
+	}
+	if n := th.imageCount(t); n != 1 {
+		t.Fatalf("%d image records after finishing again, want 1", n)
+	}
+	var meta blobMeta
+	if err := getJSON(th.db, blobKey(sha(data)), &meta, "blob metadata"); err != nil || meta.Refs != 1 {
+		t.Fatalf("blob references %d (%v), want 1", meta.Refs, err)
+	}
+}
+
+// TestTusOpenLimit: a client may hold at most ResumablePerClient
+// unfinished uploads, of at most ResumableBytesPerClient declared bytes
+// together; past either, a creation is refused with 429, a JSON message
+// and Retry-After until its oldest upload expires. Finishing, terminating
+// or letting an upload expire frees its place; other clients have their
+// own.
+func TestTusOpenLimit(t *testing.T) {
+	th, clock := newClockHost(t, Config{ResumablePerClient: 3, ResumableBytesPerClient: 1 << 20,
+		Tokens: []Token{{Name: "a", Secret: "sa"}}})
+	create := func(n int, header ...string) (*http.Response, []byte) {
+		t.Helper()
+		return th.tusReq(t, "POST", th.srv.URL+"/api/v1/tus/", nil, append([]string{"Upload-Length", strconv.Itoa(n)}, header...)...)
+	}
+	refused := func(n int, wantWait time.Duration, header ...string) {
+		t.Helper()
+		resp, body := create(n, header...)
+		var e struct {
+			Status  bool
+			Message string
+		}
+		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != 429 || e.Status || !strings.Contains(e.Message, "unfinished") {
+			t.Fatalf("creation over the limit: %d %s", resp.StatusCode, body)
+		}
+		if got := resp.Header.Get("Retry-After"); got != strconv.Itoa(int(wantWait.Seconds())) {
+			t.Fatalf("Retry-After %q, want %v", got, wantWait)
+		}
+	}
+	data := encodePNG(t, gradient(20, 20))
+	first := th.tusCreate(t, len(data))
+	clock.advance(time.Hour)
+	th.tusCreate(t, 100)
+	last := th.tusCreate(t, 100)
+	refused(100, 23*time.Hour) // the first expires in 23 hours
+	if resp, _ := create(100, "Authorization", "Bearer sa"); resp.StatusCode != 201 {
+		t.Fatalf("a token's first upload: %d", resp.StatusCode)
+	}
+
+	if st, _ := th.tusPatch(t, first, 0, data); st != 204 { // finished: its place is free
+		t.Fatalf("finish: %d", st)
+	}
+	fourth := th.tusCreate(t, 100)
+	refused(100, 24*time.Hour)
+	if resp, _ := th.tusReq(t, "DELETE", fourth, nil); resp.StatusCode != 204 {
+		t.Fatalf("terminate: %d", resp.StatusCode)
+	}
+	th.tusCreate(t, 100)
+
+	// Bytes: one upload up to the whole budget is always allowed; a
+	// second that would pass it is not.
+	big := func(header ...string) {
+		t.Helper()
+		if resp, body := create(1<<20, header...); resp.StatusCode != 201 {
+			t.Fatalf("an upload of the whole byte budget: %d %s", resp.StatusCode, body)
+		}
+	}
+	refused(1<<20, 24*time.Hour, "Authorization", "Bearer sa") // the token holds 100 bytes open
+	clock.advance(25 * time.Hour)                              // every open upload expired
+	big()
+	refused(1, 24*time.Hour)
+	big("Authorization", "Bearer sa")
+	if st, _ := th.tusOffset(t, last); st != 404 {
+		t.Fatalf("an expired upload: %d", st)
 	}
 }

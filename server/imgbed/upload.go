@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lsmgo-dev/lsmgo"
 )
 
 // fileFields are the multipart field names uploader clients use for the
@@ -293,7 +295,13 @@ func (h *Host) storeSpooled(ctx context.Context, sp *spool, name string, tok *To
 		if inline {
 			data = sp.reader()
 		}
-		dup, err := h.st.addImage(rec, fresh, data, limit)
+		var also func(*lsmgo.Batch, bool)
+		if opts.commitWith != nil {
+			also = func(b *lsmgo.Batch, dup bool) {
+				opts.commitWith(b, uploaded{rec: rec, deleteToken: deleteToken, dup: dup})
+			}
+		}
+		dup, err := h.st.addImage(rec, fresh, data, limit, also)
 		switch {
 		case err == nil:
 			h.metrics.uploads.Inc()
