@@ -78,6 +78,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		}
 	}
 	h.st.now = func() time.Time { return h.now() } // tests replace h.now
+	h.st.follows = h.cfg.follows
 	rs, err := newResumables(resumableDir)
 	if err != nil {
 		return nil, fmt.Errorf("imgbed: resumable upload directory: %w", err)

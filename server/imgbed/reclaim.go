@@ -87,15 +87,21 @@ func (r *Reclaimer) run() {
 			return
 		}
 		r.mu.Unlock()
-		// A failure (the DB closed or read-only, as on a replica) leaves
-		// the metadata to be reported again.
+		// A failure (the DB closed or read-only) leaves the metadata to
+		// be reported again.
 		st.reclaimDead(s)
 	}
 }
 
 // reclaimDead deletes the blob s and its thumbnails if its metadata is
-// still dead: what the last reference's deletion would have done.
+// still dead: what the last reference's deletion would have done. A
+// replica leaves it to its primary, whose deletions reach it as batches:
+// its own would diverge from them (and delete the primary's objects in a
+// shared bucket twice).
 func (st *store) reclaimDead(s sum) error {
+	if st.follows != nil && st.follows() {
+		return nil
+	}
 	garbage, err := func() ([]blobMeta, error) {
 		defer st.locks.lock("b" + string(s[:]))()
 		var meta blobMeta

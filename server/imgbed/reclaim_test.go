@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // memBlobs is a remote blob store in memory, standing in for S3 where
@@ -83,5 +85,37 @@ func TestRemoteExpiryReclaimed(t *testing.T) {
 			}
 			testRemoteExpiry(t, th, clock, mem.count, remoteThumbs)
 		})
+	}
+}
+
+// TestRemoteExpiryLeftToPrimary: on a replica the filter's reports delete
+// nothing (no object, no batch of its own); the primary's deletions reach
+// it by replication. Once it is a primary again, the next compaction's
+// report is acted on.
+func TestRemoteExpiryLeftToPrimary(t *testing.T) {
+	var replica atomic.Bool
+	th, clock := newClockHost(t, Config{Follower: replica.Load})
+	mem := &memBlobs{objs: make(map[string][]byte)}
+	th.st.remote, th.st.originals = mem, mem
+	data := encodePNG(t, gradient(50, 20))
+	if status, r := th.uploadRaw(t, data, "image/png", "X-Expiration", "PT1H"); status/100 != 2 {
+		t.Fatalf("upload: %d %s", status, r.Message)
+	}
+	replica.Store(true)
+	clock.advance(2 * time.Hour)
+	before := th.db.LastSeq()
+	th.compactAll(t)
+	time.Sleep(200 * time.Millisecond) // the reclaimer's goroutine, had it acted
+	if n := mem.count(); n != 1 || th.db.LastSeq() != before {
+		t.Fatalf("on a replica: %d objects (want 1), %d batches written", n, th.db.LastSeq()-before)
+	}
+	replica.Store(false)
+	th.compactAll(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for mem.count() != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := mem.count(); n != 0 {
+		t.Fatalf("on the primary again: %d objects left", n)
 	}
 }

@@ -39,6 +39,9 @@ type store struct {
 	originals, thumbnails blobStore
 	locks                 stripes
 	now                   func() time.Time // the host's clock
+	// follows reports Config.Follower: the DB is a replica's, whose only
+	// writes are its primary's.
+	follows func() bool
 }
 
 // stripes serializes the read-modify-writes of one blob, id or token:
