@@ -261,13 +261,17 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	if _, err := nc.Write(s.syncRequest(from)); err != nil {
 		return err
 	}
-	for {
-		// The primary pings every second when idle.
-		nc.SetReadDeadline(time.Now().Add(10 * replPingInterval))
-		v, err := rd.ReadValue()
-		if err != nil {
-			return err
+	var batches replApplier
+	var v resp.Value
+	for held := false; ; {
+		if !held {
+			// The primary pings every second when idle.
+			nc.SetReadDeadline(time.Now().Add(10 * replPingInterval))
+			if v, err = rd.ReadValue(); err != nil {
+				return err
+			}
 		}
+		held = false
 		s.repl.lastIO.Store(time.Now().Unix())
 		switch v.Type {
 		case '-':
@@ -304,14 +308,14 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 				return err
 			}
 		case '$':
-			if err := s.db.ApplyReplicated(v.Str, nil); err != nil {
+			if held, err = batches.apply(s.db, rd, &v); err != nil {
 				var mismatch *lsmgo.SeqMismatchError
 				if errors.As(err, &mismatch) {
 					return fmt.Errorf("%w; this replica needs a new copy of the primary (doc/replication.md)", err)
 				}
 				return err
 			}
-			if rd.Buffered() == 0 {
+			if !held && rd.Buffered() == 0 {
 				if err := s.sendAck(nc); err != nil {
 					return err
 				}
@@ -472,33 +476,46 @@ func (s *Server) resumeRefusal(args [][]byte, from uint64, stream string) string
 			return "DIVERGED the replica holds batches of this primary's history before an unclean restart, which the primary may have lost"
 		}
 	}
-	if _, _, ok := s.repl.backlog.from(from); !ok {
-		return fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog", from)
+	if !s.repl.backlog.holds(from) {
+		first, _ := s.repl.backlog.extent()
+		return fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog (from %d to %d)", from, first, s.repl.backlog.extentNext())
 	}
 	return ""
 }
 
+// replReadLimit bounds what a replica stream copies out of the backlog
+// at a time (under its lock), so that one far behind does not hold up
+// the commits.
+const replReadLimit = 256 << 10
+
 // streamBatches sends the batches from sequence number from on, from the
 // backlog, with a PING every second without one.
 func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
-	batches, changed, ok := s.repl.backlog.from(from)
-	if !ok {
-		c.quit = true
-		return redisError(fmt.Sprintf("NOBACKLOG position %d left the backlog during the full sync", from))
-	}
+	wake := s.repl.backlog.watch()
+	defer s.repl.backlog.unwatch(wake)
 	ping := time.NewTicker(replPingInterval)
 	defer ping.Stop()
-	for {
-		for _, data := range batches {
-			c.wr.Bulk(data)
-			from += uint64(replCount(data))
+	var buf []byte
+	for started := false; ; started = true {
+		var caughtUp, ok bool
+		buf, from, caughtUp, ok = s.repl.backlog.read(from, buf[:0], replReadLimit)
+		if !ok {
+			c.quit = true
+			if !started {
+				return redisError(fmt.Sprintf("NOBACKLOG position %d left the backlog during the full sync", from))
+			}
+			return redisError(fmt.Sprintf("NOBACKLOG the replica fell behind the backlog at position %d", from))
+		}
+		c.wr.Raw(buf)
+		if !caughtUp {
+			continue
 		}
 		if err := c.wr.Flush(); err != nil {
 			c.quit = true
 			return nil
 		}
 		select {
-		case <-changed:
+		case <-wake:
 		case <-ping.C:
 			c.wr.SimpleString("PING")
 		case <-rs.getAck:
@@ -506,10 +523,6 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 		case <-s.done:
 			c.quit = true
 			return nil
-		}
-		if batches, changed, ok = s.repl.backlog.from(from); !ok {
-			c.quit = true
-			return redisError(fmt.Sprintf("NOBACKLOG the replica fell behind the backlog at position %d", from))
 		}
 	}
 }
