@@ -62,6 +62,9 @@ type Batch struct {
 	// of copies: set for the one-write batches of DB.Set, which are
 	// applied before the caller gets its slice back.
 	alias bool
+	// replicatedParts, set by ApplyReplicatedBatches, are the replicated
+	// batches this one was made of, which Options.OnCommit reports.
+	replicatedParts [][]byte
 }
 
 // NewBatch returns an empty batch.

@@ -36,8 +36,10 @@ type commitWriter struct {
 	// start at (ApplyReplicated); such a batch always leads its group.
 	wantSeq base.SeqNum
 	// replicated is the batch's portable encoding when it differs from
-	// repr (separated values), for Options.OnCommit.
-	replicated []byte
+	// repr (separated values), for Options.OnCommit; replicatedParts
+	// replace it for the batches of ApplyReplicatedBatches.
+	replicated      []byte
+	replicatedParts [][]byte
 	// written is set when the leader has finished with the writer: its
 	// batch is in the WAL at logical end position walPos, or err says why
 	// not.
@@ -117,7 +119,9 @@ func (db *DB) commit(b *Batch, wo *WriteOptions, wantSeq base.SeqNum, async bool
 	w.blobBytes, w.blobFiles = int64(b.blobBytes), pinned
 	w.wantSeq = wantSeq
 	if db.opts.OnCommit != nil {
-		w.replicated = b.replicated()
+		if w.replicatedParts = b.replicatedParts; w.replicatedParts == nil {
+			w.replicated = b.replicated()
+		}
 	}
 	db.mu.Lock()
 	db.enqueueLocked(w)
@@ -423,6 +427,13 @@ func (db *DB) notifyCommitLocked(group []*commitWriter) {
 		return
 	}
 	for _, w := range group {
+		if w.replicatedParts != nil {
+			// Their own encodings, at the sequence numbers they carry.
+			for _, data := range w.replicatedParts {
+				hook(uint64(batchrepr.Seq(data)), data)
+			}
+			continue
+		}
 		data := w.repr
 		if w.replicated != nil {
 			data = w.replicated

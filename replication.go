@@ -60,38 +60,65 @@ func (db *DB) LastSeq() uint64 {
 // write takes the sequence numbers the next replicated batch needs.
 // Malformed data is an error, never a partial write.
 func (db *DB) ApplyReplicated(data []byte, wo *WriteOptions) error {
-	seq, count, err := ReplicatedSeq(data)
-	if err != nil {
-		return err
-	}
-	if seq == 0 {
-		return fmt.Errorf("lsmgo: replicated batch without a sequence number")
-	}
-	b, err := db.batchFromReplicated(data)
-	if err != nil {
-		return err
-	}
-	if b.Count() != int(count) || count == 0 {
-		return fmt.Errorf("lsmgo: replicated batch of %d records holds %d", count, b.Count())
-	}
-	return db.apply(b, wo, base.SeqNum(seq))
+	return db.ApplyReplicatedBatches([][]byte{data}, wo)
 }
 
-// batchFromReplicated rebuilds a Batch from a replicated batch, through
-// the Batch methods so that this DB's limits and value separation apply.
-func (db *DB) batchFromReplicated(data []byte) (*Batch, error) {
+// ApplyReplicatedBatches is ApplyReplicated for consecutive replicated
+// batches, which it commits as one: one WAL record and one pass of the
+// commit pipeline, so that a replica catching up on many small batches
+// does not pay a commit for each (the replica's content moves from the
+// primary's state before the first to its state after the last, both
+// states of the primary). Each batch must start where the one before
+// ends, the first at LastSeq()+1; otherwise the result is a
+// *SeqMismatchError and nothing is written. Options.OnCommit still
+// reports each batch as it was given, so that this DB's own replicas see
+// the primary's batches.
+func (db *DB) ApplyReplicatedBatches(batches [][]byte, wo *WriteOptions) error {
+	if len(batches) == 0 {
+		return nil
+	}
+	var first, next uint64
+	b := db.NewBatch()
+	for _, data := range batches {
+		seq, count, err := ReplicatedSeq(data)
+		if err != nil {
+			return err
+		}
+		if seq == 0 {
+			return fmt.Errorf("lsmgo: replicated batch without a sequence number")
+		}
+		if first == 0 {
+			first = seq
+		} else if seq != next {
+			return &SeqMismatchError{Want: next, Got: seq}
+		}
+		n := b.Count()
+		if err := db.appendReplicated(b, data); err != nil {
+			return err
+		}
+		if b.Count()-n != int(count) || count == 0 {
+			return fmt.Errorf("lsmgo: replicated batch of %d records holds %d", count, b.Count()-n)
+		}
+		next = seq + uint64(count)
+	}
+	b.replicatedParts = batches
+	return db.apply(b, wo, base.SeqNum(first))
+}
+
+// appendReplicated adds a replicated batch's records to b, through the
+// Batch methods so that this DB's limits and value separation apply.
+func (db *DB) appendReplicated(b *Batch, data []byte) error {
 	r, err := batchrepr.NewReader(data)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	b := db.NewBatch()
 	for {
 		kind, key, value, ok, err := r.Next()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
-			break
+			return b.Err()
 		}
 		switch kind {
 		case base.KindSet:
@@ -101,14 +128,13 @@ func (db *DB) batchFromReplicated(data []byte) (*Batch, error) {
 		case base.KindSetExpiry:
 			ms, v, ok := base.DecodeExpiryValue(value)
 			if !ok {
-				return nil, fmt.Errorf("lsmgo: replicated batch: short expiry value for key %s", quoteKey(key))
+				return fmt.Errorf("lsmgo: replicated batch: short expiry value for key %s", quoteKey(key))
 			}
 			b.SetWithExpiry(key, v, time.UnixMilli(ms))
 		default:
-			return nil, fmt.Errorf("lsmgo: replicated batch: record kind %d", kind)
+			return fmt.Errorf("lsmgo: replicated batch: record kind %d", kind)
 		}
 	}
-	return b, b.Err()
 }
 
 // replicated returns the batch's portable encoding: its own when no value

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -92,20 +93,29 @@ func testReplicationPrefix(t *testing.T, seed uint64) {
 		t.Fatalf("OnCommit reported %d batches, want %d", len(phase1), len(states))
 	}
 
-	fresh := openTestDB(t, "/fresh", ckptOptions(mem))
-	for i, data := range phase1 {
-		if err := fresh.ApplyReplicated(data, nil); err != nil {
-			t.Fatalf("batch %d: %v", i, err)
+	// A replica from an empty DB, applying the batches in runs of 1-8
+	// (ApplyReplicatedBatches), reports to its own OnCommit the very
+	// batches it was given.
+	var freshLog commitLog
+	fopts := ckptOptions(mem)
+	fopts.OnCommit = freshLog.add
+	fresh := openTestDB(t, "/fresh", fopts)
+	for i := 0; i < len(phase1); {
+		end := min(len(phase1), i+1+rng.IntN(8))
+		if err := fresh.ApplyReplicatedBatches(phase1[i:end], nil); err != nil {
+			t.Fatalf("batches %d-%d: %v", i, end-1, err)
 		}
-		if i%10 == 0 || i == len(phase1)-1 {
-			got, err := readAll(fresh)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !maps.Equal(got, states[i]) {
-				t.Fatalf("after batch %d the replica holds %d keys, the primary held %d, or different values", i, len(got), len(states[i]))
-			}
+		i = end
+		got, err := readAll(fresh)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !maps.Equal(got, states[i-1]) {
+			t.Fatalf("after batch %d the replica holds %d keys, the primary held %d, or different values", i-1, len(got), len(states[i-1]))
+		}
+	}
+	if reported := freshLog.all(); !slices.EqualFunc(reported, phase1, bytes.Equal) {
+		t.Fatalf("the replica reported %d batches, not the %d it applied", len(reported), len(phase1))
 	}
 
 	// Phase 2, writers at once, while a replica is made from the
@@ -152,6 +162,9 @@ func testReplicationPrefix(t *testing.T, seed uint64) {
 	}
 	if err := replica.ApplyReplicated(rest[1], nil); !errors.As(err, &mismatch) || mismatch.Got <= mismatch.Want {
 		t.Fatalf("batch after a gap: %v, want a gap SeqMismatchError", err)
+	}
+	if err := replica.ApplyReplicatedBatches([][]byte{rest[0], rest[2]}, nil); !errors.As(err, &mismatch) || mismatch.Got <= mismatch.Want {
+		t.Fatalf("batches with a gap between them: %v, want a gap SeqMismatchError", err)
 	}
 	if after, err := readAll(replica); err != nil || !maps.Equal(after, before) {
 		t.Fatalf("refused batches changed the replica (%v)", err)

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
 // A replica applies its primary's batches on the link's goroutine
@@ -40,17 +41,22 @@ func (s *Server) listedClients() []*conn {
 	return list
 }
 
-// applyReplicated applies one batch of the primary and then does what a
-// Redis replica does after a master's command: marks the WATCHes of the
-// keys it writes (before the commit, as a local write does), sends their
-// tracking invalidations, and serves the clients blocked on them. A
-// batch that changes the map of databases (FLUSHDB, FLUSHALL, SWAPDB)
-// makes the new map this replica's, as changeDBs does on the primary.
-func (s *Server) applyReplicated(mc *conn, data []byte) error {
-	keys := func(fn func(k []byte)) { lsmgo.ForEachReplicatedKey(data, fn) }
+// applyReplicated applies consecutive batches of the primary as one
+// commit (replApplier gathers them) and then does what a Redis replica
+// does after a master's commands: marks the WATCHes of the keys they
+// write (before the commit, as a local write does), sends their tracking
+// invalidations, and serves the clients blocked on them. Batches that
+// change the map of databases (FLUSHDB, FLUSHALL, SWAPDB) make the new
+// map this replica's, as changeDBs does on the primary.
+func (s *Server) applyReplicated(mc *conn, batches [][]byte) error {
+	keys := func(fn func(k []byte)) {
+		for _, data := range batches {
+			lsmgo.ForEachReplicatedKey(data, fn)
+		}
+	}
 	dbsChanged := false
 	keys(func(k []byte) { dbsChanged = dbsChanged || string(k) == dbsKey })
-	flushed, err := s.commitReplicated(mc, data, keys, dbsChanged)
+	flushed, err := s.commitReplicated(mc, batches, keys, dbsChanged)
 	if err != nil {
 		return err
 	}
@@ -74,16 +80,16 @@ func (s *Server) applyReplicated(mc *conn, data []byte) error {
 	return nil
 }
 
-// commitReplicated commits the batch; when it changes the map of
+// commitReplicated commits the batches; when they change the map of
 // databases, it does so holding every stripe and publishes the new map,
 // and reports whether a database got a new, empty namespace (a flush).
-func (s *Server) commitReplicated(mc *conn, data []byte, keys func(func(k []byte)), dbsChanged bool) (flushed bool, err error) {
+func (s *Server) commitReplicated(mc *conn, batches [][]byte, keys func(func(k []byte)), dbsChanged bool) (flushed bool, err error) {
 	if dbsChanged {
 		held := mc.lockAll()
 		defer mc.unlock(held)
 	}
 	s.ks.watches.touchKeys(keys, s.ks.dbs.Load())
-	if err := s.db.ApplyReplicated(data, nil); err != nil {
+	if err := s.db.ApplyReplicatedBatches(batches, nil); err != nil {
 		return false, err
 	}
 	if !dbsChanged {
@@ -99,4 +105,54 @@ func (s *Server) commitReplicated(mc *conn, data []byte, keys func(func(k []byte
 		flushed = flushed || db < len(old.ns) && ns >= old.next
 	}
 	return flushed, nil
+}
+
+// replApplyBytes bounds the batches a replica commits at once.
+const replApplyBytes = 1 << 20
+
+// replApplier gathers, on a replica, a batch from the primary together
+// with those already received behind it, which applyReplicated commits
+// as one (lsmgo.DB.ApplyReplicatedBatches): a replica that applied each small
+// batch on its own paid a WAL write and a pass of the commit pipeline per
+// batch, and fell behind a primary whose commit groups carry many
+// (doc/replication.md, "Applying batches"). It only takes what is already
+// read, so it adds no wait.
+type replApplier struct {
+	buf   []byte
+	ends  []int
+	parts [][]byte
+}
+
+// gather returns the batch in *v and the batches buffered in rd behind
+// it, up to replApplyBytes, good until the next call. When it read a
+// value that is not a batch, it leaves it in *v and reports held: the
+// caller handles it next.
+func (a *replApplier) gather(rd *resp.Reader, v *resp.Value) (batches [][]byte, held bool, err error) {
+	if rd.Buffered() == 0 {
+		// The common case of a replica that keeps up: one batch.
+		a.parts = append(a.parts[:0], v.Str)
+		return a.parts, false, nil
+	}
+	a.buf, a.ends, a.parts = a.buf[:0], a.ends[:0], a.parts[:0]
+	for {
+		// The reader's values are valid until its next read.
+		a.buf = append(a.buf, v.Str...)
+		a.ends = append(a.ends, len(a.buf))
+		if rd.Buffered() == 0 || len(a.buf) >= replApplyBytes {
+			break
+		}
+		if *v, err = rd.ReadValue(); err != nil {
+			return nil, false, err
+		}
+		if v.Type != '$' {
+			held = true
+			break
+		}
+	}
+	start := 0
+	for _, end := range a.ends {
+		a.parts = append(a.parts, a.buf[start:end])
+		start = end
+	}
+	return a.parts, held, nil
 }

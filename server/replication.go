@@ -127,7 +127,7 @@ func (r *replication) datasetID() string { return *r.dataset.Load() }
 
 // onCommit feeds the backlog; the engine calls it in commit order.
 func (s *Server) onCommit(seq uint64, data []byte) {
-	s.repl.committed.Add(int64(len(data)))
+	s.repl.committed.Add(int64(bulkFrameLen(len(data))))
 	if b := s.repl.backlog; b != nil {
 		b.add(seq, replCount(data), data)
 	}
@@ -272,13 +272,17 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	if _, err := nc.Write(s.syncRequest(from)); err != nil {
 		return err
 	}
-	for {
-		// The primary pings every second when idle.
-		nc.SetReadDeadline(time.Now().Add(10 * replPingInterval))
-		v, err := rd.ReadValue()
-		if err != nil {
-			return err
+	var batches replApplier
+	var v resp.Value
+	for held := false; ; {
+		if !held {
+			// The primary pings every second when idle.
+			nc.SetReadDeadline(time.Now().Add(10 * replPingInterval))
+			if v, err = rd.ReadValue(); err != nil {
+				return err
+			}
 		}
+		held = false
 		s.repl.lastIO.Store(time.Now().Unix())
 		switch v.Type {
 		case '-':
@@ -316,14 +320,18 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 			}
 		case '$':
 			mc.lastActive.Store(time.Now().UnixNano())
-			if err := s.applyReplicated(mc, v.Str); err != nil {
+			var parts [][]byte
+			if parts, held, err = batches.gather(rd, &v); err == nil {
+				err = s.applyReplicated(mc, parts)
+			}
+			if err != nil {
 				var mismatch *lsmgo.SeqMismatchError
 				if errors.As(err, &mismatch) {
 					return fmt.Errorf("%w; this replica needs a new copy of the primary (doc/replication.md)", err)
 				}
 				return err
 			}
-			if rd.Buffered() == 0 {
+			if !held && rd.Buffered() == 0 {
 				if err := s.sendAck(nc); err != nil {
 					return err
 				}
@@ -499,36 +507,47 @@ func (s *Server) resumeRefusal(args [][]byte, from uint64, stream string) string
 			return "DIVERGED the replica holds batches of this primary's history before an unclean restart, which the primary may have lost"
 		}
 	}
-	if _, _, ok := s.repl.backlog.from(from); !ok {
-		return fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog", from)
+	if !s.repl.backlog.holds(from) {
+		first, _ := s.repl.backlog.extent()
+		return fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog (from %d to %d)", from, first, s.repl.backlog.extentNext())
 	}
 	return ""
 }
 
+// replReadLimit bounds what a replica stream copies out of the backlog
+// at a time (under its lock), so that one far behind does not hold up
+// the commits.
+const replReadLimit = 256 << 10
+
 // streamBatches sends the batches from sequence number from on, from the
 // backlog, with a PING every second without one.
 func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
-	batches, changed, ok := s.repl.backlog.from(from)
-	if !ok {
-		c.quit = true
-		return redisError(fmt.Sprintf("NOBACKLOG position %d left the backlog during the full sync", from))
-	}
+	wake := s.repl.backlog.watch()
+	defer s.repl.backlog.unwatch(wake)
 	ping := time.NewTicker(replPingInterval)
 	defer ping.Stop()
-	for {
-		n := 0
-		for _, data := range batches {
-			c.wr.Bulk(data)
-			from += uint64(replCount(data))
-			n += len(data)
+	var buf []byte
+	for started := false; ; started = true {
+		var caughtUp, ok bool
+		buf, from, caughtUp, ok = s.repl.backlog.read(from, buf[:0], replReadLimit)
+		if !ok {
+			c.quit = true
+			if !started {
+				return redisError(fmt.Sprintf("NOBACKLOG position %d left the backlog during the full sync", from))
+			}
+			return redisError(fmt.Sprintf("NOBACKLOG the replica fell behind the backlog at position %d", from))
+		}
+		c.wr.Raw(buf)
+		rs.out.sent.Add(int64(len(buf)))
+		if !caughtUp {
+			continue
 		}
 		if err := c.wr.Flush(); err != nil {
 			c.quit = true
 			return nil
 		}
-		rs.out.sent.Add(int64(n))
 		select {
-		case <-changed:
+		case <-wake:
 		case <-ping.C:
 			c.wr.SimpleString("PING")
 		case <-rs.getAck:
@@ -539,10 +558,6 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 		case <-s.done:
 			c.quit = true
 			return nil
-		}
-		if batches, changed, ok = s.repl.backlog.from(from); !ok {
-			c.quit = true
-			return redisError(fmt.Sprintf("NOBACKLOG the replica fell behind the backlog at position %d", from))
 		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 // that far behind, past the hard limit or past the soft one for longer
 // than its time, is disconnected and logged, as Redis does; it reconnects
 // and resumes, or takes a new copy. The amount is counted in bytes of the
-// batches' encoding: every commit adds to the primary's total
-// (replication.committed), and each stream counts what it wrote.
+// batches as streamed (RESP bulk strings): every commit adds to the
+// primary's total (replication.committed), and each stream counts what
+// it wrote.
 
 // replicaOutput is one replica stream's share of that count.
 type replicaOutput struct {
@@ -35,12 +36,8 @@ const replLimitCheck = 100 * time.Millisecond
 // committed from now on).
 func (s *Server) startOutput(rs *replicaStream, from uint64) {
 	rs.out.base = s.repl.committed.Load()
-	if from == 0 {
-		return
-	}
-	batches, _, _ := s.repl.backlog.from(from)
-	for _, b := range batches {
-		rs.out.base -= int64(len(b))
+	if from != 0 {
+		rs.out.base -= s.repl.backlog.framedFrom(from)
 	}
 }
 

@@ -14,11 +14,13 @@
 #     replica's full sync (start until master_link_status:up).
 #
 # Usage, from the repository root:
-#   [N=100000] [SYNC_KEYS=1000000] bench-results/replication/run.sh OUTDIR [ROUNDS]
-# Loopback ports 17300-17323. Needs redis-server and redis-benchmark.
+#   [N=100000] [SYNC_KEYS=1000000] [PORT=17300] [OLD=BINARY] bench-results/replication/run.sh OUTDIR [ROUNDS]
+# Loopback ports PORT to PORT+33. Needs redis-server and redis-benchmark.
+# With OLD, an lsmgo binary built from another commit (say main, before
+# a change) runs as server "lsmgo-old" in each round too.
 set -euo pipefail
 out=$(realpath -m "$1"); rounds=${2:-3}
-n=${N:-100000}; sync_keys=${SYNC_KEYS:-1000000}
+n=${N:-100000}; sync_keys=${SYNC_KEYS:-1000000}; port=${PORT:-17300}
 mkdir -p "$out"
 
 bin=$(mktemp -d /tmp/replbench-bin-XXXX)
@@ -76,8 +78,10 @@ start() {
 	local server=$1 name=$2 port=$3 primary=${4:-}
 	mkdir -p "$work/$name"
 	case $server in
-	lsmgo)
-		"$bin/lsmgo" serve --dir "$work/$name/data" --addr "127.0.0.1:$port" --http "" \
+	lsmgo | lsmgo-old)
+		local exe=$bin/lsmgo
+		[ "$server" = lsmgo-old ] && exe=$OLD
+		"$exe" serve --dir "$work/$name/data" --addr "127.0.0.1:$port" --http "" \
 			--appendfsync everysec --loglevel warning \
 			${primary:+--replicaof "127.0.0.1 $primary"} >"$work/$name.log" 2>&1 &
 		;;
@@ -101,8 +105,9 @@ cpu_seconds() {
 
 # throughput SERVER REPLICAS ROUND: one fresh set-up, -P 1 then -P 16.
 throughput() {
-	local server=$1 reps=$2 round=$3 base=17300
-	[ "$server" = redis ] && base=17310
+	local server=$1 reps=$2 round=$3 base=$port
+	[ "$server" = redis ] && base=$((port + 10))
+	[ "$server" = lsmgo-old ] && base=$((port + 30))
 	work=$(mktemp -d /tmp/replbench-XXXX)
 	start "$server" primary $base
 	local replicas=""
@@ -132,8 +137,8 @@ throughput() {
 # fullsync SERVER: fill a primary, time cp -r of its data dir, then a
 # new replica's full sync.
 fullsync() {
-	local server=$1 base=17320
-	[ "$server" = redis ] && base=17322
+	local server=$1 base=$((port + 20))
+	[ "$server" = redis ] && base=$((port + 22))
 	work=$(mktemp -d /tmp/replbench-XXXX)
 	start "$server" primary $base
 	"$bin/replprobe" -mode load -primary "127.0.0.1:$base" -n "$sync_keys" -d 1024 -c 4 -P 64 \
@@ -168,8 +173,8 @@ fullsync() {
 } >"$out/machine.txt"
 
 for r in $(seq "$rounds"); do
-	order="lsmgo redis"
-	[ $((r % 2)) -eq 0 ] && order="redis lsmgo"
+	order="lsmgo ${OLD:+lsmgo-old} redis"
+	[ $((r % 2)) -eq 0 ] && order="redis ${OLD:+lsmgo-old} lsmgo"
 	for s in $order; do
 		for reps in 0 2; do
 			echo "round $r $s replicas=$reps load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/loadavg.txt"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables from one run of bench-results/replication/run.sh.
 
-Usage: summary.py OUTDIR
+Usage: [N=100000] summary.py OUTDIR   (N as given to run.sh)
 
 Throughput: per server, pipeline depth and command, the median (and
 min-max over rounds) of requests/s without replicas and with two, and the
@@ -22,7 +22,7 @@ out = sys.argv[1]
 def rps(path):
     with open(path) as f:
         return {row[0]: float(row[1]) for row in csv.reader(f)
-                if len(row) > 1 and row[0] in ("SET", "LPUSH", "HSET")}
+                if len(row) > 1 and row[0] in ("SET", "LPUSH", "HSET", "primary_cpu_s")}
 
 
 def span(xs, fmt):
@@ -39,15 +39,16 @@ def r2(x):
 
 runs = {}
 for p in glob.glob(os.path.join(out, "*-round*.csv")):
-    m = re.match(r"(\w+)-r(\d)-P(\d+)-round(\d+)\.csv", os.path.basename(p))
+    m = re.match(r"([\w-]+)-r(\d)-P(\d+)-round(\d+)\.csv", os.path.basename(p))
     server, reps, depth, rnd = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     runs[(server, reps, depth, rnd)] = rps(p)
 
 rounds = sorted({key[3] for key in runs})
+servers = [s for s in ("lsmgo", "lsmgo-old", "redis") if any(key[0] == s for key in runs)]
 print(f"Throughput, requests/s (median, min–max over {len(rounds)} rounds)\n")
 print("| server | -P | command | no replicas | 2 replicas | ratio with/without |")
 print("|---|---|---|---|---|---|")
-for server in ("lsmgo", "redis"):
+for server in servers:
     for depth in (1, 16):
         for cmd in ("SET", "LPUSH", "HSET"):
             without, with_, ratio = [], [], []
@@ -61,11 +62,29 @@ for server in ("lsmgo", "redis"):
             if ratio:
                 print(f"| {server} | {depth} | {cmd} | {span(without, k)} | {span(with_, k)} | {span(ratio, r2)} |")
 
+requests = 3 * int(os.environ.get("N", "100000"))
+print("\nPrimary CPU per request, µs (user+system, all three commands;"
+      " median, min–max over rounds)\n")
+print("| server | -P | no replicas | 2 replicas | ratio |")
+print("|---|---|---|---|---|")
+for server in servers:
+    for depth in (1, 16):
+        without, with_, ratio = [], [], []
+        for r in rounds:
+            a = runs.get((server, 0, depth, r), {}).get("primary_cpu_s")
+            b = runs.get((server, 2, depth, r), {}).get("primary_cpu_s")
+            if a and b:
+                without.append(a / requests * 1e6)
+                with_.append(b / requests * 1e6)
+                ratio.append(b / a)
+        if ratio:
+            print(f"| {server} | {depth} | {span(without, r2)} | {span(with_, r2)} | {span(ratio, r2)} |")
+
 print("\nReplication lag under that load, ms from the primary's +OK to the value"
       " on a replica (median, min–max over rounds of each run's percentile)\n")
 print("| server | -P | probes | p50 | p99 | max |")
 print("|---|---|---|---|---|---|")
-for server in ("lsmgo", "redis"):
+for server in servers:
     for depth in (1, 16):
         p50, p99, mx, count = [], [], [], 0
         for p in glob.glob(os.path.join(out, f"{server}-r2-P{depth}-round*.lag")):
