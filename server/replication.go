@@ -474,6 +474,10 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 			return nil
 		}
 		from = last + 1
+		// What was committed while the copy was made and up to its last
+		// batch is in the copy: the replica now needs only what the
+		// backlog holds after it.
+		s.startOutput(rs, from)
 	} else {
 		c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
 	}

@@ -21,8 +21,10 @@ import (
 // replicaOutput is one replica stream's share of that count.
 type replicaOutput struct {
 	// base is the primary's committed total when the stream began, less
-	// the bytes of the backlog's batches the replica still needed then.
-	base int64
+	// the bytes of the backlog's batches the replica still needed then;
+	// set again once a full copy is sent (the watcher reads it
+	// meanwhile).
+	base atomic.Int64
 	// sent counts the bytes of the batches written to the replica.
 	sent atomic.Int64
 }
@@ -32,18 +34,20 @@ type replicaOutput struct {
 const replLimitCheck = 100 * time.Millisecond
 
 // startOutput sets the stream's base, when it will send the batches
-// from sequence number from on (0: after a full copy, from the batches
-// committed from now on).
+// from sequence number from on (0: a full copy is to be made, and every
+// batch committed from now on counts until it is sent; then the base is
+// set again from the copy's last batch).
 func (s *Server) startOutput(rs *replicaStream, from uint64) {
-	rs.out.base = s.repl.committed.Load()
+	base := s.repl.committed.Load()
 	if from != 0 {
-		rs.out.base -= s.repl.backlog.framedFrom(from)
+		base -= s.repl.backlog.framedFrom(from)
 	}
+	rs.out.base.Store(base)
 }
 
 // pending is the bytes committed for rs that it has not been sent.
 func (s *Server) pending(rs *replicaStream) int64 {
-	return max(0, s.repl.committed.Load()-rs.out.base-rs.out.sent.Load())
+	return max(0, s.repl.committed.Load()-rs.out.base.Load()-rs.out.sent.Load())
 }
 
 // watchOutput closes c, the connection of the replica stream rs, when its
