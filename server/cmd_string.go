@@ -273,7 +273,7 @@ func cmdGetEX(c *conn, cmd *command, args [][]byte) error {
 func cmdMGet(c *conn, _ *command, args [][]byte) error {
 	c.wr.ArrayHeader(len(args) - 1)
 	for _, key := range args[1:] {
-		v, exists, err := c.s.ks.getString(c.reader(), &c.scratch, key)
+		v, exists, err := c.get(key)
 		c.countLookup(key, exists)
 		// Redis answers nil for a key of another type; an engine error
 		// in the middle of an array can only be a nil too.

@@ -71,6 +71,9 @@ type conn struct {
 	// (pipeline.go).
 	pending pendingWrites
 	stripes lockSet
+	// latePin is set while the running command reads through a view
+	// pinLate opened; run closes it.
+	latePin bool
 
 	// view serves a run of pipelined pipeView reads from one pinned
 	// engine state (see reader). Every other command, and every network

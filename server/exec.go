@@ -126,6 +126,10 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	if c.trk != nil {
 		c.afterTracked(cmd)
 	}
+	if c.latePin {
+		c.latePin = false
+		c.closeView()
+	}
 	c.releaseReads()
 	if c.depth == 1 {
 		c.doneReading()
@@ -251,6 +255,21 @@ func (c *conn) commit() error {
 	err := c.apply(c.batch)
 	c.batch.Reset()
 	return err
+}
+
+// pinLate opens a view for the rest of the running command when it reads
+// straight from the DB (no view, transaction, pipeline batch or lock of
+// its own), and reports whether it did; run closes it.
+func (c *conn) pinLate() bool {
+	if c.view != nil || c.inExec() || c.pending.open || len(c.stripes) > 0 {
+		return false
+	}
+	if c.openView() != nil {
+		return false
+	}
+	c.useDB()
+	c.latePin = true
+	return true
 }
 
 // pin makes the running read command see one engine state through all

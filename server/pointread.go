@@ -98,7 +98,8 @@ func (c *conn) readColl(key []byte, typ byte) (m collMeta, exists bool, err erro
 	return m, exists, err
 }
 
-// testHookMetaRead, when set, runs after each point read's metadata read.
+// testHookMetaRead, when set, runs after each point read's metadata read,
+// and after a string read finds a fragmented string's metadata.
 var testHookMetaRead atomic.Pointer[func()]
 
 // appendElem reads element sub+name of m at key through the command's

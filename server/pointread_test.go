@@ -202,6 +202,12 @@ func pointReadOnce(ctx context.Context, c *redis.Client, op int) (key string, ge
 // element read: the reply must still be that of one state, the old
 // collection's or the new one's, never the miss of an element that both
 // hold.
+// setBit makes a test case's key a string with bit at set: far out, a
+// fragmented one.
+func setBit(at int) func(string) []any {
+	return func(string) []any { return []any{"SETBIT", "k", at, 1} }
+}
+
 func TestPointReadReclaimedVersion(t *testing.T) {
 	s := startServer(t, nil)
 	ctx := context.Background()
@@ -224,6 +230,11 @@ func TestPointReadReclaimedVersion(t *testing.T) {
 		{func(v string) []any { return []any{"ZADD", "k", v, "m"} }, nil, []any{"ZSCORE", "k", "m"}, "1", "22"},
 		{func(v string) []any { return []any{"ZADD", "k", v, "m"} }, nil, []any{"ZMSCORE", "k", "m"}, "[1]", "[22]"},
 		{func(v string) []any { return []any{"RPUSH", "k", v, v} }, nil, []any{"LINDEX", "k", "1"}, "1", "22"},
+		// Fragmented strings: a bit set far out makes a sparse one.
+		{setBit(1 << 20), []any{"SETBIT", "k", 1 << 20, 1}, []any{"GETBIT", "k", 1 << 20}, "1", "1"},
+		{setBit(1 << 20), []any{"SETBIT", "k", 1 << 20, 1}, []any{"BITCOUNT", "k"}, "1", "1"},
+		{setBit(1 << 20), []any{"SETBIT", "k", 1 << 20, 1}, []any{"BITPOS", "k", 1}, "1048576", "1048576"},
+		{setBit(1 << 20), []any{"SETBIT", "k", 1<<20 + 1, 1}, []any{"GETRANGE", "k", 131072, 131072}, "\x80", "@"},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.read...), func(t *testing.T) {

@@ -75,13 +75,30 @@ func (ks *keyspace) putString(b *lsmgo.Batch, kb *keyBuf, userKey []byte, v stri
 
 // get reads the string at key through the command's reader.
 func (c *conn) get(key []byte) (v stringValue, exists bool, err error) {
-	return c.s.ks.getString(c.reader(), &c.scratch, key)
+	v, exists, err = c.getRef(key)
+	if exists && v.frag != nil {
+		v.val, err = c.s.ks.readFragString(c.reader(), key, *v.frag)
+		exists = err == nil
+	}
+	return v, exists, err
 }
 
 // getRef reads the string at key through the command's reader, leaving a
-// fragmented one unread (getStringRef).
+// fragmented one unread (getStringRef). A fragmented string found by a
+// read that holds no lock and no view is read again through a view the
+// command then keeps (pinLate): its fragments, read later, must be of
+// the version its metadata names, which a concurrent replace and the
+// compaction that reclaims the old version's fragments would otherwise
+// turn into zeros. Plain strings, one read, need no view.
 func (c *conn) getRef(key []byte) (v stringValue, exists bool, err error) {
-	return c.s.ks.getStringRef(c.reader(), &c.scratch, key)
+	v, exists, err = c.s.ks.getStringRef(c.reader(), &c.scratch, key)
+	if h := testHookMetaRead.Load(); h != nil && v.frag != nil {
+		(*h)()
+	}
+	if exists && v.frag != nil && c.pinLate() {
+		v, exists, err = c.s.ks.getStringRef(c.reader(), &c.scratch, key)
+	}
+	return v, exists, err
 }
 
 // put writes one string through the connection's batch and commits it:
