@@ -50,7 +50,7 @@ func (c *conn) writeStreamID(id streamID) {
 func (c *conn) streamWrite(key []byte, fn func(op *streamOp) error) error {
 	held := c.lock([][]byte{key}, 1)
 	defer c.unlock(held)
-	op, err := c.s.ks.openStream(c.reader(), c.batch, &c.scratch, key)
+	op, err := c.openStreamWrite(key)
 	if err != nil {
 		return err
 	}
@@ -66,6 +66,21 @@ func (c *conn) streamWrite(key []byte, fn func(op *streamOp) error) error {
 	}
 	c.notifyOp(op)
 	return nil
+}
+
+// openStreamWrite opens the stream at key for a write, under the key's
+// lock: one in the 96-byte layout is upgraded in c.batch first, so that
+// the command sees and keeps node records (streamOp.upgrade).
+func (c *conn) openStreamWrite(key []byte) (*streamOp, error) {
+	op, err := c.s.ks.openStream(c.reader(), c.batch, &c.scratch, key)
+	if err == nil {
+		err = op.upgrade(c.nodeMaxEntries())
+	}
+	if err != nil {
+		c.batch.Reset()
+		return nil, err
+	}
+	return op, nil
 }
 
 // notifyOp fires the keyspace events op recorded; its write has

@@ -352,7 +352,7 @@ func (c *conn) xreadGroupTry(a streamReadArgs, history []bool, after []streamID,
 		if ready != nil && (string(key) != string(ready) || len(ops) > 0) {
 			continue
 		}
-		op, err := c.s.ks.openStream(c.reader(), c.batch, &c.scratch, key)
+		op, err := c.openStreamWrite(key)
 		switch {
 		case ready != nil && (errors.Is(err, errWrongType) || err == nil && !op.exists):
 			return fail(redisError("UNBLOCKED the stream key no longer exists"))

@@ -62,6 +62,10 @@ const (
 	// its last id.
 	streamMetaLen = 8 + 8 + 16 + 16 + 16 + 8 + 8 + 8 + 8 + 8 + 8 + 16
 
+	// streamMetaLenV1 is the size of the metadata lsmgo wrote before
+	// node records: up to the tail node's fill (streamOp.upgrade).
+	streamMetaLenV1 = 96
+
 	// streamNodeLen is a node record's size: last id, live entries and
 	// entries ever put in it.
 	streamNodeLen = 16 + 8 + 8
@@ -208,6 +212,14 @@ type streamMeta struct {
 	closed   streamNode
 	closedN  uint64
 	closedOK bool
+
+	// v1 marks metadata read in the 96-byte layout, whose head node and
+	// tail counts are unknown and which has no node records: reads serve
+	// it as it is, a write upgrades it first (streamOp.upgrade).
+	v1 bool
+	// upgraded holds the node records the upgrade put in the batch being
+	// built, which the reader does not show yet.
+	upgraded map[uint64]streamNode
 }
 
 // streamNode is what trimming and appending need of a node: the id of
@@ -227,15 +239,23 @@ func (n streamNode) encode() []byte {
 
 func decodeStreamMeta(userKey []byte, e entry) (streamMeta, error) {
 	p := e.payload
-	if len(p) != streamMetaLen {
+	if len(p) != streamMetaLen && len(p) != streamMetaLenV1 {
 		return streamMeta{}, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1,
 			Reason: fmt.Sprintf("stream metadata is %d bytes, want %d", len(p), streamMetaLen)}
 	}
 	u := func(at int) uint64 { return binary.BigEndian.Uint64(p[at:]) }
-	return streamMeta{version: u(0), length: u(8), last: decodeStreamID(p[16:]), first: decodeStreamID(p[32:]),
+	m := streamMeta{version: u(0), length: u(8), last: decodeStreamID(p[16:]), first: decodeStreamID(p[32:]),
 		maxDeleted: decodeStreamID(p[48:]), entriesAdded: u(64), groups: u(72), tailNode: u(80),
-		headNode: u(96), tail: streamNode{fill: u(88), live: u(104), last: decodeStreamID(p[112:])},
-		expireAt: e.expireAt, ns: e.ns}, nil
+		tail: streamNode{fill: u(88)}, expireAt: e.expireAt, ns: e.ns}
+	if len(p) == streamMetaLenV1 {
+		// Every stored entry of this layout at or after the first id is
+		// live (it deleted what it trimmed), as liveID and deadElem
+		// assume, and it has no "N" records, so reads need nothing more.
+		m.v1 = true
+		return m, nil
+	}
+	m.headNode, m.tail.live, m.tail.last = u(96), u(104), decodeStreamID(p[112:])
+	return m, nil
 }
 
 func (m *streamMeta) encode() []byte {
@@ -541,6 +561,9 @@ func (ns *streamNodes) get(n uint64) (streamNode, error) {
 	if node, ok := ns.written[n]; ok {
 		return node, nil
 	}
+	if node, ok := m.upgraded[n]; ok {
+		return node, nil
+	}
 	var v []byte
 	if ns.reads++; !ns.scan || ns.reads <= streamNodeGets {
 		ns.buf = streamNodeKey(ns.buf, ns.key, m, n)
@@ -589,6 +612,9 @@ func (ns *streamNodes) put(b *lsmgo.Batch, n uint64, node streamNode) {
 		return
 	case m.closedOK && n == m.closedN:
 		m.closed = node
+	}
+	if _, ok := m.upgraded[n]; ok {
+		m.upgraded[n] = node
 	}
 	if ns.written == nil {
 		ns.written = map[uint64]streamNode{}
