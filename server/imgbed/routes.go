@@ -54,6 +54,9 @@ func (h *Host) writeRefusal(r *http.Request) string {
 	return h.cfg.WriteRefusal()
 }
 
+// errViewsOnPrimary refuses a view-limited image on a replica.
+var errViewsOnPrimary = &apiError{http.StatusServiceUnavailable, "read_only", "this server is a read-only replica: a view-limited image is served by its primary"}
+
 var (
 	errNoRoute = &apiError{http.StatusNotFound, "not_found", "no such route"}
 	errMethod  = &apiError{http.StatusMethodNotAllowed, "method", "method not allowed"}

@@ -191,7 +191,9 @@ func (h *Host) countView(rec *record) (last bool, err error) {
 		return false, errNotFound
 	}
 	if h.cfg.follows() {
-		return false, nil // the primary counts views; a replica only reads
+		// The primary counts views and a replica cannot tell it of
+		// its own: serving here would lift the limit.
+		return false, errViewsOnPrimary
 	}
 	n++
 	b := h.st.db.NewBatch()
