@@ -219,8 +219,18 @@ func repairTable(fs vfs.FS, dir string, o *Options, vs *manifest.VersionSet, lev
 		BloomBitsPerKey: o.BloomBitsPerKey,
 		Compression:     o.Compression.sstableCompression(),
 	})
+	// The salvaged pointers keep their blob files alive only if the new
+	// table counts them, as a compaction's output does.
+	refs := map[base.FileNum]uint64{}
 	skipped, _, err := r.Salvage(func(key base.InternalKey, value []byte) error {
 		d.Salvaged++
+		if key.Kind().IsBlob() {
+			p, err := entryPointer(key.Kind(), value)
+			if err != nil {
+				return base.Corruptf(name, -1, "key %s: blob pointer: %v", key, err)
+			}
+			refs[p.FileNum] += p.RecordLen(len(key.UserKey))
+		}
 		return w.Add(key, value)
 	})
 	d.BlocksLost = skipped
@@ -243,6 +253,7 @@ func repairTable(fs vfs.FS, dir string, o *Options, vs *manifest.VersionSet, lev
 		FileNum: num, Size: wm.Size,
 		Smallest: wm.Smallest, Largest: wm.Largest,
 		SmallestSeq: wm.SmallestSeq, LargestSeq: wm.LargestSeq,
+		BlobRefs: blobRefs(refs),
 	}
 	return d, nil
 }

@@ -15,11 +15,20 @@ func repairOptions(fs vfs.FS) *Options {
 	return &Options{FS: fs, Logger: slog.New(slog.DiscardHandler), BlockSize: 512, Compression: NoCompression, MemTableSize: 1 << 20}
 }
 
+// repairOptionsSeparated is repairOptions with every fixture value
+// separated into blob files, one file per flush's values.
+func repairOptionsSeparated(fs vfs.FS) *Options {
+	o := repairOptions(fs)
+	o.ValueThreshold = 32
+	o.blobFileSize = 16 << 10
+	return o
+}
+
 // buildRepairFixture writes two tables of disjoint keys ("a…" and "b…")
 // and a WAL of "c…" keys, closes the DB, and returns every key's value.
-func buildRepairFixture(t *testing.T, fs vfs.FS) map[string]string {
+func buildRepairFixture(t *testing.T, fs vfs.FS, opts func(vfs.FS) *Options) map[string]string {
 	t.Helper()
-	db, err := Open("/db", repairOptions(fs))
+	db, err := Open("/db", opts(fs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +56,16 @@ func buildRepairFixture(t *testing.T, fs vfs.FS) map[string]string {
 // TestRepairDamagedTable corrupts a data block of one table: Repair keeps
 // every entry of the intact table, of the WAL and of the damaged table's
 // intact blocks, moves the damaged table to lost/, and reports exactly
-// how many entries of which key range were lost.
+// how many entries of which key range were lost; with values in blob
+// files too, whose files the salvaged table keeps alive.
 func TestRepairDamagedTable(t *testing.T) {
+	t.Run("inline", func(t *testing.T) { testRepairDamagedTable(t, repairOptions) })
+	t.Run("separated", func(t *testing.T) { testRepairDamagedTable(t, repairOptionsSeparated) })
+}
+
+func testRepairDamagedTable(t *testing.T, repairOptions func(vfs.FS) *Options) {
 	fs := vfs.NewMem()
-	want := buildRepairFixture(t, fs)
+	want := buildRepairFixture(t, fs, repairOptions)
 	tables := tableFiles(t, fs)
 	if len(tables) != 2 {
 		t.Fatalf("tables %v, want 2", tables)
@@ -63,7 +78,7 @@ func TestRepairDamagedTable(t *testing.T) {
 		t.Fatalf("Check of the damaged DB: %v, %v; want a problem", report, err)
 	}
 
-	servesUntilCompaction(t, fs, want)
+	servesUntilCompaction(t, fs, repairOptions(fs), want)
 
 	report, err := Repair("/db", repairOptions(fs))
 	if err != nil {
@@ -114,9 +129,9 @@ func TestRepairDamagedTable(t *testing.T) {
 // repair: the DB opens, serves every key outside the damaged block, fails
 // reads inside it with ErrCorruption (counted in Metrics), and turns
 // read-only at the first compaction that meets the damage.
-func servesUntilCompaction(t *testing.T, fs vfs.FS, want map[string]string) {
+func servesUntilCompaction(t *testing.T, fs vfs.FS, opts *Options, want map[string]string) {
 	t.Helper()
-	db, err := Open("/db", repairOptions(fs))
+	db, err := Open("/db", opts)
 	if err != nil {
 		t.Fatalf("Open with a damaged table: %v", err)
 	}
@@ -146,7 +161,7 @@ func servesUntilCompaction(t *testing.T, fs vfs.FS, want map[string]string) {
 // TestRepairIntactDB changes nothing in a healthy DB.
 func TestRepairIntactDB(t *testing.T) {
 	fs := vfs.NewMem()
-	want := buildRepairFixture(t, fs)
+	want := buildRepairFixture(t, fs, repairOptions)
 	report, err := Repair("/db", repairOptions(fs))
 	if err != nil || len(report.Damaged) != 0 || report.Tables != 2 {
 		t.Fatalf("Repair of an intact DB: %+v, %v", report, err)

@@ -25,8 +25,9 @@ type FileMetadata struct {
 	Smallest, Largest base.InternalKey
 	// SmallestSeq and LargestSeq bound the sequence numbers in the file.
 	SmallestSeq, LargestSeq base.SeqNum
-	// BlobRefs lists, by ascending blob file number, the value bytes the
-	// table's entries point to in each blob file (value separation).
+	// BlobRefs lists, by ascending blob file number, the bytes of the
+	// records (header, key and value) the table's entries point to in
+	// each blob file (value separation).
 	BlobRefs []BlobRef
 	// Compacting marks a file chosen as a compaction input. It is guarded
 	// by the DB's mutex, not by this package, and never encoded.
@@ -44,7 +45,8 @@ func (f *FileMetadata) String() string {
 }
 
 // BlobRef is what one table refers to in one blob file: the total length
-// of the values its entries point to there.
+// of the records its entries point to there (tables written before
+// records were counted count values only).
 type BlobRef struct {
 	FileNum base.FileNum
 	Bytes   uint64
