@@ -97,3 +97,23 @@ func TestRand48(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestChunkVarargs checks what dropping the chunk's arg table (compile)
+// must keep: "..." in a script is still empty, arg is still a missing
+// global, and nested vararg functions still get their arg table.
+func TestChunkVarargs(t *testing.T) {
+	vm := New(Options{})
+	defer vm.Close()
+	for _, c := range []struct{ body, want string }{
+		{"return select('#', ...)", ":0\r\n"},
+		{"local f = function(...) return arg.n end return f(1, 2, 3)", ":3\r\n"},
+		{"local f = function(...) return arg[2] end return f('a', 'b')", "$1\r\nb\r\n"},
+		{"return arg", "nonexistent global variable 'arg'"},
+	} {
+		for range 2 { // compiled on Load, then run from the cache
+			if got := eval(t, vm, c.body); !strings.Contains(got, c.want) {
+				t.Errorf("%q: got %q, want %q", c.body, got, c.want)
+			}
+		}
+	}
+}
