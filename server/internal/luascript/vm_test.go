@@ -117,3 +117,42 @@ func TestChunkVarargs(t *testing.T) {
 		}
 	}
 }
+
+// fixedReplies is a Caller answering GET, SET and EXPIRE as a server
+// would, for BenchmarkEvalReadModifyWrite.
+type fixedReplies struct{}
+
+func (fixedReplies) Call(args [][]byte, _ int) resp.Value {
+	switch strings.ToLower(string(args[0])) {
+	case "get":
+		return resp.Value{Type: '$', Str: []byte("41")}
+	case "set":
+		return resp.Value{Type: '+', Str: []byte("OK")}
+	default:
+		return resp.Value{Type: ':', Int: 1}
+	}
+}
+
+// BenchmarkEvalReadModifyWrite is the VM's share of issue 19's EVALSHA
+// benchmark: the GET/SET/EXPIRE script of bench-results/hotkey, with
+// the commands answered by fixedReplies.
+func BenchmarkEvalReadModifyWrite(b *testing.B) {
+	vm := New(Options{})
+	defer vm.Close()
+	sha, err := vm.Load([]byte("local v = redis.call('get', KEYS[1]) redis.call('set', KEYS[1], (tonumber(v) or 0) + 1) return redis.call('expire', KEYS[1], 3600)"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := resp.NewWriter(&buf)
+	keys := [][]byte{[]byte("hot:script")}
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		vm.Eval(w, sha, keys, nil, fixedReplies{})
+		w.Flush()
+	}
+	if buf.String() != ":1\r\n" {
+		b.Fatalf("reply %q", buf.String())
+	}
+}
