@@ -97,3 +97,62 @@ func TestRand48(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestChunkVarargs checks what dropping the chunk's arg table (compile)
+// must keep: "..." in a script is still empty, arg is still a missing
+// global, and nested vararg functions still get their arg table.
+func TestChunkVarargs(t *testing.T) {
+	vm := New(Options{})
+	defer vm.Close()
+	for _, c := range []struct{ body, want string }{
+		{"return select('#', ...)", ":0\r\n"},
+		{"local f = function(...) return arg.n end return f(1, 2, 3)", ":3\r\n"},
+		{"local f = function(...) return arg[2] end return f('a', 'b')", "$1\r\nb\r\n"},
+		{"return arg", "nonexistent global variable 'arg'"},
+	} {
+		for range 2 { // compiled on Load, then run from the cache
+			if got := eval(t, vm, c.body); !strings.Contains(got, c.want) {
+				t.Errorf("%q: got %q, want %q", c.body, got, c.want)
+			}
+		}
+	}
+}
+
+// fixedReplies is a Caller answering GET, SET and EXPIRE as a server
+// would, for BenchmarkEvalReadModifyWrite.
+type fixedReplies struct{}
+
+func (fixedReplies) Call(args [][]byte, _ int) resp.Value {
+	switch strings.ToLower(string(args[0])) {
+	case "get":
+		return resp.Value{Type: '$', Str: []byte("41")}
+	case "set":
+		return resp.Value{Type: '+', Str: []byte("OK")}
+	default:
+		return resp.Value{Type: ':', Int: 1}
+	}
+}
+
+// BenchmarkEvalReadModifyWrite is the VM's share of issue 19's EVALSHA
+// benchmark: the GET/SET/EXPIRE script of bench-results/hotkey, with
+// the commands answered by fixedReplies.
+func BenchmarkEvalReadModifyWrite(b *testing.B) {
+	vm := New(Options{})
+	defer vm.Close()
+	sha, err := vm.Load([]byte("local v = redis.call('get', KEYS[1]) redis.call('set', KEYS[1], (tonumber(v) or 0) + 1) return redis.call('expire', KEYS[1], 3600)"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := resp.NewWriter(&buf)
+	keys := [][]byte{[]byte("hot:script")}
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		vm.Eval(w, sha, keys, nil, fixedReplies{})
+		w.Flush()
+	}
+	if buf.String() != ":1\r\n" {
+		b.Fatalf("reply %q", buf.String())
+	}
+}
