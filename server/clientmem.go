@@ -115,15 +115,26 @@ func (s *Server) makeRoomFor(c *conn, n, limit int64) bool {
 		return o.mem.Load()
 	}
 	list := s.clientList()
-	excess := m.total.Load() + n - limit
+	total := m.total.Load()
+	excess := total + n - limit
 	candidates := list[:0]
+	listed := int64(0)
 	for _, o := range list {
+		mem := o.mem.Load()
+		listed += mem
 		if o.evicting.Load() {
-			excess -= o.mem.Load()
+			excess -= mem
 		} else {
 			candidates = append(candidates, o)
 		}
 	}
+	// What the total holds beyond the listed clients' buffers (growths
+	// other clients reserved and have not yet counted as theirs) cannot
+	// be freed by evicting anyone: without this, many concurrent growths
+	// made the excess larger than every big client together, and the
+	// small ones were evicted too, down to a well-behaved one
+	// (TestMaxMemoryClients, once under load, with 300 flooders).
+	excess -= max(0, total-listed)
 	slices.SortFunc(candidates, func(a, b *conn) int { return cmp.Compare(size(b), size(a)) })
 	for _, o := range candidates {
 		if excess <= 0 {
