@@ -562,14 +562,16 @@ func cmdConfigRewrite(c *conn, _ *command, _ [][]byte) error {
 }
 
 func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
-	c.publish() // so that the commands before it are reset too
+	c.publish()
 	st := &c.s.stats
+	// Other connections' tallies begun before now are dropped (tally).
+	st.epoch.Add(1)
 	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &c.s.clientMem.evicted, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
 		v.Store(0)
 	}
 	c.s.errors.reset()
 	for _, st := range c.s.cmdStats {
-		st.hist.Store(nil) // as Redis frees its latency histograms
+		st.reset()
 	}
 	for i := range c.s.acl.log.denied {
 		c.s.acl.log.denied[i].Store(0)
