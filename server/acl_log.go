@@ -52,7 +52,7 @@ func (l *aclLog) add(c *conn, d aclDenial, context, object, user string) {
 	l.denied[d].Add(1)
 	reason := aclLogReason(d)
 	var info strings.Builder
-	c.describe(&info, nil)
+	c.describe(&info, nil, nil, nil)
 	now := time.Now()
 	max := c.s.config().ACLLogMaxLen
 	l.mu.Lock()

@@ -91,6 +91,7 @@ const (
 	stateNoTouch
 	stateReplica // a replica's LSMSYNC stream
 	stateMaster  // a replica's link to its primary (replapply.go)
+	stateMonitor
 )
 
 // setState turns bits of the connection's state on or off.
@@ -102,17 +103,26 @@ func (c *conn) setState(bits uint32, on bool) {
 	}
 }
 
-// flagLetters writes the flags field of CLIENT LIST, in Redis' order.
-func flagLetters(state uint32) string {
+// flagLetters writes the flags field of CLIENT LIST, in Redis' order:
+// tracking holds the tracking letters (trackingFields), dirty says a
+// watched key changed.
+func flagLetters(state uint32, tracking string, dirty bool) string {
 	var b []byte
-	for _, f := range []struct {
-		bit    uint32
-		letter byte
-	}{{stateReplica, 'S'}, {stateMaster, 'M'}, {statePubsub, 'P'}, {stateMulti, 'x'}, {stateBlocked, 'b'}, {stateNoEvict, 'e'}, {stateNoTouch, 'T'}} {
-		if state&f.bit != 0 {
-			b = append(b, f.letter)
+	letter := func(on bool, l byte) {
+		if on {
+			b = append(b, l)
 		}
 	}
+	letter(state&stateMonitor != 0, 'O')
+	letter(state&stateReplica != 0, 'S')
+	letter(state&stateMaster != 0, 'M')
+	letter(state&statePubsub != 0, 'P')
+	letter(state&stateMulti != 0, 'x')
+	letter(state&stateBlocked != 0, 'b')
+	b = append(b, tracking...)
+	letter(dirty, 'd')
+	letter(state&stateNoEvict != 0, 'e')
+	letter(state&stateNoTouch != 0, 'T')
 	if len(b) == 0 {
 		return "N"
 	}

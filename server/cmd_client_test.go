@@ -2,6 +2,7 @@ package server
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +220,101 @@ func TestClientPause(t *testing.T) {
 	}
 	eq(t, "bad mode", do(admin, "CLIENT PAUSE 10 SOME"), "-ERR syntax error")
 	eq(t, "negative", do(admin, "CLIENT PAUSE -1"), "-ERR timeout is negative")
+}
+
+// TestClientListBuffers checks CLIENT LIST's buffer and tracking fields
+// against what each client holds: the running command (qbuf 26 and
+// argv-mem 10 for CLIENT INFO alone, as Redis 7.0 reports), a command
+// pipelined behind it, a half-sent command, a transaction's queued
+// arguments, and the tracking, MONITOR and dirty-WATCH flags.
+func TestClientListBuffers(t *testing.T) {
+	s := startServer(t, nil)
+	admin := dialRaw(t, s)
+	do := func(r *rawConn, cmd string) string {
+		t.Helper()
+		r.send(cmd)
+		return strings.TrimSpace(r.reply())
+	}
+	field := func(l, name string) string {
+		for _, f := range strings.Fields(l) {
+			if v, ok := strings.CutPrefix(f, name+"="); ok {
+				return v
+			}
+		}
+		return "<none>"
+	}
+	num := func(l, name string) int {
+		n, err := strconv.Atoi(field(l, name))
+		if err != nil {
+			t.Fatalf("%s in %q: %v", name, l, err)
+		}
+		return n
+	}
+	idOf := func(r *rawConn) string { return strings.TrimPrefix(do(r, "CLIENT ID\r\n"), ":") }
+	ids := map[*rawConn]string{}
+	dial := func() *rawConn {
+		r := dialRaw(t, s)
+		ids[r] = idOf(r)
+		return r
+	}
+	line := func(r *rawConn) string { return do(admin, "CLIENT LIST ID "+ids[r]+"\r\n") }
+
+	const info = "*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n"
+	self := do(admin, info)
+	eq(t, "qbuf", field(self, "qbuf"), "26")
+	eq(t, "argv-mem", field(self, "argv-mem"), "10")
+	eq(t, "cmd", field(self, "cmd"), "client|info")
+	for _, f := range []string{"multi-mem", "obl", "oll", "omem"} {
+		eq(t, f, field(self, f), "0")
+	}
+	if num(self, "qbuf-free") <= 0 || num(self, "tot-mem") < num(self, "qbuf")+num(self, "qbuf-free") {
+		t.Errorf("qbuf-free or tot-mem: %s", self)
+	}
+	// A command pipelined behind it is part of the query buffer.
+	admin.send(info + "PING\r\n")
+	eq(t, "qbuf with PING behind", field(strings.TrimSpace(admin.reply()), "qbuf"), strconv.Itoa(26+6))
+	admin.reply()
+
+	half := dial()
+	const partial = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nab"
+	half.send(partial)
+	waitFor(t, "half-sent command buffered", func() bool { return field(line(half), "qbuf") == strconv.Itoa(len(partial)) })
+	eq(t, "half-sent argv-mem", field(line(half), "argv-mem"), "4")
+	half.send("cde\r\n")
+	eq(t, "SET completed", strings.TrimSpace(half.reply()), "+OK")
+	waitFor(t, "drained", func() bool { return field(line(half), "qbuf") == "0" })
+	eq(t, "argv-mem after", field(line(half), "argv-mem"), "0")
+
+	tx := dial()
+	do(tx, "MULTI\r\n")
+	var want int64
+	for _, cmd := range [][]string{{"SET", "a", "bbbbbbbbbb"}, {"GET", "a"}, {"INCR", "x"}} {
+		do(tx, strings.Join(cmd, " ")+"\r\n")
+		for _, a := range cmd {
+			want += int64(len(a)) + queuedArgCost
+		}
+	}
+	l := line(tx)
+	eq(t, "multi", field(l, "multi"), "3")
+	eq(t, "multi-mem", field(l, "multi-mem"), strconv.FormatInt(want, 10))
+	do(tx, "DISCARD\r\n")
+	eq(t, "multi-mem after DISCARD", field(line(tx), "multi-mem"), "0")
+
+	// Flags: tracking (t, B), redirect target, MONITOR (O), dirty WATCH (d).
+	bcast, redir, mon, watch := dial(), dial(), dial(), dial()
+	do(bcast, "CLIENT TRACKING ON BCAST\r\n")
+	l = line(bcast)
+	eq(t, "BCAST flags", field(l, "flags"), "tB")
+	eq(t, "BCAST redir", field(l, "redir"), "0")
+	target := ids[tx]
+	do(redir, "CLIENT TRACKING ON REDIRECT "+target+"\r\n")
+	l = line(redir)
+	eq(t, "redirect flags", field(l, "flags"), "t")
+	eq(t, "redirect redir", field(l, "redir"), target)
+	do(mon, "MONITOR\r\n")
+	eq(t, "monitor flags", field(line(mon), "flags"), "O")
+	do(watch, "WATCH w\r\n")
+	eq(t, "watch flags", field(line(watch), "flags"), "N")
+	do(admin, "SET w 1\r\n")
+	eq(t, "dirty watch flags", field(line(watch), "flags"), "d")
 }

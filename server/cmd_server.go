@@ -325,7 +325,7 @@ func cmdClientSetInfo(c *conn, _ *command, args [][]byte) error {
 
 // cmdClientList implements CLIENT LIST [TYPE normal] [ID id ...]. Every
 // client is "normal": there are no replicas or subscribers.
-func cmdClientList(c *conn, _ *command, args [][]byte) error {
+func cmdClientList(c *conn, cmd *command, args [][]byte) error {
 	clients := c.s.listedClients()
 	switch {
 	case len(args) == 2:
@@ -350,22 +350,22 @@ func cmdClientList(c *conn, _ *command, args [][]byte) error {
 	}
 	var b strings.Builder
 	for _, o := range clients {
-		o.describe(&b, c)
+		o.describe(&b, c, cmd, args)
 	}
 	c.wr.Verbatim("txt", b.String())
 	return nil
 }
 
-func cmdClientInfo(c *conn, _ *command, _ [][]byte) error {
+func cmdClientInfo(c *conn, cmd *command, args [][]byte) error {
 	var b strings.Builder
-	c.describe(&b, c)
+	c.describe(&b, c, cmd, args)
 	c.wr.Verbatim("txt", b.String())
 	return nil
 }
 
 // describe writes c's CLIENT LIST line. self is the client asking, whose
-// command in progress is the CLIENT command itself.
-func (c *conn) describe(b *strings.Builder, self *conn) {
+// command in progress, running with args, is the CLIENT command itself.
+func (c *conn) describe(b *strings.Builder, self *conn, running *command, args [][]byte) {
 	now := time.Now()
 	c.info.Lock()
 	name, libName, libVer, db := c.info.name, c.info.libName, c.info.libVer, c.info.db
@@ -375,17 +375,20 @@ func (c *conn) describe(b *strings.Builder, self *conn) {
 		cmd = last.name
 	}
 	if c == self {
-		cmd = "client|list"
+		cmd = running.name
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
 	multi := int64(-1)
 	if c.state.Load()&stateMulti != 0 {
 		multi = c.queued.Load()
 	}
-	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=%s resp=%d lib-name=%s lib-ver=%s\n",
+	f := c.bufferFields(self, args)
+	flags, redir := c.trackingFields()
+	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=0 rbp=0 obl=%d oll=%d omem=%d tot-mem=%d events=r cmd=%s user=%s redir=%s resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
-		flagLetters(c.state.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
-		cmd, c.user.Load().name, c.trackingRedirField(), c.proto.Load(), libName, libVer)
+		flagLetters(c.state.Load(), flags, c.watchDirty.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
+		f.qbuf, f.qbufFree, f.argvMem, f.multiMem, f.obl, f.oll, f.omem, f.totMem,
+		cmd, c.user.Load().name, redir, c.proto.Load(), libName, libVer)
 }
 
 func cmdCommandCount(c *conn, _ *command, _ [][]byte) error {
@@ -559,14 +562,16 @@ func cmdConfigRewrite(c *conn, _ *command, _ [][]byte) error {
 }
 
 func cmdConfigResetStat(c *conn, _ *command, _ [][]byte) error {
-	c.publish() // so that the commands before it are reset too
+	c.publish()
 	st := &c.s.stats
+	// Other connections' tallies begun before now are dropped (tally).
+	st.epoch.Add(1)
 	for _, v := range []interface{ Store(int64) }{&st.connections, &st.rejected, &c.s.clientMem.evicted, &st.commands, &st.hits, &st.misses, &st.netIn, &st.netOut} {
 		v.Store(0)
 	}
 	c.s.errors.reset()
 	for _, st := range c.s.cmdStats {
-		st.hist.Store(nil) // as Redis frees its latency histograms
+		st.reset()
 	}
 	for i := range c.s.acl.log.denied {
 		c.s.acl.log.denied[i].Store(0)

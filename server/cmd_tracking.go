@@ -150,13 +150,22 @@ func cmdClientTrackingInfo(c *conn, _ *command, _ [][]byte) error {
 	return nil
 }
 
-// trackingRedirField is CLIENT LIST's redir: the redirect target, -1
-// without one.
-func (c *conn) trackingRedirField() string {
+// trackingFields are CLIENT LIST's tracking flags (t tracking, R its
+// redirect target is gone, B broadcast mode) and redir: the redirect
+// target, 0 without one, -1 while not tracking.
+func (c *conn) trackingFields() (flags, redir string) {
 	c.s.tracking.mu.Lock()
 	defer c.s.tracking.mu.Unlock()
-	if c.trk == nil {
-		return "-1"
+	t := c.trk
+	if t == nil {
+		return "", "-1"
 	}
-	return strconv.FormatUint(c.trk.redirect, 10)
+	flags = "t"
+	if t.broken {
+		flags += "R"
+	}
+	if t.bcast {
+		flags += "B"
+	}
+	return flags, strconv.FormatUint(t.redirect, 10)
 }

@@ -37,6 +37,7 @@ const (
 	lazyUserDelSlot
 	lazyUserFlushSlot
 	saveSlot
+	maxMemorySlot
 	noEffectSlots
 )
 
@@ -75,6 +76,9 @@ func noEffectSettings() []*setting {
 		// lsmgo's persistence is the WAL (appendfsync); RDB snapshots
 		// never happen, so save's points only read back.
 		noEffectSetting("save", saveSlot, "", "RDB save points, \"seconds changes ...\"", normaliseSave),
+		// Redis' bound on its in-memory data set. lsmgo keeps the data
+		// on disk and evicts nothing; maxmemory-clients bounds clients.
+		noEffectSetting("maxmemory", maxMemorySlot, "0", "Redis' data set bound, bytes, for eviction", normaliseULLMemory),
 	}
 }
 
@@ -98,7 +102,13 @@ func noEffectSetting(name string, slot noEffectSlot, def, usage string, normalis
 // noEffectInt is an integer in [lo, hi]; memory ones take Redis' units
 // and refuse negatives, as Redis' memory settings do.
 func noEffectInt(name string, slot noEffectSlot, def string, lo, hi int64, memory bool) *setting {
-	return noEffectSetting(name, slot, def, "Redis encoding or stream node limit", func(v string) (string, error) {
+	return noEffectSetting(name, slot, def, "Redis encoding or stream node limit", normaliseInt(lo, hi, memory))
+}
+
+// normaliseInt checks an integer in [lo, hi], with Redis' units for a
+// memory one, and spells it as Redis reads it back.
+func normaliseInt(lo, hi int64, memory bool) func(string) (string, error) {
+	return func(v string) (string, error) {
 		if memory && v == "" {
 			return "0", nil // Redis reads an empty memory value as 0
 		}
@@ -110,7 +120,23 @@ func noEffectInt(name string, slot noEffectSlot, def string, lo, hi int64, memor
 		}
 		n, err := parseBound(v, lo, hi, memory)
 		return strconv.FormatInt(n, 10), err
-	})
+	}
+}
+
+// normaliseULLMemory checks a memory value Redis keeps unsigned, as
+// maxmemory: any uint64 in digits, or a size with units.
+func normaliseULLMemory(v string) (string, error) {
+	if v == "" {
+		return "0", nil
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return strconv.FormatUint(n, 10), nil
+	}
+	n, err := parseBound(v, 0, math.MaxInt64, true)
+	if err != nil {
+		return "", errMemoryValue
+	}
+	return strconv.FormatInt(n, 10), nil
 }
 
 var errMemoryValue = errors.New("argument must be a memory value")

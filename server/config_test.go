@@ -195,6 +195,7 @@ func TestSettingUnits(t *testing.T) {
 		"hll-sparse-max-bytes":              sizes,
 		"client-query-buffer-limit":         sizes,
 		"maxmemory-clients":                 sizes,
+		"maxmemory":                         sizes,
 		"images-max-bytes":                  sizes,
 		"images-resumable-max-bytes":        sizes,
 		"images-resumable-bytes-per-client": sizes,

@@ -144,6 +144,8 @@ type conn struct {
 	// chose this client to close.
 	mem      atomic.Int64
 	evicting atomic.Bool
+	// bufs is what CLIENT LIST shows of the buffers (clientbufs.go).
+	bufs clientBufs
 	// inBytes counts the input read from the socket, in the connection's
 	// goroutine or while blocked; Pub/Sub orders messages by it (push).
 	inBytes atomic.Int64
@@ -276,6 +278,7 @@ func (c *conn) awaitInput() error {
 		if c.readyPushes(c.readEnd()) {
 			return nil
 		}
+		c.publishBuffers(0)
 	}
 	// A read that finds data ready returns it even if a publisher moved
 	// the deadline meanwhile: execute delivers the messages queued before

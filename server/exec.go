@@ -213,6 +213,7 @@ func (c *conn) reject(cmd *command, msg string) {
 func (c *conn) finished(cmd *command, args [][]byte, d time.Duration, failed bool) {
 	c.lastRun = cmd
 	cfg := c.s.config()
+	c.tally.since(c.s.stats.epoch.Load())
 	if c.tally.add(cmd, d, failed, cfg.LatencyTracking) {
 		c.publish()
 	}

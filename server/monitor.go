@@ -40,12 +40,14 @@ func cmdMonitor(c *conn, _ *command, _ [][]byte) error {
 		m.n.Add(1)
 	}
 	m.mu.Unlock()
+	c.setState(stateMonitor, true)
 	c.ok()
 	return nil
 }
 
 // unmonitor ends c's monitoring, if any: RESET and a closing connection.
 func (c *conn) unmonitor() {
+	c.setState(stateMonitor, false)
 	m := &c.s.monitors
 	if m.n.Load() == 0 {
 		return

@@ -109,6 +109,7 @@ func (sub *subscriber) count() int { return len(sub.channels) + len(sub.patterns
 func (c *conn) ensureSub() {
 	if c.sub == nil {
 		c.sub = &subscriber{channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
+		c.bufs.sub.Store(c.sub)
 	}
 }
 

@@ -118,6 +118,9 @@ type serverStats struct {
 	netIn, netOut                   atomic.Int64
 	// panics counts handler panics recovered by recoverHandler.
 	panics atomic.Int64
+	// epoch counts CONFIG RESETSTATs: a connection's tally begun
+	// before the last one holds commands the reset cleared (tally).
+	epoch atomic.Uint64
 }
 
 // Start resolves cfg (defaults, config file, overrides), opens the engine

@@ -73,6 +73,9 @@ const maxTallied = 8
 // tally is what one connection has counted since it last published. It
 // belongs to the connection's goroutine.
 type tally struct {
+	// epoch is the server's stats epoch the tally began in: CONFIG
+	// RESETSTAT cleared what it counted if the epoch moved on since.
+	epoch                  uint64
 	cmds                   []cmdTally
 	commands, hits, misses int64
 	// tracked are the durations of the commands since the last publish,
@@ -126,9 +129,28 @@ func (t *tally) add(cmd *command, d time.Duration, failed, track bool) (full boo
 	return len(t.cmds) >= maxTallied || len(t.tracked) >= maxTracked
 }
 
-// publish moves the tally into the server's shared counters and empties it.
+// since drops what the tally counted before the stats epoch epoch
+// began: those commands ran before a CONFIG RESETSTAT.
+func (t *tally) since(epoch uint64) {
+	if t.epoch != epoch {
+		t.clear()
+		t.epoch = epoch
+	}
+}
+
+func (t *tally) clear() {
+	t.cmds, t.tracked = t.cmds[:0], t.tracked[:0]
+	t.commands, t.hits, t.misses = 0, 0, 0
+}
+
+// publish moves the tally into the server's shared counters and empties
+// it, or only empties it when a CONFIG RESETSTAT came since it began.
 func (t *tally) publish(s *Server) {
 	if t.commands == 0 && t.hits == 0 && t.misses == 0 && len(t.tracked) == 0 {
+		return
+	}
+	if t.epoch != s.stats.epoch.Load() {
+		t.clear()
 		return
 	}
 	addNonZero(&s.stats.commands, t.commands)
@@ -151,8 +173,19 @@ func (t *tally) publish(s *Server) {
 	for _, r := range t.tracked {
 		s.cmdStats[r.cmd.id].histogram().record(r.us)
 	}
-	t.cmds, t.tracked = t.cmds[:0], t.tracked[:0]
-	t.commands, t.hits, t.misses = 0, 0, 0
+	t.clear()
+}
+
+// reset zeroes the command's counters and drops its latency histogram,
+// for CONFIG RESETSTAT.
+func (st *cmdStats) reset() {
+	for _, v := range []*atomic.Uint64{&st.calls, &st.failures, &st.nanos, &st.rejected} {
+		v.Store(0)
+	}
+	for i := range st.buckets {
+		st.buckets[i].Store(0)
+	}
+	st.hist.Store(nil) // as Redis frees its latency histograms
 }
 
 // histogram returns the command's latency histogram, making it at the

@@ -75,3 +75,46 @@ func TestStatsPublished(t *testing.T) {
 		t.Errorf("INFO stats after CONFIG RESETSTAT:\n%s", info)
 	}
 }
+
+// TestResetStatClearsCommandStats checks that CONFIG RESETSTAT clears
+// the command and error stats, as Redis does, including a tally another
+// connection began before the reset and publishes after it.
+func TestResetStatClearsCommandStats(t *testing.T) {
+	s := startServer(t, nil)
+	a, b := dialRaw(t, s), dialRaw(t, s)
+	for range 3 {
+		a.send("GET k\r\n")
+		a.reply()
+	}
+	a.send("NOSUCHCMD\r\n")
+	a.reply()
+	info := func() string {
+		b.send("INFO commandstats\r\n")
+		return b.reply()
+	}
+	if !strings.Contains(info(), "cmdstat_get:calls=3,") {
+		t.Fatalf("before RESETSTAT: %s", info())
+	}
+	// A tally begun before the reset, as a connection in mid-batch has.
+	var stale tally
+	stale.since(s.stats.epoch.Load())
+	stale.add(commands["get"], 1, false, false)
+
+	b.send("CONFIG RESETSTAT\r\n")
+	eq(t, "RESETSTAT", strings.TrimSpace(b.reply()), "+OK")
+	stale.publish(s)
+	got := info()
+	if strings.Contains(got, "cmdstat_get") || !strings.Contains(got, "cmdstat_config|resetstat:calls=1,") {
+		t.Errorf("after RESETSTAT: %s", got)
+	}
+	b.send("INFO errorstats\r\n")
+	if got := b.reply(); strings.Contains(got, "errorstat_") {
+		t.Errorf("errorstats after RESETSTAT: %s", got)
+	}
+	// Counting goes on after the reset.
+	a.send("GET k\r\n")
+	a.reply()
+	if got := info(); !strings.Contains(got, "cmdstat_get:calls=1,") {
+		t.Errorf("GET after RESETSTAT: %s", got)
+	}
+}

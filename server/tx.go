@@ -87,6 +87,7 @@ func cmdMulti(c *conn, _ *command, _ [][]byte) error {
 	}
 	c.tx = &transaction{}
 	c.queued.Store(0)
+	c.bufs.multiMem.Store(0)
 	c.setState(stateMulti, true)
 	c.ok()
 	return nil
@@ -104,11 +105,13 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		// buffer: past the same bound the transaction is refused.
 		c.tx.aborted = true
 		c.tx.cmds = nil
+		c.bufs.multiMem.Store(0)
 		c.fail("ERR transaction exceeds client-query-buffer-limit")
 		return
 	}
 	c.tx.cmds = append(c.tx.cmds, q)
 	c.queued.Add(1)
+	c.bufs.multiMem.Add(argBytes(args) + queuedArgCost*int64(len(args)))
 	c.wr.SimpleString("QUEUED")
 }
 

@@ -100,6 +100,7 @@ type Reader struct {
 	need      int   // bytes the frame needs in all, when known (0: unknown)
 	spans     []span
 	args      [][]byte
+	last      int     // length of the frame last returned
 	stack     []int64 // ReadValue: elements still owed by each open aggregate
 
 	budget MemoryBudget // nil: unaccounted
@@ -186,6 +187,27 @@ func (r *Reader) SetAuthRequired(required bool) { r.unauth = required }
 // so a server that flushes its replies when Buffered is 0 does not stall on
 // a client that trails its request with an extra newline.
 func (r *Reader) Buffered() int { return r.w - r.r }
+
+// Held returns the bytes of the command ReadBuffered last returned plus
+// those buffered after it: Redis 7's qbuf while that command runs.
+func (r *Reader) Held() int { return r.last + r.w - r.r }
+
+// Free returns the room left in the buffer for input: Redis' qbuf-free.
+func (r *Reader) Free() int { return len(r.buf) - r.w }
+
+// PartialArgs returns the bytes of the arguments of a partly received
+// command that have arrived whole (0 between commands): the arguments
+// Redis has already parsed into argv while it waits for the rest.
+func (r *Reader) PartialArgs() int {
+	if r.mode != '*' || r.remaining < 0 {
+		return 0 // the spans are a finished frame's
+	}
+	n := 0
+	for _, s := range r.spans {
+		n += s.end - s.start
+	}
+	return n
+}
 
 // ReadCommand reads the next command: a RESP array of bulk strings or an
 // inline command line split like redis-server splits it. Empty commands are
@@ -277,6 +299,7 @@ func (r *Reader) release() {
 // consume ends the current frame after n bytes.
 func (r *Reader) consume(n int) {
 	r.r += n
+	r.last = n
 	r.mode, r.pos, r.scan = 0, 0, 0
 	r.remaining, r.bulkLen = -1, -1
 }

@@ -205,6 +205,9 @@ func (w *Writer) Flush() error {
 // Buffered returns the number of bytes written but not yet flushed.
 func (w *Writer) Buffered() int { return len(w.buf) }
 
+// Size returns the capacity of the buffer.
+func (w *Writer) Size() int { return cap(w.buf) }
+
 func (w *Writer) aggregate(resp3 byte, n int) {
 	if w.proto == 3 {
 		w.header(resp3, int64(n))
