@@ -30,7 +30,7 @@ import (
 // the fragments of a deleted one. A fragment that is all zeros is not
 // stored, and a string's bytes past its length are zero in its last
 // fragment. To every command it is a string: TYPE says "string", and the
-// commands without a fragment-wise path read it whole (getString).
+// commands without a fragment-wise path read it whole (conn.get).
 const (
 	fragSize      = 4096
 	fragThreshold = 64 << 10

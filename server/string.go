@@ -26,8 +26,10 @@ func (v stringValue) length() int64 {
 	return int64(len(v.val))
 }
 
-// getStringRef reads the string at userKey through r as getString does,
-// except that a fragmented string comes back unread: frag set, val nil.
+// getStringRef reads the string at userKey through r; ok is false when it
+// is absent, and err is errWrongType when the key holds another type. A
+// fragmented string comes back unread: frag set, val nil (conn.get reads
+// it whole).
 func (ks *keyspace) getStringRef(r lsmgo.Reader, kb *keyBuf, userKey []byte) (v stringValue, ok bool, err error) {
 	e, ok, err := ks.getEntry(r, kb, userKey)
 	if !ok || err != nil {
@@ -44,17 +46,6 @@ func (ks *keyspace) getStringRef(r lsmgo.Reader, kb *keyBuf, userKey []byte) (v 
 		return stringValue{expireAt: e.expireAt, frag: &m}, true, nil
 	}
 	return v, false, errWrongType
-}
-
-// getString reads the string at userKey through r, a fragmented one
-// whole; ok is false when it is absent, and err is errWrongType when the
-// key holds another type.
-func (ks *keyspace) getString(r lsmgo.Reader, kb *keyBuf, userKey []byte) (v stringValue, ok bool, err error) {
-	v, ok, err = ks.getStringRef(r, kb, userKey)
-	if ok && v.frag != nil {
-		v.val, err = ks.readFragString(r, userKey, *v.frag)
-	}
-	return v, ok && err == nil, err
 }
 
 // maxString is the longest string the server stores at userKey: what the
