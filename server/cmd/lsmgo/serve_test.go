@@ -95,6 +95,41 @@ func (c *child) killAfter(t *testing.T, acked *atomic.Int64, n int64) {
 	<-c.exited
 }
 
+// killMidWrites runs writers goroutines against the child and kills it
+// with SIGKILL in the middle of their writes. newWriter(w) runs on the
+// test's goroutine, so it may set up and t.Fatal; it returns writer w's
+// step, which its goroutine calls until the step fails (the kill cut the
+// connection) or the writers are stopped. A step returns how many of its
+// writes the server acknowledged; once they reach n in all, or after 20
+// seconds (killAfter), the child is killed. killMidWrites returns when
+// every writer has stopped, so their progress can then be read.
+func (c *child) killMidWrites(t *testing.T, writers int, n int64, newWriter func(w int) (step func() (int64, error))) {
+	t.Helper()
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		step := newWriter(w)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				acked, err := step()
+				total.Add(acked)
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	c.killAfter(t, &total, n)
+	close(stop)
+	wg.Wait()
+}
+
 func (c *child) client(t *testing.T) *redis.Client {
 	rc := redis.NewClient(&redis.Options{
 		Addr: c.addr, Protocol: 2, MaxRetries: -1, PoolSize: 4,
