@@ -98,9 +98,7 @@ var pipeWrites = []pipeWrite{
 func TestKill9PipelinedWrites(t *testing.T) {
 	for _, mode := range []string{"everysec", "always"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
-			srv := startChild(t, args...)
+			srv, args := startFresh(t, mode)
 			const writers = 4
 			// acked[w][n][c] is set when command c of writer w's
 			// pipeline n was answered; sent[w] counts the pipelines sent,

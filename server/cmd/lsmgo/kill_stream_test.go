@@ -18,9 +18,7 @@ import (
 func TestKill9Streams(t *testing.T) {
 	for _, mode := range []string{"always", "no"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
-			srv := startChild(t, args...)
+			srv, args := startFresh(t, mode)
 			ctx := context.Background()
 
 			const writers = 4
@@ -152,9 +150,7 @@ func TestKill9StreamTrim(t *testing.T) {
 	const capLen = 30
 	for _, mode := range []string{"always", "no"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
-			srv := startChild(t, args...)
+			srv, args := startFresh(t, mode)
 			ctx := context.Background()
 			if err := srv.client(t).ConfigSet(ctx, "stream-node-max-entries", "4").Err(); err != nil {
 				t.Fatal(err)

@@ -82,6 +82,14 @@ func startChild(t *testing.T, args ...string) *child {
 	return c
 }
 
+// startFresh starts a child on a new directory under the given
+// appendfsync mode; args start it again on that directory after a kill.
+func startFresh(t *testing.T, mode string) (srv *child, args []string) {
+	t.Helper()
+	args = []string{"--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
+	return startChild(t, args...), args
+}
+
 // killAfter sends SIGKILL to the child once acked reaches n, or after 20
 // seconds whatever it is, and waits for the child to exit.
 func (c *child) killAfter(t *testing.T, acked *atomic.Int64, n int64) {
