@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -107,7 +108,7 @@ func (c *child) killAfter(t *testing.T, acked *atomic.Int64, n int64) {
 // with SIGKILL in the middle of their writes. newWriter(w) runs on the
 // test's goroutine, so it may set up and t.Fatal; it returns writer w's
 // step, which its goroutine calls until the step fails (the kill cut the
-// connection) or the writers are stopped. A step returns how many of its
+// connection; an error reply fails the test) or the writers are stopped. A step returns how many of its
 // writes the server acknowledged; once they reach n in all, or after 20
 // seconds (killAfter), the child is killed. killMidWrites returns when
 // every writer has stopped, so their progress can then be read.
@@ -128,6 +129,14 @@ func (c *child) killMidWrites(t *testing.T, writers int, n int64, newWriter func
 				acked, err := step()
 				total.Add(acked)
 				if err != nil {
+					// The kill cuts the connection; an error reply is
+					// the test's mistake, which would otherwise stop
+					// the writer quietly and leave the kill to the
+					// 20 s fallback with little written.
+					var rerr redis.Error
+					if errors.As(err, &rerr) {
+						t.Errorf("writer %d: %v", w, err)
+					}
 					return
 				}
 			}
