@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -100,9 +98,7 @@ var pipeWrites = []pipeWrite{
 func TestKill9PipelinedWrites(t *testing.T) {
 	for _, mode := range []string{"everysec", "always"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
-			srv := startChild(t, args...)
+			srv, args := startFresh(t, mode)
 			const writers = 4
 			// acked[w][n][c] is set when command c of writer w's
 			// pipeline n was answered; sent[w] counts the pipelines sent,
@@ -110,45 +106,33 @@ func TestKill9PipelinedWrites(t *testing.T) {
 			acked := make([][][]bool, writers)
 			sent := make([]int, writers)
 			incrs := make([]int64, writers)
-			var total atomic.Int64
-			var wg sync.WaitGroup
-			stop := make(chan struct{})
-			for w := range writers {
+			srv.killMidWrites(t, writers, 300, func(w int) func() (int64, error) {
 				rc := srv.client(t)
-				wg.Go(func() {
-					ctx := context.Background()
-					for n := 0; ; n++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						p := rc.Pipeline()
-						cmds := make([]redis.Cmder, len(pipeWrites))
-						for c, pw := range pipeWrites {
-							cmds[c] = pw.send(ctx, p, w, n)
-						}
-						incr := p.Incr(ctx, fmt.Sprintf("n%d", w))
-						sent[w]++
-						_, err := p.Exec(ctx)
-						got := make([]bool, len(cmds))
-						for c, cmd := range cmds {
-							got[c] = cmd.Err() == nil
-						}
-						acked[w] = append(acked[w], got)
-						if incr.Err() == nil {
-							incrs[w]++
-						}
-						if err != nil {
-							return
-						}
-						total.Add(1)
+				ctx := context.Background()
+				return func() (int64, error) {
+					n := sent[w] // this pipeline's number
+					p := rc.Pipeline()
+					cmds := make([]redis.Cmder, len(pipeWrites))
+					for c, pw := range pipeWrites {
+						cmds[c] = pw.send(ctx, p, w, n)
 					}
-				})
-			}
-			srv.killAfter(t, &total, 300)
-			close(stop)
-			wg.Wait()
+					incr := p.Incr(ctx, fmt.Sprintf("n%d", w))
+					sent[w]++
+					_, err := p.Exec(ctx)
+					got := make([]bool, len(cmds))
+					for c, cmd := range cmds {
+						got[c] = cmd.Err() == nil
+					}
+					acked[w] = append(acked[w], got)
+					if incr.Err() == nil {
+						incrs[w]++
+					}
+					if err != nil {
+						return 0, err
+					}
+					return 1, nil
+				}
+			})
 
 			rc := startChild(t, args...).client(t)
 			ctx := context.Background()

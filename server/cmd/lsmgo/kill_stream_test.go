@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -20,9 +18,7 @@ import (
 func TestKill9Streams(t *testing.T) {
 	for _, mode := range []string{"always", "no"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
-			srv := startChild(t, args...)
+			srv, args := startFresh(t, mode)
 			ctx := context.Background()
 
 			const writers = 4
@@ -31,50 +27,36 @@ func TestKill9Streams(t *testing.T) {
 				acked       []string // ids whose XACK was acknowledged
 			}
 			prog := make([]progress, writers)
-			var total atomic.Int64
-			var wg sync.WaitGroup
-			stop := make(chan struct{})
-			for w := range writers {
+			srv.killMidWrites(t, writers, 400, func(w int) func() (int64, error) {
 				rc := srv.client(t)
 				key := fmt.Sprintf("w%d:stream", w)
 				if err := rc.XGroupCreateMkStream(ctx, key, "g", "0").Err(); err != nil {
 					t.Fatal(err)
 				}
 				p := &prog[w]
-				wg.Go(func() {
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						p.sent++
-						id := strconv.Itoa(p.sent) + "-0"
-						if rc.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: id, Values: []string{"n", id}}).Err() != nil {
-							return
-						}
-						p.added++
-						total.Add(1)
-						if p.added%2 == 0 {
-							continue
-						}
-						read, err := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c" + strconv.Itoa(p.added%3),
-							Streams: []string{key, ">"}, Count: 1}).Result()
-						if err != nil {
-							return
-						}
-						got := read[0].Messages[0].ID
-						if rc.XAck(ctx, key, "g", got).Err() != nil {
-							return
-						}
-						p.acked = append(p.acked, got)
-						total.Add(1)
+				return func() (int64, error) {
+					p.sent++
+					id := strconv.Itoa(p.sent) + "-0"
+					if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: id, Values: []string{"n", id}}).Err(); err != nil {
+						return 0, err
 					}
-				})
-			}
-			srv.killAfter(t, &total, 400)
-			close(stop)
-			wg.Wait()
+					p.added++
+					if p.added%2 == 0 {
+						return 1, nil
+					}
+					read, err := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c" + strconv.Itoa(p.added%3),
+						Streams: []string{key, ">"}, Count: 1}).Result()
+					if err != nil {
+						return 1, err
+					}
+					got := read[0].Messages[0].ID
+					if err := rc.XAck(ctx, key, "g", got).Err(); err != nil {
+						return 1, err
+					}
+					p.acked = append(p.acked, got)
+					return 2, nil
+				}
+			})
 
 			rc := startChild(t, args...).client(t)
 			checked := 0
@@ -168,9 +150,7 @@ func TestKill9StreamTrim(t *testing.T) {
 	const capLen = 30
 	for _, mode := range []string{"always", "no"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			args := []string{"--dir", dir, "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
-			srv := startChild(t, args...)
+			srv, args := startFresh(t, mode)
 			ctx := context.Background()
 			if err := srv.client(t).ConfigSet(ctx, "stream-node-max-entries", "4").Err(); err != nil {
 				t.Fatal(err)
@@ -178,37 +158,26 @@ func TestKill9StreamTrim(t *testing.T) {
 			const writers = 4
 			type progress struct{ sent, added int } // entry n is n-0
 			prog := make([]progress, writers)
-			var total atomic.Int64
-			var wg sync.WaitGroup
-			stop := make(chan struct{})
-			for w := range writers {
+			srv.killMidWrites(t, writers, 400, func(w int) func() (int64, error) {
 				rc := srv.client(t)
 				key := fmt.Sprintf("w%d:capped", w)
 				p := &prog[w]
-				wg.Go(func() {
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						p.sent++
-						id := strconv.Itoa(p.sent) + "-0"
-						a := &redis.XAddArgs{Stream: key, ID: id, Values: []string{"n", id}, MaxLen: capLen, Approx: p.sent%2 == 0}
-						if rc.XAdd(ctx, a).Err() != nil {
-							return
-						}
-						p.added++
-						total.Add(1)
-						if p.sent%7 == 0 && rc.XTrimMinID(ctx, key, strconv.Itoa(p.sent-capLen/2)+"-0").Err() != nil {
-							return
+				return func() (int64, error) {
+					p.sent++
+					id := strconv.Itoa(p.sent) + "-0"
+					a := &redis.XAddArgs{Stream: key, ID: id, Values: []string{"n", id}, MaxLen: capLen, Approx: p.sent%2 == 0}
+					if err := rc.XAdd(ctx, a).Err(); err != nil {
+						return 0, err
+					}
+					p.added++
+					if p.sent%7 == 0 && p.sent > capLen/2 { // a negative MINID is an invalid id
+						if err := rc.XTrimMinID(ctx, key, strconv.Itoa(p.sent-capLen/2)+"-0").Err(); err != nil {
+							return 1, err
 						}
 					}
-				})
-			}
-			srv.killAfter(t, &total, 400)
-			close(stop)
-			wg.Wait()
+					return 1, nil
+				}
+			})
 
 			rc := startChild(t, args...).client(t)
 			for w, p := range prog {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -82,6 +83,14 @@ func startChild(t *testing.T, args ...string) *child {
 	return c
 }
 
+// startFresh starts a child on a new directory under the given
+// appendfsync mode; args start it again on that directory after a kill.
+func startFresh(t *testing.T, mode string) (srv *child, args []string) {
+	t.Helper()
+	args = []string{"--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", mode, "--loglevel", "warning"}
+	return startChild(t, args...), args
+}
+
 // killAfter sends SIGKILL to the child once acked reaches n, or after 20
 // seconds whatever it is, and waits for the child to exit.
 func (c *child) killAfter(t *testing.T, acked *atomic.Int64, n int64) {
@@ -93,6 +102,49 @@ func (c *child) killAfter(t *testing.T, acked *atomic.Int64, n int64) {
 		t.Fatal(err)
 	}
 	<-c.exited
+}
+
+// killMidWrites runs writers goroutines against the child and kills it
+// with SIGKILL in the middle of their writes. newWriter(w) runs on the
+// test's goroutine, so it may set up and t.Fatal; it returns writer w's
+// step, which its goroutine calls until the step fails (the kill cut the
+// connection; an error reply fails the test) or the writers are stopped. A step returns how many of its
+// writes the server acknowledged; once they reach n in all, or after 20
+// seconds (killAfter), the child is killed. killMidWrites returns when
+// every writer has stopped, so their progress can then be read.
+func (c *child) killMidWrites(t *testing.T, writers int, n int64, newWriter func(w int) (step func() (int64, error))) {
+	t.Helper()
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		step := newWriter(w)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				acked, err := step()
+				total.Add(acked)
+				if err != nil {
+					// The kill cuts the connection; an error reply is
+					// the test's mistake, which would otherwise stop
+					// the writer quietly and leave the kill to the
+					// 20 s fallback with little written.
+					var rerr redis.Error
+					if errors.As(err, &rerr) {
+						t.Errorf("writer %d: %v", w, err)
+					}
+					return
+				}
+			}
+		})
+	}
+	c.killAfter(t, &total, n)
+	close(stop)
+	wg.Wait()
 }
 
 func (c *child) client(t *testing.T) *redis.Client {
