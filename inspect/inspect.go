@@ -102,7 +102,8 @@ func (d *dumper) dumpDir(dir string) error {
 }
 
 // dumpBlobs lists the directory's blob files with their size on disk and
-// the value bytes the current version's tables point to in each. Values
+// the record bytes (header, key and value) the current version's tables
+// point to in each. Values
 // still only in the WAL or memtable count as unreferenced here, so a blob
 // file written since the last flush may show 0 live bytes; the
 // difference between total and live bytes is what GC could reclaim once

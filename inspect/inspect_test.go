@@ -1,11 +1,13 @@
 package inspect_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/inspect"
+	"github.com/lsmgo-dev/lsmgo/internal/blob"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
@@ -102,8 +104,10 @@ func TestDumpBlobs(t *testing.T) {
 		return out.String()
 	}
 	out := dump()
-	if !strings.Contains(out, "blobs: 1 file(s), ") || !strings.Contains(out, ".blob: ") || !strings.Contains(out, "bytes, 1000 live\n") {
-		t.Errorf("want one blob file with 1000 live bytes in:\n%s", out)
+	// Live bytes are the record's: its header, the key and the value.
+	live := fmt.Sprintf("bytes, %d live\n", blob.RecordHeaderLen+len("a")+len(big))
+	if !strings.Contains(out, "blobs: 1 file(s), ") || !strings.Contains(out, ".blob: ") || !strings.Contains(out, live) {
+		t.Errorf("want one blob file with %q in:\n%s", live, out)
 	}
 	if err := db.Set([]byte("a"), []byte("small"), nil); err != nil {
 		t.Fatal(err)
