@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lsmgo-dev/lsmgo"
@@ -380,8 +381,8 @@ func (h *Host) finishResumable(ctx context.Context, u *resumable, tok *Token) er
 			h.putResumable(b, &settled)
 		}
 		res := h.storeSpooled(ctx, sp, u.Name, tok, opts)
-		if res.err == nil && finishHook != nil {
-			finishHook()
+		if hook := finishHook.Load(); res.err == nil && hook != nil {
+			(*hook)()
 		}
 		return res
 	}()
@@ -403,7 +404,7 @@ func (h *Host) finishResumable(ctx context.Context, u *resumable, tok *Token) er
 
 // finishHook, when set by a test, runs once a finishing upload's image
 // is stored: a crash there must not store it twice.
-var finishHook func()
+var finishHook atomic.Pointer[func()]
 
 // adoptSpool makes a spool of the size bytes of f, a finished upload,
 // without copying them: the head is read into memory (where the JPEG GPS

@@ -372,8 +372,9 @@ func TestTusFinishCrash(t *testing.T) {
 	data := encodePNG(t, noise(300, 200))
 	url := th.tusCreate(t, len(data))
 	path := strings.TrimPrefix(url, th.srv.URL)
-	finishHook = func() { panic(http.ErrAbortHandler) }
-	defer func() { finishHook = nil }()
+	crash := func() { panic(http.ErrAbortHandler) }
+	finishHook.Store(&crash)
+	defer finishHook.Store(nil)
 	req, _ := http.NewRequest("PATCH", url, bytes.NewReader(data))
 	req.Header.Set("Tus-Resumable", "1.0.0")
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
@@ -382,7 +383,7 @@ func TestTusFinishCrash(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("the PATCH was answered (%d): the hook did not run", resp.StatusCode)
 	}
-	finishHook = nil
+	finishHook.Store(nil)
 	if n := th.imageCount(t); n != 1 {
 		t.Fatalf("%d images when the finish was cut off, want the one stored", n)
 	}
