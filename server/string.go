@@ -83,10 +83,13 @@ func (c *conn) get(key []byte) (v stringValue, exists bool, err error) {
 // turn into zeros. Plain strings, one read, need no view.
 func (c *conn) getRef(key []byte) (v stringValue, exists bool, err error) {
 	v, exists, err = c.s.ks.getStringRef(c.reader(), &c.scratch, key)
-	if h := testHookMetaRead.Load(); h != nil && v.frag != nil {
+	if !exists || v.frag == nil {
+		return v, exists, err // the common case: one read, no view
+	}
+	if h := testHookMetaRead.Load(); h != nil {
 		(*h)()
 	}
-	if exists && v.frag != nil && c.pinLate() {
+	if c.pinLate() {
 		v, exists, err = c.s.ks.getStringRef(c.reader(), &c.scratch, key)
 	}
 	return v, exists, err
