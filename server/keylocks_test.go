@@ -49,6 +49,9 @@ func TestBlindSetNeverSplitsReadModifyWrite(t *testing.T) {
 	}()
 	setter := dialRaw(t, s)
 	for i := range rounds {
+		// dialRaw's deadline covers a few seconds of work; a loaded
+		// machine needs it per round.
+		setter.nc.SetDeadline(time.Now().Add(20 * time.Second))
 		set := fmt.Sprintf("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\nS%d\r\n", len(fmt.Sprint(i))+1, i)
 		if i%2 == 0 {
 			// Staged: the SET that follows keeps input buffered.
