@@ -65,6 +65,9 @@ type Batch struct {
 	// replicatedParts, set by ApplyReplicatedBatches, are the replicated
 	// batches this one was made of, which Options.OnCommit reports.
 	replicatedParts [][]byte
+	// resets counts Reset calls, so that an Overlay's index can tell a
+	// batch that started over and grew back past it from one that grew.
+	resets uint64
 }
 
 // NewBatch returns an empty batch.
@@ -294,6 +297,7 @@ func (b *Batch) Len() int { return len(b.repr) + b.blobBytes }
 func (b *Batch) Reset() {
 	b.repr = b.repr[:batchrepr.HeaderLen]
 	clear(b.repr)
+	b.resets++
 	b.err = nil
 	clear(b.blobs)
 	b.blobs = b.blobs[:0]

@@ -1,6 +1,7 @@
 package lsmgo
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
@@ -35,11 +36,13 @@ type overlayTop struct {
 	mt *memtable.Memtable
 	// offset and count locate the next record of the batch to index, and
 	// blobs its next separated value; readSeq is one past the sequence
-	// number of the last record indexed.
+	// number of the last record indexed. resets is the batch's Reset
+	// count when indexing began.
 	offset  int
 	count   uint32
 	blobs   int
 	readSeq base.SeqNum
+	resets  uint64
 }
 
 // Overlay returns a reader of the view's state with b's writes on top.
@@ -57,6 +60,16 @@ func (o *Overlay) Get(key []byte) ([]byte, error) {
 func (o *Overlay) GetWithExpiry(key []byte) ([]byte, time.Time, error) {
 	if o.v.rs == nil || o.v.db.closed.Load() {
 		return nil, time.Time{}, ErrClosed
+	}
+	if n := o.b.Count(); n > 0 && n <= overlayScanMax && o.b.err == nil {
+		kind, value, found, err := o.scan(key)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if found {
+			return o.v.db.resolveValue(nil, kind, value)
+		}
+		return o.v.GetWithExpiry(key)
 	}
 	top, err := o.index()
 	if err != nil {
@@ -90,6 +103,53 @@ func (o *Overlay) NewIter(opts *IterOptions) (*Iterator, error) {
 	return o.v.db.newIterOver(opts, o.v.rs, o.v.seq, &fixed)
 }
 
+// overlayScanMax is the longest batch that Get reads record by record
+// instead of through the index. A script or transaction writes a few
+// records and reads its keys back; indexing them cost an arena and a
+// skiplist per transaction (a tenth of a three-command EVALSHA's CPU),
+// where scanning a few records costs a few key comparisons.
+const overlayScanMax = 16
+
+// scan finds key's newest record in the batch by reading every record.
+func (o *Overlay) scan(key []byte) (kind base.Kind, value []byte, found bool, err error) {
+	b := o.b
+	r, err := batchrepr.NewReader(b.repr)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	blobs, blob := 0, 0
+	for {
+		k, rk, v, ok, err := r.Next()
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if !ok {
+			break
+		}
+		if bytes.Equal(rk, key) {
+			kind, value, found, blob = k, v, true, blobs
+		}
+		if k.IsBlob() {
+			blobs++
+		}
+	}
+	if found && kind.IsBlob() {
+		kind, value = inlineBlob(nil, kind, value, b.blobs[blob])
+	}
+	return kind, value, found, nil
+}
+
+// inlineBlob turns a batch's separated-value record into a plain one,
+// appended to buf: its value (the expiry, if any) followed by the user
+// value, which the batch holds beside its records.
+func inlineBlob(buf []byte, kind base.Kind, value, blob []byte) (base.Kind, []byte) {
+	buf = append(append(buf[:0], value...), blob...)
+	if kind.HasExpiry() {
+		return base.KindSetExpiry, buf
+	}
+	return base.KindSet, buf
+}
+
 // index brings the memtable up to date with the batch's records and
 // returns it, or nil while the batch is empty (reads then go to the view
 // alone, and a read-only transaction costs no memtable). A batch that was
@@ -105,7 +165,7 @@ func (o *Overlay) index() (*overlayTop, error) {
 		return nil, nil
 	}
 	top := o.top
-	if top == nil || len(b.repr) < top.offset || batchrepr.Count(b.repr) < top.count || len(b.blobs) < top.blobs {
+	if top == nil || top.resets != b.resets || len(b.repr) < top.offset || batchrepr.Count(b.repr) < top.count || len(b.blobs) < top.blobs {
 		top = o.fresh(0)
 	}
 	for {
@@ -132,7 +192,7 @@ const overlayMinIndex = 2 << 10
 func (o *Overlay) fresh(capacity int) *overlayTop {
 	need := memSizeEstimate(o.b.repr) + o.b.blobBytes + base.ExpiryLen*o.b.Count()
 	capacity = max(capacity, 2*need, overlayMinIndex)
-	return &overlayTop{mt: memtable.New(capacity), offset: batchrepr.HeaderLen, readSeq: o.v.seq}
+	return &overlayTop{mt: memtable.New(capacity), offset: batchrepr.HeaderLen, readSeq: o.v.seq, resets: o.b.resets}
 }
 
 // add indexes the batch's records after the last one indexed. A
@@ -150,15 +210,9 @@ func (t *overlayTop) add(b *Batch) error {
 			return err
 		}
 		if kind.IsBlob() {
-			// value holds the expiry, if any; the user value is beside it.
-			buf = append(append(buf[:0], value...), b.blobs[t.blobs]...)
+			kind, buf = inlineBlob(buf, kind, value, b.blobs[t.blobs])
 			value = buf
 			t.blobs++
-			if kind.HasExpiry() {
-				kind = base.KindSetExpiry
-			} else {
-				kind = base.KindSet
-			}
 		}
 		if err := t.mt.Add(base.MakeInternalKey(key, t.readSeq, kind), value); err != nil {
 			return err

@@ -16,9 +16,10 @@ import (
 // contents (in memtables and tables), a view, then random writes to both
 // the DB (which the view must not see) and a batch (which the overlay
 // must see, each read as of that moment), with Gets and forward and
-// backward iterations compared to the model after each step; finally the
-// batch is applied and the DB must equal the model. Values of every
-// size cross the blob threshold, and some writes expire.
+// backward iterations compared to the model after each step, and the
+// batch reset now and then; finally the batch is applied and the DB must
+// equal the model. Values of every size cross the blob threshold, and
+// some writes expire.
 func TestOverlayModel(t *testing.T) {
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { testOverlayModel(t, seed) })
@@ -93,6 +94,17 @@ func testOverlayModel(t *testing.T, seed uint64) {
 	var iters []*Iterator
 	var iterWants [][]string
 	for step := range 300 {
+		if rng.IntN(40) == 0 {
+			// The batch starts over: reads see the view again, then
+			// the new writes (short batches are read without the
+			// index, longer ones through it).
+			tx.Reset()
+			clear(written)
+			clear(want)
+			for k, val := range model {
+				want[k] = val
+			}
+		}
 		switch rng.IntN(4) {
 		case 0:
 			// The DB moves on; neither the view nor the overlay sees it.

@@ -87,18 +87,17 @@ func (c *conn) withFunctions(f func(vm *luascript.VM) error) error {
 func functionKey(name string) []byte { return append([]byte{functionPrefix}, name...) }
 
 func cmdFcall(c *conn, cmd *command, args [][]byte) error {
-	var f *luascript.Function
-	var vm *luascript.VM
-	var found bool
-	err := c.withFunctions(func(v *luascript.VM) error {
-		vm = v
-		f, found = vm.Function(string(args[1]))
-		return nil
-	})
-	switch {
-	case err != nil:
-		return err
-	case !found:
+	ix := c.s.scripts.functionIndex.Load()
+	if ix == nil {
+		// The functions VM is made, and indexed, on first use.
+		if err := c.withFunctions(func(*luascript.VM) error { return nil }); err != nil {
+			return err
+		}
+		ix = c.s.scripts.functionIndex.Load()
+	}
+	vm := ix.vm
+	f, found := ix.lookup(args[1])
+	if !found {
 		return redisError("ERR Function not found")
 	}
 	keys, argv, err := scriptArgs(args[2:], "ERR Bad number of keys provided")

@@ -72,18 +72,21 @@ func cmdEval(c *conn, cmd *command, args [][]byte) error {
 			}
 		}
 	}
-	r := &runningScript{conn: c, command: cmd.name, name: string(body)}
+	r := &runningScript{conn: c, command: cmd.name}
+	if bySHA {
+		r.name = string(body)
+	}
 	return c.runScript(r, readOnly, func(w *resp.Writer, caller luascript.Caller) {
 		vm := r.vm
-		sha := string(body)
+		sha := r.name
 		if !bySHA {
 			var err error
 			if sha, err = vm.Load(body); err != nil {
 				w.Error(err.Error())
 				return
 			}
+			r.name = sha
 		}
-		r.name = sha
 		c.s.scripts.cachedScripts.Store(int64(vm.ScriptCount()))
 		if !vm.Eval(w, sha, keys, argv, caller) {
 			w.Error("NOSCRIPT No matching script. Please use EVAL.")

@@ -59,20 +59,45 @@ type scripting struct {
 	libraries, functionCount atomic.Int64
 	// cachedScripts is the EVAL VM's script count, for INFO.
 	cachedScripts atomic.Int64
+	// functionIndex is the functions VM's functions as of its last
+	// change, which FCALL looks its function up in.
+	functionIndex atomic.Pointer[functionIndex]
 }
 
-// recount records the functions VM's counts; mu is held.
+// functionIndex is the functions VM's functions by lower-case name. FCALL
+// checks its function here before it waits at the gate: taking the
+// scripting mutex for that made every FCALL wait twice behind the
+// running script, and listing the libraries to recount them after each
+// lookup cost an allocation per library and a sort.
+type functionIndex struct {
+	vm    *luascript.VM
+	funcs map[string]*luascript.Function
+}
+
+// lookup finds the function named name, case-insensitively.
+func (ix *functionIndex) lookup(name []byte) (*luascript.Function, bool) {
+	if f, ok := ix.funcs[string(name)]; ok {
+		return f, true
+	}
+	f, ok := ix.funcs[strings.ToLower(string(name))]
+	return f, ok
+}
+
+// recount records the functions VM's counts and index; mu is held.
 func (sc *scripting) recount() {
 	if sc.functions == nil {
 		return
 	}
 	libs := sc.functions.Libraries()
-	n := 0
+	ix := &functionIndex{vm: sc.functions, funcs: map[string]*luascript.Function{}}
 	for _, lib := range libs {
-		n += len(lib.Functions)
+		for _, f := range lib.Functions {
+			ix.funcs[strings.ToLower(f.Name)] = f
+		}
 	}
 	sc.libraries.Store(int64(len(libs)))
-	sc.functionCount.Store(int64(n))
+	sc.functionCount.Store(int64(len(ix.funcs)))
+	sc.functionIndex.Store(ix)
 }
 
 // runningScript is what BUSY replies, SCRIPT KILL and FUNCTION STATS need

@@ -7,21 +7,23 @@
 # commands as EVALSHA and as MULTI/EXEC). Each row is
 #   round,server,test,P,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms,cpu_us_per_req
 # with CPU from /proc/PID/stat (utime+stime) before and after the run.
-#   [N1=40000 N16=150000 NTX=20000] scriptcpu.sh OUT.csv BEFORE AFTER TXBENCH [ROUNDS]
+# The servers listen on PORT0 (default 7660) to PORT0+4.
+#   [N1=40000 N16=150000 NTX=20000 PORT0=7660] scriptcpu.sh OUT.csv BEFORE AFTER TXBENCH [ROUNDS]
 set -u
+p0=${PORT0:-7660}
 out=${1:?usage: scriptcpu.sh OUT.csv BEFORE AFTER TXBENCH [ROUNDS]}; : > "$out"
 before=${2:?} after=${3:?} tx=${4:?} rounds=${5:-3}
 d=$(mktemp -d)
-"$before" serve -addr 127.0.0.1:7660 -http 127.0.0.1:7661 -images no -dir $d/before -appendfsync everysec >$d/before.log 2>&1 &
+"$before" serve -addr 127.0.0.1:$p0 -http 127.0.0.1:$((p0+1)) -images no -dir $d/before -appendfsync everysec >$d/before.log 2>&1 &
 bp=$!
-"$after" serve -addr 127.0.0.1:7662 -http 127.0.0.1:7663 -images no -dir $d/after -appendfsync everysec >$d/after.log 2>&1 &
+"$after" serve -addr 127.0.0.1:$((p0+2)) -http 127.0.0.1:$((p0+3)) -images no -dir $d/after -appendfsync everysec >$d/after.log 2>&1 &
 ap=$!
 mkdir -p $d/redis
-redis-server --port 7664 --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir $d/redis >$d/redis.log 2>&1 &
+redis-server --port $((p0+4)) --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir $d/redis >$d/redis.log 2>&1 &
 rp=$!
 trap 'kill $bp $ap $rp 2>/dev/null; wait $bp $ap $rp 2>/dev/null; rm -rf $d' EXIT
 sleep 1.5
-declare -A port=([before]=7660 [after]=7662 [redis]=7664) pid=([before]=$bp [after]=$ap [redis]=$rp)
+declare -A port=([before]=$p0 [after]=$((p0+2)) [redis]=$((p0+4))) pid=([before]=$bp [after]=$ap [redis]=$rp)
 BODY="local v = redis.call('get', KEYS[1]) redis.call('set', KEYS[1], (tonumber(v) or 0) + 1) return redis.call('expire', KEYS[1], 3600)"
 LIB="#!lua name=hot
 redis.register_function('rmw', function(KEYS, ARGV) $BODY end)"

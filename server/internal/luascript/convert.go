@@ -39,7 +39,11 @@ func replyToLua(L *lua.LState, v resp.Value, proto int) lua.LValue {
 		return lua.LString(v.Str)
 	case '+':
 		t := L.CreateTable(0, 1)
-		t.RawSetString("ok", lua.LString(v.Str))
+		if string(v.Str) == "OK" {
+			t.RawSetString("ok", luaOK)
+		} else {
+			t.RawSetString("ok", lua.LString(v.Str))
+		}
 		return t
 	case '-', '!':
 		return errorTable(L, "-"+v.Err)
@@ -80,6 +84,9 @@ func replyToLua(L *lua.LState, v resp.Value, proto int) lua.LValue {
 	}
 	return lua.LNil
 }
+
+// luaOK is the status most commands reply, boxed once.
+var luaOK lua.LValue = lua.LString("OK")
 
 // nullToLua is a null reply: false in RESP2 (Lua tables cannot hold nil),
 // nil in RESP3.

@@ -101,13 +101,17 @@ func (vm *VM) redisCall(L *lua.LState, raiseErrors bool) int {
 	if n == 0 {
 		return fail("Please specify at least one argument for this redis lib call")
 	}
-	args := make([][]byte, n)
+	// The arguments' bytes are copied into one buffer, fresh for each
+	// command, since a command may keep its key until the script ends
+	// (a key it signals to blocked clients); the slice of them is the
+	// VM's, as a command's arguments are only valid while it runs.
+	size := 0
 	for i := range n {
 		switch v := L.Get(i + 1).(type) {
 		case lua.LString:
-			args[i] = []byte(v)
+			size += len(v)
 		case lua.LNumber:
-			args[i] = resp.AppendDouble(nil, float64(v))
+			size += 24
 		default:
 			return fail("Lua redis lib command arguments must be strings or integers")
 		}
@@ -115,7 +119,21 @@ func (vm *VM) redisCall(L *lua.LState, raiseErrors bool) int {
 	if c == nil {
 		return fail("redis.call can only be called inside a script invocation")
 	}
+	buf := make([]byte, 0, size)
+	args := vm.args[:0]
+	for i := range n {
+		start := len(buf)
+		switch v := L.Get(i + 1).(type) {
+		case lua.LString:
+			buf = append(buf, v...)
+		case lua.LNumber:
+			buf = resp.AppendDouble(buf, float64(v))
+		}
+		args = append(args, buf[start:len(buf):len(buf)])
+	}
+	vm.args = args
 	reply := c.caller.Call(args, c.proto)
+	clear(args)
 	if reply.Type == '-' || reply.Type == '!' {
 		msg := "-" + reply.Err
 		if raiseErrors {

@@ -120,6 +120,10 @@ type VM struct {
 	// funcs is the libraries of a VM serving functions; nil until the
 	// first is loaded.
 	funcs *functionState
+	// watchdog bounds the memory of the running call.
+	watchdog watchdog
+	// args holds the arguments of the command redis.call runs.
+	args [][]byte
 }
 
 type script struct {
@@ -133,6 +137,7 @@ func New(opts Options) *VM {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
 	vm := &VM{opts: opts, scripts: map[string]*script{}}
+	vm.watchdog.limit = opts.MemoryLimit
 	vm.rand.seed(defaultSeed)
 	vm.cjson = defaultCjsonConfig()
 	vm.newState()
@@ -320,8 +325,8 @@ func (vm *VM) runCall(w *resp.Writer, c *call, fn *lua.LFunction, args ...lua.LV
 		}
 	}()
 	L.SetContext(c)
-	wd := startWatchdog(c, vm.opts.MemoryLimit)
-	defer wd.finish()
+	vm.watchdog.start(c)
+	defer vm.watchdog.finish()
 	top := L.GetTop()
 	L.Push(fn)
 	for _, a := range args {
