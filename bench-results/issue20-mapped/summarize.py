@@ -38,7 +38,7 @@ for r in (1, 2, 3):
         rows = (m, b, bb, pb)
         peer = {"bbolt": bb, "pebble": pb}[TARGET[w]]
         ratio = lambda x: "%.2f" % (x["ops_per_sec"] / peer["ops_per_sec"]) if peer else "–"
-        print("| r%d | %s | %s | %.2f | %s | %s | %s | %s | %s | %s |" % (
+        print("| r%d | %s | %s | %.2f | %s | %s | %s | %s | %s |" % (
             r, w, " | ".join("%.1fk" % (x["ops_per_sec"] / 1e3) if x else "–" for x in rows),
             b["ops_per_sec"] / m["ops_per_sec"], ratio(m), ratio(b),
             ", ".join(cpu(x) for x in rows),
