@@ -18,7 +18,10 @@ import (
 	"github.com/lsmgo-dev/lsmgo/internal/cache"
 )
 
-var readBenchKeys = flag.Int("read-bench-keys", 1_000_000, "keys BenchmarkReadRandom writes before it reads")
+var (
+	readBenchKeys      = flag.Int("read-bench-keys", 1_000_000, "keys BenchmarkReadRandom writes before it reads")
+	readBenchBlockSize = flag.Int("read-bench-block-size", 0, "Options.BlockSize of BenchmarkReadRandom (0: the default)")
+)
 
 // BenchmarkReadRandom is lsmgo-bench's readrandom in miniature, to profile
 // the point-read path without the harness: it writes -read-bench-keys
@@ -38,7 +41,7 @@ func BenchmarkReadRandom(b *testing.B) {
 	defer cache.PoisonRecycledBlocks(true)
 	n := *readBenchKeys
 	dir := b.TempDir()
-	opts := Options{Sync: SyncNone, CacheSize: 64 << 20, Logger: slog.New(slog.DiscardHandler)}
+	opts := Options{Sync: SyncNone, CacheSize: 64 << 20, BlockSize: *readBenchBlockSize, Logger: slog.New(slog.DiscardHandler)}
 	db, err := Open(dir, &opts)
 	if err != nil {
 		b.Fatal(err)
@@ -134,11 +137,13 @@ func BenchmarkReadRandom(b *testing.B) {
 // reportCPUPerOp starts counting the process's CPU time (user and
 // system); the function it returns reports it per operation as
 // cpu-ns/op, a figure that other work on a shared machine moves far less
-// than ns/op.
+// than ns/op, and page faults per operation.
 func reportCPUPerOp(b *testing.B) func() {
-	start := processCPU(b)
+	start, faults := processCPU(b)
 	return func() {
-		b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+		cpu, faults1 := processCPU(b)
+		b.ReportMetric(float64(cpu-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(faults1-faults)/float64(b.N), "faults/op")
 		if st, err := os.ReadFile("/proc/self/status"); err == nil {
 			for _, l := range strings.Split(string(st), "\n") {
 				if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
@@ -150,10 +155,13 @@ func reportCPUPerOp(b *testing.B) func() {
 	}
 }
 
-func processCPU(b *testing.B) time.Duration {
+// processCPU returns the process's CPU time (user and system) and its
+// page faults so far: a read from a mapped table faults at the first
+// touch of each page.
+func processCPU(b *testing.B) (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt + ru.Majflt
 }

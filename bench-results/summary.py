@@ -21,14 +21,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The newest measurement of each mode with raw files, and where its log is.
 SOURCES = {
-    "engine": ("issue20-engine", [1, 3], "history/engine.md#issue-20-item-6-point-reads-against-bbolt-a-map-budget-by-default"),
+    "engine": ("issue20-mapped", [1, 2, 3], "history/engine.md#issue-20-item-6-third-round-mapped-tables-without-the-block-cache"),
     "server": ("issue11", [4, 5], "issue11/SUMMARY.md"),
     "imgbed": (("imgbed/run1", "imgbed/run2-gets"), [1, 2, 3], "history/imgbed.md#results"),
 }
 ENGINE_WORKLOADS = ["fillrandom", "readrandom", "readwhilewriting", "ycsb-c"]
 # The file of round r under the engine source's directory: the run that
 # holds lsmgo (as it stands after the round's change) and both peers.
-ENGINE_RUN = "r%d-after"
+ENGINE_RUN = "r%d-branch"
 PEERS = ["pebble", "bbolt"]
 SERVER_ROWS = [("c50-P1", "50 conns, -P 1"), ("c512-P1", "512 conns, -P 1"), ("c50-P16", "50 conns, -P 16")]
 
@@ -91,6 +91,8 @@ def engine():
             for res in run["results"]:
                 if res["workload"] == w:
                     per.setdefault(res["engine"], []).append(res)
+        if "lsmgo" not in per:
+            continue  # a workload these rounds did not run
         ops = {e: [r["ops_per_sec"] for r in per[e]] for e in per}
         cpu = {e: [r["cpu_seconds"] / r["ops"] for r in per[e]] for e in per}
         best = [ops["lsmgo"][i] / max(ops[p][i] for p in PEERS) for i in range(len(runs))]

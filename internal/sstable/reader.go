@@ -40,11 +40,11 @@ type ReaderOptions struct {
 	FileName string
 	// Stats, if not nil, receives counts.
 	Stats *Stats
-	// Map reads the blocks that NewReader does not keep (data blocks the
-	// cache misses, and every block VerifyChecksums and Salvage reread)
-	// through a read-only shared mapping of the file instead of one
-	// ReadAt each, when the file is an OS file (one with an Fd method)
-	// on a Unix system. A page the kernel cannot read is reported as an
+	// Map reads the blocks that NewReader does not keep (data blocks, and
+	// every block VerifyChecksums and Salvage reread) through a read-only
+	// shared mapping of the file instead of one ReadAt each, when the
+	// file is an OS file (one with an Fd method) on a Unix system. A
+	// mapped table's data blocks bypass Cache (see readDataBlock). A page the kernel cannot read is reported as an
 	// error like a failed ReadAt (the fault is recovered), never as data.
 	// NewCompactionIter still reads ahead with ReadAt: through the
 	// mapping, every page of a table being compacted away would count
@@ -364,12 +364,17 @@ func (r *Reader) readDataBlockAhead(ra *readahead, k int) ([]byte, error) {
 	return r.validated(b, h, "data")
 }
 
-// readDataBlock returns the data block at h through the cache, with a
-// reference the caller must Release. Cached blocks were verified when they
-// were read.
+// readDataBlock returns the data block at h, with a reference the caller
+// must Release. A pread table's blocks go through the cache (cached
+// blocks were verified when they were read). A mapped table's blocks are
+// decoded from the mapping on every read and never cached: the page
+// cache already holds the table, and a decoded copy would hold most of
+// its bytes a second time, on the Go heap, for a saving of one decode.
 func (r *Reader) readDataBlock(h blockHandle) (*cache.Block, error) {
-	if b, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
-		return b, nil
+	if r.mapped == nil {
+		if b, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
+			return b, nil
+		}
 	}
 	var alloc blockAlloc
 	data, err := r.readStructuredBlock(h, "data", &alloc)
@@ -379,7 +384,9 @@ func (r *Reader) readDataBlock(h blockHandle) (*cache.Block, error) {
 		return nil, err
 	}
 	b.Data = data
-	r.opts.Cache.Set(r.opts.FileNum, h.offset, b)
+	if r.mapped == nil {
+		r.opts.Cache.Set(r.opts.FileNum, h.offset, b)
+	}
 	return b, nil
 }
 

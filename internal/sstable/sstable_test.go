@@ -321,6 +321,56 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// TestMappedSkipsCache checks that a mapped table's blocks are decoded
+// from the mapping on every read and never cached, while Gets and scans
+// still return every entry.
+func TestMappedSkipsCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 12))
+	entries := randomEntries(rng, 2000)
+	data, _ := buildTable(t, entries, WriterOptions{BlockSize: 2048, Compression: SnappyCompression})
+	c := cache.New(64 << 20)
+	var stats Stats
+	r, err := openTable(data, ReaderOptions{Cache: c, FileNum: 4, Stats: &stats, Map: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.Mapped() {
+		t.Fatal("the table was not mapped")
+	}
+	stats.BlockReads.Store(0)
+	for pass := int64(1); pass <= 2; pass++ {
+		cur := &cursor{m: entries}
+		cur.first()
+		it := r.NewIter(nil, nil)
+		checkPos(t, "first", it, it.First(), cur)
+		for cur.valid() {
+			cur.next()
+			checkPos(t, "next", it, it.Next(), cur)
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := stats.BlockReads.Load(), pass*int64(r.Properties().NumDataBlocks); got != want {
+			t.Fatalf("scan %d: %d block reads in all, want %d", pass, got, want)
+		}
+	}
+	for i, e := range entries {
+		if i > 0 && bytes.Equal(entries[i-1].key.UserKey, e.key.UserKey) {
+			continue // an older version
+		}
+		for range 2 {
+			v, kind, found, err := r.Get(e.key.UserKey, base.SeqNumMax)
+			if err != nil || !found || kind != e.key.Kind() || (kind != base.KindDelete && !bytes.Equal(v, e.value)) {
+				t.Fatalf("Get(%q) = %q, %v, found=%v, err=%v; want %q, %v", e.key.UserKey, v, kind, found, err, e.value, e.key.Kind())
+			}
+		}
+	}
+	if _, _, _, n := c.Metrics(); n != 0 {
+		t.Fatalf("a mapped table left %d blocks in the cache", n)
+	}
+}
+
 // TestCompactionIter checks that the compaction iterator returns every
 // entry, also over blocks larger than its readahead and after seeks in
 // either direction, without touching the cache.
