@@ -261,6 +261,31 @@ func (b *Batch) ForEachKey(fn func(key []byte)) {
 	forEachKey(b.repr, fn)
 }
 
+// ForEachExpiry calls fn with the key of each write in the batch, in
+// order, and the expiry the write gives it: the zero time for a value
+// without one and for a delete. The key slice is valid only during the
+// call. A server uses it to learn when its keys expire from the batches
+// it commits: reading them back may find a short expiry already passed.
+func (b *Batch) ForEachExpiry(fn func(key []byte, expireAt time.Time)) {
+	r, err := batchrepr.NewReader(b.repr)
+	if err != nil {
+		return
+	}
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil || !ok {
+			return
+		}
+		var at time.Time
+		if kind.HasExpiry() {
+			if ms, _, ok := base.DecodeExpiryValue(value); ok {
+				at = time.UnixMilli(ms)
+			}
+		}
+		fn(key, at)
+	}
+}
+
 // ForEachReplicatedKey calls fn with the key of each write of a
 // replicated batch (the encoding ApplyReplicated takes), in order; the
 // slice is valid only during the call. A replica uses it to learn which

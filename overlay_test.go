@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -205,20 +206,35 @@ func checkIter(t *testing.T, it *Iterator, want []string) {
 }
 
 // TestBatchForEachKey checks that ForEachKey lists every write's key in
-// order, deletions and separated values included.
+// order, deletions and separated values included, and that ForEachExpiry
+// lists them with the expiry each write gives, inline or separated, past
+// or future.
 func TestBatchForEachKey(t *testing.T) {
 	opts := modelTinyOptions()
 	opts.FS = vfs.NewMem()
 	opts.ValueThreshold = 8
 	db := openTestDB(t, "/db", &opts)
+	hour, past := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli()), time.UnixMilli(1_000)
 	b := db.NewBatch()
 	b.Set([]byte("a"), []byte("1"))
 	b.Delete([]byte("b"))
-	b.SetWithExpiry([]byte("c"), bytes.Repeat([]byte("x"), 100), time.Now().Add(time.Hour))
+	b.SetWithExpiry([]byte("c"), bytes.Repeat([]byte("x"), 100), hour)
+	b.SetWithExpiry([]byte("d"), []byte("2"), past)
 	b.Set([]byte("a"), []byte("2"))
 	var got []string
 	b.ForEachKey(func(k []byte) { got = append(got, string(k)) })
-	if want := []string{"a", "b", "c", "a"}; !slices.Equal(got, want) {
+	if want := []string{"a", "b", "c", "d", "a"}; !slices.Equal(got, want) {
 		t.Fatalf("ForEachKey: %q, want %q", got, want)
+	}
+	got = got[:0]
+	b.ForEachExpiry(func(k []byte, at time.Time) {
+		s := string(k)
+		if !at.IsZero() {
+			s += "@" + strconv.FormatInt(at.UnixMilli(), 10)
+		}
+		got = append(got, s)
+	})
+	if want := []string{"a", "b", "c@" + strconv.FormatInt(hour.UnixMilli(), 10), "d@1000", "a"}; !slices.Equal(got, want) {
+		t.Fatalf("ForEachExpiry: %q, want %q", got, want)
 	}
 }

@@ -56,27 +56,40 @@ func (h *expiryHeap) Pop() any {
 }
 
 // observe learns the expiry of every key b wrote, which has just
-// committed; the writer still holds the keys' stripes. A key found
-// expired since the watch last saw it is announced first.
-func (w *expiryWatch) observe(db lsmgo.Reader, b *lsmgo.Batch) {
+// committed (it began to at committing); the writer still holds the keys'
+// stripes. The expiries come from the batch, not from reading the keys
+// back: on a loaded machine a short expiry (PX 100) may pass before this
+// runs, and a key read back expired would never be announced. A write
+// whose expiry had passed before the commit began (GETEX EXAT in the
+// past) leaves its key absent, which its command announced itself. A key
+// found expired since the watch last saw it is announced first.
+func (w *expiryWatch) observe(b *lsmgo.Batch, committing time.Time) {
 	now := time.Now()
-	b.ForEachKey(func(k []byte) {
+	// The last write of a key in the batch is what the key became.
+	var keys []string
+	last := map[string]time.Time{}
+	b.ForEachExpiry(func(k []byte, at time.Time) {
 		if _, _, ok := userKeyOf(k); !ok {
 			return
 		}
-		_, expireAt, err := db.GetWithExpiry(k)
-		if err != nil && !errors.Is(err, lsmgo.ErrNotFound) {
-			return // unknown: leave the key as it was
+		if _, seen := last[string(k)]; !seen {
+			keys = append(keys, string(k))
 		}
-		key := string(k)
+		last[string(k)] = at
+	})
+	for _, key := range keys {
+		expireAt := last[key]
+		if !expireAt.After(committing) {
+			expireAt = time.Time{}
+		}
 		w.mu.Lock()
 		old, had := w.at[key]
 		w.setLocked(key, expireAt)
 		w.mu.Unlock()
 		if had && !old.After(now) && !old.Equal(expireAt) {
-			w.publish(k)
+			w.publish([]byte(key))
 		}
-	})
+	}
 }
 
 // setLocked records key's expiry, zero for none.

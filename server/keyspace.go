@@ -130,12 +130,16 @@ func (ks *keyspace) newBatch() *lsmgo.Batch { return ks.db.NewBatch() }
 // returns; the returned Pending says when it is durable (durable.go).
 func (ks *keyspace) apply(b *lsmgo.Batch) (lsmgo.Pending, error) {
 	ks.watches.touch(b, ks.dbs.Load())
+	var committing time.Time // read only while expiry events are on
+	if ks.expiries != nil && ks.expiries.on.Load() {
+		committing = time.Now()
+	}
 	p, err := ks.db.CommitAsync(b, nil)
 	if err != nil {
 		return p, err
 	}
 	if ks.expiries != nil && ks.expiries.on.Load() {
-		ks.expiries.observe(ks.db, b)
+		ks.expiries.observe(b, committing)
 	}
 	return p, nil
 }

@@ -65,7 +65,11 @@ func (s *Server) watchOutput(c *conn, rs *replicaStream) (stop func()) {
 				return
 			case <-s.done:
 				return
-			case now := <-t.C:
+			case <-t.C:
+				// The time of this check, not the tick's: a tick received
+				// late would date the excess before it was seen, and cut
+				// the replica off short of the soft time.
+				now := time.Now()
 				lim, n := s.config().ReplicaBufferLimit, s.pending(rs)
 				over := lim.Hard > 0 && n > lim.Hard
 				if lim.Soft > 0 && n > lim.Soft {

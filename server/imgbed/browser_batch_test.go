@@ -56,14 +56,21 @@ func TestBrowserBatch(t *testing.T) {
 			chromedp.WaitReady(chromedp.CSS("#picker")),
 			chromedp.SetUploadFiles(chromedp.CSS("#picker"), files),
 		))
+		// The page is waited for as long as it makes progress: a loaded
+		// machine may take minutes for the batch (once 78 of 100 links
+		// after 90 s), but a page that stops getting links for a minute
+		// is stuck.
 		var links, errs int
-		for links+errs < n && time.Since(start) < 90*time.Second {
+		for progress := time.Now(); links+errs < n && time.Since(progress) < time.Minute; {
 			time.Sleep(100 * time.Millisecond)
-			var err error
-			links, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('input[data-format="url"]').length`))
+			l, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('input[data-format="url"]').length`))
 			step("count links", err)
-			errs, err = chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll(".card .error")].filter(e => e.textContent).length`))
+			e, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll(".card .error")].filter(e => e.textContent).length`))
 			step("count errors", err)
+			if l+e > links+errs {
+				progress = time.Now()
+			}
+			links, errs = l, e
 		}
 		if links != n || errs != 0 {
 			t.Fatalf("%s: %d links and %d errors of %d files after %v", tc.name, links, errs, n, time.Since(start))

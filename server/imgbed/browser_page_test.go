@@ -62,10 +62,10 @@ func TestBrowserLanguageAndDelete(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to 10 s.
+// waitFor polls cond for up to a minute, generous for a loaded machine.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting")
 		}

@@ -77,7 +77,9 @@ func newBrowser(t *testing.T, opts ...chromedp.ExecAllocatorOption) context.Cont
 	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(cancel)
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	// Only a bound on a hung browser: a loaded machine may take minutes
+	// over a test's steps (TestBrowserBatch's two batches of 100).
+	ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

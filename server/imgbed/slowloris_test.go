@@ -38,9 +38,13 @@ var slowlorisAddrs = []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
 
 // TestSlowlorisUploads keeps slow uploads open from 8 addresses (the rate
 // limit off, so all of them reach the slots) while a normal client
-// uploads 50 images from another: with the default settings its p99 stays
-// under a second. Each slow upload sends its headers and a few bytes,
-// then a byte every 200 ms, and starts again when the host cuts it off.
+// uploads 50 images from another: with the default settings every one is
+// stored without waiting for a slot, since the slow uploads never hold
+// more than their addresses' shares, checked all along. Each slow upload
+// sends its headers and a few bytes, then a byte every 200 ms, and starts
+// again when the host cuts it off. The normal client's latencies are
+// logged, not asserted: a loaded machine sets them, and speed is the
+// benchmarks' to measure.
 func TestSlowlorisUploads(t *testing.T) {
 	th := newTestHost(t, Config{})
 	n := slowlorisCount(t)
@@ -85,6 +89,31 @@ func TestSlowlorisUploads(t *testing.T) {
 		}
 	}
 
+	// While the normal client uploads, the slow ones stay within their
+	// shares, so a slot is always free for it (acquire waits only when
+	// every slot is taken or the client holds its share).
+	sampling := make(chan struct{})
+	sampled := make(chan string, 1)
+	go func() {
+		defer close(sampled)
+		for {
+			if used, _ := th.uploads.inUse(""); used >= th.cfg.MaxConcurrentUploads {
+				sampled <- fmt.Sprintf("all %d slots taken", used)
+				return
+			}
+			for _, a := range slowlorisAddrs {
+				if _, held := th.uploads.inUse("ip:" + a); held > share {
+					sampled <- fmt.Sprintf("%s held %d slots, more than its share of %d", a, held, share)
+					return
+				}
+			}
+			select {
+			case <-sampling:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
 	var lat []time.Duration
 	for i := range 50 {
 		data := encodePNG(t, gradient(20+i, 30))
@@ -95,12 +124,12 @@ func TestSlowlorisUploads(t *testing.T) {
 			t.Fatalf("upload %d: %d %s", i, status, r.Message)
 		}
 	}
-	slices.Sort(lat)
-	p99 := lat[(len(lat)*99+99)/100-1]
-	t.Logf("normal client: p50 %v, p99 %v", lat[len(lat)/2], p99)
-	if p99 >= time.Second {
-		t.Fatalf("normal client's p99 %v, want under 1s", p99)
+	close(sampling)
+	if msg, bad := <-sampled; bad {
+		t.Fatalf("during the normal client's uploads: %s", msg)
 	}
+	slices.Sort(lat)
+	t.Logf("normal client: p50 %v, p99 %v", lat[len(lat)/2], lat[(len(lat)*99+99)/100-1])
 }
 
 // slowUpload sends an upload of body from local, a few bytes at once and
@@ -157,9 +186,10 @@ func awaitStatus(conn net.Conn) <-chan int {
 // TestMinUploadRate: a body that trickles below the minimum rate is cut
 // off with 408 once it falls a window behind, long before the idle and
 // upload timeouts; one that keeps to the rate, in small pieces with
-// pauses, is stored.
+// pauses, is stored. The window, 2 s, is also how long the sender of the
+// good body may stall between two pieces on a loaded machine.
 func TestMinUploadRate(t *testing.T) {
-	th := newTestHost(t, Config{MinUploadRate: 4 << 10, MinUploadRateWindow: 500 * time.Millisecond})
+	th := newTestHost(t, Config{MinUploadRate: 4 << 10, MinUploadRateWindow: 2 * time.Second})
 	jpg := noiseJPEG(t) // about 100 KB
 	send := func(piece int, pause time.Duration) (int, time.Duration) {
 		conn, err := net.Dial("tcp", th.srv.Listener.Addr().String())
@@ -187,10 +217,10 @@ func TestMinUploadRate(t *testing.T) {
 		}
 	}
 	// 100 bytes per 100 ms is 1 KiB/s, a quarter of the minimum: the
-	// 2 KiB allowance runs out after about 0.7 s, long before the end.
+	// 8 KiB allowance runs out after about 2.7 s, long before the end.
 	status, took := send(100, 100*time.Millisecond)
-	if status != http.StatusRequestTimeout || took > 10*time.Second {
-		t.Fatalf("slow body: %d after %v, want 408 after about 0.7s", status, took)
+	if status != http.StatusRequestTimeout || took > 20*time.Second {
+		t.Fatalf("slow body: %d after %v, want 408 after about 2.7s", status, took)
 	}
 	// 8 KiB per 100 ms is 80 KiB/s.
 	status, took2 := send(8<<10, 100*time.Millisecond)
