@@ -208,6 +208,8 @@ type conn struct {
 	n    int
 	head []byte    // the answer's head (Writer)
 	vec  [2][]byte // Writer's writev(2) of the head and a body
+	bufs net.Buffers
+	w    Writer // reused: a Writer per request was an allocation
 }
 
 // A connection is idle while it waits for a request (Close may close it),
@@ -228,8 +230,9 @@ func (c *conn) serve() {
 			c.nc.Close()
 			return
 		}
-		w := Writer{c: c}
-		if used == 0 || !c.l.handler(&w, &req) {
+		c.w = Writer{c: c}
+		w := &c.w
+		if used == 0 || !c.l.handler(w, &req) {
 			if w.started {
 				// A Handler that declined what it began to answer: the
 				// answer is broken, and so is the connection.

@@ -2,7 +2,6 @@ package httpfront
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -26,9 +25,9 @@ func (w *Writer) Respond(head, body []byte, idle time.Duration) error {
 	c := w.c
 	c.head = appendDate(append(c.head[:0], head...))
 	c.vec[0], c.vec[1] = c.head, body
-	bufs := net.Buffers(c.vec[:])
+	c.bufs = c.vec[:]
 	c.nc.SetWriteDeadline(time.Now().Add(idle))
-	_, err := bufs.WriteTo(c.nc)
+	_, err := c.bufs.WriteTo(c.nc)
 	c.vec[1] = nil
 	return w.fail(err)
 }
@@ -91,9 +90,9 @@ func (b *bodyWriter) Write(p []byte) (int, error) {
 		// The head and the first piece in one writev(2).
 		b.w.started = true
 		c.vec[0], c.vec[1] = c.head, p
-		bufs := net.Buffers(c.vec[:])
+		c.bufs = c.vec[:]
 		c.nc.SetWriteDeadline(time.Now().Add(b.idle))
-		n, err := bufs.WriteTo(c.nc)
+		n, err := c.bufs.WriteTo(c.nc)
 		c.vec[1] = nil
 		return max(0, int(n)-len(c.head)), err
 	}
