@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/httpfront"
 )
 
 // httpHandler serves /metrics and /healthz to anyone who can reach the
@@ -60,11 +62,31 @@ func (s *Server) slowHTTP(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		h.ServeHTTP(w, r)
-		d := time.Since(start)
-		if cfg := s.config(); cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
-			s.slowlog.addFrom(r.RemoteAddr, "http", [][]byte{[]byte(r.Method), []byte(r.URL.Path)}, d, cfg.SlowlogMaxLen)
-		}
+		s.noteSlowHTTP(func() string { return r.RemoteAddr }, r.Method, r.URL.Path, start)
 	})
+}
+
+// noteSlowHTTP enters a request that started at start in the slow log if
+// it was slow.
+func (s *Server) noteSlowHTTP(remote func() string, method, path string, start time.Time) {
+	d := time.Since(start)
+	if cfg := s.config(); cfg.SlowlogSlowerThan >= 0 && d >= cfg.SlowlogSlowerThan {
+		s.slowlog.addFrom(remote(), "http", [][]byte{[]byte(method), []byte(path)}, d, cfg.SlowlogMaxLen)
+	}
+}
+
+// servePlain answers the plain GETs of originals and thumbnails on the
+// HTTP connection itself (httpfront, Host.ServePlain), as the image
+// host's routes below would, slow log included.
+func (s *Server) servePlain(w *httpfront.Writer, r *httpfront.Request) bool {
+	start := time.Now()
+	s.repl.swapMu.RLock()
+	served := s.images.ServePlain(w, r)
+	s.repl.swapMu.RUnlock()
+	if served {
+		s.noteSlowHTTP(r.RemoteAddr, http.MethodGet, r.Path, start)
+	}
+	return served
 }
 
 // adminOnly lets a request through with the admin token, or without the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo"
 	"github.com/lsmgo-dev/lsmgo/server/imgbed"
+	"github.com/lsmgo-dev/lsmgo/server/internal/httpfront"
 	"github.com/lsmgo-dev/lsmgo/server/internal/luascript"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 )
@@ -65,7 +66,10 @@ type Server struct {
 	ln      net.Listener
 	httpSrv *http.Server
 	httpLn  net.Listener
-	images  *imgbed.Host // nil unless Config.Images
+	// httpFront answers plain image GETs ahead of httpSrv, when the image
+	// host is on.
+	httpFront *httpfront.Listener
+	images    *imgbed.Host // nil unless Config.Images
 	// imageReclaim carries S3 blobs the compaction filter found dead to
 	// images (whichever Host serves the DB now).
 	imageReclaim *imgbed.Reclaimer
@@ -218,6 +222,9 @@ func syncMode(appendfsync string) lsmgo.SyncMode {
 	return lsmgo.SyncInterval(time.Second)
 }
 
+// httpHeaderTimeout bounds the reading of an HTTP request's head.
+const httpHeaderTimeout = 10 * time.Second
+
 func (s *Server) start(r *Config) error {
 	err := s.loadKeyspace(r)
 	if err != nil {
@@ -237,7 +244,7 @@ func (s *Server) start(r *Config) error {
 				return err
 			}
 		}
-		s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: httpHeaderTimeout}
 	}
 	if r.ConfigFile != "" {
 		if err := s.watchConfig(r.ConfigFile); err != nil {
@@ -253,10 +260,15 @@ func (s *Server) start(r *Config) error {
 		s.ks.expiries.loop(&s.ks, s.done)
 	}()
 	if s.httpSrv != nil {
+		var ln net.Listener = s.httpLn
+		if s.images != nil {
+			s.httpFront = httpfront.Listen(s.httpLn, s.servePlain, httpfront.Config{HeaderTimeout: httpHeaderTimeout})
+			ln = s.httpFront
+		}
 		s.bgWG.Add(1)
 		go func() {
 			defer s.bgWG.Done()
-			if err := s.httpSrv.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("http server stopped", "err", err)
 			}
 		}()
@@ -425,6 +437,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.httpSrv != nil {
 		if herr := s.httpSrv.Shutdown(ctx); herr != nil {
 			s.httpSrv.Close()
+		}
+		if s.httpFront != nil {
+			s.httpFront.Wait(ctx)
 		}
 	}
 	s.bgWG.Wait()

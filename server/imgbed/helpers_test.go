@@ -2,6 +2,7 @@ package imgbed
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,6 +26,7 @@ import (
 	"github.com/gen2brain/webp"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/httpfront"
 )
 
 type testHost struct {
@@ -61,15 +63,36 @@ func newTestHostOn(t testing.TB, cfg Config, opts *lsmgo.Options) *testHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := &testHost{Host: h, db: db, srv: httptest.NewServer(h.Handler())}
+	th := &testHost{Host: h, db: db}
+	var stop func()
+	th.srv, stop = serve(h)
 	t.Cleanup(func() {
-		th.srv.Close()
+		stop()
 		if err := h.check(!th.skipRemoteCheck); err != nil {
 			t.Errorf("Check: %v", err)
 		}
 		db.Close()
 	})
 	return th
+}
+
+// serve starts a test server of h as lsmgo serve runs it: plain GETs
+// answered by ServePlain on the connection (httpfront), everything else
+// by Handler. stop closes it and waits for every answer to end.
+func serve(h *Host) (srv *httptest.Server, stop func()) {
+	return serveFront(h.Handler(), h.ServePlain)
+}
+
+// serveFront is serve with handler behind plain.
+func serveFront(handler http.Handler, plain httpfront.Handler) (srv *httptest.Server, stop func()) {
+	srv = httptest.NewUnstartedServer(handler)
+	front := httpfront.Listen(srv.Listener, plain, httpfront.Config{HeaderTimeout: 10 * time.Second})
+	srv.Listener = front
+	srv.Start()
+	return srv, func() {
+		srv.Close()
+		front.Wait(context.Background())
+	}
 }
 
 // response is an upload or metadata answer.

@@ -30,6 +30,8 @@ type Host struct {
 	// The decoded records and metadata of GETs (decodedCache).
 	records *decodedCache[record]
 	metas   *decodedCache[blobMeta]
+	// plainHeld counts the bytes of bodies ServePlain holds in memory.
+	plainHeld atomic.Int64
 }
 
 // New returns a host storing its images in db. It first removes the

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"image"
 	"net/http"
@@ -130,12 +131,16 @@ func (s renderSpec) key(b sum) []byte {
 	return append(k, byte(s.fit))
 }
 
-// etag is the render's entity tag: the original's hash and the spec.
-func (s renderSpec) etag(b sum) string {
+// appendETag appends the render's entity tag: the original's hash and
+// the spec.
+func (s renderSpec) appendETag(dst []byte, b sum) []byte {
+	dst = append(hex.AppendEncode(dst, b[:]), '-')
+	dst = strconv.AppendInt(append(dst, s.f.ext()...), int64(s.w), 10)
 	if s.fit == fitWidth {
-		return fmt.Sprintf("%v-%s%d", b, s.f.ext(), s.w)
+		return dst
 	}
-	return fmt.Sprintf("%v-%s%dx%d%c", b, s.f.ext(), s.w, s.h, "wic"[s.fit])
+	dst = strconv.AppendInt(append(dst, 'x'), int64(s.h), 10)
+	return append(dst, "wic"[s.fit])
 }
 
 // geometry places the render on a source shown sw×sh (after its EXIF

@@ -3,6 +3,7 @@ package imgbed
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"io"
@@ -165,7 +166,13 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	h.serveBlob(w, r, &meta, rec.Sum, etag, time.Unix(0, rec.Created), h.cachePolicy(rec))
+	h.serveBlob(w, r, &meta, rec.Sum, h.originalFields(rec))
+}
+
+// originalFields are the fields of the answer with rec's original, but
+// its type, which is its blob's.
+func (h *Host) originalFields(rec *record) blobFields {
+	return blobFields{etag: hex.AppendEncode(nil, rec.Sum[:]), modified: time.Unix(0, rec.Created), cache: h.cachePolicy(rec)}
 }
 
 // matchesETag reports whether r's If-None-Match makes its answer a 304,
@@ -215,6 +222,28 @@ func (h *Host) cachePolicy(rec *record) string {
 	return immutable
 }
 
+// blobFields are the header fields of an answer with an original or a
+// thumbnail, which serveBlob sets and ServePlain writes.
+type blobFields struct {
+	mime, cache string
+	etag        []byte // without its quotes
+	modified    time.Time
+	varyAccept  bool // a thumbnail of a format negotiated by Accept
+}
+
+// set sets the fields in hd; http.ServeContent adds Accept-Ranges,
+// Content-Length and Last-Modified.
+func (f *blobFields) set(hd http.Header) {
+	hd.Set("Content-Type", f.mime)
+	hd.Set("ETag", `"`+string(f.etag)+`"`)
+	hd.Set("Cache-Control", f.cache)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Security-Policy", "default-src 'none'")
+	if f.varyAccept {
+		hd.Set("Vary", "Accept")
+	}
+}
+
 // serveBlob sends the blob meta describes, with its
 // validators; http.ServeContent answers Range, If-None-Match (304),
 // If-Modified-Since and HEAD, from the metadata alone where it can (a
@@ -222,9 +251,9 @@ func (h *Host) cachePolicy(rec *record) string {
 // makes a delete racing with a download either not found before any
 // header or invisible to it (blobStore). A blob in an S3 store configured
 // with presign is answered with a redirect to a presigned URL instead.
-func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, meta *blobMeta, s sum, etag string, modified time.Time, cache string) {
+func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, meta *blobMeta, s sum, f blobFields) {
 	if p, ok := h.st.blobs(meta.Store).(*s3Blobs); ok && p.presign > 0 {
-		h.redirect(w, r, p, s, meta, etag)
+		h.redirect(w, r, p, s, meta, string(f.etag))
 		return
 	}
 	content, err := h.st.open(r.Context(), s, meta)
@@ -235,13 +264,10 @@ func (h *Host) serveBlob(w http.ResponseWriter, r *http.Request, meta *blobMeta,
 	defer content.Close()
 	body := &servedBody{rs: content}
 	hd := w.Header()
-	hd.Set("Content-Type", meta.Mime)
-	hd.Set("ETag", `"`+etag+`"`)
-	hd.Set("Cache-Control", cache)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Security-Policy", "default-src 'none'")
+	f.mime = meta.Mime
+	f.set(hd)
 	held := &heldWriter{ResponseWriter: &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: h.cfg.WriteIdleTimeout}}
-	http.ServeContent(held, r, "", modified, body)
+	http.ServeContent(held, r, "", f.modified, body)
 	if !held.sent && body.err != nil && body.err != io.EOF {
 		// A remote store failed before the first byte: the client gets
 		// an error it can retry, not a 200 that ends short.

@@ -21,7 +21,12 @@ const headLen = 256 << 10
 
 var headPool = sync.Pool{New: func() any { b := make([]byte, headLen); return &b }}
 
-var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// copyLen is the spool's write size past the head: a 4 MB upload spooled
+// 32 KiB at a time cost 120 write(2)s (with a read each), a system call
+// being a third of an upload's CPU.
+const copyLen = 256 << 10
+
+var copyPool = sync.Pool{New: func() any { b := make([]byte, copyLen); return &b }}
 
 var errTooLarge = errors.New("file too large")
 
@@ -147,7 +152,9 @@ func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
 	defer copyPool.Put(cp)
 	hashes := s.hashes()
 	for {
-		n, err := r.Read(*cp)
+		// Whole buffers: one write(2) to the spool file per copyLen
+		// bytes, however small the pieces the socket gives.
+		n, err := io.ReadFull(r, *cp)
 		if n > 0 {
 			if s.size += int64(n); s.size > max {
 				return errTooLarge
@@ -158,7 +165,7 @@ func (s *spool) fill(r io.Reader, max int64, stripGPS bool) error {
 				return werr
 			}
 		}
-		if err == io.EOF {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil
 		}
 		if err != nil {

@@ -64,7 +64,7 @@ func thumbWidth(q string) (int, bool) {
 // accept it, else JPEG for JPEG and HEIC originals and PNG (which keeps
 // transparency) for the rest. AVIF is never negotiated: its encoder
 // takes seconds where WebP's takes milliseconds.
-func thumbFormat(r *http.Request, rec *record, ext string, forced format) (f format, negotiated, ok bool) {
+func thumbFormat(accept string, rec *record, ext string, forced format) (f format, negotiated, ok bool) {
 	if forced != formatNone {
 		return forced, false, true
 	}
@@ -72,7 +72,7 @@ func thumbFormat(r *http.Request, rec *record, ext string, forced format) (f for
 		f := formatByName(ext)
 		return f, false, f != formatNone
 	}
-	if strings.Contains(r.Header.Get("Accept"), "image/webp") {
+	if strings.Contains(accept, "image/webp") {
 		return formatWebP, true, true
 	}
 	if rec.Mime == formatJPEG.mime() || rec.Mime == formatHEIC.mime() { // photos
@@ -110,12 +110,12 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var negotiated bool
-	if spec.f, negotiated, ok = thumbFormat(r, rec, ext, spec.f); !ok {
+	if spec.f, negotiated, ok = thumbFormat(r.Header.Get("Accept"), rec, ext, spec.f); !ok {
 		h.fail(w, errNotFound)
 		return
 	}
 	if negotiated {
-		w.Header().Set("Vary", "Accept")
+		w.Header().Set("Vary", "Accept") // errors vary too
 	}
 	k := spec.key(rec.Sum)
 	var (
@@ -133,17 +133,20 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	etag, modified, cache := spec.etag(rec.Sum), time.Unix(0, rec.Created), h.cachePolicy(rec)
+	f := h.thumbFields(rec, spec, negotiated)
 	if unstored != nil {
-		hd := w.Header()
-		hd.Set("Content-Type", spec.f.mime())
-		hd.Set("ETag", `"`+etag+`"`)
-		hd.Set("Cache-Control", cache)
-		hd.Set("X-Content-Type-Options", "nosniff")
-		http.ServeContent(w, r, "", modified, bytes.NewReader(unstored))
+		f.mime = spec.f.mime()
+		f.set(w.Header())
+		http.ServeContent(w, r, "", f.modified, bytes.NewReader(unstored))
 		return
 	}
-	h.serveBlob(w, r, &meta, rec.Sum, etag, modified, cache)
+	h.serveBlob(w, r, &meta, rec.Sum, f)
+}
+
+// thumbFields are the fields of the answer with the thumbnail spec of
+// rec; the type is the stored thumbnail's.
+func (h *Host) thumbFields(rec *record, spec renderSpec, negotiated bool) blobFields {
+	return blobFields{etag: spec.appendETag(nil, rec.Sum), modified: time.Unix(0, rec.Created), cache: h.cachePolicy(rec), varyAccept: negotiated}
 }
 
 // make renders and stores the thumbnail k unless another request is doing

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -253,9 +252,10 @@ func reopenableHost(t *testing.T) func() (*testHost, func()) {
 			t.Fatal(err)
 		}
 		th := &testHost{Host: h, db: db}
-		th.srv = httptest.NewServer(h.Handler())
+		var stop func()
+		th.srv, stop = serve(h)
 		return th, func() {
-			th.srv.Close()
+			stop()
 			if err := h.Check(); err != nil {
 				t.Error(err)
 			}

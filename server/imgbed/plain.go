@@ -1,0 +1,156 @@
+package imgbed
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/httpfront"
+)
+
+// ServePlain answers a plain GET (httpfront) of an original or a stored
+// thumbnail (?w=N alone) kept in the DB, byte for byte as Handler
+// answers it, and declines everything else before writing anything:
+// errors, view-limited images, thumbnails not rendered yet, other render
+// links, blobs in S3, and, with CORS on, what CORS changes. Bodies of at
+// most plainCopyMax bytes are read and sent with the head in one
+// writev(2), while plainCopyBudget allows; larger ones go out with
+// sendfile(2).
+func (h *Host) ServePlain(w *httpfront.Writer, r *httpfront.Request) bool {
+	file, thumb := strings.CutPrefix(r.Path, "/t/")
+	if !thumb {
+		var ok bool
+		if file, ok = strings.CutPrefix(r.Path, "/i/"); !ok {
+			return false
+		}
+	}
+	if len(h.cfg.CORSOrigins) > 0 && (!slices.Contains(h.cfg.CORSOrigins, "*") || r.Header("Origin") != "") {
+		return false // applyCORS's fields
+	}
+	id, ext, ok := parseFile(file)
+	if !ok {
+		return false
+	}
+	var (
+		rec  *record
+		meta blobMeta
+		f    blobFields
+		err  error
+	)
+	if thumb {
+		q, ok := strings.CutPrefix(r.Query, "w=")
+		if !ok && r.Query != "" {
+			return false
+		}
+		spec := renderSpec{}
+		if spec.w, ok = thumbWidth(q); !ok || strings.ContainsFunc(q, func(c rune) bool { return c < '0' || c > '9' }) {
+			return false
+		}
+		if rec, err = h.lookupServed(id, ""); err != nil || rec.MaxViews > 0 || int64(rec.Width)*int64(rec.Height) > h.cfg.MaxPixels {
+			return false
+		}
+		var negotiated bool
+		if spec.f, negotiated, ok = thumbFormat(r.Header("Accept"), rec, ext, formatNone); !ok {
+			return false
+		}
+		err = h.metas.get(h.st.db, spec.key(rec.Sum), &meta)
+		f = h.thumbFields(rec, spec, negotiated)
+	} else {
+		if rec, err = h.lookupServed(id, ext); err != nil || rec.MaxViews > 0 {
+			return false
+		}
+		err = h.metas.get(h.st.db, blobKey(rec.Sum), &meta)
+		f = h.originalFields(rec)
+	}
+	if err != nil || meta.Store != "" {
+		return false
+	}
+	f.mime = meta.Mime
+	if !h.sendPlain(w, &meta, rec.Sum, &f) {
+		return false
+	}
+	h.metrics.served.Inc()
+	return true
+}
+
+// plainCopyMax is the largest body ServePlain reads into memory to send
+// with its head in one writev(2), rather than writing the head and then
+// sendfile(2) (with the lseek(2) before it): two system calls instead of
+// three. plainCopyBudget bounds the bytes of all such bodies held at once
+// (a client that reads slowly holds its body until its write ends): past
+// it, bodies go out with sendfile.
+const (
+	plainCopyMax    = 128 << 10
+	plainCopyBudget = 16 << 20
+)
+
+var plainBufs = sync.Pool{New: func() any { b := make([]byte, plainCopyMax); return &b }}
+
+// sendPlain sends the blob meta describes, with the fields f, reporting
+// false, with nothing written, when the blob cannot be read.
+func (h *Host) sendPlain(w *httpfront.Writer, meta *blobMeta, s sum, f *blobFields) bool {
+	content, err := h.st.open(context.Background(), s, meta)
+	if err != nil {
+		return false
+	}
+	defer content.Close()
+	cr, ok := content.(*chunkReader)
+	if !ok {
+		return false
+	}
+	hp := plainHeads.Get().(*[]byte)
+	defer plainHeads.Put(hp)
+	head := f.appendHead((*hp)[:0], meta.Size)
+	*hp = head
+	copied := meta.Size <= plainCopyMax
+	if copied && h.plainHeld.Add(meta.Size) > plainCopyBudget {
+		h.plainHeld.Add(-meta.Size)
+		copied = false
+	}
+	if copied {
+		defer h.plainHeld.Add(-meta.Size)
+		bp := plainBufs.Get().(*[]byte)
+		defer plainBufs.Put(bp)
+		body := (*bp)[:meta.Size]
+		if _, err := io.ReadFull(cr, body); err != nil {
+			return false
+		}
+		// A failed write ends the connection (httpfront): nothing to add.
+		w.Respond(head, body, h.cfg.WriteIdleTimeout)
+		return true
+	}
+	err = w.RespondFrom(head, h.cfg.WriteIdleTimeout, func(dst io.Writer) error {
+		_, err := cr.sendTo(dst, meta.Size)
+		return err
+	})
+	return err == nil || w.Started()
+}
+
+var plainHeads = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// appendHead appends the status line and header fields of a 200 with f
+// and a body of size bytes, as net/http writes those serveBlob and
+// http.ServeContent set: sorted by name, without the Date that
+// httpfront adds.
+func (f *blobFields) appendHead(b []byte, size int64) []byte {
+	b = append(b, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nCache-Control: "...)
+	b = append(b, f.cache...)
+	b = strconv.AppendInt(append(b, "\r\nContent-Length: "...), size, 10)
+	b = append(b, "\r\nContent-Security-Policy: default-src 'none'\r\nContent-Type: "...)
+	b = append(b, f.mime...)
+	b = append(append(b, "\r\nEtag: \""...), f.etag...)
+	b = append(b, "\"\r\n"...)
+	if !f.modified.IsZero() && !f.modified.Equal(time.Unix(0, 0)) { // as ServeContent
+		b = append(b, "Last-Modified: "...)
+		b = append(f.modified.UTC().AppendFormat(b, http.TimeFormat), "\r\n"...)
+	}
+	if f.varyAccept {
+		b = append(b, "Vary: Accept\r\n"...)
+	}
+	return append(b, "X-Content-Type-Options: nosniff\r\n"...)
+}

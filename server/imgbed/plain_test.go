@@ -1,0 +1,203 @@
+package imgbed
+
+import (
+	"bufio"
+	"bytes"
+	"image"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestServePlainMatchesHandler sends the same requests to a host through
+// the front (ServePlain, falling back to Handler) and to Handler alone,
+// and compares the answers byte for byte, Date aside: originals in one
+// chunk and in several, bodies held in memory and sent from the file
+// (also when the memory budget is spent), stored thumbnails by width,
+// by extension and negotiated by Accept, expiring and view-limited
+// images, CORS, and every kind of request the front must leave to
+// net/http (errors, ranges, conditional requests, HEAD, unrendered
+// thumbnails, other render links). It also checks which answers the front
+// gave itself.
+func TestServePlainMatchesHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"defaults", Config{}},
+		{"small chunks", Config{ChunkSize: 64 << 10}},
+		{"cors any", Config{CORSOrigins: []string{"*"}}},
+		{"cors list", Config{CORSOrigins: []string{"https://a.example"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th, clock := newClockHost(t, tc.cfg)
+			// Counted before the answer: the front's answers are the rest.
+			var fallbacks atomic.Int64
+			handler := th.Handler()
+			front, stop := serveFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fallbacks.Add(1)
+				handler.ServeHTTP(w, r)
+			}), th.ServePlain)
+			defer stop()
+			alone := httptest.NewServer(th.Handler())
+			defer alone.Close()
+
+			upload := func(data []byte, mime string, header ...string) (id, ext string) {
+				t.Helper()
+				status, r := th.uploadRaw(t, data, mime, header...)
+				if !r.Status {
+					t.Fatalf("upload: %d %s", status, r.Message)
+				}
+				file := path.Base(r.Data.Links.URL)
+				id, ext, _ = strings.Cut(file, ".")
+				return id, ext
+			}
+			small, _ := upload(noiseJPEG(t), "image/jpeg")
+			big, _ := upload(noisyPNG(t, 400, 300, 1), "image/png") // > plainCopyMax
+			expiring, _ := upload(noisyPNG(t, 50, 40, 2), "image/png", "X-Expiration", "PT1H")
+			limited, _ := upload(noisyPNG(t, 50, 40, 3), "image/png", "X-Max-Views", "100")
+			// Thumbnails rendered and stored first, through Handler.
+			for _, u := range []string{"/t/" + small + ".jpg?w=256", "/t/" + small + ".webp?w=128", "/t/" + big + ".png?w=64", "/t/" + expiring + ".png"} {
+				if resp, _ := th.get(t, alone.URL+u); resp.StatusCode != http.StatusOK {
+					t.Fatalf("render %s: %d", u, resp.StatusCode)
+				}
+			}
+			if resp, _ := th.get(t, alone.URL+"/t/"+small+".jpg?w=64", "Accept", "image/webp,*/*"); resp.StatusCode != http.StatusOK {
+				t.Fatal("webp render")
+			}
+			clock.advance(time.Minute) // max-age counts down
+
+			type probe struct {
+				target string
+				fields []string
+				front  bool // answered by ServePlain
+			}
+			probes := []probe{
+				{target: "/i/" + small + ".jpg", front: true},
+				{target: "/i/" + small + ".jpeg", front: true},
+				{target: "/i/" + big + ".png", front: true},
+				{target: "/i/" + expiring + ".png", front: true},
+				{target: "/t/" + small + ".jpg?w=256", front: true},
+				{target: "/t/" + small + ".jpg?w=200", front: true},
+				{target: "/t/" + small + ".jpg", front: true},
+				{target: "/t/" + small + ".jpg?w=", front: true},
+				{target: "/t/" + small + ".webp?w=100", front: true},
+				{target: "/t/" + small + ".jpg?w=64", fields: []string{"Accept: image/avif,image/webp,*/*"}, front: true},
+				{target: "/t/" + big + ".png?w=64", front: true},
+				{target: "/t/" + expiring + ".png?w=256", fields: []string{"User-Agent: test/1.0", "Accept-Language: en"}, front: true},
+				{target: "/i/" + limited + ".png"},
+				{target: "/t/" + limited + ".png"},
+				{target: "/i/" + small + ".png"},
+				{target: "/i/nope.jpg"},
+				{target: "/i/" + small},
+				{target: "/t/" + small + ".jpg?w=abc"},
+				{target: "/t/" + small + ".jpg?w=64&w=128"},
+				{target: "/t/" + small + ".jpg?w=64&h=64"},
+				{target: "/t/" + small + ".jpg?format=png"},
+				{target: "/t/" + small + ".jpg?w=1024"}, // not rendered yet: Handler renders it
+				{target: "/i/" + small + ".jpg", fields: []string{"Range: bytes=10-99"}},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "x", "` + sha(noiseJPEG(t)).String() + `"`}},
+				{target: "/i/" + small + ".jpg", fields: []string{"If-Modified-Since: " + time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}},
+				{target: "/i/" + small + ".jpg", fields: []string{"Origin: https://a.example"}, front: len(tc.cfg.CORSOrigins) == 0},
+				{target: "/i/" + small + ".jpg", fields: []string{"Origin: https://b.example"}, front: len(tc.cfg.CORSOrigins) == 0},
+				{target: "/i/" + small + ".jpg", fields: []string{"Connection: close"}},
+				{target: "/", fields: nil},
+				{target: "/api/v1/images/" + small},
+			}
+			if len(tc.cfg.CORSOrigins) > 0 && tc.cfg.CORSOrigins[0] != "*" {
+				for i := range probes {
+					probes[i].front = false // Vary: Origin on every answer
+				}
+			}
+			for _, method := range []string{"GET", "HEAD"} {
+				for _, p := range probes {
+					req := method + " " + p.target + " HTTP/1.1\r\nHost: img.test\r\n" + strings.Join(p.fields, "\r\n")
+					if len(p.fields) > 0 {
+						req += "\r\n"
+					}
+					req += "\r\n"
+					before := fallbacks.Load()
+					got := exchange(t, front.Listener.Addr().String(), method, req)
+					byFront := fallbacks.Load() == before
+					want := exchange(t, alone.Listener.Addr().String(), method, req)
+					if got != want {
+						t.Errorf("%s %s %v: through the front:\n%s\nHandler alone:\n%s", method, p.target, p.fields, head(got), head(want))
+					}
+					if wantFront := p.front && method == "GET"; byFront != wantFront {
+						t.Errorf("%s %s %v: answered by the front %v, want %v", method, p.target, p.fields, byFront, wantFront)
+					}
+				}
+			}
+
+			// With the memory budget spent, small bodies go out with
+			// sendfile, and the answers are the same.
+			th.plainHeld.Add(plainCopyBudget)
+			for _, u := range []string{"/i/" + small + ".jpg", "/t/" + small + ".jpg?w=256"} {
+				req := "GET " + u + " HTTP/1.1\r\nHost: img.test\r\n\r\n"
+				if got, want := exchange(t, front.Listener.Addr().String(), "GET", req), exchange(t, alone.Listener.Addr().String(), "GET", req); got != want {
+					t.Errorf("%s with the budget spent: through the front:\n%s\nHandler alone:\n%s", u, head(got), head(want))
+				}
+			}
+			th.plainHeld.Add(-plainCopyBudget)
+			if n := th.plainHeld.Load(); n != 0 {
+				t.Errorf("%d bytes held after the answers", n)
+			}
+		})
+	}
+}
+
+// noisyPNG is a w×h PNG of seeded noise (which does not compress).
+func noisyPNG(t testing.TB, w, h int, seed uint64) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for i := range img.Pix {
+		img.Pix[i] = byte(rng.Uint32())
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		}
+	}
+	return encodePNG(t, img)
+}
+
+var dateField = regexp.MustCompile("\r\nDate: [^\r]*\r\n")
+
+// exchange sends req on a new connection to addr and returns the raw
+// answer, its Date field replaced by a fixed one after checking it.
+func exchange(t *testing.T, addr, method, req string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	var raw bytes.Buffer
+	resp, err := http.ReadResponse(bufio.NewReader(io.TeeReader(c, &raw)), &http.Request{Method: method})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := http.ParseTime(resp.Header.Get("Date")); err != nil || time.Since(d) > time.Minute {
+		t.Fatalf("Date %q", resp.Header.Get("Date"))
+	}
+	return dateField.ReplaceAllString(raw.String(), "\r\nDate: (checked)\r\n")
+}
+
+// head is an answer's head, for messages.
+func head(answer string) string {
+	h, _, _ := strings.Cut(answer, "\r\n\r\n")
+	return h
+}

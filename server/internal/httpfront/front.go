@@ -1,0 +1,298 @@
+// Package httpfront answers an HTTP server's plainest requests on the
+// connection itself and hands every other connection to net/http.
+//
+// For a small GET, net/http's own work costs more than the answer: each
+// request gets a Request, a header map on each side, sorted header
+// writing, a background read (a goroutine and a read(2) that finds
+// nothing) and layers of buffered writers, where nginx reads the request
+// and answers with one writev(2) or sendfile(2). A Listener sits between
+// a TCP listener and an http.Server: it reads each connection's requests
+// itself, and a plain request (below) that its Handler answers costs a
+// read, a parse that allocates almost nothing, and the Handler's one
+// writev or header-and-sendfile. At the first request that is not plain,
+// or that the Handler declines, the connection goes to the http.Server
+// (through the Listener's Accept) for good, with the bytes read so far:
+// net/http answers it, and every later request on it, as if the front
+// were not there.
+//
+// A plain request is a GET over HTTP/1.1 with an origin-form target of
+// unreserved characters (no escapes; a clean path, which http.ServeMux
+// would not redirect; a query of unreserved characters, '=' and '&'),
+// well-formed header fields of visible ASCII, exactly one Host, a head
+// that fits the connection's buffer (HeadBytes), and none of the fields
+// that frame a body, ask for a range or a conditional answer, or change
+// the connection (see notPlainFields); Connection, if present, is
+// "keep-alive". Everything else — HEAD, Range, If-None-Match, HTTP/1.0,
+// HTTP/2, uploads — is net/http's.
+//
+// The Handler must answer exactly as the http.Server's handler would,
+// byte for byte but for the Date field's second; its tests compare the
+// two. Timeouts follow the http.Server's: a fresh connection's first head
+// must arrive within HeaderTimeout of the accept, a later head within
+// HeaderTimeout of its first byte, and a connection waits for its next
+// request as long as the client keeps it open (no IdleTimeout). Each
+// write of an answer has the Handler's own deadline.
+package httpfront
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler answers req with w and returns true, or declines and returns
+// false having called none of w's methods: the connection then goes to
+// net/http with the request.
+type Handler func(w *Writer, req *Request) bool
+
+// Config holds the Listener's settings.
+type Config struct {
+	// HeaderTimeout is the http.Server's ReadHeaderTimeout; 0 is none.
+	HeaderTimeout time.Duration
+}
+
+// HeadBytes is the most bytes of a request head the front reads into a
+// connection's buffer; a longer head goes to net/http (whose limit,
+// MaxHeaderBytes, is larger). A buffer is kept per connection, as net/http
+// keeps its 4 KiB bufio.Reader.
+const HeadBytes = 4 << 10
+
+// Listener is a net.Listener for an http.Server that answers plain
+// requests itself (see the package doc). Close it by closing the
+// http.Server (Shutdown or Close), then call Wait.
+type Listener struct {
+	ln      net.Listener
+	handler Handler
+	cfg     Config
+
+	handoff chan net.Conn
+	errs    chan error // the inner listener's accept errors, for net/http
+	done    chan struct{}
+	closing atomic.Bool
+	once    sync.Once
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// Listen starts answering the connections ln accepts; net/http gets the
+// others by calling the returned Listener's Accept (http.Server.Serve).
+func Listen(ln net.Listener, h Handler, cfg Config) *Listener {
+	l := &Listener{
+		ln: ln, handler: h, cfg: cfg,
+		handoff: make(chan net.Conn), errs: make(chan error), done: make(chan struct{}),
+		conns: make(map[*conn]struct{}),
+	}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l
+}
+
+// acceptLoop starts a connection's loop per accept. An accept error goes
+// to net/http's Accept, which backs off on temporary errors as it does
+// for a plain listener before it calls again.
+func (l *Listener) acceptLoop() {
+	defer l.wg.Done()
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			if l.closing.Load() {
+				return
+			}
+			select {
+			case l.errs <- err:
+				continue
+			case <-l.done:
+				return
+			}
+		}
+		c := &conn{l: l, nc: nc, accepted: time.Now()}
+		if !l.track(c) {
+			nc.Close()
+			return
+		}
+		go c.serve()
+	}
+}
+
+// track registers c, unless the Listener is closed.
+func (l *Listener) track(c *conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing.Load() {
+		return false
+	}
+	l.conns[c] = struct{}{}
+	l.wg.Add(1)
+	return true
+}
+
+func (l *Listener) untrack(c *conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+	l.wg.Done()
+}
+
+// Accept returns the next connection handed to net/http.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.handoff:
+		return c, nil
+	case err := <-l.errs:
+		return nil, err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting, closes the front's idle connections and lets
+// those answering a request close after it, as http.Server.Shutdown does
+// with its own.
+func (l *Listener) Close() error {
+	var err error
+	l.once.Do(func() {
+		l.mu.Lock()
+		l.closing.Store(true)
+		l.mu.Unlock()
+		close(l.done)
+		err = l.ln.Close()
+		l.closeConns(false)
+	})
+	return err
+}
+
+// closeConns closes the front's connections: the idle ones, or all.
+func (l *Listener) closeConns(all bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		if all || c.state.CompareAndSwap(stateIdle, stateClosed) {
+			c.nc.Close()
+		}
+	}
+}
+
+// Wait waits, after Close, for the front's connections to end; when ctx
+// ends first, it closes them and returns ctx's error once they ended.
+func (l *Listener) Wait(ctx context.Context) error {
+	ended := make(chan struct{})
+	go func() {
+		l.wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		return nil
+	case <-ctx.Done():
+		l.closeConns(true)
+		<-ended
+		return ctx.Err()
+	}
+}
+
+// Addr returns the inner listener's address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// conn is a connection the front reads.
+type conn struct {
+	l        *Listener
+	nc       net.Conn
+	accepted time.Time
+	state    atomic.Int32 // stateIdle, stateActive or stateClosed
+
+	buf  []byte // HeadBytes; buf[:n] read and not yet answered
+	n    int
+	head []byte    // the answer's head (Writer)
+	vec  [2][]byte // Writer's writev(2) of the head and a body
+	bufs net.Buffers
+	w    Writer // reused: a Writer per request was an allocation
+}
+
+// A connection is idle while it waits for a request (Close may close it),
+// active from the first byte of a head to the end of the answer.
+const (
+	stateIdle int32 = iota
+	stateActive
+	stateClosed
+)
+
+func (c *conn) serve() {
+	defer c.l.untrack(c)
+	c.buf = make([]byte, HeadBytes)
+	req := Request{nc: c.nc}
+	for fresh := true; ; fresh = false {
+		used, ok := c.readRequest(&req, fresh)
+		if !ok {
+			c.nc.Close()
+			return
+		}
+		c.w = Writer{c: c}
+		w := &c.w
+		if used == 0 || !c.l.handler(w, &req) {
+			if w.started {
+				// A Handler that declined what it began to answer: the
+				// answer is broken, and so is the connection.
+				c.nc.Close()
+				return
+			}
+			c.handOff()
+			return
+		}
+		c.n = copy(c.buf, c.buf[used:c.n])
+		if w.failed || c.n == 0 && !c.state.CompareAndSwap(stateActive, stateIdle) || c.l.closing.Load() {
+			c.nc.Close()
+			return
+		}
+	}
+}
+
+// readRequest reads until c.buf holds a whole head and parses it into req,
+// returning the head's length, or 0 when the request is not plain. It
+// returns !ok when the connection ended: closed by the client or by
+// Close, or out of time.
+func (c *conn) readRequest(req *Request, fresh bool) (used int, ok bool) {
+	var deadline time.Time // the one set; zero: none
+	if fresh && c.l.cfg.HeaderTimeout > 0 {
+		deadline = c.accepted.Add(c.l.cfg.HeaderTimeout)
+		c.nc.SetReadDeadline(deadline)
+	}
+	for {
+		if c.n > 0 {
+			// Bytes of a request: the connection is no longer idle, unless
+			// Close took it first.
+			if c.state.Load() == stateIdle && !c.state.CompareAndSwap(stateIdle, stateActive) {
+				return 0, false
+			}
+			used, more := parse(c.buf[:c.n], req)
+			if used > 0 || !more || c.n == len(c.buf) {
+				if !deadline.IsZero() {
+					c.nc.SetReadDeadline(time.Time{})
+				}
+				return used, true
+			}
+			if deadline.IsZero() && c.l.cfg.HeaderTimeout > 0 {
+				deadline = time.Now().Add(c.l.cfg.HeaderTimeout)
+				c.nc.SetReadDeadline(deadline)
+			}
+		}
+		m, err := c.nc.Read(c.buf[c.n:])
+		c.n += m
+		if err != nil && m == 0 {
+			return 0, false
+		}
+	}
+}
+
+// handOff gives the connection, with the bytes read from it, to net/http.
+func (c *conn) handOff() {
+	hc := newHanded(c.nc, c.buf[:c.n])
+	select {
+	case c.l.handoff <- hc:
+	case <-c.l.done:
+		c.nc.Close()
+	}
+}

@@ -1,0 +1,308 @@
+package httpfront
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testFront serves handler through a Listener in front of an http.Server
+// whose own handler answers every request with "net/http PATH".
+type testFront struct {
+	l    *Listener
+	srv  *http.Server
+	addr string
+}
+
+func startFront(t *testing.T, handler Handler, cfg Config) *testFront {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := &testFront{l: Listen(ln, handler, cfg), addr: ln.Addr().String()}
+	tf.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "net/http "+r.URL.Path)
+	})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		tf.srv.Serve(tf.l)
+	}()
+	t.Cleanup(func() {
+		tf.srv.Close()
+		<-served
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := tf.l.Wait(ctx); err != nil {
+			t.Errorf("Wait: %v", err)
+		}
+	})
+	return tf
+}
+
+func (tf *testFront) dial(t *testing.T) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", tf.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+// fastHandler answers GET /fast/... with "front PATH" and declines the
+// rest.
+func fastHandler(w *Writer, r *Request) bool {
+	if !strings.HasPrefix(r.Path, "/fast/") {
+		return false
+	}
+	body := "front " + r.Path
+	w.Respond([]byte("HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n"), []byte(body), time.Minute)
+	return true
+}
+
+func readAnswer(t *testing.T, br *bufio.Reader) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+func get(path string, fields ...string) string {
+	return "GET " + path + " HTTP/1.1\r\nHost: test\r\n" + strings.Join(fields, "") + "\r\n"
+}
+
+// TestFrontHandsOff sends pipelined requests in one write: the front
+// answers the plain ones it takes until the first it does not, and
+// net/http gets that one and all after it, with no byte lost.
+func TestFrontHandsOff(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		requests []string
+		want     []string
+	}{
+		{"declined", []string{get("/fast/a"), get("/fast/b"), get("/slow"), get("/fast/c")},
+			[]string{"front /fast/a", "front /fast/b", "net/http /slow", "net/http /fast/c"}},
+		{"not plain", []string{get("/fast/a"), get("/fast/b", "Range: bytes=0-1\r\n"), get("/fast/c")},
+			[]string{"front /fast/a", "net/http /fast/b", "net/http /fast/c"}},
+		{"post", []string{get("/fast/a"), "POST /fast/b HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\n\r\nhello", get("/fast/c")},
+			[]string{"front /fast/a", "net/http /fast/b", "net/http /fast/c"}},
+		{"long head", []string{get("/fast/a"), get("/fast/b", "X-Long: "+strings.Repeat("x", HeadBytes)+"\r\n"), get("/fast/c")},
+			[]string{"front /fast/a", "net/http /fast/b", "net/http /fast/c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := startFront(t, fastHandler, Config{})
+			c, br := tf.dial(t)
+			if _, err := io.WriteString(c, strings.Join(tc.requests, "")); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if _, body := readAnswer(t, br); body != want {
+					t.Fatalf("answer %q, want %q", body, want)
+				}
+			}
+		})
+	}
+}
+
+// TestFrontByteAtATime sends a request a byte at a time, and then one
+// split across writes with a handed-off request.
+func TestFrontByteAtATime(t *testing.T) {
+	tf := startFront(t, fastHandler, Config{HeaderTimeout: time.Minute})
+	c, br := tf.dial(t)
+	for _, b := range []byte(get("/fast/a")) {
+		if _, err := c.Write([]byte{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, body := readAnswer(t, br); body != "front /fast/a" {
+		t.Fatalf("answer %q", body)
+	}
+	req := get("/slow")
+	io.WriteString(c, req[:7])
+	io.WriteString(c, req[7:])
+	if _, body := readAnswer(t, br); body != "net/http /slow" {
+		t.Fatalf("answer %q", body)
+	}
+}
+
+// TestFrontRespondFrom sends a file's bytes through RespondFrom (with
+// sendfile on a TCP connection), an empty body, and a send that fails
+// before its first byte, which the handler then declines.
+func TestFrontRespondFrom(t *testing.T) {
+	data := []byte(strings.Repeat("0123456789abcdef", 40000))
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tf := startFront(t, func(w *Writer, r *Request) bool {
+		var n int64
+		switch r.Path {
+		case "/file/all":
+			n = int64(len(data))
+		case "/file/empty":
+		case "/file/fail":
+			n = -1
+		default:
+			return false
+		}
+		head := []byte("HTTP/1.1 200 OK\r\nContent-Length: " + strconv.FormatInt(max(n, 0), 10) + "\r\n")
+		err := w.RespondFrom(head, time.Minute, func(dst io.Writer) error {
+			if n < 0 {
+				return errors.New("storage failed")
+			}
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(dst, io.LimitReader(f, n))
+			return err
+		})
+		return err == nil || w.Started()
+	}, Config{})
+	c, br := tf.dial(t)
+	io.WriteString(c, get("/file/all")+get("/file/empty")+get("/file/fail"))
+	if _, body := readAnswer(t, br); body != string(data) {
+		t.Fatalf("body of %d bytes, want the file's %d", len(body), len(data))
+	}
+	if resp, body := readAnswer(t, br); body != "" || resp.ContentLength != 0 {
+		t.Fatalf("empty answer: %d bytes, Content-Length %d", len(body), resp.ContentLength)
+	}
+	if _, body := readAnswer(t, br); body != "net/http /file/fail" {
+		t.Fatalf("answer %q", body)
+	}
+}
+
+// TestFrontDate checks the Date field: net/http's format, now.
+func TestFrontDate(t *testing.T) {
+	tf := startFront(t, fastHandler, Config{})
+	c, br := tf.dial(t)
+	io.WriteString(c, get("/fast/a"))
+	resp, _ := readAnswer(t, br)
+	d, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil || time.Since(d) > time.Minute || time.Until(d) > time.Second {
+		t.Fatalf("Date %q: %v", resp.Header.Get("Date"), err)
+	}
+}
+
+// TestFrontHeaderTimeout: a fresh connection that sends nothing, and one
+// that stops in the middle of a head, are closed after HeaderTimeout; a
+// connection that had an answer waits for its next request as long as it
+// takes, as net/http's without an IdleTimeout.
+func TestFrontHeaderTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	tf := startFront(t, fastHandler, Config{HeaderTimeout: timeout})
+	silent, silentBR := tf.dial(t)
+	partial, partialBR := tf.dial(t)
+	io.WriteString(partial, "GET /fast/a HTTP/1.1\r\nHo")
+	idle, idleBR := tf.dial(t)
+	io.WriteString(idle, get("/fast/a"))
+	readAnswer(t, idleBR)
+	for _, c := range []struct {
+		net.Conn
+		br *bufio.Reader
+	}{{silent, silentBR}, {partial, partialBR}} {
+		c.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, err := c.br.ReadByte(); err != io.EOF {
+			t.Fatalf("read: %v, want EOF (closed by the server)", err)
+		}
+	}
+	// Both were closed after their timeouts; the idle connection has
+	// waited as long, and longer now.
+	time.Sleep(3 * timeout)
+	io.WriteString(idle, get("/fast/b"))
+	if _, body := readAnswer(t, idleBR); body != "front /fast/b" {
+		t.Fatalf("answer %q", body)
+	}
+}
+
+// TestFrontClose: closing the listener (http.Server.Close or Shutdown)
+// closes idle connections at once, while one in the middle of an answer
+// finishes it and then closes; Wait returns once both are gone.
+func TestFrontClose(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	tf := startFront(t, func(w *Writer, r *Request) bool {
+		if r.Path == "/fast/slow" {
+			close(entered)
+			<-release
+		}
+		return fastHandler(w, r)
+	}, Config{})
+	idle, idleBR := tf.dial(t)
+	io.WriteString(idle, get("/fast/a"))
+	readAnswer(t, idleBR)
+	busy, busyBR := tf.dial(t)
+	io.WriteString(busy, get("/fast/slow")+get("/fast/next"))
+	<-entered
+	tf.l.Close()
+	idle.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := idleBR.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: %v, want EOF", err)
+	}
+	waited := make(chan error)
+	go func() { waited <- tf.l.Wait(context.Background()) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned (%v) while an answer was under way", err)
+	default:
+	}
+	close(release)
+	if _, body := readAnswer(t, busyBR); body != "front /fast/slow" {
+		t.Fatalf("answer %q", body)
+	}
+	busy.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := busyBR.ReadByte(); err != io.EOF {
+		t.Fatalf("after its answer: %v, want EOF", err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.Dial("tcp", tf.addr); err == nil {
+		t.Fatal("dialed a closed listener")
+	}
+}
+
+// TestFrontWaitCutsOff: when Wait's context ends first, it closes the
+// connections still answering.
+func TestFrontWaitCutsOff(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	tf := startFront(t, func(w *Writer, r *Request) bool {
+		close(entered)
+		<-release
+		return fastHandler(w, r)
+	}, Config{})
+	busy, busyBR := tf.dial(t)
+	io.WriteString(busy, get("/fast/slow"))
+	<-entered
+	tf.l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	waited := make(chan error)
+	go func() { waited <- tf.l.Wait(ctx) }()
+	busy.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := busyBR.ReadByte(); err != io.EOF {
+		t.Fatalf("read: %v, want EOF", err)
+	}
+	release <- struct{}{}
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait: %v", err)
+	}
+}
