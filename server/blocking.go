@@ -54,9 +54,10 @@ type blockRegistry struct {
 	mu sync.Mutex
 	// waiting lists the clients blocked on each key, in arrival order.
 	waiting map[string][]*waiter
-	// blocked counts the blocked clients: INFO's blocked_clients, and the
-	// writers' fast path (serveReady does nothing while it is zero).
-	blocked atomic.Int64
+	// blocked counts the clients blocked on keys: the writers' fast path
+	// (serveReady does nothing while it is zero), and waits those
+	// in WAIT; INFO's blocked_clients is their sum, as Redis does.
+	blocked, waits atomic.Int64
 }
 
 // waiter is one blocked client.
@@ -339,8 +340,7 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 	}
 	stop()
 	r.remove(w)
-	if ub, withError := c.unblocker.disarm(); ub && withError && res != blockAborted {
-		c.fail(msgUnblocked)
+	if ub, cause := c.unblocker.disarm(); ub && res != blockAborted && c.endBlocked(cause) {
 		return blockAborted
 	}
 	w.mu.Lock()

@@ -188,6 +188,9 @@ func (s *Server) follow(addr string) {
 	if addr == "" {
 		return
 	}
+	// Redis 7.0 ends every blocked command here, read-only ones too, and
+	// closes their connections (TestUnblockOnReplicaOf).
+	s.unblockAll()
 	l := &replLink{stop: make(chan struct{}), done: make(chan struct{})}
 	s.repl.link = l
 	s.bgWG.Add(1)
