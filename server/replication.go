@@ -72,6 +72,15 @@ type replication struct {
 	// (repllimit.go).
 	committed, limitClosed atomic.Int64
 
+	// applyMu is held by a replica while it marks the WATCHes of a
+	// batch and commits it; WATCH passes through it after registering,
+	// so that no batch marks before the registration and commits after
+	// WATCH read the key (replapply.go).
+	applyMu sync.Mutex
+	// testApplyHook, when set, runs on a replica between marking the
+	// WATCHes of a batch and committing it (replwatch_test.go).
+	testApplyHook atomic.Pointer[func()]
+
 	// swapping is set while a full sync replaces the DB: new connections
 	// are refused with LOADING. swapMu is held then; the HTTP handlers
 	// that read the DB hold it shared.
