@@ -65,7 +65,15 @@ type Batch struct {
 	// replicatedParts, set by ApplyReplicatedBatches, are the replicated
 	// batches this one was made of, which Options.OnCommit reports.
 	replicatedParts [][]byte
+	// seq is the sequence number of the first write once committed.
+	seq uint64
 }
+
+// Seq returns the sequence number Apply (or CommitAsync) gave the batch's
+// first write, its others following one by one, or 0 while it is not
+// committed: the position Options.OnCommit reported it at, by which a
+// primary can tie what it knows of the batch to the batch a replica gets.
+func (b *Batch) Seq() uint64 { return b.seq }
 
 // NewBatch returns an empty batch.
 func (db *DB) NewBatch() *Batch {
@@ -298,6 +306,7 @@ func (b *Batch) Reset() {
 	clear(b.blobs)
 	b.blobs = b.blobs[:0]
 	b.blobBytes = 0
+	b.seq = 0
 }
 
 // checkWALBatch validates a batch read from a WAL: every record must

@@ -130,6 +130,10 @@ func (c *conn) apply(b *lsmgo.Batch) error {
 		return err
 	}
 	c.willReplyAfter(p)
+	if c.s.repl.events.wantedFlags() != 0 && b.Seq() != 0 {
+		// An empty batch commits nothing and has no position.
+		c.notesSeq = b.Seq() + uint64(b.Count()) - 1
+	}
 	if c.s.tracking.active() {
 		c.s.invalidateBatch(c, b)
 	}

@@ -83,6 +83,12 @@ func (s *Server) startAcks(c *conn, rs *replicaStream) (stop func()) {
 			if err != nil {
 				return
 			}
+			if len(args) == 3 && is(args[0], "REPLCONF") && is(args[1], "NOTIFY") {
+				if f, err := parseNotifyFlags(string(args[2])); err == nil {
+					s.setReplicaNotify(rs, f)
+				}
+				continue
+			}
 			if len(args) != 3 || !is(args[0], "REPLCONF") || !is(args[1], "ACK") {
 				continue
 			}

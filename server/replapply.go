@@ -15,9 +15,8 @@ import (
 // them, and CLIENT LIST shows the link with flag M. lsmgo's link is such
 // a client too: a conn that runs no command, listed with the others and
 // killed by CLIENT KILL TYPE master (the replica reconnects and resumes).
-// Keyspace notifications are not sent for replicated writes: a batch
-// carries engine keys, not the commands that wrote them, so the event
-// names Redis would publish are unknown here (doc/replication.md).
+// Keyspace notifications come from the primary with the batches
+// (replnotify.go).
 
 // newMasterConn makes the master client of a link over nc and lists it.
 func (s *Server) newMasterConn(nc net.Conn) *conn {
