@@ -68,7 +68,15 @@ type Batch struct {
 	// resets counts Reset calls, so that an Overlay's index can tell a
 	// batch that started over and grew back past it from one that grew.
 	resets uint64
+	// seq is the sequence number of the first write once committed.
+	seq uint64
 }
+
+// Seq returns the sequence number Apply (or CommitAsync) gave the batch's
+// first write, its others following one by one, or 0 while it is not
+// committed: the position Options.OnCommit reported it at, by which a
+// primary can tie what it knows of the batch to the batch a replica gets.
+func (b *Batch) Seq() uint64 { return b.seq }
 
 // NewBatch returns an empty batch.
 func (db *DB) NewBatch() *Batch {
@@ -327,6 +335,7 @@ func (b *Batch) Reset() {
 	clear(b.blobs)
 	b.blobs = b.blobs[:0]
 	b.blobBytes = 0
+	b.seq = 0
 }
 
 // checkWALBatch validates a batch read from a WAL: every record must

@@ -127,6 +127,9 @@ func (db *DB) commit(b *Batch, wo *WriteOptions, wantSeq base.SeqNum, async bool
 	db.enqueueLocked(w)
 	db.mu.Unlock()
 	err := db.finishCommit(w)
+	if err == nil {
+		b.seq = uint64(w.seq)
+	}
 	var p Pending
 	if err == nil && async && w.sync {
 		p = Pending{db: db, walPos: w.walPos}

@@ -215,3 +215,69 @@ func TestApplyReplicatedBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBatchSeq commits seeded random batches (some with separated
+// values) from several writers at once and checks that each batch's Seq
+// is the position OnCommit reported it at, with its own records.
+func TestBatchSeq(t *testing.T) {
+	mem := vfs.NewMem()
+	var mu sync.Mutex
+	reported := map[uint64][]byte{}
+	opts := ckptOptions(mem)
+	opts.OnCommit = func(seq uint64, data []byte) {
+		mu.Lock()
+		reported[seq] = bytes.Clone(data)
+		mu.Unlock()
+	}
+	db := openTestDB(t, "/db", opts)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range 100 {
+				b := randomReplBatch(db, rng, map[string]string{}, fmt.Sprintf("w%d-", w))
+				if b.Seq() != 0 {
+					errs <- fmt.Errorf("an uncommitted batch has Seq %d", b.Seq())
+					return
+				}
+				if err := db.Apply(b, nil); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				data, ok := reported[b.Seq()]
+				mu.Unlock()
+				var first []byte
+				b.ForEachKey(func(k []byte) {
+					if first == nil {
+						first = bytes.Clone(k)
+					}
+				})
+				var got []byte
+				if ok {
+					ForEachReplicatedKey(data, func(k []byte) {
+						if got == nil {
+							got = bytes.Clone(k)
+						}
+					})
+				}
+				if !bytes.Equal(got, first) {
+					errs <- fmt.Errorf("Seq %d: OnCommit reported a batch starting with %q there, the batch starts with %q", b.Seq(), got, first)
+					return
+				}
+				if b.Reset(); b.Seq() != 0 {
+					errs <- errors.New("Reset kept Seq")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

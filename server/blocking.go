@@ -54,9 +54,10 @@ type blockRegistry struct {
 	mu sync.Mutex
 	// waiting lists the clients blocked on each key, in arrival order.
 	waiting map[string][]*waiter
-	// blocked counts the blocked clients: INFO's blocked_clients, and the
-	// writers' fast path (serveReady does nothing while it is zero).
-	blocked atomic.Int64
+	// blocked counts the clients blocked on keys: the writers' fast path
+	// (serveReady does nothing while it is zero), and waits those
+	// in WAIT; INFO's blocked_clients is their sum, as Redis does.
+	blocked, waits atomic.Int64
 }
 
 // waiter is one blocked client.
@@ -129,6 +130,10 @@ func (c *conn) apply(b *lsmgo.Batch) error {
 		return err
 	}
 	c.willReplyAfter(p)
+	if c.s.repl.events.wantedFlags() != 0 && b.Seq() != 0 {
+		// An empty batch commits nothing and has no position.
+		c.notesSeq = b.Seq() + uint64(b.Count()) - 1
+	}
 	if c.s.tracking.active() {
 		c.s.invalidateBatch(c, b)
 	}
@@ -339,8 +344,7 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 	}
 	stop()
 	r.remove(w)
-	if ub, withError := c.unblocker.disarm(); ub && withError && res != blockAborted {
-		c.fail(msgUnblocked)
+	if ub, cause := c.unblocker.disarm(); ub && res != blockAborted && c.endBlocked(cause) {
 		return blockAborted
 	}
 	w.mu.Lock()

@@ -130,6 +130,9 @@ type conn struct {
 	// notes are the keyspace events of writes not yet committed
 	// (notify.go).
 	notes []keyEvent
+	// notesSeq is the last sequence number the writes of the waiting
+	// notes committed at, while replicas want events (replnotify.go).
+	notesSeq uint64
 
 	elemBuf []byte // collection element keys under construction
 	// vals holds the values of the running command's collection point

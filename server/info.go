@@ -112,7 +112,7 @@ func (s *Server) infoClients(b *strings.Builder) error {
 	b.WriteString("# Clients\r\n")
 	field(b, "connected_clients", s.clientCount())
 	field(b, "maxclients", s.config().MaxClients)
-	field(b, "blocked_clients", s.blocked.blocked.Load())
+	field(b, "blocked_clients", s.blocked.blocked.Load()+s.blocked.waits.Load())
 	field(b, "tracking_clients", s.tracking.clients.Load())
 	return nil
 }

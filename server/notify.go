@@ -154,9 +154,10 @@ type keyEvent struct {
 	db    int
 }
 
-// notifying reports whether events of class are published now.
+// notifying reports whether events of class are published now, here or
+// on a replica (replnotify.go).
 func (s *Server) notifying(class notifyFlags) bool {
-	f := s.config().NotifyKeyspaceEvents
+	f := s.config().NotifyKeyspaceEvents | s.repl.events.wantedFlags()
 	return f&class != 0 && f&(notifyKeyspace|notifyKeyevent) != 0
 }
 
@@ -190,6 +191,15 @@ func (c *conn) flushNotes() {
 	if len(c.notes) == 0 || c.exec != nil || len(c.pending.cmds) > 0 {
 		return
 	}
+	if c.s.repl.events.wantedFlags() != 0 {
+		after := c.notesSeq
+		if after == 0 {
+			// Events of a command that committed nothing of its own.
+			after = c.s.db.LastSeq()
+		}
+		c.s.repl.events.add(after, c.notes)
+	}
+	c.notesSeq = 0
 	for i := range c.notes {
 		n := &c.notes[i]
 		c.s.publishKeyEvent(c, n.class, n.event, n.key, n.db)
@@ -203,6 +213,7 @@ func (c *conn) flushNotes() {
 func (c *conn) dropNotes() {
 	clear(c.notes)
 	c.notes = c.notes[:0]
+	c.notesSeq = 0
 }
 
 // publishKeyEvent publishes one event on the keyspace and keyevent

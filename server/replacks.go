@@ -83,6 +83,12 @@ func (s *Server) startAcks(c *conn, rs *replicaStream) (stop func()) {
 			if err != nil {
 				return
 			}
+			if len(args) == 3 && is(args[0], "REPLCONF") && is(args[1], "NOTIFY") {
+				if f, err := parseNotifyFlags(string(args[2])); err == nil {
+					s.setReplicaNotify(rs, f)
+				}
+				continue
+			}
 			if len(args) != 3 || !is(args[0], "REPLCONF") || !is(args[1], "ACK") {
 				continue
 			}
@@ -221,6 +227,7 @@ func cmdWait(c *conn, _ *command, args [][]byte) error {
 	}
 	unblocked := c.unblocker.arm(nil)
 	c.setState(stateBlocked, true)
+	s.blocked.waits.Add(1)
 	// The replicas are asked once; after that they acknowledge each
 	// burst of batches they apply anyway.
 	for ask := true; int64(n) < want; ask = false {
@@ -238,9 +245,10 @@ func cmdWait(c *conn, _ *command, args [][]byte) error {
 		break
 	}
 	n = s.ackedReplicas(seq, false)
+	s.blocked.waits.Add(-1)
 	c.setState(stateBlocked, false)
-	if _, withError := c.unblocker.disarm(); withError {
-		return redisError(msgUnblocked)
+	if _, cause := c.unblocker.disarm(); c.endBlocked(cause) {
+		return nil
 	}
 	c.wr.Int(int64(n))
 	return nil

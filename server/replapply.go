@@ -15,9 +15,8 @@ import (
 // them, and CLIENT LIST shows the link with flag M. lsmgo's link is such
 // a client too: a conn that runs no command, listed with the others and
 // killed by CLIENT KILL TYPE master (the replica reconnects and resumes).
-// Keyspace notifications are not sent for replicated writes: a batch
-// carries engine keys, not the commands that wrote them, so the event
-// names Redis would publish are unknown here (doc/replication.md).
+// Keyspace notifications come from the primary with the batches
+// (replnotify.go).
 
 // newMasterConn makes the master client of a link over nc and lists it.
 func (s *Server) newMasterConn(nc net.Conn) *conn {
@@ -44,7 +43,7 @@ func (s *Server) listedClients() []*conn {
 // applyReplicated applies consecutive batches of the primary as one
 // commit (replApplier gathers them) and then does what a Redis replica
 // does after a master's commands: marks the WATCHes of the keys they
-// write (before the commit, as a local write does), sends their tracking
+// write (before the commit, as a local write does: touchAndApply), sends their tracking
 // invalidations, and serves the clients blocked on them. Batches that
 // change the map of databases (FLUSHDB, FLUSHALL, SWAPDB) make the new
 // map this replica's, as changeDBs does on the primary.
@@ -88,8 +87,7 @@ func (s *Server) commitReplicated(mc *conn, batches [][]byte, keys func(func(k [
 		held := mc.lockAll()
 		defer mc.unlock(held)
 	}
-	s.ks.watches.touchKeys(keys, s.ks.dbs.Load())
-	if err := s.db.ApplyReplicatedBatches(batches, nil); err != nil {
+	if err := s.touchAndApply(batches, keys); err != nil {
 		return false, err
 	}
 	if !dbsChanged {
@@ -105,6 +103,20 @@ func (s *Server) commitReplicated(mc *conn, batches [][]byte, keys func(func(k [
 		flushed = flushed || db < len(old.ns) && ns >= old.next
 	}
 	return flushed, nil
+}
+
+// touchAndApply marks the WATCHes of the keys the batches write and
+// commits them, holding applyMu: a local writer holds its keys' stripes
+// from the marking to the commit, which WATCH waits for; the replica's
+// link takes none, so WATCH waits on applyMu instead (cmdWatch).
+func (s *Server) touchAndApply(batches [][]byte, keys func(func(k []byte))) error {
+	s.repl.applyMu.Lock()
+	defer s.repl.applyMu.Unlock()
+	s.ks.watches.touchKeys(keys, s.ks.dbs.Load())
+	if hook := s.repl.testApplyHook.Load(); hook != nil {
+		(*hook)()
+	}
+	return s.db.ApplyReplicatedBatches(batches, nil)
 }
 
 // replApplyBytes bounds the batches a replica commits at once.

@@ -27,8 +27,8 @@ import (
 // replStreamVersion is the newest version of the LSMSYNC stream: the
 // framing above and the engine's replicated batch encoding. Version 2 adds
 // the full sync (replfullsync.go); a version 1 replica that cannot resume
-// is refused, as before.
-const replStreamVersion = 2
+// is refused, as before. Version 3 adds keyspace events (replnotify.go).
+const replStreamVersion = 3
 
 // replPingInterval is how often an idle stream says it is alive.
 const replPingInterval = time.Second
@@ -53,6 +53,11 @@ type replication struct {
 	replicas map[uint64]*replicaStream
 	acks     ackBoard
 	failover failoverState
+	// events are the keyspace events the replicas want (replnotify.go).
+	events replEvents
+	// peerVersion is the stream version this replica asks its primary
+	// for: the newest, or 2 once the primary refused it.
+	peerVersion atomic.Int32
 
 	// master is the master client of the link to the primary while it
 	// is connected (replapply.go).
@@ -72,6 +77,15 @@ type replication struct {
 	// (repllimit.go).
 	committed, limitClosed atomic.Int64
 
+	// applyMu is held by a replica while it marks the WATCHes of a
+	// batch and commits it; WATCH passes through it after registering,
+	// so that no batch marks before the registration and commits after
+	// WATCH read the key (replapply.go).
+	applyMu sync.Mutex
+	// testApplyHook, when set, runs on a replica between marking the
+	// WATCHes of a batch and committing it (replwatch_test.go).
+	testApplyHook atomic.Pointer[func()]
+
 	// swapping is set while a full sync replaces the DB: new connections
 	// are refused with LOADING. swapMu is held then; the HTTP handlers
 	// that read the DB hold it shared.
@@ -85,6 +99,8 @@ type replicaStream struct {
 	port int // its listening port, from LSMSYNC, else 0
 	replicaAcks
 	out replicaOutput
+	// notify is the classes of keyspace events it wants (REPLCONF NOTIFY).
+	notify atomic.Uint32
 }
 
 // replLink is the goroutine following a primary.
@@ -179,6 +195,7 @@ func (s *Server) follow(addr string) {
 	}
 	promoted := s.repl.primary != "" && addr == ""
 	s.repl.primary = addr
+	s.repl.peerVersion.Store(replStreamVersion)
 	s.repl.linkUp.Store(false)
 	s.repl.following.Store(addr != "")
 	if promoted {
@@ -188,6 +205,9 @@ func (s *Server) follow(addr string) {
 	if addr == "" {
 		return
 	}
+	// Redis 7.0 ends every blocked command here, read-only ones too, and
+	// closes their connections (TestUnblockOnReplicaOf).
+	s.unblockAll()
 	l := &replLink{stop: make(chan struct{}), done: make(chan struct{})}
 	s.repl.link = l
 	s.bgWG.Add(1)
@@ -274,6 +294,7 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 	}
 	var batches replApplier
 	var v resp.Value
+	var announced notifyFlags // the classes announced on this link
 	for held := false; ; {
 		if !held {
 			// The primary pings every second when idle.
@@ -286,6 +307,11 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 		s.repl.lastIO.Store(time.Now().Unix())
 		switch v.Type {
 		case '-':
+			if strings.Contains(v.Err, "unsupported replication stream version") && s.repl.peerVersion.Load() > 2 {
+				// An older primary: ask again for version 2, without
+				// keyspace events.
+				s.repl.peerVersion.Store(2)
+			}
 			return fmt.Errorf("primary refused: %s", v.Err)
 		case '+':
 			f := strings.Fields(string(v.Str))
@@ -302,8 +328,12 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 				}
 				s.log.Info("replication: full sync done", "primary", addr, "at", from-1)
 			default:
-				// +PING: an idle stream's, answered with an acknowledgement.
+				// +PING: an idle stream's, answered with an acknowledgement
+				// (and a change of notify-keyspace-events, if any).
 				if err := s.sendAck(nc); err != nil {
+					return err
+				}
+				if err := s.announceNotify(nc, &announced); err != nil {
 					return err
 				}
 				continue
@@ -316,6 +346,9 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 			s.repl.downSince.Store(0)
 			s.log.Info("replication link to primary up", "primary", addr, "from", from)
 			if err := s.sendAck(nc); err != nil {
+				return err
+			}
+			if err := s.announceNotify(nc, &announced); err != nil {
 				return err
 			}
 		case '$':
@@ -337,6 +370,12 @@ func (s *Server) followOnce(addr string, stop chan struct{}) error {
 				}
 			}
 		case '*':
+			if isEvents(v) {
+				if err := s.publishReplicatedEvents(mc, v); err != nil {
+					return err
+				}
+				continue
+			}
 			if !isGetAck(v) {
 				return errors.New("unexpected command on the replication stream")
 			}
@@ -383,7 +422,11 @@ func (s *Server) syncRequest(from uint64) []byte {
 	if a, ok := s.Addr().(*net.TCPAddr); ok && port == 0 {
 		port = a.Port
 	}
-	args := [][]byte{[]byte("LSMSYNC"), []byte(strconv.Itoa(replStreamVersion)),
+	version := int(s.repl.peerVersion.Load())
+	if version == 0 {
+		version = replStreamVersion
+	}
+	args := [][]byte{[]byte("LSMSYNC"), []byte(strconv.Itoa(version)),
 		[]byte(s.repl.datasetID()), strconv.AppendUint(nil, from, 10), []byte(strconv.Itoa(port)),
 		[]byte(s.followedStream())}
 	if cfg.ReplicaAnnounceIP != "" {
@@ -462,6 +505,7 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	defer func() {
 		s.repl.mu.Lock()
 		delete(s.repl.replicas, c.id)
+		s.repl.recomputeWanted()
 		s.repl.mu.Unlock()
 	}()
 	if full {
@@ -528,6 +572,9 @@ const replReadLimit = 256 << 10
 func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 	wake := s.repl.backlog.watch()
 	defer s.repl.backlog.unwatch(wake)
+	evWake := s.repl.events.watch()
+	defer s.repl.events.unwatch(evWake)
+	evCursor := s.repl.events.cursorFrom(from)
 	ping := time.NewTicker(replPingInterval)
 	defer ping.Stop()
 	var buf []byte
@@ -543,6 +590,15 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 		}
 		c.wr.Raw(buf)
 		rs.out.sent.Add(int64(len(buf)))
+		if rs.notify.Load() != 0 {
+			// The events of the writes sent, after them.
+			var lost uint64
+			buf, evCursor, lost = s.repl.events.read(buf[:0], evCursor, from)
+			c.wr.Raw(buf)
+			if lost > 0 {
+				s.log.Warn("replication: a replica fell behind the keyspace events; some are not sent", "replica", c.nc.RemoteAddr().String(), "records", lost)
+			}
+		}
 		if !caughtUp {
 			continue
 		}
@@ -552,6 +608,7 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 		}
 		select {
 		case <-wake:
+		case <-evWake:
 		case <-ping.C:
 			c.wr.SimpleString("PING")
 		case <-rs.getAck:

@@ -278,15 +278,23 @@ func cmdWatch(c *conn, _ *command, args [][]byte) error {
 	if c.tx != nil {
 		return redisError("ERR WATCH inside MULTI is not allowed")
 	}
-	c.useDBToRead()
+	// A writer marks the watchers of its keys before its commit, holding
+	// their stripes until the commit is visible (ks.apply); a replica's
+	// link does so holding applyMu. So WATCH registers and reads holding
+	// the stripes, and passes through applyMu in between: a write that
+	// marked before the registration is visible to the read, and any
+	// later one marks this client.
+	held := c.lock(args[1:], 1)
+	defer c.unlock(held)
 	for _, key := range args[1:] {
 		reg := string(watchKey(nil, c.db, key))
 		if c.watches(reg) {
 			continue
 		}
-		// Registered before it is read: a write in between marks the
-		// client, so no change can fall between the two.
 		c.s.ks.watches.add(c, reg)
+		c.s.repl.applyMu.Lock()
+		//lint:ignore SA2001 a barrier: see above
+		c.s.repl.applyMu.Unlock()
 		exists, err := c.s.ks.exists(c.s.ks.latest(), &c.scratch, key)
 		if err != nil {
 			return err
