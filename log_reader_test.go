@@ -157,7 +157,7 @@ func TestLogReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK() {
+	if !rep.OK() || len(rep.Warnings) > 0 {
 		t.Fatalf("check with retained WAL files: %v", rep)
 	}
 }

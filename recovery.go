@@ -709,7 +709,7 @@ func (db *DB) removeObsoleteFiles() {
 		}
 		switch {
 		case t == base.FileTypeLog && num < logNum:
-			db.retireLog(num, db.oldBlobs(names))
+			db.retireLog(num, oldBlobs(names, logNum))
 		case t == base.FileTypeTable && !live[num],
 			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
 			t == base.FileTypeTemp:

@@ -60,7 +60,7 @@ func (db *DB) loadRetained(names []string) {
 	r.size, r.age = db.opts.WALRetainSize, db.opts.WALRetainAge
 	defer func() {
 		if len(r.files) > 0 {
-			r.files[len(r.files)-1].blobs = db.oldBlobs(names)
+			r.files[len(r.files)-1].blobs = oldBlobs(names, db.vs.LogNum())
 			db.blobs.pin(r.files[len(r.files)-1].blobs...)
 		}
 	}()
@@ -88,7 +88,7 @@ func (db *DB) loadRetained(names []string) {
 // older than every live WAL: the only ones a WAL that is not live can
 // point into, since a record's blob file is made before its record is
 // written, and its WAL before the next one.
-func (db *DB) oldBlobs(names []string) []base.FileNum {
+func oldBlobs(names []string, logNum base.FileNum) []base.FileNum {
 	var blobs []base.FileNum
 	live := base.FileNum(math.MaxUint64)
 	for _, name := range names {
@@ -97,7 +97,7 @@ func (db *DB) oldBlobs(names []string) []base.FileNum {
 		case !ok:
 		case t == base.FileTypeBlob:
 			blobs = append(blobs, num)
-		case t == base.FileTypeLog && num >= db.vs.LogNum():
+		case t == base.FileTypeLog && num >= logNum:
 			live = min(live, num)
 		}
 	}
