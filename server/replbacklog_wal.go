@@ -32,10 +32,14 @@ func replBacklogSettings() []*setting {
 }
 
 // openRetained returns a reader of the retained WAL from position from,
-// or why it cannot serve it. A position at or before one where reading
-// the WAL failed is not tried again: the stream that met the failure
-// sent NOBACKLOG, and its replica takes a full copy.
+// or why it cannot serve it. repl-backlog-size 0 turns the WAL part of
+// the backlog off, the live WAL files included. A position at or before
+// one where reading the WAL failed is not tried again: the stream that
+// met the failure sent NOBACKLOG, and its replica takes a full copy.
 func (s *Server) openRetained(from uint64) (*lsmgo.LogReader, string) {
+	if s.config().ReplBacklogSize == 0 {
+		return nil, "off (repl-backlog-size 0)"
+	}
 	if bad := s.repl.walBad.Load(); bad != 0 && from <= bad {
 		return nil, fmt.Sprintf("the retained WAL failed at %d", bad)
 	}

@@ -573,7 +573,11 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64, retained
 		if retained != nil {
 			var err error
 			buf, caughtUp, err = s.readRetained(retained, buf[:0], replReadLimit)
-			from, ok = retained.Pos(), err == nil
+			if from = retained.Pos(); err != nil {
+				c.quit = true
+				return redisError(fmt.Sprintf("NOBACKLOG the retained WAL cannot serve position %d", from))
+			}
+			ok = true
 		} else {
 			buf, from, caughtUp, ok = s.repl.backlog.read(from, buf[:0], replReadLimit)
 			if !ok {
