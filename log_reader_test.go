@@ -481,3 +481,57 @@ func FuzzLogReader(f *testing.F) {
 		}
 	})
 }
+
+// TestLogReaderFollowsWrites reads the log while a writer commits and
+// the WAL rotates under it: the reader, retrying at io.EOF, gets every
+// batch in order, as OnCommit reported them.
+func TestLogReaderFollowsWrites(t *testing.T) {
+	mem := vfs.NewMem()
+	var log commitLog
+	db := openTestDB(t, "/db", retainOptions(mem, &log))
+	rng := rand.New(rand.NewPCG(23, 7))
+	writeReplBatches(t, db, rng, 1, "a")
+	first, _ := batchSeq(t, log.all()[0])
+	lr, err := db.NewLogReader(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	const n = 600
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		model := map[string]string{}
+		wrng := rand.New(rand.NewPCG(23, 8))
+		for range n {
+			if err := db.Apply(randomReplBatch(db, wrng, model, "b"), nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var got [][]byte
+	for deadline := time.Now().Add(60 * time.Second); len(got) < n+1; {
+		data, err := lr.Next()
+		if errors.Is(err, io.EOF) {
+			if time.Now().After(deadline) {
+				t.Fatalf("read %d batches of %d", len(got), n+1)
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, bytes.Clone(data))
+	}
+	<-done
+	all := log.all()
+	if len(all) != n+1 {
+		t.Fatalf("OnCommit reported %d batches, want %d", len(all), n+1)
+	}
+	checkPrefixOf(t, got, all)
+	if n := len(retainedNames(t, mem, "/db")); n < 3 {
+		t.Fatalf("%d retained files: the WAL did not rotate under the reader", n)
+	}
+}
