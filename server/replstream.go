@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,7 +77,16 @@ func (s *Server) loadStream() error {
 	s.repl.stream.Store(&id)
 	s.repl.prev.Store(prev)
 	s.repl.streamStart.Store(s.repl.backlog.extentNext())
-	return s.writeStreamFile("-")
+	if err := s.writeStreamFile("-"); err != nil {
+		// Without the file the next start takes a new id that continues
+		// nothing: replicas may need a new copy, never more. A file
+		// left from an earlier run would be wrong, so it must go.
+		if rerr := os.Remove(s.replFile(streamFile)); rerr != nil && !os.IsNotExist(rerr) {
+			return errors.Join(err, rerr)
+		}
+		s.log.Warn("replication: cannot record the stream id; replicas may need a new copy after a crash", "err", err)
+	}
+	return nil
 }
 
 // newStream starts a new history here on promotion, which continues the
