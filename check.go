@@ -464,6 +464,17 @@ func (e *logEnd) report(c *checker, recordsFollow bool) {
 // checkStrayFiles warns about files Open would delete.
 func (c *checker) checkStrayFiles(vs *manifest.VersionSet) {
 	live := vs.LiveFiles()
+	// Retained WAL files keep the blob files older than the live WALs
+	// (loadRetained).
+	heldForWAL := map[base.FileNum]bool{}
+	for _, name := range c.names {
+		if t, _, ok := base.ParseFilename(name); ok && t == base.FileTypeRetainedLog {
+			for _, num := range oldBlobs(c.names, vs.LogNum()) {
+				heldForWAL[num] = true
+			}
+			break
+		}
+	}
 	for _, name := range c.names {
 		t, num, ok := base.ParseFilename(name)
 		if !ok {
@@ -479,7 +490,7 @@ func (c *checker) checkStrayFiles(vs *manifest.VersionSet) {
 			why = "manifest not named by CURRENT"
 		case t == base.FileTypeTemp:
 			why = "temporary file"
-		case t == base.FileTypeBlob && !c.pointedTo[num]:
+		case t == base.FileTypeBlob && !c.pointedTo[num] && !heldForWAL[num]:
 			why = "blob file no table or WAL record points into"
 		default:
 			continue

@@ -89,8 +89,10 @@ func (db *DB) flushLoop() {
 			db.m.flushBytes.Add(int64(f.Size))
 		}
 		db.updateReadStateLocked()
+		// A retained WAL pins the blob files of its pointers before the
+		// memtable lets them go.
+		db.retireLog(m.logNum, m.blobPins)
 		m.unref() // the list's reference; reads may still hold theirs
-		db.removeFile(base.FileTypeLog, m.logNum)
 		db.mu.cond.Broadcast()
 		db.maybeScheduleCompaction()
 	}

@@ -46,6 +46,8 @@ type DB struct {
 	wal walWriter
 	// blobs holds the values separated from the tree (ValueThreshold).
 	blobs blobFiles
+	// retain lists the WAL files kept after their flush (wal_retain.go).
+	retain walRetention
 
 	// pub orders the publication of committed batches: queue holds the
 	// registered batches in sequence order, and visibleSeq moves past a
@@ -219,6 +221,7 @@ func (db *DB) open() error {
 	}
 	db.blobs.logger = db.opts.Logger
 	db.blobs.addExisting(names)
+	db.loadRetained(names)
 	if err := db.recover(names); err != nil {
 		return err
 	}

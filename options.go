@@ -247,6 +247,19 @@ type Options struct {
 	// replica following the commits sees as one.
 	OnCommit func(seq uint64, data []byte)
 
+	// WALRetainSize, when positive, keeps each WAL file after its
+	// memtable is flushed, renamed NNNNNN.rlog, instead of deleting it,
+	// up to this many bytes of such files in all (the oldest go first),
+	// so that NewLogReader can read the committed batches back: a
+	// primary's replication backlog that outlives a restart. Recovery
+	// never reads a retained file. 0 (the default) deletes each WAL once
+	// flushed. SetWALRetention changes it on an open DB.
+	WALRetainSize int64
+	// WALRetainAge, when positive, also deletes a retained WAL file once
+	// it has been retained this long (checked at each flush and each
+	// NewLogReader). 0: no age bound.
+	WALRetainAge time.Duration
+
 	// blobFileSize, when set (by tests), replaces blobTargetFileSize, so
 	// that a test writing a few hundred KiB sees blob files retired and
 	// collected.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
@@ -60,8 +61,9 @@ func (db *DB) recover(names []string) error {
 	if err != nil {
 		return err
 	}
+	blobs := slices.Collect(maps.Keys(r.blobFiles))
 	for _, num := range logs {
-		db.removeFile(base.FileTypeLog, num)
+		db.retireLog(num, blobs)
 	}
 	r.reportDropped()
 	db.resumeWrites(log, r.maxSeq, nil)
@@ -706,8 +708,9 @@ func (db *DB) removeObsoleteFiles() {
 			continue
 		}
 		switch {
+		case t == base.FileTypeLog && num < logNum:
+			db.retireLog(num, oldBlobs(names, logNum))
 		case t == base.FileTypeTable && !live[num],
-			t == base.FileTypeLog && num < logNum,
 			t == base.FileTypeManifest && num != db.vs.ManifestFileNum(),
 			t == base.FileTypeTemp:
 			db.removeFile(t, num)

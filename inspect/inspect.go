@@ -41,7 +41,7 @@ type DumpOptions struct {
 
 // Dump prints target to w: for a DB directory, the current version level
 // by level; for a table (.sst), its properties and, with Entries, its
-// entries; for a WAL (.log), every batch with its entries; for a MANIFEST,
+// entries; for a WAL (.log, or .rlog: retained), every batch with its entries; for a MANIFEST,
 // every version edit. An error means target could not be read whole; what
 // was printed before it stands.
 func Dump(w io.Writer, target string, opts DumpOptions) error {
@@ -72,12 +72,12 @@ func (d *dumper) dump(target string) error {
 	switch {
 	case ok && t == base.FileTypeTable:
 		return d.dumpTable(target, st.Size())
-	case ok && t == base.FileTypeLog:
+	case ok && (t == base.FileTypeLog || t == base.FileTypeRetainedLog):
 		return d.dumpLog(target)
 	case ok && t == base.FileTypeManifest:
 		return d.dumpManifest(target)
 	}
-	return fmt.Errorf("%s: not a table (.sst), WAL (.log) or MANIFEST file", target)
+	return fmt.Errorf("%s: not a table (.sst), WAL (.log, .rlog) or MANIFEST file", target)
 }
 
 // dumpDir prints the current version the manifest describes, then the

@@ -15,7 +15,7 @@ import (
 // command's tests check the output line by line on a real directory.
 func TestDump(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := lsmgo.Open("db", &lsmgo.Options{FS: fs})
+	db, err := lsmgo.Open("db", &lsmgo.Options{FS: fs, WALRetainSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,13 +66,19 @@ func TestDump(t *testing.T) {
 				kinds++
 				want(out, "batch seqnum", `"in the WAL"`)
 			}
+		case strings.HasSuffix(name, ".rlog"):
+			// The WAL of the flushed write, retained.
+			if out := dump(path, inspect.DumpOptions{}); strings.Contains(out, "flushed") {
+				kinds++
+				want(out, "batch seqnum", `"to a table"`)
+			}
 		case strings.HasPrefix(name, "MANIFEST-"):
 			kinds++
 			want(dump(path, inspect.DumpOptions{}), "version edit", "add L0 ")
 		}
 	}
-	if kinds != 3 {
-		t.Errorf("dumped %d of the 3 kinds of file in %v", kinds, names)
+	if kinds != 4 {
+		t.Errorf("dumped %d of the 4 kinds of file in %v", kinds, names)
 	}
 	if err := inspect.Dump(&strings.Builder{}, "db/CURRENT", inspect.DumpOptions{FS: fs}); err == nil || !strings.Contains(err.Error(), "not a table") {
 		t.Errorf("Dump of CURRENT: %v, want an error saying it is not a table, WAL or MANIFEST", err)

@@ -59,6 +59,14 @@ type Config struct {
 	// Redis.
 	MinReplicasToWrite int
 	MinReplicasMaxLag  time.Duration
+	// ReplBacklogSize and ReplBacklogTTL bound the replication backlog
+	// kept on disk: the WAL files kept after their flush, from which a
+	// replica resumes, also after a restart of this server
+	// ("repl-backlog-size" in bytes, "repl-backlog-ttl" in seconds, 0:
+	// no age bound; live). Default 256 MiB and 3600 s
+	// (doc/replication.md, "Backlog").
+	ReplBacklogSize int64
+	ReplBacklogTTL  time.Duration
 	// ReplicaPriority is what INFO shows Sentinel as slave_priority:
 	// lower is promoted first, 0 never ("replica-priority", or
 	// "slave-priority"; live). Default 100.
@@ -306,6 +314,8 @@ func DefaultConfig() Config {
 		ProtectedMode:                 true,
 		ReplicaReadOnly:               true,
 		MinReplicasMaxLag:             10 * time.Second,
+		ReplBacklogSize:               256 << 20,
+		ReplBacklogTTL:                time.Hour,
 		ReplicaPriority:               100,
 		ReplicaAnnounced:              true,
 		MaxClients:                    10000,
@@ -495,7 +505,7 @@ var settings = append([]*setting{
 	fixedSetting("appendonly", "yes"),
 	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
 		func(c *Config) *int { return &c.Databases }),
-}, append(replicaSettings(), noEffectSettings()...)...)
+}, append(append(replicaSettings(), replBacklogSettings()...), noEffectSettings()...)...)
 
 func lookupSetting(name string) *setting {
 	for _, s := range settings {

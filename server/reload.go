@@ -130,6 +130,9 @@ func (s *Server) setLocked(values map[string]string) error {
 	if next.RequirePass != prev.RequirePass {
 		s.acl.setDefaultPassword(next.RequirePass)
 	}
+	if next.ReplBacklogSize != prev.ReplBacklogSize || next.ReplBacklogTTL != prev.ReplBacklogTTL {
+		s.db.SetWALRetention(next.ReplBacklogSize, next.ReplBacklogTTL)
+	}
 	if next.MaxConcurrentCompactions != prev.MaxConcurrentCompactions {
 		s.db.SetMaxConcurrentCompactions(next.MaxConcurrentCompactions)
 	}

@@ -44,6 +44,13 @@ type replication struct {
 	// (replstream.go); streamStart is where that history's backlog began.
 	stream      atomic.Pointer[string]
 	streamStart atomic.Uint64
+	// prev is the history the current stream continues, up to where it
+	// began: the stream before an unclean start or a promotion
+	// (replstream.go); nil if none.
+	prev atomic.Pointer[streamPrefix]
+	// walBad is the highest position at which reading the retained WAL
+	// failed (replbacklog_wal.go), 0 if none.
+	walBad atomic.Uint64
 
 	mu sync.Mutex
 	// primary is "host:port" while this server is a replica, else "".
@@ -471,7 +478,10 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	s := c.s
 	s.repl.backlog.activate()
 	stream := *s.repl.stream.Load()
-	refusal := s.resumeRefusal(args, from, stream)
+	refusal, retained := s.resumeRefusal(args, from, stream)
+	if retained != nil {
+		defer retained.Close()
+	}
 	full := refusal != "" && version >= 2
 	switch {
 	case full:
@@ -525,11 +535,28 @@ func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
 	} else {
 		c.wr.SimpleString("STREAM " + strconv.FormatUint(from, 10) + " " + stream)
 	}
-	return s.streamBatches(c, rs, from)
+	return s.streamBatches(c, rs, from, retained)
 }
 
-// resumeRefusal says why a replica cannot resume at from, or "".
-func (s *Server) resumeRefusal(args [][]byte, from uint64, stream string) string {
+// resumeRefusal says why a replica cannot resume at from, or "" and,
+// when the ring does not hold from, a reader of the retained WAL there.
+func (s *Server) resumeRefusal(args [][]byte, from uint64, stream string) (string, *lsmgo.LogReader) {
+	why := s.resumeCheck(args, from, stream)
+	if why != "" || s.repl.backlog.holds(from) {
+		return why, nil
+	}
+	lr, walWhy := s.openRetained(from)
+	if lr == nil {
+		first, _ := s.repl.backlog.extent()
+		return fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog (from %d to %d in memory; on disk: %s)",
+			from, first, s.repl.backlog.extentNext(), walWhy), nil
+	}
+	return "", lr
+}
+
+// resumeCheck says why a replica presenting args cannot resume at from
+// whatever the backlog holds, or "".
+func (s *Server) resumeCheck(args [][]byte, from uint64, stream string) string {
 	presented := "?"
 	if len(args) > 5 {
 		presented = string(args[5])
@@ -551,13 +578,9 @@ func (s *Server) resumeRefusal(args [][]byte, from uint64, stream string) string
 		// current history's start is surely a prefix. ("?": it never
 		// streamed, so its data is a checkpoint, which holds only what
 		// the primary had synced.)
-		if from != s.repl.streamStart.Load() {
+		if from != s.repl.streamStart.Load() && !s.continuesPrev(presented, from) {
 			return "DIVERGED the replica holds batches of this primary's history before an unclean restart, which the primary may have lost"
 		}
-	}
-	if !s.repl.backlog.holds(from) {
-		first, _ := s.repl.backlog.extent()
-		return fmt.Sprintf("NOBACKLOG position %d is not in this primary's backlog (from %d to %d)", from, first, s.repl.backlog.extentNext())
 	}
 	return ""
 }
@@ -568,8 +591,10 @@ func (s *Server) resumeRefusal(args [][]byte, from uint64, stream string) string
 const replReadLimit = 256 << 10
 
 // streamBatches sends the batches from sequence number from on, from the
-// backlog, with a PING every second without one.
-func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
+// backlog, with a PING every second without one: from the ring while it
+// holds the position, else from the retained WAL (retained, when not
+// nil, is a reader of it at from) until the ring does.
+func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64, retained *lsmgo.LogReader) error {
 	wake := s.repl.backlog.watch()
 	defer s.repl.backlog.unwatch(wake)
 	evWake := s.repl.events.watch()
@@ -577,10 +602,39 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64) error {
 	evCursor := s.repl.events.cursorFrom(from)
 	ping := time.NewTicker(replPingInterval)
 	defer ping.Stop()
+	defer func() {
+		if retained != nil {
+			retained.Close()
+		}
+	}()
 	var buf []byte
 	for started := false; ; started = true {
 		var caughtUp, ok bool
-		buf, from, caughtUp, ok = s.repl.backlog.read(from, buf[:0], replReadLimit)
+		if retained != nil && s.repl.backlog.holds(from) {
+			// The ring takes over: count what the stream has to send
+			// from here as the ring's (replica output limit).
+			retained.Close()
+			retained = nil
+			rs.out.base.Store(s.repl.committed.Load() - s.repl.backlog.framedFrom(from) - rs.out.sent.Load())
+		}
+		if retained != nil {
+			var err error
+			buf, caughtUp, err = s.readRetained(retained, buf[:0], replReadLimit)
+			if from = retained.Pos(); err != nil {
+				c.quit = true
+				return redisError(fmt.Sprintf("NOBACKLOG the retained WAL cannot serve position %d", from))
+			}
+			ok = true
+		} else {
+			buf, from, caughtUp, ok = s.repl.backlog.read(from, buf[:0], replReadLimit)
+			if !ok {
+				var why string
+				if retained, why = s.openRetained(from); retained != nil {
+					continue
+				}
+				s.log.Info("replication: a replica's position left the backlog", "position", from, "why", why)
+			}
+		}
 		if !ok {
 			c.quit = true
 			if !started {
@@ -679,8 +733,10 @@ func (s *Server) writeReplicationInfo(b *strings.Builder) {
 	field(b, "master_repl_offset", offset)
 	field(b, "second_repl_offset", -1)
 	field(b, "repl_backlog_active", boolInt(s.repl.backlog.isActive()))
-	field(b, "repl_backlog_size", replBacklogSize)
+	// The size bounds the WAL files kept; the history is the ring's and
+	// theirs; the first offset is the ring's (the WAL's may be older).
+	field(b, "repl_backlog_size", s.config().ReplBacklogSize)
 	first, size := s.repl.backlog.extent()
 	field(b, "repl_backlog_first_byte_offset", first)
-	field(b, "repl_backlog_histlen", size)
+	field(b, "repl_backlog_histlen", int64(size)+s.db.Metrics().WAL.RetainedBytes)
 }

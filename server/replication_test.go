@@ -210,16 +210,28 @@ func TestReplicationPrimaryRestart(t *testing.T) {
 
 	// A copy of the primary now, without the writes that follow, is
 	// what a power loss that cut the WAL's tail leaves: same dataset,
-	// no saved stream id, and behind its replica.
+	// behind its replica, and the stream file of a crash (the running
+	// stream's id, no end): the restarted primary's stream continues
+	// that one only up to its own end, which the replica is past.
 	lost := filepath.Join(t.TempDir(), "lost-tail")
 	if err := primary.db.Checkpoint(lost); err != nil {
 		t.Fatal(err)
 	}
+	writeFile(t, filepath.Join(lost, streamFile), *primary.repl.stream.Load()+" -\n")
 	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 10, 50)
 	waitReplicated(t, primary, replica)
 	shutdown(t, primary)
 	primary = startServer(t, func(c *Config) { c.Dir = lost })
 	resumes := primary.repl.resumes.Load()
+	// New writes past the replica's position, one sequence number each,
+	// so that the backlog holds it: only the continued stream's end
+	// tells the replica's history from the primary's.
+	pc := newClient(t, primary, 2, nil)
+	for i := 0; lastSeq(primary) <= lastSeq(replica)+5; i++ {
+		if _, msg := do(ctx, pc, "set", fmt.Sprint("past:", i), "v"); msg != "" {
+			t.Fatal(msg)
+		}
+	}
 	follow(primary)
 	randomReplWrites(t, ctx, newClient(t, primary, 2, nil), 9, 200)
 	// The replica's history is not the primary's: it takes a full copy.

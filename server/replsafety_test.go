@@ -130,7 +130,8 @@ func checkJournal(t *testing.T, ctx context.Context, rc *redis.Client) {
 // content and expiry equal the primary's.
 func TestReplicationThroughCutLink(t *testing.T) {
 	ctx := context.Background()
-	primary := startServer(t, nil)
+	// The ring alone, small, so that long cuts need full syncs.
+	primary := startServer(t, func(c *Config) { c.ReplBacklogSize = 0 })
 	primary.repl.backlog.mu.Lock()
 	primary.repl.backlog.limit = 32 << 10
 	primary.repl.backlog.mu.Unlock()

@@ -199,6 +199,8 @@ func (s *Server) engineOptions(r *Config) *lsmgo.Options {
 		FS:                       s.base.FS,
 		NewCompactionFilter:      s.dbFilter(),
 		OnCommit:                 s.onCommit,
+		WALRetainSize:            r.ReplBacklogSize,
+		WALRetainAge:             r.ReplBacklogTTL,
 	}
 }
 

@@ -255,11 +255,14 @@ const (
 	FileTypeTemp
 	// FileTypeBlob holds large values outside the tree (internal/blob).
 	FileTypeBlob
+	// FileTypeRetainedLog is a WAL kept after its memtable was flushed,
+	// for Options.WALRetainSize: recovery never reads it.
+	FileTypeRetainedLog
 )
 
 // MakeFilename returns the file name (without directory) for a type and
 // number: 000123.log, 000124.sst, MANIFEST-000005, CURRENT, LOCK, OPTIONS,
-// 000007.tmp, 000008.blob.
+// 000007.tmp, 000008.blob, 000009.rlog.
 func MakeFilename(t FileType, n FileNum) string {
 	switch t {
 	case FileTypeLog:
@@ -278,6 +281,8 @@ func MakeFilename(t FileType, n FileNum) string {
 		return fmt.Sprintf("%06d.tmp", n)
 	case FileTypeBlob:
 		return fmt.Sprintf("%06d.blob", n)
+	case FileTypeRetainedLog:
+		return fmt.Sprintf("%06d.rlog", n)
 	}
 	panic("lsmgo: unknown file type")
 }
@@ -324,6 +329,8 @@ func ParseFilename(name string) (t FileType, n FileNum, ok bool) {
 		return FileTypeTemp, FileNum(num), true
 	case "blob":
 		return FileTypeBlob, FileNum(num), true
+	case "rlog":
+		return FileTypeRetainedLog, FileNum(num), true
 	}
 	return 0, 0, false
 }

@@ -107,17 +107,7 @@ func kill(t *testing.T, c *child) {
 // syncFull is the primary's INFO stats sync_full.
 func syncFull(t *testing.T, pc *redis.Client) string {
 	t.Helper()
-	info, err := pc.Info(context.Background(), "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "sync_full:"); ok {
-			return v
-		}
-	}
-	t.Fatal("INFO stats lacks sync_full")
-	return ""
+	return infoField(t, pc, "stats", "sync_full")
 }
 
 // converged waits until the replica holds every key of the primary with
