@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,14 @@ type Config struct {
 	// start) reads them, in Redis' format ("aclfile"); empty: users live
 	// only until the server stops.
 	ACLFile string
+	// Users are Redis' `user` directives, "NAME RULES..." each, in ACL
+	// SETUSER's rules (the config file's "user" list; acl_config.go):
+	// the users the server starts with, besides the default user, whose
+	// own directive replaces it. Not with ACLFile, as in Redis.
+	Users []string
+	// userOrigins names the file and line of each of Users read from the
+	// config file, for its errors.
+	userOrigins []string
 	// ACLPubsubDefault is the channels a new user may use:
 	// "resetchannels" (none, Redis 7's default) or "allchannels"
 	// ("acl-pubsub-default", live).
@@ -712,12 +721,15 @@ func (f *settingFlag) Set(v string) error {
 func (c Config) resolve() (Config, error) {
 	r := c
 	if r.ConfigFile != "" {
-		values, err := readConfigFile(r.ConfigFile)
+		f, err := readConfigFile(r.ConfigFile)
 		if err != nil {
 			return r, err
 		}
-		if err := r.apply(values, "config file "+r.ConfigFile); err != nil {
+		if err := r.apply(f.values, "config file "+r.ConfigFile); err != nil {
 			return r, err
+		}
+		if f.users != nil {
+			r.Users, r.userOrigins = f.users, f.userOrigins
 		}
 	}
 	if err := r.apply(r.Overrides, "flag"); err != nil {
@@ -745,22 +757,63 @@ func (c *Config) apply(values map[string]string, origin string) error {
 	return nil
 }
 
+// configFile is what a config file holds: settings, spelled as CONFIG
+// SET takes them, and user directives with the file and line of each.
+type configFile struct {
+	values             map[string]string
+	users, userOrigins []string
+}
+
 // readConfigFile reads a flat TOML table of settings. Numbers and booleans
-// become the strings CONFIG SET would take.
-func readConfigFile(path string) (map[string]string, error) {
-	var raw map[string]any
-	if _, err := toml.DecodeFile(path, &raw); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+// become the strings CONFIG SET would take; "user" is a string or a list
+// of strings, Redis' user directives.
+func readConfigFile(path string) (configFile, error) {
+	var f configFile
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("config file %s: %w", path, err)
 	}
-	values := make(map[string]string, len(raw))
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return f, fmt.Errorf("config file %s: %w", path, err)
+	}
+	f.values = make(map[string]string, len(raw))
 	for k, v := range raw {
+		if k == "user" {
+			if f.users, err = tomlStrings(v); err != nil {
+				return f, fmt.Errorf("config file %s: user: %w", path, err)
+			}
+			for _, line := range userLines(string(data), f.users) {
+				f.userOrigins = append(f.userOrigins, fmt.Sprintf("config file %s:%d", path, line))
+			}
+			continue
+		}
 		s, ok := tomlSettingValue(v)
 		if !ok {
-			return nil, fmt.Errorf("config file %s: %s: want a string, integer or boolean, got %T", path, k, v)
+			return f, fmt.Errorf("config file %s: %s: want a string, integer or boolean, got %T", path, k, v)
 		}
-		values[k] = s
+		f.values[k] = s
 	}
-	return values, nil
+	return f, nil
+}
+
+// tomlStrings reads a string or a list of strings.
+func tomlStrings(v any) ([]string, error) {
+	switch v := v.(type) {
+	case string:
+		return []string{v}, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("want a list of strings, got a %T in it", e)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a string or a list of strings, got %T", v)
 }
 
 // tomlSettingValue spells a decoded TOML value as CONFIG SET takes it.
@@ -776,8 +829,17 @@ func tomlSettingValue(v any) (string, bool) {
 	return "", false
 }
 
-// validate checks what single settings cannot: Redis' protected mode.
+// validate checks what single settings cannot: Redis' protected mode,
+// and the user directives, which cannot come with an aclfile.
 func (c *Config) validate() error {
+	if len(c.Users) > 0 {
+		if c.ACLFile != "" {
+			return errors.New(errUsersAndACLFile)
+		}
+		if _, err := parseConfigUsers(c.Users, c.userOrigins, c.ACLPubsubDefault == "allchannels"); err != nil {
+			return err
+		}
+	}
 	if c.ProtectedMode && c.RequirePass == "" && !isLoopbackAddr(c.Addr) {
 		return fmt.Errorf("refusing to listen on non-loopback address %q without requirepass (set requirepass, or protected-mode no)", c.Addr)
 	}

@@ -136,7 +136,7 @@ func TestConfigRewriteText(t *testing.T) {
 		if want == "" {
 			want = tc.in
 		}
-		got, _ := rewriteConfigText(tc.in, &cur, &base)
+		got, _ := rewriteConfigText(tc.in, &cur, &base, nil, false)
 		eq(t, "rewrite of "+strings.ReplaceAll(tc.in, "\r", `\r`), got, want)
 	}
 }

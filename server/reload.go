@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -73,6 +74,9 @@ func (s *Server) reload() {
 			continue
 		}
 		values[st.name] = nv
+	}
+	if !slices.Equal(s.fileCfg.Users, next.Users) {
+		s.log.Warn("config file changed its users, which are read at the start only (ACL SETUSER changes users live)")
 	}
 	s.fileCfg = next
 	if len(values) == 0 {

@@ -142,6 +142,11 @@ func Start(cfg Config) (*Server, error) {
 	if _, err := s.acl.loadFile(r.ACLFile, r.ACLPubsubDefault == "allchannels"); err != nil {
 		return nil, fmt.Errorf("lsmgo server: %w", err)
 	}
+	users, err := parseConfigUsers(r.Users, r.userOrigins, r.ACLPubsubDefault == "allchannels")
+	if err != nil {
+		return nil, fmt.Errorf("lsmgo server: %w", err)
+	}
+	s.acl.addConfigUsers(users)
 	out := cfg.LogOutput
 	if out == nil {
 		out = os.Stderr
