@@ -834,7 +834,7 @@ func tomlSettingValue(v any) (string, bool) {
 func (c *Config) validate() error {
 	if len(c.Users) > 0 {
 		if c.ACLFile != "" {
-			return errors.New(errUsersAndACLFile)
+			return fmt.Errorf("user and aclfile: %s", errUsersAndACLFile)
 		}
 		if _, err := parseConfigUsers(c.Users, c.userOrigins, c.ACLPubsubDefault == "allchannels"); err != nil {
 			return err
