@@ -260,7 +260,11 @@ type Config struct {
 	// MaxMemoryClients bounds the bytes all clients' query buffers may
 	// hold together ("maxmemory-clients", live); past it the biggest
 	// clients are closed first. 0 disables the bound. Default 1 GiB.
-	MaxMemoryClients int64
+	// MaxMemoryClientsPercent, when not 0, replaces it by that percentage
+	// of maxmemory ("maxmemory-clients" given as "N%", as in Redis; with
+	// maxmemory 0 there is no bound).
+	MaxMemoryClients        int64
+	MaxMemoryClientsPercent int
 	// PubsubBufferLimit bounds the messages a subscriber has not read
 	// yet ("client-output-buffer-limit", pubsub class, live): past Hard,
 	// or past Soft for longer than SoftTime, the subscriber is closed.
@@ -293,6 +297,10 @@ type Config struct {
 	// ConfigFile names a TOML file of settings; the server reloads the
 	// live settings when it changes. Empty means none.
 	ConfigFile string
+	// boundPort is the port the RESP listener got, which CONFIG GET port
+	// answers; 0 before it is bound.
+	boundPort int
+
 	// Overrides maps setting names to values that win over the file, as
 	// command-line flags do; RegisterFlags fills it.
 	Overrides map[string]string
@@ -374,8 +382,10 @@ type setting struct {
 	// noEffect settings are Redis' that lsmgo accepts and reads back
 	// but does not act on (config_noeffect.go).
 	noEffect bool
-	get      func(*Config) string
-	set      func(*Config, string) error
+	// hidden settings answer CONFIG GET by name only (config_noeffect.go).
+	hidden bool
+	get    func(*Config) string
+	set    func(*Config, string) error
 }
 
 var settings = append([]*setting{
@@ -387,7 +397,11 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.AppendFsync }, oneOf("everysec", "always", "no")),
 	stringSetting("replicaof", "host and port of the primary to replicate (empty: this server is a primary)", true,
 		func(c *Config) *string { return &c.ReplicaOf }, checkReplicaOf),
+	stringSetting("slaveof", "the old name of replicaof", true,
+		func(c *Config) *string { return &c.ReplicaOf }, checkReplicaOf),
 	boolSetting("replica-read-only", "refuse client writes while a replica", true,
+		func(c *Config) *bool { return &c.ReplicaReadOnly }),
+	boolSetting("slave-read-only", "the old name of replica-read-only", true,
 		func(c *Config) *bool { return &c.ReplicaReadOnly }),
 	stringSetting("masteruser", "ACL user a replica authenticates as to its primary (empty: the default user)", true,
 		func(c *Config) *string { return &c.MasterUser }, nil),
@@ -415,8 +429,7 @@ var settings = append([]*setting{
 		func(c *Config) *int { return &c.HLLSparseMaxBytes }),
 	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
-	sizeSetting("maxmemory-clients", "bytes all clients' query buffers may hold together; the biggest clients are closed first (0: no bound)", true, 0, math.MaxInt64,
-		func(c *Config) *int64 { return &c.MaxMemoryClients }),
+	maxMemoryClientsSetting(),
 	outputLimitSetting(),
 	sizeSetting("client-query-buffer-limit", "largest unfinished command a client may send, in bytes", true, 1024, math.MaxInt64,
 		func(c *Config) *int64 { return &c.QueryBufferLimit }),
@@ -502,6 +515,9 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.S3SecretKey }, nil)),
 	notifySetting(),
 	fixedSetting("appendonly", "yes"),
+	fixedSetting("daemonize", "no"),
+	portSetting(),
+	bindSetting(),
 	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
 		func(c *Config) *int { return &c.Databases }),
 }, append(replicaSettings(), noEffectSettings()...)...)
@@ -688,7 +704,7 @@ func parseDuration(v string, unit time.Duration, lo int64) (time.Duration, error
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "TOML config `file`; live settings reload when it changes")
 	for _, s := range settings {
-		if s.fixed {
+		if s.fixed || s.hidden {
 			continue
 		}
 		fs.Var(&settingFlag{cfg: c, s: s, def: s.shown(c)}, s.name, s.usage)

@@ -107,6 +107,9 @@ func (s *Server) setLocked(values map[string]string) error {
 	next := *s.config()
 	for name, v := range values {
 		st := lookupSetting(name)
+		if sameValue(st, &next, v) {
+			continue // a no-op, even for a restart-only setting
+		}
 		if err := s.liveSettable(st); err != nil {
 			return &settingError{name, err}
 		}

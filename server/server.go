@@ -233,6 +233,11 @@ func (s *Server) start(r *Config) error {
 	if s.ln, err = net.Listen("tcp", r.Addr); err != nil {
 		return err
 	}
+	if tcp, ok := s.ln.Addr().(*net.TCPAddr); ok {
+		bound := *s.config()
+		bound.boundPort = tcp.Port
+		s.cfg.Store(&bound)
+	}
 	if r.HTTPAddr != "" {
 		if s.httpLn, err = net.Listen("tcp", r.HTTPAddr); err != nil {
 			return err
