@@ -72,19 +72,13 @@ func loadLine(line string, loaded map[string]*aclPerms, allChannels bool) error 
 	if loaded[name] != nil {
 		return errors.New("Duplicate user '" + name + "' found")
 	}
-	rules, err := mergeSelectorArgs(fields[2:])
+	p, err := parseUserRules(fields[2:], allChannels)
 	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "ERR "))
-	}
-	p := newUserPerms(allChannels)
-	for _, r := range rules {
-		if err := p.apply(r, allChannels); err != nil {
-			var re *aclRuleError
-			if errors.As(err, &re) {
-				return errors.New("Error in applying operation '" + re.rule + "': " + re.reason)
-			}
-			return err
+		var re *aclRuleError
+		if errors.As(err, &re) {
+			return errors.New("Error in applying operation '" + re.rule + "': " + re.reason)
 		}
+		return errors.New(strings.TrimPrefix(err.Error(), "ERR "))
 	}
 	loaded[name] = p
 	return nil

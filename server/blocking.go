@@ -320,6 +320,7 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 		defer t.Stop()
 		timer = t.C
 	}
+	c.publishBlocked()
 	stop, gone := c.readAheadWhileBlocked()
 	unblocked := c.unblocker.arm(func() bool {
 		w.mu.Lock()
@@ -377,6 +378,7 @@ func (c *conn) readAheadWhileBlocked() (stop func(), gone <-chan struct{}) {
 		for len(c.blk.readAhead) < maxReadAhead {
 			n, err := c.nc.Read(buf)
 			c.blk.readAhead = append(c.blk.readAhead, buf[:n]...)
+			c.bufs.qbuf.Add(int64(n))
 			c.s.stats.netIn.Add(int64(n))
 			c.inBytes.Add(int64(n))
 			if err != nil {

@@ -19,6 +19,11 @@ type clientBufs struct {
 	multiMem atomic.Int64
 	// sub is the connection's Pub/Sub queue once it has one (ensureSub).
 	sub atomic.Pointer[subscriber]
+	// cmd and args are the top-level command the connection runs, which
+	// a blocking command publishes (publishBlocked); only the
+	// connection's goroutine touches them.
+	cmd  *command
+	args [][]byte
 }
 
 // bufFields are one client's figures.
@@ -40,6 +45,18 @@ func (c *conn) publishBuffers(argv int64) {
 	b.argvMem.Store(argv + int64(c.rd.PartialArgs()))
 	b.obl.Store(int64(c.wr.Buffered()))
 	b.wbuf.Store(int64(c.wr.Size()))
+}
+
+// publishBlocked publishes what a client about to block shows, as Redis
+// does for one: the blocking command as its cmd, its arguments as
+// argv-mem (Redis keeps them until the command ends), and as qbuf the
+// input after it, which grows as the client sends more while it waits
+// (readAheadWhileBlocked).
+func (c *conn) publishBlocked() {
+	if c.bufs.cmd != nil {
+		c.lastCmd.Store(c.bufs.cmd)
+	}
+	c.publishBuffers(argBytes(c.bufs.args))
 }
 
 // argBytes sums the lengths of args.

@@ -71,7 +71,7 @@ type connBudget struct{ c *conn }
 // total never passes the bound.
 func (b connBudget) Grow(n int) error {
 	c, m := b.c, &b.c.s.clientMem
-	limit := c.s.config().MaxMemoryClients
+	limit := c.s.config().maxMemoryClients()
 	if limit <= 0 {
 		m.total.Add(int64(n))
 		c.mem.Add(int64(n))

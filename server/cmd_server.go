@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -508,7 +509,8 @@ func cmdConfigGet(c *conn, _ *command, args [][]byte) error {
 	var names []string
 	for _, st := range settings {
 		for _, p := range args[2:] {
-			if globMatch(p, []byte(st.name), true) {
+			// As in Redis, a hidden setting answers only its own name.
+			if globMatch(p, []byte(st.name), true) && (!st.hidden || !bytes.ContainsAny(p, "*?[")) {
 				names = append(names, st.name)
 				break
 			}

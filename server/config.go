@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,14 @@ type Config struct {
 	// start) reads them, in Redis' format ("aclfile"); empty: users live
 	// only until the server stops.
 	ACLFile string
+	// Users are Redis' `user` directives, "NAME RULES..." each, in ACL
+	// SETUSER's rules (the config file's "user" list; acl_config.go):
+	// the users the server starts with, besides the default user, whose
+	// own directive replaces it. Not with ACLFile, as in Redis.
+	Users []string
+	// userOrigins names the file and line of each of Users read from the
+	// config file, for its errors.
+	userOrigins []string
 	// ACLPubsubDefault is the channels a new user may use:
 	// "resetchannels" (none, Redis 7's default) or "allchannels"
 	// ("acl-pubsub-default", live).
@@ -259,7 +268,11 @@ type Config struct {
 	// MaxMemoryClients bounds the bytes all clients' query buffers may
 	// hold together ("maxmemory-clients", live); past it the biggest
 	// clients are closed first. 0 disables the bound. Default 1 GiB.
-	MaxMemoryClients int64
+	// MaxMemoryClientsPercent, when not 0, replaces it by that percentage
+	// of maxmemory ("maxmemory-clients" given as "N%", as in Redis; with
+	// maxmemory 0 there is no bound).
+	MaxMemoryClients        int64
+	MaxMemoryClientsPercent int
 	// PubsubBufferLimit bounds the messages a subscriber has not read
 	// yet ("client-output-buffer-limit", pubsub class, live): past Hard,
 	// or past Soft for longer than SoftTime, the subscriber is closed.
@@ -292,6 +305,10 @@ type Config struct {
 	// ConfigFile names a TOML file of settings; the server reloads the
 	// live settings when it changes. Empty means none.
 	ConfigFile string
+	// boundPort is the port the RESP listener got, which CONFIG GET port
+	// answers; 0 before it is bound.
+	boundPort int
+
 	// Overrides maps setting names to values that win over the file, as
 	// command-line flags do; RegisterFlags fills it.
 	Overrides map[string]string
@@ -375,8 +392,10 @@ type setting struct {
 	// noEffect settings are Redis' that lsmgo accepts and reads back
 	// but does not act on (config_noeffect.go).
 	noEffect bool
-	get      func(*Config) string
-	set      func(*Config, string) error
+	// hidden settings answer CONFIG GET by name only (config_noeffect.go).
+	hidden bool
+	get    func(*Config) string
+	set    func(*Config, string) error
 }
 
 var settings = append([]*setting{
@@ -388,7 +407,11 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.AppendFsync }, oneOf("everysec", "always", "no")),
 	stringSetting("replicaof", "host and port of the primary to replicate (empty: this server is a primary)", true,
 		func(c *Config) *string { return &c.ReplicaOf }, checkReplicaOf),
+	stringSetting("slaveof", "the old name of replicaof", true,
+		func(c *Config) *string { return &c.ReplicaOf }, checkReplicaOf),
 	boolSetting("replica-read-only", "refuse client writes while a replica", true,
+		func(c *Config) *bool { return &c.ReplicaReadOnly }),
+	boolSetting("slave-read-only", "the old name of replica-read-only", true,
 		func(c *Config) *bool { return &c.ReplicaReadOnly }),
 	stringSetting("masteruser", "ACL user a replica authenticates as to its primary (empty: the default user)", true,
 		func(c *Config) *string { return &c.MasterUser }, nil),
@@ -416,8 +439,7 @@ var settings = append([]*setting{
 		func(c *Config) *int { return &c.HLLSparseMaxBytes }),
 	sizeSetting("max-multibulk-len", "most arguments in one command", true, 1, math.MaxInt64,
 		func(c *Config) *int64 { return &c.MaxMultibulkLen }),
-	sizeSetting("maxmemory-clients", "bytes all clients' query buffers may hold together; the biggest clients are closed first (0: no bound)", true, 0, math.MaxInt64,
-		func(c *Config) *int64 { return &c.MaxMemoryClients }),
+	maxMemoryClientsSetting(),
 	outputLimitSetting(),
 	sizeSetting("client-query-buffer-limit", "largest unfinished command a client may send, in bytes", true, 1024, math.MaxInt64,
 		func(c *Config) *int64 { return &c.QueryBufferLimit }),
@@ -503,6 +525,9 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.S3SecretKey }, nil)),
 	notifySetting(),
 	fixedSetting("appendonly", "yes"),
+	fixedSetting("daemonize", "no"),
+	portSetting(),
+	bindSetting(),
 	intSetting("databases", "number of databases (SELECT 0 … databases-1)", false, 1, maxDatabases,
 		func(c *Config) *int { return &c.Databases }),
 }, append(append(replicaSettings(), replBacklogSettings()...), noEffectSettings()...)...)
@@ -689,7 +714,7 @@ func parseDuration(v string, unit time.Duration, lo int64) (time.Duration, error
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "TOML config `file`; live settings reload when it changes")
 	for _, s := range settings {
-		if s.fixed {
+		if s.fixed || s.hidden {
 			continue
 		}
 		fs.Var(&settingFlag{cfg: c, s: s, def: s.shown(c)}, s.name, s.usage)
@@ -722,12 +747,15 @@ func (f *settingFlag) Set(v string) error {
 func (c Config) resolve() (Config, error) {
 	r := c
 	if r.ConfigFile != "" {
-		values, err := readConfigFile(r.ConfigFile)
+		f, err := readConfigFile(r.ConfigFile)
 		if err != nil {
 			return r, err
 		}
-		if err := r.apply(values, "config file "+r.ConfigFile); err != nil {
+		if err := r.apply(f.values, "config file "+r.ConfigFile); err != nil {
 			return r, err
+		}
+		if f.users != nil {
+			r.Users, r.userOrigins = f.users, f.userOrigins
 		}
 	}
 	if err := r.apply(r.Overrides, "flag"); err != nil {
@@ -755,22 +783,63 @@ func (c *Config) apply(values map[string]string, origin string) error {
 	return nil
 }
 
+// configFile is what a config file holds: settings, spelled as CONFIG
+// SET takes them, and user directives with the file and line of each.
+type configFile struct {
+	values             map[string]string
+	users, userOrigins []string
+}
+
 // readConfigFile reads a flat TOML table of settings. Numbers and booleans
-// become the strings CONFIG SET would take.
-func readConfigFile(path string) (map[string]string, error) {
-	var raw map[string]any
-	if _, err := toml.DecodeFile(path, &raw); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+// become the strings CONFIG SET would take; "user" is a string or a list
+// of strings, Redis' user directives.
+func readConfigFile(path string) (configFile, error) {
+	var f configFile
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("config file %s: %w", path, err)
 	}
-	values := make(map[string]string, len(raw))
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return f, fmt.Errorf("config file %s: %w", path, err)
+	}
+	f.values = make(map[string]string, len(raw))
 	for k, v := range raw {
+		if k == "user" {
+			if f.users, err = tomlStrings(v); err != nil {
+				return f, fmt.Errorf("config file %s: user: %w", path, err)
+			}
+			for _, line := range userLines(string(data), f.users) {
+				f.userOrigins = append(f.userOrigins, fmt.Sprintf("config file %s:%d", path, line))
+			}
+			continue
+		}
 		s, ok := tomlSettingValue(v)
 		if !ok {
-			return nil, fmt.Errorf("config file %s: %s: want a string, integer or boolean, got %T", path, k, v)
+			return f, fmt.Errorf("config file %s: %s: want a string, integer or boolean, got %T", path, k, v)
 		}
-		values[k] = s
+		f.values[k] = s
 	}
-	return values, nil
+	return f, nil
+}
+
+// tomlStrings reads a string or a list of strings.
+func tomlStrings(v any) ([]string, error) {
+	switch v := v.(type) {
+	case string:
+		return []string{v}, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("want a list of strings, got a %T in it", e)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a string or a list of strings, got %T", v)
 }
 
 // tomlSettingValue spells a decoded TOML value as CONFIG SET takes it.
@@ -786,8 +855,17 @@ func tomlSettingValue(v any) (string, bool) {
 	return "", false
 }
 
-// validate checks what single settings cannot: Redis' protected mode.
+// validate checks what single settings cannot: Redis' protected mode,
+// and the user directives, which cannot come with an aclfile.
 func (c *Config) validate() error {
+	if len(c.Users) > 0 {
+		if c.ACLFile != "" {
+			return fmt.Errorf("user and aclfile: %s", errUsersAndACLFile)
+		}
+		if _, err := parseConfigUsers(c.Users, c.userOrigins, c.ACLPubsubDefault == "allchannels"); err != nil {
+			return err
+		}
+	}
 	if c.ProtectedMode && c.RequirePass == "" && !isLoopbackAddr(c.Addr) {
 		return fmt.Errorf("refusing to listen on non-loopback address %q without requirepass (set requirepass, or protected-mode no)", c.Addr)
 	}

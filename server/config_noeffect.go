@@ -38,6 +38,12 @@ const (
 	lazyUserFlushSlot
 	saveSlot
 	maxMemorySlot
+	replBacklogSizeSlot
+	maxMemorySamplesSlot
+	keyLoadDelaySlot
+	rdbKeySaveDelaySlot
+	loadingEventsBytesSlot
+	exitOnPanicSlot
 	noEffectSlots
 )
 
@@ -79,7 +85,29 @@ func noEffectSettings() []*setting {
 		// Redis' bound on its in-memory data set. lsmgo keeps the data
 		// on disk and evicts nothing; maxmemory-clients bounds clients.
 		noEffectSetting("maxmemory", maxMemorySlot, "0", "Redis' data set bound, bytes, for eviction", normaliseULLMemory),
+		noEffectSetting("maxmemory-samples", maxMemorySamplesSlot, "5", "keys Redis samples per eviction",
+			normaliseInt(1, math.MaxInt32, false)),
+		// A replica resumes from the primary's retained WAL, not from an
+		// in-memory backlog (doc/replication.md).
+		noEffectSetting("repl-backlog-size", replBacklogSizeSlot, "1048576", "Redis' replication backlog, bytes",
+			normaliseBacklogSize),
+		// Redis' hidden settings, for its tests: CONFIG GET answers them
+		// only when asked by name.
+		hidden(noEffectSetting("key-load-delay", keyLoadDelaySlot, "0", "Redis' test delay per key loaded",
+			normaliseInt(math.MinInt32, math.MaxInt32, false))),
+		hidden(noEffectSetting("rdb-key-save-delay", rdbKeySaveDelaySlot, "0", "Redis' test delay per key saved",
+			normaliseInt(math.MinInt32, math.MaxInt32, false))),
+		hidden(noEffectSetting("loading-process-events-interval-bytes", loadingEventsBytesSlot, "2097152",
+			"Redis' bytes loaded between event loop turns", normaliseInt(1024, math.MaxInt32, false))),
+		hidden(noEffectBool("use-exit-on-panic", exitOnPanicSlot, "no")),
 	}
+}
+
+// hidden marks a setting CONFIG GET answers only when asked by its name,
+// not by a pattern, as Redis' hidden settings; it has no flag.
+func hidden(st *setting) *setting {
+	st.hidden = true
+	return st
 }
 
 func noEffectSetting(name string, slot noEffectSlot, def, usage string, normalise func(string) (string, error)) *setting {
@@ -137,6 +165,20 @@ func normaliseULLMemory(v string) (string, error) {
 		return "", errMemoryValue
 	}
 	return strconv.FormatInt(n, 10), nil
+}
+
+// normaliseBacklogSize checks repl-backlog-size as Redis does, which
+// then raises a value under its 16 KiB minimum to it.
+func normaliseBacklogSize(v string) (string, error) {
+	const minBacklog = 16 << 10
+	n, err := normaliseInt(1, math.MaxInt64, true)(v)
+	if n == "0" { // an empty value reads as 0, below the range
+		return "", boundError(1, math.MaxInt64)
+	}
+	if size, _ := strconv.ParseInt(n, 10, 64); err == nil && size < minBacklog {
+		n = strconv.Itoa(minBacklog)
+	}
+	return n, err
 }
 
 var errMemoryValue = errors.New("argument must be a memory value")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,7 +42,18 @@ func (s *Server) rewriteConfig() error {
 		return err
 	}
 	cur := s.config()
-	text, changed := rewriteConfigText(string(old), cur, &s.base)
+	// Without an aclfile the users live in the config file, as Redis
+	// writes them: all of them, default included, unless they are just
+	// what a start without a user list gives.
+	var users []string
+	appendUsers := false
+	if cur.ACLFile == "" {
+		users = s.acl.userDirectives()
+		var fresh aclUsers
+		fresh.init(cur.RequirePass)
+		appendUsers = !slices.Equal(users, fresh.userDirectives())
+	}
+	text, changed := rewriteConfigText(string(old), cur, &s.base, users, appendUsers)
 	if changed == 0 {
 		return nil
 	}
@@ -61,14 +73,27 @@ func (s *Server) rewriteConfig() error {
 // how many settings it had to write. base is the configuration before the
 // file: a setting the file lacks is appended only if cur differs from what
 // base and the rewritten file give it (which also skips the other name of
-// an alias pair).
-func rewriteConfigText(text string, cur, base *Config) (string, int) {
+// an alias pair). users, when not nil, replace the file's user list,
+// which is appended if the file lacks one and appendUsers is set.
+func rewriteConfigText(text string, cur, base *Config, users []string, appendUsers bool) (string, int) {
 	lines := strings.Split(text, "\n")
 	probe := *base
 	seen := map[string]bool{}
 	changed := 0
 	var out []string
+	seenUsers := false
 	for i := 0; i < len(lines); i++ {
+		if end, have, ok := parseUsersLine(lines, i); ok {
+			seenUsers = true
+			if users == nil || slices.Equal(have, users) {
+				out = append(out, lines[i:end+1]...)
+			} else {
+				out = append(out, tomlUsers(users))
+				changed++
+			}
+			i = end
+			continue
+		}
 		st, end, value, comment := parseSettingLine(lines, i)
 		if st == nil {
 			out = append(out, lines[i])
@@ -106,6 +131,10 @@ func rewriteConfigText(text string, cur, base *Config) (string, int) {
 		_ = st.set(&probe, want)
 		changed++
 	}
+	if users != nil && !seenUsers && appendUsers {
+		appended = append(appended, tomlUsers(users)+eol)
+		changed++
+	}
 	if len(appended) > 0 {
 		for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
 			out = out[:len(out)-1]
@@ -140,6 +169,35 @@ func parseSettingLine(lines []string, i int) (st *setting, end int, value, comme
 		return st, end, v, comment
 	}
 	return nil, 0, "", ""
+}
+
+// parseUsersLine reads the user list assigned at lines[i], if it is
+// there: the last line it spans and its strings.
+func parseUsersLine(lines []string, i int) (end int, users []string, ok bool) {
+	if !userKeyLine.MatchString(lines[i]) {
+		return 0, nil, false
+	}
+	for end = i; end < len(lines); end++ {
+		var raw map[string]any
+		doc := strings.ReplaceAll(strings.Join(lines[i:end+1], "\n"), "\r", "")
+		if _, err := toml.Decode(doc, &raw); err != nil || len(raw) != 1 {
+			continue
+		}
+		users, err := tomlStrings(raw["user"])
+		return end, users, err == nil
+	}
+	return 0, nil, false
+}
+
+// tomlUsers spells the user list, a user a line.
+func tomlUsers(users []string) string {
+	var b strings.Builder
+	b.WriteString("user = [\n")
+	for _, u := range users {
+		b.WriteString("  " + tomlString(u) + ",\n")
+	}
+	b.WriteString("]")
+	return b.String()
 }
 
 // trailingComment returns the "# ..." ending line, with the blanks before
@@ -180,12 +238,17 @@ func tomlAssignment(name, value string) string {
 	if n, err := strconv.ParseInt(value, 10, 64); err == nil && strconv.FormatInt(n, 10) == value {
 		return name + " = " + value
 	}
+	return name + " = " + tomlString(value)
+}
+
+// tomlString spells s as a TOML string.
+func tomlString(s string) string {
 	var b bytes.Buffer
-	if err := toml.NewEncoder(&b).Encode(map[string]string{name: value}); err != nil {
+	if err := toml.NewEncoder(&b).Encode(map[string]string{"s": s}); err != nil {
 		// Encoding a string cannot fail; quote it plainly if it ever does.
-		return name + " = " + strconv.Quote(value)
+		return strconv.Quote(s)
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return strings.TrimPrefix(strings.TrimRight(b.String(), "\n"), "s = ")
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either

@@ -239,7 +239,9 @@ func TestSettingUnits(t *testing.T) {
 		"zset-max-ziplist-entries", "stream-node-max-entries", "activerehashing", "lazyfree-lazy-eviction",
 		"lazyfree-lazy-expire", "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush",
 		"notify-keyspace-events", "aclfile", "acl-pubsub-default", "acllog-max-len",
-		"latency-tracking", "latency-tracking-info-percentiles", "maxmemory-policy", "lfu-log-factor", "lfu-decay-time"}
+		"latency-tracking", "latency-tracking-info-percentiles", "maxmemory-policy", "lfu-log-factor", "lfu-decay-time",
+		"slaveof", "slave-read-only", "daemonize", "port", "bind", "maxmemory-samples", "repl-backlog-size", "key-load-delay", "rdb-key-save-delay",
+		"loading-process-events-interval-bytes", "use-exit-on-panic"}
 	for _, st := range settings {
 		if _, ok := kinds[st.name]; !ok && !slices.Contains(other, st.name) {
 			t.Errorf("setting %q is in neither the unit table nor the list of settings without units", st.name)

@@ -120,6 +120,9 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	if c.trk != nil {
 		c.beforeTracked(cmd, args)
 	}
+	if c.depth == 1 {
+		c.bufs.cmd, c.bufs.args = cmd, args
+	}
 	if err := cmd.run(c, cmd, args); err != nil {
 		c.replyErr(err)
 	}
@@ -133,6 +136,7 @@ func (c *conn) run(cmd *command, args [][]byte) {
 	c.releaseReads()
 	if c.depth == 1 {
 		c.doneReading()
+		c.bufs.args = nil // they alias the input buffer
 	}
 	now := time.Now()
 	c.mark = now

@@ -130,7 +130,7 @@ func (s *Server) infoMemory(b *strings.Builder) error {
 	field(b, "maxmemory_policy", "noeviction")
 	field(b, "mem_allocator", "go")
 	field(b, "mem_clients_normal", s.clientMem.total.Load())
-	field(b, "maxmemory_clients", s.config().MaxMemoryClients)
+	field(b, "maxmemory_clients", s.config().maxMemoryClients())
 	field(b, "number_of_cached_scripts", s.scripts.cachedScripts.Load())
 	field(b, "lsmgo_memtable_bytes", m.MemTables.Bytes)
 	field(b, "lsmgo_block_cache_bytes", m.Cache.Bytes)

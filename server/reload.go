@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -74,6 +75,9 @@ func (s *Server) reload() {
 		}
 		values[st.name] = nv
 	}
+	if !slices.Equal(s.fileCfg.Users, next.Users) {
+		s.log.Warn("config file changed its users, which are read at the start only (ACL SETUSER changes users live)")
+	}
 	s.fileCfg = next
 	if len(values) == 0 {
 		return
@@ -103,6 +107,9 @@ func (s *Server) setLocked(values map[string]string) error {
 	next := *s.config()
 	for name, v := range values {
 		st := lookupSetting(name)
+		if sameValue(st, &next, v) {
+			continue // a no-op, even for a restart-only setting
+		}
 		if err := s.liveSettable(st); err != nil {
 			return &settingError{name, err}
 		}

@@ -32,6 +32,8 @@ var notSecret = map[string]string{
 	"images-token-upload-rate":  "the upload rate of token holders",
 	"images-token-upload-burst": "the upload burst of token holders",
 	"tracking-table-max-keys":   "how many keys client-side caching tracks",
+	"key-load-delay":            "Redis' test delay per key loaded",
+	"rdb-key-save-delay":        "Redis' test delay per key saved",
 }
 
 // looksSecret says whether a setting's name suggests it holds a

@@ -146,6 +146,11 @@ func Start(cfg Config) (*Server, error) {
 	if _, err := s.acl.loadFile(r.ACLFile, r.ACLPubsubDefault == "allchannels"); err != nil {
 		return nil, fmt.Errorf("lsmgo server: %w", err)
 	}
+	users, err := parseConfigUsers(r.Users, r.userOrigins, r.ACLPubsubDefault == "allchannels")
+	if err != nil {
+		return nil, fmt.Errorf("lsmgo server: %w", err)
+	}
+	s.acl.addConfigUsers(users)
 	out := cfg.LogOutput
 	if out == nil {
 		out = os.Stderr
@@ -236,6 +241,11 @@ func (s *Server) start(r *Config) error {
 	s.metrics = newMetrics(s)
 	if s.ln, err = net.Listen("tcp", r.Addr); err != nil {
 		return err
+	}
+	if tcp, ok := s.ln.Addr().(*net.TCPAddr); ok {
+		bound := *s.config()
+		bound.boundPort = tcp.Port
+		s.cfg.Store(&bound)
 	}
 	if r.HTTPAddr != "" {
 		if s.httpLn, err = net.Listen("tcp", r.HTTPAddr); err != nil {

@@ -20,6 +20,10 @@ import (
 // the test is skipped, except under CI, which installs it.
 func StartRedis(t testing.TB) string { return startRedis(t, 0) }
 
+// StartRedisWith is StartRedis with more of redis-server's command-line
+// settings ("--user", "alice", "on", ...).
+func StartRedisWith(t testing.TB, args ...string) string { return startRedis(t, 0, args...) }
+
 // StartRedisTCP is StartRedis listening on a loopback TCP port too, for
 // tests in which Redis itself connects to another server (MIGRATE); it
 // returns the socket's path and the TCP address.
@@ -34,7 +38,7 @@ func StartRedisTCP(t testing.TB) (sock, addr string) {
 	return startRedis(t, port), fmt.Sprintf("127.0.0.1:%d", port)
 }
 
-func startRedis(t testing.TB, port int) string {
+func startRedis(t testing.TB, port int, args ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -53,6 +57,7 @@ func startRedis(t testing.TB, port int) string {
 	sock := filepath.Join(dir, "redis.sock")
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--unixsocket", sock, "--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	cmd.Args = append(cmd.Args, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
