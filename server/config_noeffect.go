@@ -38,7 +38,6 @@ const (
 	lazyUserFlushSlot
 	saveSlot
 	maxMemorySlot
-	replBacklogSizeSlot
 	maxMemorySamplesSlot
 	keyLoadDelaySlot
 	rdbKeySaveDelaySlot
@@ -87,10 +86,6 @@ func noEffectSettings() []*setting {
 		noEffectSetting("maxmemory", maxMemorySlot, "0", "Redis' data set bound, bytes, for eviction", normaliseULLMemory),
 		noEffectSetting("maxmemory-samples", maxMemorySamplesSlot, "5", "keys Redis samples per eviction",
 			normaliseInt(1, math.MaxInt32, false)),
-		// A replica resumes from the primary's retained WAL, not from an
-		// in-memory backlog (doc/replication.md).
-		noEffectSetting("repl-backlog-size", replBacklogSizeSlot, "1048576", "Redis' replication backlog, bytes",
-			normaliseBacklogSize),
 		// Redis' hidden settings, for its tests: CONFIG GET answers them
 		// only when asked by name.
 		hidden(noEffectSetting("key-load-delay", keyLoadDelaySlot, "0", "Redis' test delay per key loaded",
@@ -165,20 +160,6 @@ func normaliseULLMemory(v string) (string, error) {
 		return "", errMemoryValue
 	}
 	return strconv.FormatInt(n, 10), nil
-}
-
-// normaliseBacklogSize checks repl-backlog-size as Redis does, which
-// then raises a value under its 16 KiB minimum to it.
-func normaliseBacklogSize(v string) (string, error) {
-	const minBacklog = 16 << 10
-	n, err := normaliseInt(1, math.MaxInt64, true)(v)
-	if n == "0" { // an empty value reads as 0, below the range
-		return "", boundError(1, math.MaxInt64)
-	}
-	if size, _ := strconv.ParseInt(n, 10, 64); err == nil && size < minBacklog {
-		n = strconv.Itoa(minBacklog)
-	}
-	return n, err
 }
 
 var errMemoryValue = errors.New("argument must be a memory value")

@@ -209,6 +209,7 @@ func TestSettingUnits(t *testing.T) {
 		"lua-time-limit":                    {{"250", "250"}, {"2s", "2000"}},
 		"min-replicas-max-lag":              {{"3", "3"}, {"1m", "60"}},
 		"min-slaves-max-lag":                {{"3", "3"}, {"1m", "60"}},
+		"repl-backlog-ttl":                  {{"3600", "3600"}, {"1m", "60"}},
 		"latency-monitor-threshold":         {{"0", "0"}, {"100", "100"}, {"2s", "2000"}},
 		"images-upload-queue-wait":          {{"250", "250"}, {"1s", "1000"}, {"1m", "60000"}},
 		"images-min-upload-rate-window":     {{"10", "10"}, {"2m", "120"}, {"1500ms", "1.5s"}},
