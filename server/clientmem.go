@@ -46,8 +46,10 @@ type clientMemory struct {
 }
 
 // evictionWait bounds how long a growing client waits for the clients
-// evicted on its behalf to drop their buffers before it is refused.
-const evictionWait = 250 * time.Millisecond
+// evicted on its behalf to drop their buffers before it is refused. The
+// evicted release when their goroutines next run, which on a loaded
+// machine took longer than 250 ms and refused a well-behaved client.
+const evictionWait = 5 * time.Second
 
 // reserve adds n to the total if the total stays within limit.
 func (m *clientMemory) reserve(n, limit int64) bool {
