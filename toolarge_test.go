@@ -144,9 +144,10 @@ func TestSetTooLarge(t *testing.T) {
 
 // TestOpenOversizeWAL is rule 2 of value separation's issue: a WAL that
 // holds a write no table can hold (as versions before the limit could
-// write) makes Open fail at once, with ErrValueTooLarge and a message that
-// names the WAL and says what to do, changing nothing on disk; Check
-// reports the same problem. The first case is a real entry one byte over
+// write) makes an Open without value separation fail at once, with
+// ErrValueTooLarge and a message that names the WAL and says what to do,
+// changing nothing on disk; Check reports the same problem. An Open with
+// separation (the default) recovers an oversize entry into a blob file. The first case is a real entry one byte over
 // the tables' limit (a 512 MiB record: about 90 s, so not with -short);
 // the second a batch of small writes too many for a memtable (34 MB).
 func TestOpenOversizeWAL(t *testing.T) {
@@ -155,7 +156,7 @@ func TestOpenOversizeWAL(t *testing.T) {
 		short bool
 		batch func(seq base.SeqNum) []byte
 		want  string
-		// separable says Open with ValueThreshold set recovers it.
+		// separable says Open with value separation recovers it.
 		separable bool
 	}{
 		{"entry", false, func(seq base.SeqNum) []byte {
@@ -220,8 +221,9 @@ func TestOpenOversizeWAL(t *testing.T) {
 			buf = bytes.Buffer{}
 			before := dirSizes(t, fs, dir)
 
+			// Without value separation the entry cannot be stored.
 			start := time.Now()
-			_, err = Open(dir, &Options{FS: fs})
+			_, err = Open(dir, &Options{FS: fs, ValueThreshold: -1})
 			if !errors.Is(err, ErrValueTooLarge) || errors.Is(err, ErrCorruption) ||
 				!strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), name) ||
 				!strings.Contains(err.Error(), "blob files") {
@@ -241,11 +243,11 @@ func TestOpenOversizeWAL(t *testing.T) {
 			if !tt.separable {
 				return
 			}
-			// What the message advises: recovery moves the value to a
-			// blob file.
-			db, err = Open(dir, &Options{FS: fs, ValueThreshold: 1 << 20})
+			// What the message advises, and what the default does:
+			// recovery moves the value to a blob file.
+			db, err = Open(dir, &Options{FS: fs})
 			if err != nil {
-				t.Fatalf("Open with ValueThreshold: %v", err)
+				t.Fatalf("Open with value separation: %v", err)
 			}
 			got, err := db.Get([]byte("ksr"))
 			if err != nil || len(got) != sstable.MaxEntrySize-len("ksr")-trailerLen+1 {
