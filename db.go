@@ -121,6 +121,9 @@ type DB struct {
 
 	bgWG    sync.WaitGroup
 	syncerC chan struct{}
+	// trimC stops the goroutine that applies the WAL retention's age
+	// bound between flushes (trimRetainedEvery).
+	trimC chan struct{}
 
 	// memPool recycles the arenas of flushed memtables.
 	memPool memtablePool
@@ -249,6 +252,9 @@ func (db *DB) open() error {
 			})
 		}()
 	}
+	db.trimC = make(chan struct{})
+	db.bgWG.Add(1)
+	go db.trimRetainedEvery(db.trimC)
 	// Background work starts only now: removeObsoleteFiles must not
 	// see the tables it is writing. Memtables are queued when Open
 	// replayed WALs it had no room to flush.
@@ -647,6 +653,7 @@ func (db *DB) Close() error {
 	if db.syncerC != nil {
 		close(db.syncerC)
 	}
+	close(db.trimC)
 	db.bgWG.Wait()
 	if n := db.m.openIters.Load(); n > 0 {
 		db.opts.Logger.Warn("lsmgo: Close with open iterators", "count", n)

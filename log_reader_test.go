@@ -244,6 +244,35 @@ func TestWALRetentionBounds(t *testing.T) {
 	}
 }
 
+// TestWALRetentionAgeWhileIdle: a DB that stops writing still lets its
+// retained files go once they are older than the age bound, without a
+// flush or a reader to trigger it.
+func TestWALRetentionAgeWhileIdle(t *testing.T) {
+	defer func(d time.Duration) { retainTrimInterval = d }(retainTrimInterval)
+	retainTrimInterval = 10 * time.Millisecond
+	mem := vfs.NewMem()
+	var log commitLog
+	opts := retainOptions(mem, &log)
+	opts.WALRetainAge = 200 * time.Millisecond
+	db := openTestDB(t, "/idle", opts)
+	writeReplBatches(t, db, rand.New(rand.NewPCG(29, 3)), 300, "a")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if names := retainedNames(t, mem, "/idle"); len(names) == 0 {
+		t.Fatal("nothing retained after a flush")
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		names := retainedNames(t, mem, "/idle")
+		if len(names) == 0 && db.Metrics().WAL.RetainedFiles == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute idle with an age bound of 200ms, yet %v retained", names)
+		}
+	}
+}
+
 // TestLogReaderAfterCrash: a crash that loses the WAL's unsynced tail,
 // and one whose reopen drops the records after a damaged one, both let
 // the writes after Open take the lost sequence numbers; the reader then

@@ -162,6 +162,27 @@ func (db *DB) trimRetained() {
 	}
 }
 
+// retainTrimInterval is how often the age bound is applied between
+// flushes: on a DB that no longer flushes, old retained files and the
+// blob files they pin must still go once they are too old.
+var retainTrimInterval = time.Minute
+
+// trimRetainedEvery applies the retention bounds every
+// retainTrimInterval until stop is closed.
+func (db *DB) trimRetainedEvery(stop <-chan struct{}) {
+	defer db.bgWG.Done()
+	t := time.NewTicker(retainTrimInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			db.trimRetained()
+		}
+	}
+}
+
 // retainedWALStats returns how many retained files there are and their
 // bytes, for Metrics.
 func (db *DB) retainedWALStats() (int, int64) {
