@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -129,5 +130,70 @@ func eventsUntil(t *testing.T, d *diffConn, marker string) string {
 		if strings.HasSuffix(string(v.Array[2].Str), ":"+marker) || string(v.Array[3].Str) == marker {
 			return b.String()
 		}
+	}
+}
+
+// TestReplicaNotifyTurnedOnLater: a replica that turns keyspace events
+// on after streaming without them (while another replica kept the
+// primary recording them) gets the events of writes from then on, not
+// those of the writes it applied before.
+func TestReplicaNotifyTurnedOnLater(t *testing.T) {
+	primary := startServer(t, nil)
+	watcher, _ := startReplica(t, primary)
+	late, lateClient := startReplica(t, primary)
+	ctx := context.Background()
+	w := dialDiff(t, "tcp", watcher.Addr().String(), 2)
+	w.do(t, "CONFIG", "SET", "notify-keyspace-events", "KEA")
+	want, _ := parseNotifyFlags("KEA")
+	waitFor(t, "the primary to learn the watcher's classes", func() bool {
+		return primary.repl.events.wantedFlags() == want
+	})
+	p := newClient(t, primary, 2, nil)
+	for i := range 50 {
+		if err := p.Set(ctx, fmt.Sprint("old:", i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the late replica to apply the old writes", func() bool {
+		return lateClient.Get(ctx, "old:49").Val() == "v"
+	})
+
+	sub := dialDiff(t, "tcp", late.Addr().String(), 2)
+	sub.do(t, "CONFIG", "SET", "notify-keyspace-events", "KEA")
+	sub.do(t, "PSUBSCRIBE", "__keyevent@0__:*")
+	// The replica announces its classes at its next ack: write markers
+	// until one's event arrives.
+	got := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		sub.nc.SetDeadline(time.Now().Add(time.Minute))
+		for {
+			v, err := sub.rd.ReadValue()
+			if err != nil {
+				got <- fmt.Sprintf("%s(read: %v)", b.String(), err)
+				return
+			}
+			if len(v.Array) == 4 {
+				key := string(v.Array[3].Str)
+				b.WriteString(key + "\n")
+				if strings.HasPrefix(key, "marker:") {
+					got <- b.String()
+					return
+				}
+			}
+		}
+	}()
+	var events string
+	for i := 0; events == ""; i++ {
+		if err := p.Set(ctx, fmt.Sprint("marker:", i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case events = <-got:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if strings.Contains(events, "old:") || !strings.Contains(events, "marker:") {
+		t.Fatalf("events on the replica that turned them on late:\n%s", events)
 	}
 }

@@ -652,6 +652,11 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64, retained
 			if lost > 0 {
 				s.log.Warn("replication: a replica fell behind the keyspace events; some are not sent", "replica", c.nc.RemoteAddr().String(), "records", lost)
 			}
+		} else {
+			// Keep up while the replica wants none, so that events it
+			// turns on later start at its position, not at the
+			// stream's start.
+			evCursor = s.repl.events.cursorFrom(from)
 		}
 		if !caughtUp {
 			continue
