@@ -164,9 +164,12 @@ func (lr *LogReader) Next() ([]byte, error) {
 			lr.reopen = true
 			return nil, io.EOF
 		}
-		if errors.Is(err, io.EOF) && !lr.reread {
+		if !lr.reread {
 			// The pipeline finished this file before it created the
-			// next: read it once more, to its real end.
+			// next: read it once more, to its real end. Not only
+			// after io.EOF: a record read while the writer was still
+			// filling the file's preallocated zeros can look damaged
+			// with an intact one after it.
 			if err := lr.open(lr.num); err != nil {
 				return nil, err
 			}

@@ -66,7 +66,8 @@ func (s *Server) readRetained(lr *lsmgo.LogReader, dst []byte, limit int) (out [
 		}
 		if err != nil {
 			if errors.Is(err, lsmgo.ErrNotRetained) {
-				s.repl.walBad.Store(max(s.repl.walBad.Load(), pos))
+				for bad := s.repl.walBad.Load(); bad < pos && !s.repl.walBad.CompareAndSwap(bad, pos); bad = s.repl.walBad.Load() {
+				}
 				s.log.Error("replication: the retained WAL cannot serve a replica past this position; it takes a full copy",
 					"position", pos, "err", err)
 			}
