@@ -214,8 +214,8 @@ type Options struct {
 	// (doc/blob.md): a value of at least this many bytes is written once,
 	// to a blob file, and the tree (WAL, memtables, tables) holds a
 	// pointer to it, so flushes and compactions do not copy it. Such a
-	// value may be up to MaxValueSize bytes. Default 4 KiB, the table
-	// block size: a larger value fills a block of its own anyway, and
+	// value may be up to MaxValueSize bytes. Default 4 KiB, twice the
+	// table block size: a larger value fills blocks of its own anyway, and
 	// separated it halved write amplification and wrote 1.3-1.8 times
 	// faster in BenchmarkBlobThreshold. Negative turns separation off:
 	// every value is stored in the tree, and key plus value are limited
