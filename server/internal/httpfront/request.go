@@ -24,12 +24,8 @@ func (r *Request) RemoteAddr() string { return r.nc.RemoteAddr().String() }
 // case), with surrounding blanks trimmed, or "", as http.Header.Get does.
 func (r *Request) Header(name string) string {
 	for rest := r.fields; len(rest) > 0; {
-		line := rest
-		if i := bytes.Index(rest, crlf); i >= 0 {
-			line, rest = rest[:i], rest[i+2:]
-		} else {
-			rest = nil
-		}
+		var line []byte
+		line, rest = cutLine(rest)
 		colon := bytes.IndexByte(line, ':')
 		if colon == len(name) && equalFold(line[:colon], name) {
 			return string(trimBlanks(line[colon+1:]))
@@ -148,12 +144,8 @@ func unreserved(c byte) bool {
 func plainFields(fields []byte) bool {
 	hosts := 0
 	for rest := fields; len(rest) > 0; {
-		line := rest
-		if i := bytes.Index(rest, crlf); i >= 0 {
-			line, rest = rest[:i], rest[i+2:]
-		} else {
-			rest = nil
-		}
+		var line []byte
+		line, rest = cutLine(rest)
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
 			return false
@@ -248,4 +240,13 @@ func equalFold(b []byte, s string) bool {
 		}
 	}
 	return true
+}
+
+// cutLine splits the first CRLF-ended line (or the last, unended one)
+// off header fields.
+func cutLine(fields []byte) (line, rest []byte) {
+	if i := bytes.Index(fields, crlf); i >= 0 {
+		return fields[:i], fields[i+2:]
+	}
+	return fields, nil
 }
