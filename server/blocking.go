@@ -308,6 +308,9 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 			w.keys = append(w.keys, string(k))
 		}
 	}
+	// Published before the waiter is registered: from then on the
+	// connection that serves it writes the reply into c.wr.
+	c.publishBlocked()
 	r.add(w)
 	// A write that committed between the caller's try and add found no
 	// waiter to serve.
@@ -320,7 +323,6 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) 
 		defer t.Stop()
 		timer = t.C
 	}
-	c.publishBlocked()
 	stop, gone := c.readAheadWhileBlocked()
 	unblocked := c.unblocker.arm(func() bool {
 		w.mu.Lock()
