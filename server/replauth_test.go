@@ -59,7 +59,9 @@ func TestReplicationMasterAuth(t *testing.T) {
 	if strings.Contains(strings.Join(anyStrings(v), " "), "rpass") {
 		t.Fatalf("CONFIG GET masterauth shows the password: %v", v)
 	}
-	waitFor(t, "the replica to catch up", func() bool { return lastSeq(replica) == lastSeq(primary) })
+	waitFor(t, "the replica to catch up", func() bool {
+		return replica.repl.linkUp.Load() && lastSeq(replica) == lastSeq(primary)
+	})
 	for _, k := range []string{"s:k1", "s:k2", "n:k3"} {
 		want, _ := do(ctx, pc, "get", k)
 		got, _ := do(ctx, rc, "get", k)
