@@ -363,39 +363,10 @@ func checkAcrossCut(t *testing.T, fs vfs.FS, before [][]byte, rng *rand.Rand) {
 // a WAL is extended with left out).
 func corruptAt(t *testing.T, fs vfs.FS, name string, at float64) {
 	t.Helper()
-	data := readFileBytes(t, fs, name)
+	data := readAllFile(t, fs, name)
 	end := len(bytes.TrimRight(data, "\x00"))
 	data[int(float64(end)*at)] ^= 0x5a
-	writeAll(t, fs, name, data)
-}
-
-func readFileBytes(t testing.TB, fs vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-func writeAll(t testing.TB, fs vfs.FS, name string, data []byte) {
-	t.Helper()
-	f, err := fs.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeFile(t, fs, name, data)
 }
 
 // TestLogReaderDamagedRetained: a retained file damaged in its middle,
@@ -420,8 +391,8 @@ func TestLogReaderDamagedRetained(t *testing.T) {
 			if damage == "flip" {
 				corruptAt(t, mem, name, 0.5)
 			} else {
-				data := readFileBytes(t, mem, name)
-				writeAll(t, mem, name, data[:len(data)/2])
+				data := readAllFile(t, mem, name)
+				writeFile(t, mem, name, data[:len(data)/2])
 			}
 			all := log.all()
 			first, _ := batchSeq(t, all[0])
@@ -476,7 +447,7 @@ func FuzzLogReader(f *testing.F) {
 	names, _ := mem.List("/seed")
 	for _, name := range names {
 		if strings.HasSuffix(name, "log") {
-			f.Add(readFileBytes(f, mem, "/seed/"+name), uint64(1))
+			f.Add(readAllFile(f, mem, "/seed/"+name), uint64(1))
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte, from uint64) {
@@ -486,7 +457,7 @@ func FuzzLogReader(f *testing.F) {
 		if err := mem.MkdirAll("/db", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		writeAll(t, mem, "/db/000001.rlog", data)
+		writeFile(t, mem, "/db/000001.rlog", data)
 		db, err := Open("/db", opts)
 		if err != nil {
 			t.Fatal(err)
