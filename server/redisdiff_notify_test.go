@@ -41,65 +41,33 @@ func TestRedisDiffNotify(t *testing.T) {
 				d.do(t, "PSUBSCRIBE", "__key*__:*")
 			}
 			g := &diffGen{rng: rand.New(rand.NewPCG(seed, 0x6e07)), proto: proto}
-			compareEventRounds(t, g, seed, perSeed, ours, theirs, true, func(done int) (string, string) {
-				token := fmt.Sprint(done)
+			compareEventRounds(t, g, seed, perSeed, ours, theirs, func(round int) (string, string) {
+				token := fmt.Sprint(round)
 				return keyEvents(t, subOurs, token), keyEvents(t, subTheirs, token)
 			})
 		})
 	}
 }
 
-// compareEventRounds sends perSeed commands of g to ours and theirs in
-// rounds of 32, comparing the replies when checkReplies, and after each
-// round compares the events both sides fired, which events(done)
-// returns; it fails at the first round that differs, naming its
-// commands, or when too few events were compared to tell anything.
-func compareEventRounds(t *testing.T, g *diffGen, seed uint64, perSeed int, ours, theirs *diffConn, checkReplies bool, events func(done int) (ours, theirs string)) {
+// compareEventRounds runs runDiffWith's rounds of g's commands on ours
+// and theirs and, after each, compares the events both sides fired,
+// which events(round) returns; it fails at the first round that differs,
+// or when too few events were compared to tell anything.
+func compareEventRounds(t *testing.T, g *diffGen, seed uint64, perSeed int, ours, theirs *diffConn, events func(round int) (ours, theirs string)) {
 	t.Helper()
-	const round = 32
-	var last []diffCmd
 	n := 0
-	for done := 0; done < perSeed; done += round {
-		cmds := make([]diffCmd, round)
-		for i := range cmds {
-			cmds[i] = g.next()
-			ours.send(cmds[i].args)
-			theirs.send(cmds[i].args)
-		}
-		got, err := ours.flushRead(round)
-		if err != nil {
-			t.Fatalf("lsmgo: %v", err)
-		}
-		want, err := theirs.flushRead(round)
-		if err != nil {
-			t.Fatalf("redis: %v", err)
-		}
-		for i, cmd := range cmds {
-			if !checkReplies {
-				break
-			}
-			if g, w := renderReply(got[i], cmd), renderReply(want[i], cmd); g != w {
-				t.Fatalf("seed %d, command %d %q:\n lsmgo: %s\n redis: %s", seed, done+i, cmd.args, g, w)
-			}
-		}
-		evOurs, evTheirs := events(done)
+	runDiffWith(t, g, seed, perSeed, ours, theirs, func(round int) {
+		evOurs, evTheirs := events(round)
 		if evOurs != evTheirs {
-			a, b0 := strings.Split(evOurs, "\n"), strings.Split(evTheirs, "\n")
+			a, b := strings.Split(evOurs, "\n"), strings.Split(evTheirs, "\n")
 			i := 0
-			for i < len(a) && i < len(b0) && a[i] == b0[i] {
+			for i < len(a) && i < len(b) && a[i] == b[i] {
 				i++
 			}
-			t.Logf("first difference at event line %d", i)
-			var b strings.Builder
-			for _, c := range append(last, cmds...) {
-				fmt.Fprintf(&b, "  %q\n", c.args)
-			}
-			t.Fatalf("seed %d, round ending at command %d: events differ\n lsmgo:\n%s\n redis:\n%s\ncommands (previous round, this round):\n%s",
-				seed, done+round, evOurs, evTheirs, b.String())
+			t.Fatalf("seed %d, round %d: events differ from line %d\n lsmgo:\n%s\n redis:\n%s", seed, round, i, evOurs, evTheirs)
 		}
-		last = cmds
 		n += strings.Count(evOurs, "\n")
-	}
+	})
 	if n < perSeed/50 {
 		t.Fatalf("only %d events for %d commands: the test sees too few to compare", n, perSeed)
 	}
