@@ -3,11 +3,13 @@ package lsmgo
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/blob"
 	"github.com/lsmgo-dev/lsmgo/internal/manifest"
 	"github.com/lsmgo-dev/lsmgo/internal/record"
 	"github.com/lsmgo-dev/lsmgo/internal/sstable"
@@ -20,7 +22,9 @@ type CheckReport struct {
 	// Damage is a *CorruptionError (matching ErrCorruption) that names the
 	// file and, where known, the offset; an I/O error that kept a file
 	// from being read is reported as it came; a WAL write too large to
-	// flush (accepted by an older version) matches ErrValueTooLarge.
+	// flush (accepted by an older version) matches ErrValueTooLarge
+	// unless Open would store its large values in blob files (value
+	// separation on), which makes it a warning.
 	// Open, or a read, would fail on each of these, with one exception:
 	// damage followed by intact records in the last WAL that has records,
 	// which Open recovers from by dropping the log from the damaged record
@@ -86,17 +90,16 @@ func (r *CheckReport) String() string {
 // Where the LOCK cannot be taken for lack of permission (read-only media)
 // Check reads without it and says so in a warning: reading never harms an
 // open DB, though its concurrent changes could then show as problems.
-// Only opts.FS is used; nil means vfs.Default.
+// Only opts.FS and opts.ValueThreshold (what Open with the same options
+// would recover) are used; nil means vfs.Default and the default threshold.
 func Check(dir string, opts *Options) (*CheckReport, error) {
-	fs := vfs.Default
-	if opts != nil && opts.FS != nil {
-		fs = opts.FS
-	}
+	o := opts.withDefaults()
+	fs := o.FS
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil, fmt.Errorf("lsmgo: check %s: %w", dir, err)
 	}
-	c := &checker{fs: fs, dir: dir, names: names, report: &CheckReport{}}
+	c := &checker{fs: fs, dir: dir, names: names, report: &CheckReport{}, valueThreshold: o.ValueThreshold}
 	c.blobs.init(fs, dir, &dbMetrics{}, nil)
 	defer c.blobs.close()
 	d := classifyDir(names)
@@ -142,6 +145,9 @@ type checker struct {
 	blobs     blobFiles
 	blobBuf   []byte
 	pointedTo map[base.FileNum]bool
+	// valueThreshold is Options.ValueThreshold as Open would use it:
+	// positive when recovery separates large values.
+	valueThreshold int
 }
 
 func (c *checker) path(name string) string { return c.fs.PathJoin(c.dir, name) }
@@ -346,7 +352,7 @@ func (c *checker) checkLogs(minLog base.FileNum, lastSeq base.SeqNum) {
 				}
 				break
 			}
-			seq, count, berr := checkBatch(rec)
+			seq, count, berr := c.checkBatch(name, r.Offset(), rec)
 			if berr == nil && isCloseMarker(rec) {
 				if end != nil {
 					end.closed = true
@@ -388,6 +394,30 @@ func (c *checker) checkLogs(minLog base.FileNum, lastSeq base.SeqNum) {
 		}
 	}
 	settle(false)
+}
+
+// checkBatch is checkBatch as recovery applies it: a record too large for
+// a table or a memtable only as written is a warning when Open would move
+// its large values to a blob file, leaving it small enough.
+func (c *checker) checkBatch(name string, off int64, rec []byte) (base.SeqNum, uint32, error) {
+	seq, count, err := checkBatch(rec)
+	if !errors.Is(err, ErrValueTooLarge) || c.valueThreshold <= 0 {
+		return seq, count, err
+	}
+	// The longest pointer a value could get, without writing it.
+	longest := func(key, value []byte) (blob.Pointer, error) {
+		return blob.Pointer{FileNum: base.FileNum(math.MaxUint64), Offset: math.MaxUint64, Length: math.MaxUint64, Checksum: math.MaxUint32}, nil
+	}
+	sep, _ := separateRecord(rec, c.valueThreshold, longest)
+	if sep == nil {
+		return seq, count, err
+	}
+	if seq, count, serr := checkBatch(sep); serr == nil {
+		c.warn(fmt.Errorf("lsmgo: WAL %s, record at offset %d: %w; Open moves its values of %d bytes or more to a blob file, which makes it fit",
+			name, off, err, c.valueThreshold))
+		return seq, count, nil
+	}
+	return seq, count, err
 }
 
 // checkRecordPointers verifies the pointers of a WAL record (at offset off

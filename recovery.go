@@ -343,7 +343,30 @@ func (r *walReplay) closeMarker(name string, off int64, rec []byte) error {
 // that). So a WAL written without separation, or by a version that let an
 // entry too large for a table through, is recovered with separation on.
 func (r *walReplay) separate(rec []byte) ([]byte, error) {
-	threshold := r.db.opts.ValueThreshold
+	out, err := separateRecord(rec, r.db.opts.ValueThreshold, func(key, value []byte) (blob.Pointer, error) {
+		if r.blobW == nil {
+			num, f, err := r.db.blobs.create()
+			if err != nil {
+				return blob.Pointer{}, err
+			}
+			r.blobNum, r.blobW = num, blob.NewWriter(f, num, r.db.blobs.path(num))
+		}
+		return r.blobW.Add(key, value)
+	})
+	if err != nil || out == nil {
+		return nil, err
+	}
+	// checkPointers reads the values back from the file.
+	if err := r.blobW.Flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// separateRecord returns the WAL record rec with every inline set value of
+// at least threshold bytes replaced by the pointer add stores it under, or
+// nil when rec holds no such value or does not decode.
+func separateRecord(rec []byte, threshold int, add func(key, value []byte) (blob.Pointer, error)) ([]byte, error) {
 	br, err := batchrepr.NewReader(rec)
 	if err != nil {
 		return nil, nil
@@ -377,14 +400,7 @@ func (r *walReplay) separate(rec []byte) ([]byte, error) {
 			}
 		}
 		if large {
-			if r.blobW == nil {
-				num, f, err := r.db.blobs.create()
-				if err != nil {
-					return nil, err
-				}
-				r.blobNum, r.blobW = num, blob.NewWriter(f, num, r.db.blobs.path(num))
-			}
-			p, err := r.blobW.Add(key, value[prefix:])
+			p, err := add(key, value[prefix:])
 			if err != nil {
 				return nil, err
 			}
@@ -396,12 +412,6 @@ func (r *walReplay) separate(rec []byte) ([]byte, error) {
 			value = v
 		}
 		out = batchrepr.Append(out, kind, key, value)
-	}
-	if out != nil {
-		// checkPointers reads the values back from the file.
-		if err := r.blobW.Flush(); err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
 }

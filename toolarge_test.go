@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,8 +147,9 @@ func TestSetTooLarge(t *testing.T) {
 // holds a write no table can hold (as versions before the limit could
 // write) makes an Open without value separation fail at once, with
 // ErrValueTooLarge and a message that names the WAL and says what to do,
-// changing nothing on disk; Check reports the same problem. An Open with
-// separation (the default) recovers an oversize entry into a blob file. The first case is a real entry one byte over
+// changing nothing on disk; Check without separation reports the same
+// problem. An Open with separation (the default) recovers an oversize
+// entry into a blob file, and Check with the default options warns of it. The first case is a real entry one byte over
 // the tables' limit (a 512 MiB record: about 90 s, so not with -short);
 // the second a batch of small writes too many for a memtable (34 MB).
 func TestOpenOversizeWAL(t *testing.T) {
@@ -233,15 +235,30 @@ func TestOpenOversizeWAL(t *testing.T) {
 			if after := dirSizes(t, fs, dir); !maps.Equal(before, after) {
 				t.Fatalf("a failed Open changed the directory: %v, then %v", before, after)
 			}
-			report, err := Check(dir, &Options{FS: fs})
+			report, err := Check(dir, &Options{FS: fs, ValueThreshold: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(report.Problems) != 1 || !errors.Is(report.Problems[0], ErrValueTooLarge) {
-				t.Fatalf("Check: %d problem(s), want one matching ErrValueTooLarge:\n%v", len(report.Problems), report.Err())
+				t.Fatalf("Check without separation: %d problem(s), want one matching ErrValueTooLarge:\n%v", len(report.Problems), report.Err())
+			}
+			// Check with the default options says what a default Open
+			// does: a problem where it refuses, a warning where it
+			// recovers.
+			report, err = Check(dir, &Options{FS: fs})
+			if err != nil {
+				t.Fatal(err)
 			}
 			if !tt.separable {
+				if len(report.Problems) != 1 || !errors.Is(report.Problems[0], ErrValueTooLarge) {
+					t.Fatalf("Check: %d problem(s), want one matching ErrValueTooLarge:\n%v", len(report.Problems), report.Err())
+				}
 				return
+			}
+			if !report.OK() || !slices.ContainsFunc(report.Warnings, func(err error) bool {
+				return errors.Is(err, ErrValueTooLarge) && strings.Contains(err.Error(), "blob file")
+			}) {
+				t.Fatalf("Check: problems %v, warnings %v; want no problem and a warning that Open separates the value", report.Err(), report.Warnings)
 			}
 			// What the message advises, and what the default does:
 			// recovery moves the value to a blob file.
