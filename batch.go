@@ -60,7 +60,8 @@ type Batch struct {
 	blobBytes int
 	// alias makes separated values refer to the caller's slices instead
 	// of copies: set for the one-write batches of DB.Set, which are
-	// applied before the caller gets its slice back.
+	// applied before the caller gets its slice back (SetNoCopy does the
+	// same for one value).
 	alias bool
 	// replicatedParts, set by ApplyReplicatedBatches, are the replicated
 	// batches this one was made of, which Options.OnCommit reports.
@@ -86,7 +87,7 @@ func (db *DB) NewBatch() *Batch {
 // Set adds a write of key with value.
 func (b *Batch) Set(key, value []byte) {
 	if b.separates(len(value)) {
-		b.setBlob(base.KindSetBlob, key, nil, value)
+		b.setBlob(base.KindSetBlob, key, nil, value, b.alias)
 		return
 	}
 	if b.admit(base.KindSet, len(key), len(value)) {
@@ -94,12 +95,25 @@ func (b *Batch) Set(key, value []byte) {
 	}
 }
 
+// SetNoCopy is Set for a caller that leaves value untouched until the
+// batch is applied, reset or dropped: a value the batch separates
+// (Options.ValueThreshold) is kept by reference instead of copied; a
+// smaller one is copied as by Set. A server holding a large upload in
+// memory hands it over this way instead of having every byte copied.
+func (b *Batch) SetNoCopy(key, value []byte) {
+	if b.separates(len(value)) {
+		b.setBlob(base.KindSetBlob, key, nil, value, true)
+		return
+	}
+	b.Set(key, value)
+}
+
 // SetWithExpiry adds a write of key with value that reads as absent from
 // expireAt on.
 func (b *Batch) SetWithExpiry(key, value []byte, expireAt time.Time) {
 	if b.separates(len(value)) {
 		var prefix [base.ExpiryLen]byte
-		b.setBlob(base.KindSetExpiryBlob, key, base.EncodeExpiryValue(prefix[:0], expireAt.UnixMilli(), nil), value)
+		b.setBlob(base.KindSetExpiryBlob, key, base.EncodeExpiryValue(prefix[:0], expireAt.UnixMilli(), nil), value, b.alias)
 		return
 	}
 	if !b.admit(base.KindSetExpiry, len(key), len(value)) {
@@ -113,12 +127,13 @@ func (b *Batch) SetWithExpiry(key, value []byte, expireAt time.Time) {
 func (b *Batch) separates(n int) bool { return b.threshold > 0 && n >= b.threshold }
 
 // setBlob adds a separated write: a placeholder record of kind holding
-// prefix (the expiry, or nothing), and the value beside it.
-func (b *Batch) setBlob(kind base.Kind, key, prefix, value []byte) {
+// prefix (the expiry, or nothing), and the value beside it, or a copy of
+// it unless keep.
+func (b *Batch) setBlob(kind base.Kind, key, prefix, value []byte, keep bool) {
 	if !b.admit(kind, len(key), len(value)) {
 		return
 	}
-	if !b.alias {
+	if !keep {
 		value = append(make([]byte, 0, len(value)), value...)
 	}
 	b.repr = batchrepr.Append(b.repr, kind, key, prefix)

@@ -36,9 +36,10 @@ type commitWriter struct {
 	// start at (ApplyReplicated); such a batch always leads its group.
 	wantSeq base.SeqNum
 	// replicated is the batch's portable encoding when it differs from
-	// repr (separated values), for Options.OnCommit; replicatedParts
-	// replace it for the batches of ApplyReplicatedBatches.
-	replicated      []byte
+	// repr (separated values), for Options.OnCommit, in a buffer of
+	// replicatedPool; replicatedParts replace it for the batches of
+	// ApplyReplicatedBatches.
+	replicated      *[]byte
 	replicatedParts [][]byte
 	// written is set when the leader has finished with the writer: its
 	// batch is in the WAL at logical end position walPos, or err says why
@@ -136,6 +137,7 @@ func (db *DB) commit(b *Batch, wo *WriteOptions, wantSeq base.SeqNum, async bool
 	}
 	// The memtable holds its own pins now, if the batch got that far.
 	db.blobs.unpin(pinned)
+	putReplicated(w.replicated)
 	*w = commitWriter{wake: w.wake}
 	commitWriterPool.Put(w)
 	return p, err
@@ -439,7 +441,7 @@ func (db *DB) notifyCommitLocked(group []*commitWriter) {
 		}
 		data := w.repr
 		if w.replicated != nil {
-			data = w.replicated
+			data = *w.replicated
 			batchrepr.SetSeq(data, w.seq)
 		}
 		hook(uint64(w.seq), data)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +237,29 @@ func TestBatchForEachKey(t *testing.T) {
 	})
 	if want := []string{"a", "b", "c@" + strconv.FormatInt(hour.UnixMilli(), 10), "d@1000", "a"}; !slices.Equal(got, want) {
 		t.Fatalf("ForEachExpiry: %q, want %q", got, want)
+	}
+}
+
+// TestBatchSetNoCopy checks that SetNoCopy stores what Set would: a value
+// below the separation threshold is copied at once (changing the caller's
+// slice afterwards changes nothing), a separated one is stored whole.
+func TestBatchSetNoCopy(t *testing.T) {
+	opts := modelTinyOptions()
+	opts.FS = vfs.NewMem()
+	opts.ValueThreshold = 8
+	db := openTestDB(t, "/db", &opts)
+	small, large := []byte("abc"), bytes.Repeat([]byte("y"), 100)
+	b := db.NewBatch()
+	b.SetNoCopy([]byte("s"), small)
+	b.SetNoCopy([]byte("l"), large)
+	copy(small, "XYZ")
+	if err := db.Apply(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	large[0] = 'Z' // applied: the DB holds its own bytes now
+	for k, want := range map[string]string{"s": "abc", "l": strings.Repeat("y", 100)} {
+		if got, err := db.Get([]byte(k)); err != nil || string(got) != want {
+			t.Fatalf("Get(%q) = %.20q, %v; want %.20q", k, got, err, want)
+		}
 	}
 }

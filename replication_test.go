@@ -34,18 +34,22 @@ func (l *commitLog) all() [][]byte {
 
 // randomReplBatch builds a batch of 1-4 random writes on a small key
 // space (sets, deletes, sets with a far expiry; values up to 600 bytes, so
-// some are separated) and applies its effect to model.
+// some are separated, some handed over by SetNoCopy) and applies its
+// effect to model.
 func randomReplBatch(db *DB, rng *rand.Rand, model map[string]string, prefix string) *Batch {
 	b := db.NewBatch()
 	for range 1 + rng.IntN(4) {
 		key := fmt.Sprintf("%s%03d", prefix, rng.IntN(120))
 		value := bytes.Repeat([]byte{byte('a' + rng.IntN(26))}, 1+rng.IntN(600))
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0:
 			b.Delete([]byte(key))
 			delete(model, key)
 		case 1:
 			b.SetWithExpiry([]byte(key), value, time.Now().Add(time.Hour))
+			model[key] = string(value)
+		case 2:
+			b.SetNoCopy([]byte(key), value)
 			model[key] = string(value)
 		default:
 			b.Set([]byte(key), value)

@@ -8,7 +8,8 @@
 #
 # Usage: BEFORE=lsmgo-binary AFTER=lsmgo-binary BENCH=lsmgo-bench-binary uploads.sh OUTDIR
 #        (ROUNDS=3, SECS=10, FILES="u100k u1m u4m", PORT=18281: the HTTP
-#        port; PORT+10 is lsmgo's RESP port)
+#        port; PORT+10 is lsmgo's RESP port; JPEGS=DIR: take u100k.jpg,
+#        u1m.jpg and u4m.jpg from DIR instead of making them first)
 set -u
 out=$(realpath -m "${1:?usage: uploads.sh OUTDIR}"); mkdir -p "$out"
 ROUNDS=${ROUNDS:-3}; SECS=${SECS:-10}; FILES=${FILES:-u100k u1m u4m}; PORT=${PORT:-18281}
@@ -17,8 +18,10 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(mktemp -d /tmp/imgups-XXXX); HTTP=127.0.0.1:$PORT; srv=""
 stop() { [ -n "$srv" ] && { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; }; srv=""; rm -rf "$B/srv"; }
 trap 'stop; rm -rf "$B"' EXIT
-(cd "$repo/bench-results/imgbed" && go run mkjpeg.go "$B/u100k.jpg" && go run mkjpeg.go "$B/u1m.jpg" 2000 1600 &&
-  go run mkjpeg.go "$B/u4m.jpg" 4096 3100) || exit 1
+if [ -n "${JPEGS:-}" ]; then cp "$JPEGS"/u100k.jpg "$JPEGS"/u1m.jpg "$JPEGS"/u4m.jpg "$B"/ || exit 1; else
+  (cd "$repo/bench-results/imgbed" && go run mkjpeg.go "$B/u100k.jpg" && go run mkjpeg.go "$B/u1m.jpg" 2000 1600 &&
+    go run mkjpeg.go "$B/u4m.jpg" 4096 3100) || exit 1
+fi
 ls -l "$B"/*.jpg | awk '{print $5, $9}' | tee "$out/files.txt"
 wait_http() { for _ in $(seq 100); do curl -s -o /dev/null "http://$HTTP$1" && return 0; sleep 0.1; done; return 1; }
 start() { # SERVER

@@ -94,18 +94,15 @@ func (d *dbBlobs) put(_ context.Context, s sum, g gen, r io.Reader, size int64, 
 	return nil
 }
 
-// chunksInto adds the chunks of the size bytes of r to b: a blob small
-// enough for one batch is committed with its metadata, in one write.
-func (d *dbBlobs) chunksInto(b *lsmgo.Batch, s sum, g gen, r io.Reader, size int64) error {
-	buf := make([]byte, min(int64(d.chunk), size))
-	for i := 0; int64(i)*int64(d.chunk) < size; i++ {
-		n, err := io.ReadFull(r, buf[:min(int64(d.chunk), size-int64(i)*int64(d.chunk))])
-		if err != nil {
-			return err
-		}
-		b.Set(chunkKey(s, g, i), buf[:n])
+// chunksInto adds the chunks of data to b: a blob small enough for one
+// batch is committed with its metadata, in one write. The batch refers to
+// data's bytes (lsmgo.Batch.SetNoCopy) until it is applied.
+func (d *dbBlobs) chunksInto(b *lsmgo.Batch, s sum, g gen, data []byte) {
+	for i := 0; len(data) > 0; i++ {
+		n := min(d.chunk, len(data))
+		b.SetNoCopy(chunkKey(s, g, i), data[:n])
+		data = data[n:]
 	}
-	return nil
 }
 
 // open returns a reader of the blob's chunks in place (chunkReader). A

@@ -94,8 +94,9 @@ type Config struct {
 	// MaxFilesPerRequest bounds the files of one multipart upload.
 	MaxFilesPerRequest int
 	// MaxConcurrentUploads bounds the uploads reading their bodies at
-	// once; others wait. Together with the per-upload buffers it bounds
-	// upload memory.
+	// once; others wait. Together with the per-upload buffers (1 MiB
+	// each: an image up to that size is held whole) it bounds upload
+	// memory: 64 MiB at the default.
 	MaxConcurrentUploads int
 	// MaxUploadsPerClient bounds the slots one client (token name, or IP
 	// address for anonymous uploads) holds at once, so that a few clients

@@ -101,7 +101,7 @@ func noise(w, h int) *image.NRGBA {
 func TestGPSStrippedEverywhere(t *testing.T) {
 	th := newTestHost(t, Config{})
 	var big bytes.Buffer
-	if err := webp.Encode(&big, noise(400, 400), webp.Options{Lossless: true}); err != nil {
+	if err := webp.Encode(&big, noise(640, 640), webp.Options{Lossless: true}); err != nil {
 		t.Fatal(err)
 	}
 	if big.Len() <= headLen {
@@ -110,7 +110,7 @@ func TestGPSStrippedEverywhere(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"png":        pngWithGPS(encodePNG(t, gradient(30, 20))),
 		"webp":       webpWithGPS(t, encodeWebP(t, gradient(30, 20)), 30, 20),
-		"large webp": webpWithGPS(t, big.Bytes(), 400, 400),
+		"large webp": webpWithGPS(t, big.Bytes(), 640, 640),
 		"jpeg xmp":   jpegWithXMP(withExif(encodeJPEG(t, gradient(30, 20)), 1)),
 	} {
 		if len(gpsLeft(data)) == 0 {

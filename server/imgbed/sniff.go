@@ -12,6 +12,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"sync"
 
 	"golang.org/x/image/webp"
 )
@@ -95,12 +96,21 @@ func decodeConfig(f format, r io.Reader) (image.Config, error) {
 	return c, nil
 }
 
+// structReaders recycles checkStructure's buffers: allocating and zeroing
+// one per upload was a tenth of a 100 KB upload's CPU.
+var structReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
 // checkStructure walks the container structure of an image of type f up
 // to its end marker without decoding pixels, so a truncated or cut-off
 // upload is refused at once instead of being stored and failing later.
 // Bytes after the end marker are allowed (phones append data to JPEGs).
 func checkStructure(f format, r io.Reader) error {
-	br := bufio.NewReaderSize(r, 32<<10)
+	br := structReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		structReaders.Put(br)
+	}()
 	var err error
 	switch f {
 	case formatJPEG:

@@ -16,8 +16,10 @@ import (
 
 // headLen is the part of an upload kept in memory: enough to sniff it and
 // to strip the EXIF block of a JPEG in place (exifHeadLen), and enough to
-// hold a typical screenshot without touching a temporary file.
-const headLen = 256 << 10
+// hold every image the store commits in one batch (batchBytes), which then
+// goes from this buffer to the engine's blob file without a temporary file
+// or a copy (whole). Upload slots bound how many are held at once.
+const headLen = batchBytes
 
 var headPool = sync.Pool{New: func() any { b := make([]byte, headLen); return &b }}
 
@@ -190,6 +192,14 @@ func (s *spool) takeHead(head []byte, size, max int64, stripGPS bool) error {
 		s.orient, _ = exifInfo(s.head[:min(len(head), exifHeadLen)], stripGPS)
 	}
 	s.hashes().Write(s.head)
+	return nil
+}
+
+// whole returns the spooled bytes when they are all in memory, else nil.
+func (s *spool) whole() []byte {
+	if s.size == int64(len(s.head)) {
+		return s.head
+	}
 	return nil
 }
 

@@ -170,13 +170,13 @@ func getJSON(r interface{ Get([]byte) ([]byte, error) }, k []byte, v any, what s
 
 // addImage makes rec visible in one batch. fresh describes the blob's
 // bytes when the caller has them ready: already staged as fresh.Gen, or,
-// when inline is not nil, small enough that this batch writes them into
-// the DB too (one commit instead of two). fresh is nil when the caller
+// when inline is not nil, inline itself, small enough that this batch
+// writes it into the DB too (one commit instead of two). fresh is nil when the caller
 // expects the blob to exist. When the blob exists its reference count
 // goes up and staged bytes are reclaimed. limit checks the owner's usage
 // before it is updated. also, when not nil, adds to the batch what must
 // be committed with the image.
-func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit func(usage) error, also func(b *lsmgo.Batch, dup bool)) (dup bool, err error) {
+func (st *store) addImage(rec *record, fresh *blobMeta, inline []byte, limit func(usage) error, also func(b *lsmgo.Batch, dup bool)) (dup bool, err error) {
 	unlock := st.locks.lock(lockNames(rec)...)
 	defer func() {
 		unlock()
@@ -243,9 +243,7 @@ func (st *store) addImage(rec *record, fresh *blobMeta, inline io.Reader, limit 
 	switch {
 	case dup:
 	case inline != nil:
-		if err := st.local.chunksInto(b, rec.Sum, meta.Gen, inline, meta.Size); err != nil {
-			return false, err
-		}
+		st.local.chunksInto(b, rec.Sum, meta.Gen, inline)
 	default:
 		b.Delete(pendingKey(rec.Sum, meta.Gen))
 	}
@@ -464,9 +462,7 @@ func (st *store) addThumb(ctx context.Context, s sum, k []byte, data []byte, mim
 		b := st.db.NewBatch()
 		b.Set(k, encode(meta))
 		if inline {
-			if err := st.local.chunksInto(b, s, meta.Gen, bytes.NewReader(data), meta.Size); err != nil {
-				return false, err
-			}
+			st.local.chunksInto(b, s, meta.Gen, data)
 		} else {
 			b.Delete(pendingKey(s, meta.Gen))
 		}

@@ -291,9 +291,9 @@ func (h *Host) storeSpooled(ctx context.Context, sp *spool, name string, tok *To
 	)
 	for attempt := 0; ; attempt++ {
 		rec.ID = randomString(idLen)
-		var data io.Reader
+		var data []byte
 		if inline {
-			data = sp.reader()
+			data = sp.whole()
 		}
 		var also func(*lsmgo.Batch, bool)
 		if opts.commitWith != nil {
@@ -321,10 +321,11 @@ func (h *Host) storeSpooled(ctx context.Context, sp *spool, name string, tok *To
 			if bs == blobStore(h.st.local) {
 				fresh.Chunk = h.st.local.chunk
 			}
-			// A small image is committed with its record in one batch;
-			// a large one, or one for a remote store, is staged first
-			// (in bounded batches, or streamed to the store).
-			if inline = h.st.inline(bs, sp.size); inline {
+			// A small image, held whole in memory, is committed with
+			// its record in one batch; a large one, or one for a remote
+			// store, is staged first (in bounded batches, or streamed to
+			// the store).
+			if inline = h.st.inline(bs, sp.size) && sp.whole() != nil; inline {
 				fresh.Gen = newGen()
 			} else if fresh.Gen, err = h.st.stage(ctx, bs, rec.Sum, sp.section(), sp.size, rec.Mime); err != nil {
 				if bs != blobStore(h.st.local) {
