@@ -84,6 +84,9 @@ type replication struct {
 	// (repllimit.go).
 	committed, limitClosed atomic.Int64
 
+	// sendInterval is replSendInterval, in nanoseconds, but for tests.
+	sendInterval atomic.Int64
+
 	// applyMu is held by a replica while it marks the WATCHes of a
 	// batch and commits it; WATCH passes through it after registering,
 	// so that no batch marks before the registration and commits after
@@ -125,6 +128,7 @@ const datasetKey = string(keylayout.Meta) + "dataset-id"
 func (s *Server) initReplication() error {
 	if s.repl.replicas == nil {
 		s.repl.replicas = map[uint64]*replicaStream{}
+		s.repl.sendInterval.Store(int64(replSendInterval))
 	}
 	if s.repl.backlog == nil {
 		s.repl.backlog = newReplBacklog(replBacklogSize, s.db.LastSeq()+1)
@@ -683,7 +687,7 @@ func (s *Server) streamBatches(c *conn, rs *replicaStream, from uint64, retained
 		}
 		select {
 		case <-wake:
-			if wait := replSendInterval - time.Since(wrote); wait > 0 {
+			if wait := time.Duration(s.repl.sendInterval.Load()) - time.Since(wrote); wait > 0 {
 				hold.Reset(wait)
 				select {
 				case <-hold.C:
