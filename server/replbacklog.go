@@ -25,6 +25,11 @@ const replBacklogSize = 64 << 20
 // of a primary's CPU in a short benchmark on a fresh server.
 const replBacklogChunk = 256 << 10
 
+// replBacklogPage is the most entries a page of the backlog's index holds
+// (96 KiB; less for a small limit), for the same reason: an index that
+// doubled as it filled copied and cleared 6% of a fresh replica's CPU.
+const replBacklogPage = 4096
+
 // replBacklog holds the newest committed batches in commit order, fed by
 // the engine's OnCommit hook, in a queue of chunks of bytes: each batch as the RESP
 // bulk string the replica streams send it as, so that a stream copies a
@@ -46,11 +51,14 @@ type replBacklog struct {
 	chunk      int
 	spare      []byte
 	head, tail uint64
-	// index holds, oldest first, an entry per batch, as a ring of its own: entry i is
-	// index[(ihead+i)%len(index)], for i < n.
-	index []backlogEntry
-	ihead int
-	n     int
+	// index holds, oldest first, an entry per batch, in pages of page
+	// entries taken and given back like the chunks: entry i is
+	// index[(ihead+i)/page][(ihead+i)%page], for i < n, with ihead < page.
+	index     [][]backlogEntry
+	page      int
+	ihead     int
+	sparePage []backlogEntry
+	n         int
 	// bytes is the size of the batches held, without their framing: the
 	// limit applies to it, so that the backlog holds as many batches as
 	// its size says whatever their size. The frames are up to half as
@@ -76,7 +84,8 @@ type backlogEntry struct {
 }
 
 func newReplBacklog(limit int, next uint64) *replBacklog {
-	return &replBacklog{first: next, next: next, limit: limit, chunk: min(max(limit/8, 64), replBacklogChunk)}
+	return &replBacklog{first: next, next: next, limit: limit,
+		chunk: min(max(limit/8, 64), replBacklogChunk), page: min(max(limit/1024, 16), replBacklogPage)}
 }
 
 // activate makes the backlog keep batches from the next one on.
@@ -102,10 +111,53 @@ func (b *replBacklog) reset(next uint64) {
 
 func (b *replBacklog) clearLocked(next uint64) {
 	b.head, b.n, b.bytes, b.first, b.next = b.tail, 0, 0, next, next
+	b.dropPages(len(b.index))
 	b.release()
 }
 
-func (b *replBacklog) entry(i int) backlogEntry { return b.index[(b.ihead+i)%len(b.index)] }
+func (b *replBacklog) entry(i int) backlogEntry {
+	i += b.ihead
+	return b.index[i/b.page][i%b.page]
+}
+
+// push appends e to the index.
+func (b *replBacklog) push(e backlogEntry) {
+	i := b.ihead + b.n
+	if i/b.page == len(b.index) {
+		page := b.sparePage
+		if page == nil {
+			page = make([]backlogEntry, b.page)
+		}
+		b.index, b.sparePage = append(b.index, page), nil
+	}
+	b.index[i/b.page][i%b.page] = e
+	b.n++
+}
+
+// pop drops the oldest entry of the index.
+func (b *replBacklog) pop() {
+	b.ihead++
+	b.n--
+	switch {
+	case b.n == 0:
+		b.dropPages(len(b.index))
+	case b.ihead == b.page:
+		b.dropPages(1)
+	}
+}
+
+// dropPages gives back the first k pages of the index, which hold no
+// entry, and starts it at the next.
+func (b *replBacklog) dropPages(k int) {
+	b.ihead = 0
+	if k == 0 {
+		return
+	}
+	b.sparePage = b.index[k-1]
+	n := copy(b.index, b.index[k:])
+	clear(b.index[n:])
+	b.index = b.index[:n]
+}
 
 // add appends a committed batch starting at seq and spanning count
 // sequence numbers; the oldest batches leave to keep the backlog within
@@ -126,8 +178,7 @@ func (b *replBacklog) add(seq uint64, count uint32, data []byte) {
 	size := uint64(bulkFrameLen(len(data)))
 	for b.n > 0 && (b.bytes+len(data) > b.limit || b.tail-b.head+size > uint64(b.framedLimit())) {
 		b.bytes -= b.entry(0).size
-		b.ihead = (b.ihead + 1) % len(b.index)
-		b.n--
+		b.pop()
 		if b.n > 0 {
 			e := b.entry(0)
 			b.head, b.first = e.off, e.seq
@@ -136,11 +187,7 @@ func (b *replBacklog) add(seq uint64, count uint32, data []byte) {
 		}
 	}
 	b.release()
-	if b.n == len(b.index) {
-		b.growIndex()
-	}
-	b.index[(b.ihead+b.n)%len(b.index)] = backlogEntry{seq, b.tail, len(data)}
-	b.n++
+	b.push(backlogEntry{seq, b.tail, len(data)})
 	b.put(h)
 	b.put(data)
 	b.put([]byte("\r\n"))
@@ -199,14 +246,6 @@ func (b *replBacklog) appendRange(dst []byte, from, to uint64) []byte {
 // framedLimit is the most bytes of frames the backlog holds, but for a
 // batch larger than that.
 func (b *replBacklog) framedLimit() int { return b.limit + b.limit/2 }
-
-func (b *replBacklog) growIndex() {
-	index := make([]backlogEntry, max(2*len(b.index), 1024))
-	for i := range b.n {
-		index[i] = b.entry(i)
-	}
-	b.index, b.ihead = index, 0
-}
 
 // search returns the position of the batch starting at seq among the n
 // held, and whether there is one.
