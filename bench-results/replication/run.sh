@@ -171,13 +171,17 @@ fullsync() {
 	t1=$(date +%s.%N)
 	rm -rf "$work/cp-copy"
 	t2=$(date +%s.%N)
+	local pcpu0; pcpu0=$(cpu_seconds "${pids[0]}")
 	start "$server" replica $((base + 1)) $base
 	wait_link $((base + 1)) 1800
 	t3=$(date +%s.%N)
+	local pcpu rcpu
+	pcpu=$(echo "$(cpu_seconds "${pids[0]}") - $pcpu0" | bc)
+	rcpu=$(cpu_seconds "${pids[1]}")
 	local rbytes; rbytes=$(du -sb "$work/replica" | cut -f1)
 	{
-		echo "server,primary_dir_bytes,cp_s,cp_MBps,replica_dir_bytes,sync_s,sync_MBps_of_primary_dir,sync_full"
-		echo "$server,$bytes,$(echo "$t1 - $t0" | bc),$(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l | xargs printf %.0f),$rbytes,$(echo "$t3 - $t2" | bc),$(echo "$bytes / ($t3 - $t2) / 1000000" | bc -l | xargs printf %.0f),$(redis-cli -p $base INFO stats | grep -o 'sync_full:[0-9]*' | cut -d: -f2)"
+		echo "server,primary_dir_bytes,cp_s,cp_MBps,replica_dir_bytes,sync_s,sync_MBps_of_primary_dir,sync_full,sync_primary_cpu_s,sync_replica_cpu_s"
+		echo "$server,$bytes,$(echo "$t1 - $t0" | bc),$(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l | xargs printf %.0f),$rbytes,$(echo "$t3 - $t2" | bc),$(echo "$bytes / ($t3 - $t2) / 1000000" | bc -l | xargs printf %.0f),$(redis-cli -p $base INFO stats | grep -o 'sync_full:[0-9]*' | cut -d: -f2),$pcpu,$rcpu"
 	} | tee "$out/fullsync-$server.csv"
 	stop_all
 }
