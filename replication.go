@@ -81,6 +81,15 @@ func (db *DB) ApplyReplicatedBatches(batches [][]byte, wo *WriteOptions) error {
 	}
 	var first, next uint64
 	b := db.NewBatch()
+	// The records take about the room they take in the batches: one
+	// allocation instead of a doubling every few records (9% of a
+	// replica's CPU under a primary at -P 1). Not past 1 MiB, which
+	// values this DB separates would not fill.
+	size := 0
+	for _, data := range batches {
+		size += len(data)
+	}
+	b.repr = slices.Grow(b.repr, min(size, 1<<20))
 	for _, data := range batches {
 		seq, count, err := ReplicatedSeq(data)
 		if err != nil {

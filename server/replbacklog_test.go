@@ -30,8 +30,9 @@ func replTestFrame(data []byte) []byte {
 // from a position it still holds, whole or in pieces of about the asked
 // size, refuses one it dropped, one inside a batch and one not reached
 // yet, and stays within its limit (on the batches' bytes, and half as
-// much again on their frames). The larger limit makes the ring grow
-// and wrap around.
+// much again on their frames), taking chunks (and pages of its index) as
+// frames come and giving them back as they leave. Frames cross chunks and
+// the index crosses pages in both cases.
 func TestReplBacklog(t *testing.T) {
 	for _, tc := range []struct{ limit, maxBatch int }{{1000, 200}, {300 << 10, 6000}} {
 		t.Run(strconv.Itoa(tc.limit), func(t *testing.T) {
@@ -77,6 +78,12 @@ func TestReplBacklog(t *testing.T) {
 				held := all[kept:]
 				if first, n := b.extent(); first != held[0].seq || n != size {
 					t.Fatalf("extent %d, %d bytes; want %d, %d", first, size, held[0].seq, size)
+				}
+				if held := uint64(len(b.chunks) * b.chunk); held > uint64(framed)+2*uint64(b.chunk) {
+					t.Fatalf("%d chunks of %d bytes hold %d bytes of frames", len(b.chunks), b.chunk, framed)
+				}
+				if len(b.index) > b.n/b.page+2 {
+					t.Fatalf("%d index pages of %d entries hold %d", len(b.index), b.page, b.n)
 				}
 				for i, r := range held {
 					var want []byte

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -238,4 +241,56 @@ func TestReplicationPrimaryRestart(t *testing.T) {
 	waitReplicated(t, primary, replica)
 	eq(t, "full syncs", primary.repl.fullSyncs.Load(), int64(1))
 	eq(t, "resumes", primary.repl.resumes.Load(), resumes)
+}
+
+// TestReplicaStreamCoalesces: while commits keep coming, a replica's
+// stream writes at most once per send interval (20 ms here), so that the
+// commits of that time go out together, and the replica still converges.
+// The proxy's reads from the primary are at most its writes, so more of
+// them than the intervals allow fails the test; a stream writing once per
+// wake, as before, wrote 427 chunks where 29 were allowed (one run).
+func TestReplicaStreamCoalesces(t *testing.T) {
+	ctx := context.Background()
+	const interval = 20 * time.Millisecond
+	primary := startServer(t, nil)
+	primary.repl.sendInterval.Store(int64(interval))
+	pc := newClient(t, primary, 2, nil)
+	randomReplWrites(t, ctx, pc, 5, 20)
+	proxy := testutil.NewProxy(t, primary.Addr().String())
+	replica := startServer(t, nil)
+	rc := newClient(t, replica, 2, nil)
+	host, port, _ := strings.Cut(proxy.Addr(), ":")
+	if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
+		t.Fatal(msg)
+	}
+	caughtUp := func() bool { return replica.repl.linkUp.Load() && lastSeq(replica) == lastSeq(primary) }
+	waitFor(t, "the replica to catch up", caughtUp)
+
+	chunks, seq, sent, start := proxy.Chunks.Load(), lastSeq(primary), primary.repl.committed.Load(), time.Now()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			c := newClient(t, primary, 2, nil)
+			for i := range 500 {
+				if err := c.Set(ctx, fmt.Sprintf("k%d:%d", w, i), i, 0).Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "the replica to catch up after the writes", caughtUp)
+	elapsed := time.Since(start)
+	chunks = proxy.Chunks.Load() - chunks
+	commits := lastSeq(primary) - seq
+	// One write per interval, a ping per second, one more of each at
+	// the ends, and a chunk more per 32 KiB (the proxy's reads) sent.
+	sent = primary.repl.committed.Load() - sent
+	allowed := int64(elapsed/interval+elapsed/replPingInterval+4) + sent/(32<<10)
+	t.Logf("%d commits, %d chunks in %v (allowed %d)", commits, chunks, elapsed, allowed)
+	if chunks > allowed {
+		t.Fatalf("the stream wrote %d chunks of %d commits in %v; at most %d allowed", chunks, commits, elapsed, allowed)
+	}
+	waitReplicated(t, primary, replica)
 }

@@ -9,23 +9,33 @@
 #  2. Replication lag during the with-replicas runs: replprobe.go -mode lag
 #     SETs a probe key on the primary every 20 ms and times, from the
 #     primary's +OK, until each replica returns it.
-#  3. Full sync: fill a primary with SYNC_KEYS keys of 1024 random bytes,
+#  3. Full sync: fill a primary with SYNC_KEYS keys of SYNC_VALUE (1024)
+#     random bytes, on each of SYNC_SERVERS (lsmgo redis),
 #     time `cp -r` of its data directory (plus sync) and then a new
 #     replica's full sync (start until master_link_status:up).
 #
 # Usage, from the repository root:
-#   [N=100000] [SYNC_KEYS=1000000] [PORT=17300] [OLD=BINARY] bench-results/replication/run.sh OUTDIR [ROUNDS]
+#   [N=100000] [SYNC_KEYS=1000000] [SYNC_VALUE=1024] [SYNC_SERVERS="lsmgo redis"] [PORT=17300]
+#   [OLD=BINARY] [BIN=DIR] bench-results/replication/run.sh OUTDIR [ROUNDS]
+# ROUNDS 0 runs only the full sync.
 # Loopback ports PORT to PORT+33. Needs redis-server and redis-benchmark.
 # With OLD, an lsmgo binary built from another commit (say main, before
-# a change) runs as server "lsmgo-old" in each round too.
+# a change) runs as server "lsmgo-old" in each round too. With BIN, the
+# lsmgo and replprobe binaries in DIR are used instead of building them
+# (so that a build does not run inside a measuring slot).
 set -euo pipefail
 out=$(realpath -m "$1"); rounds=${2:-3}
 n=${N:-100000}; sync_keys=${SYNC_KEYS:-1000000}; port=${PORT:-17300}
+sync_value=${SYNC_VALUE:-1024}; sync_servers=${SYNC_SERVERS:-lsmgo redis}
 mkdir -p "$out"
 
 bin=$(mktemp -d /tmp/replbench-bin-XXXX)
-go build -o "$bin/lsmgo" ./server/cmd/lsmgo
-go build -o "$bin/replprobe" bench-results/replication/replprobe.go
+if [ -n "${BIN:-}" ]; then
+	cp "$BIN/lsmgo" "$BIN/replprobe" "$bin/"
+else
+	go build -o "$bin/lsmgo" ./server/cmd/lsmgo
+	go build -o "$bin/replprobe" bench-results/replication/replprobe.go
+fi
 
 pids=()
 work=""
@@ -67,8 +77,9 @@ wait_port() {
 # link_up PORT: whether the replica on PORT reports its link to the primary up.
 link_up() { redis-cli -p "$1" INFO replication 2>/dev/null | grep -q 'master_link_status:up'; }
 
+# wait_link PORT [SECONDS]: wait (60 s) for the replica on PORT to be up.
 wait_link() {
-	for _ in $(seq 1200); do link_up "$1" && return 0; sleep 0.05; done
+	for _ in $(seq $((${2:-60} * 20))); do link_up "$1" && return 0; sleep 0.05; done
 	echo "replica on $1 never came up" >&2
 	return 1
 }
@@ -103,6 +114,13 @@ cpu_seconds() {
 	awk '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / 100 }' "/proc/$1/stat"
 }
 
+# replicas_cpu: the CPU seconds of every server but the first (the primary).
+replicas_cpu() {
+	local sum=0
+	for p in "${pids[@]:1}"; do sum=$(echo "$sum + $(cpu_seconds "$p")" | bc); done
+	echo "$sum"
+}
+
 # throughput SERVER REPLICAS ROUND: one fresh set-up, -P 1 then -P 16.
 throughput() {
 	local server=$1 reps=$2 round=$3 base=$port
@@ -123,10 +141,11 @@ throughput() {
 				-for 300s >"$out/$tag.lag" &
 			probe=$!
 		fi
-		local cpu0; cpu0=$(cpu_seconds "${pids[0]}")
+		local cpu0 rcpu0; cpu0=$(cpu_seconds "${pids[0]}"); rcpu0=$(replicas_cpu)
 		timeout 300 redis-benchmark -p $base -t set,lpush,hset -n "$n" -c 50 -P $p -r 100000 --csv \
 			>"$out/$tag.csv"
 		echo "primary_cpu_s,$(echo "$(cpu_seconds "${pids[0]}") - $cpu0" | bc)" >>"$out/$tag.csv"
+		if [ "$reps" -gt 0 ]; then echo "replicas_cpu_s,$(echo "$(replicas_cpu) - $rcpu0" | bc)" >>"$out/$tag.csv"; fi
 		if [ -n "$probe" ]; then kill -TERM "$probe"; wait "$probe" || true; fi
 		echo "$tag: $(tr '\n' ' ' <"$out/$tag.csv")"
 		if [ -n "$probe" ]; then echo "  lag: $(grep "^all" "$out/$tag.lag")"; fi
@@ -141,7 +160,7 @@ fullsync() {
 	[ "$server" = redis ] && base=$((port + 22))
 	work=$(mktemp -d /tmp/replbench-XXXX)
 	start "$server" primary $base
-	"$bin/replprobe" -mode load -primary "127.0.0.1:$base" -n "$sync_keys" -d 1024 -c 4 -P 64 \
+	"$bin/replprobe" -mode load -primary "127.0.0.1:$base" -n "$sync_keys" -d "$sync_value" -c 4 -P 64 \
 		| tee "$out/fullsync-$server.load"
 	sleep 2 # let everysec reach the disk
 	local dir="$work/primary"
@@ -152,13 +171,17 @@ fullsync() {
 	t1=$(date +%s.%N)
 	rm -rf "$work/cp-copy"
 	t2=$(date +%s.%N)
+	local pcpu0; pcpu0=$(cpu_seconds "${pids[0]}")
 	start "$server" replica $((base + 1)) $base
-	wait_link $((base + 1))
+	wait_link $((base + 1)) 1800
 	t3=$(date +%s.%N)
+	local pcpu rcpu
+	pcpu=$(echo "$(cpu_seconds "${pids[0]}") - $pcpu0" | bc)
+	rcpu=$(cpu_seconds "${pids[1]}")
 	local rbytes; rbytes=$(du -sb "$work/replica" | cut -f1)
 	{
-		echo "server,primary_dir_bytes,cp_s,cp_MBps,replica_dir_bytes,sync_s,sync_MBps_of_primary_dir,sync_full"
-		echo "$server,$bytes,$(echo "$t1 - $t0" | bc),$(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l | xargs printf %.0f),$rbytes,$(echo "$t3 - $t2" | bc),$(echo "$bytes / ($t3 - $t2) / 1000000" | bc -l | xargs printf %.0f),$(redis-cli -p $base INFO stats | grep -o 'sync_full:[0-9]*' | cut -d: -f2)"
+		echo "server,primary_dir_bytes,cp_s,cp_MBps,replica_dir_bytes,sync_s,sync_MBps_of_primary_dir,sync_full,sync_primary_cpu_s,sync_replica_cpu_s"
+		echo "$server,$bytes,$(echo "$t1 - $t0" | bc),$(echo "$bytes / ($t1 - $t0) / 1000000" | bc -l | xargs printf %.0f),$rbytes,$(echo "$t3 - $t2" | bc),$(echo "$bytes / ($t3 - $t2) / 1000000" | bc -l | xargs printf %.0f),$(redis-cli -p $base INFO stats | grep -o 'sync_full:[0-9]*' | cut -d: -f2),$pcpu,$rcpu"
 	} | tee "$out/fullsync-$server.csv"
 	stop_all
 }
@@ -183,7 +206,7 @@ for r in $(seq "$rounds"); do
 	done
 done
 if [ "$sync_keys" -gt 0 ]; then
-	for s in lsmgo redis; do
+	for s in $sync_servers; do
 		echo "fullsync $s load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/loadavg.txt"
 		fullsync "$s"
 	done

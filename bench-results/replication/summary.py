@@ -22,7 +22,7 @@ out = sys.argv[1]
 def rps(path):
     with open(path) as f:
         return {row[0]: float(row[1]) for row in csv.reader(f)
-                if len(row) > 1 and row[0] in ("SET", "LPUSH", "HSET", "primary_cpu_s")}
+                if len(row) > 1 and row[0] in ("SET", "LPUSH", "HSET", "primary_cpu_s", "replicas_cpu_s")}
 
 
 def span(xs, fmt):
@@ -79,6 +79,21 @@ for server in servers:
                 ratio.append(b / a)
         if ratio:
             print(f"| {server} | {depth} | {span(without, r2)} | {span(with_, r2)} | {span(ratio, r2)} |")
+
+print("\nBoth replicas' CPU per request of the primary, µs (user+system;"
+      " median, min–max over rounds), and as a share of the primary's\n")
+print("| server | -P | 2 replicas | ÷ primary |")
+print("|---|---|---|---|")
+for server in servers:
+    for depth in (1, 16):
+        per, share = [], []
+        for r in rounds:
+            run = runs.get((server, 2, depth, r), {})
+            if run.get("replicas_cpu_s") and run.get("primary_cpu_s"):
+                per.append(run["replicas_cpu_s"] / requests * 1e6)
+                share.append(run["replicas_cpu_s"] / run["primary_cpu_s"])
+        if per:
+            print(f"| {server} | {depth} | {span(per, r2)} | {span(share, r2)} |")
 
 print("\nReplication lag under that load, ms from the primary's +OK to the value"
       " on a replica (median, min–max over rounds of each run's percentile)\n")

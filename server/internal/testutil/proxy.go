@@ -22,6 +22,9 @@ type Proxy struct {
 	conns map[net.Conn]bool
 	// Cuts counts the calls to Cut.
 	Cuts atomic.Int64
+	// Chunks counts the chunks read from target's side: at most as many
+	// as target wrote, fewer when TCP joined writes.
+	Chunks atomic.Int64
 }
 
 // NewProxy starts a proxy to target, closed when the test ends.
@@ -61,14 +64,14 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns[c], p.conns[d] = true, true
 		p.mu.Unlock()
-		go p.pipe(d, c)
-		go p.pipe(c, d)
+		go p.pipe(d, c, nil)
+		go p.pipe(c, d, &p.Chunks)
 	}
 }
 
-// pipe copies src to dst, delaying each chunk, until either end fails;
-// then it closes both.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst, delaying each chunk and counting it in chunks
+// if not nil, until either end fails; then it closes both.
+func (p *Proxy) pipe(dst, src net.Conn, chunks *atomic.Int64) {
 	defer func() {
 		p.mu.Lock()
 		delete(p.conns, src)
@@ -81,6 +84,9 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			if chunks != nil {
+				chunks.Add(1)
+			}
 			if d := p.Delay.Load(); d > 0 {
 				time.Sleep(time.Duration(d))
 			}
