@@ -37,7 +37,8 @@ func (h *Host) ServePlain(w *httpfront.Writer, r *httpfront.Request) bool {
 		return false
 	}
 	var (
-		rec     *record
+		rec     record
+		kb, eb  [96]byte // the metadata key, the entity tag
 		metaKey []byte
 		meta    blobMeta
 		f       blobFields
@@ -52,23 +53,23 @@ func (h *Host) ServePlain(w *httpfront.Writer, r *httpfront.Request) bool {
 		if spec.w, ok = thumbWidth(q); !ok || strings.ContainsFunc(q, func(c rune) bool { return c < '0' || c > '9' }) {
 			return false
 		}
-		if rec, err = h.lookupServed(id, ""); err != nil || rec.MaxViews > 0 || int64(rec.Width)*int64(rec.Height) > h.cfg.MaxPixels {
+		if err = h.lookupServed(id, "", &rec); err != nil || rec.MaxViews > 0 || int64(rec.Width)*int64(rec.Height) > h.cfg.MaxPixels {
 			return false
 		}
 		var negotiated bool
-		if spec.f, negotiated, ok = thumbFormat(r.Header("Accept"), rec, ext, formatNone); !ok {
+		if spec.f, negotiated, ok = thumbFormat(r.Header("Accept"), &rec, ext, formatNone); !ok {
 			return false
 		}
-		metaKey = spec.key(rec.Sum)
+		metaKey = spec.appendKey(kb[:0], rec.Sum)
 		err = h.metas.get(h.st.db, metaKey, &meta)
-		f = h.thumbFields(rec, spec, negotiated)
+		f = h.thumbFields(eb[:0], &rec, spec, negotiated)
 	} else {
-		if rec, err = h.lookupServed(id, ext); err != nil || rec.MaxViews > 0 {
+		if err = h.lookupServed(id, ext, &rec); err != nil || rec.MaxViews > 0 {
 			return false
 		}
-		metaKey = blobKey(rec.Sum)
+		metaKey = appendKey(kb[:0], kindBlob, rec.Sum[:])
 		err = h.metas.get(h.st.db, metaKey, &meta)
-		f = h.originalFields(rec)
+		f = h.originalFields(eb[:0], &rec)
 	}
 	if err != nil || meta.Store != "" {
 		return false
@@ -124,7 +125,7 @@ func (h *Host) sendPlain(w *httpfront.Writer, metaKey []byte, meta *blobMeta, s 
 				defer plainBufs.Put(bp)
 				body = (*bp)[:meta.Size]
 			}
-			if !h.readBlob(s, meta, body) {
+			if !h.readBlob(s, *meta, body) {
 				return false
 			}
 			if keep {
@@ -135,7 +136,8 @@ func (h *Host) sendPlain(w *httpfront.Writer, metaKey []byte, meta *blobMeta, s 
 		w.Respond(head, body, h.cfg.WriteIdleTimeout)
 		return true
 	}
-	content, err := h.st.open(context.Background(), s, meta)
+	m := *meta // the reader keeps a pointer: a copy keeps the caller's off the heap
+	content, err := h.st.open(context.Background(), s, &m)
 	if err != nil {
 		return false
 	}
@@ -145,15 +147,15 @@ func (h *Host) sendPlain(w *httpfront.Writer, metaKey []byte, meta *blobMeta, s 
 		return false
 	}
 	err = w.RespondFrom(head, h.cfg.WriteIdleTimeout, func(dst io.Writer) error {
-		_, err := cr.sendTo(dst, meta.Size)
+		_, err := cr.sendTo(dst, m.Size)
 		return err
 	})
 	return err == nil || w.Started()
 }
 
 // readBlob reads the whole blob of s that meta describes into body.
-func (h *Host) readBlob(s sum, meta *blobMeta, body []byte) bool {
-	content, err := h.st.open(context.Background(), s, meta)
+func (h *Host) readBlob(s sum, meta blobMeta, body []byte) bool {
+	content, err := h.st.open(context.Background(), s, &meta)
 	if err != nil {
 		return false
 	}
