@@ -46,6 +46,9 @@ const (
 	// host within 300 MB of RSS above idle while 8 clients upload
 	// 50-megapixel images and fetch renders of them (TestRenderRSS).
 	DefaultRenderMemory = 256 << 20
+	// DefaultHotBodyBytes keeps a few hundred thumbnails and small
+	// originals in memory for GETs.
+	DefaultHotBodyBytes = 32 << 20
 	// DefaultRendersPerImage bounds the box sizes (?h=, ?fit=) stored
 	// for one original; further sizes are rendered but not stored.
 	DefaultRendersPerImage = 32
@@ -204,6 +207,10 @@ type Config struct {
 	// until its estimate fits, and one estimated above the whole budget
 	// is refused with 422. Default 256 MiB.
 	RenderMemory int64
+	// HotBodyBytes bounds the bytes of small originals and thumbnails
+	// (up to 128 KiB each) kept in memory for the GETs that read them
+	// often; default 32 MiB, negative none.
+	HotBodyBytes int64
 	// RendersPerImage bounds the stored renders of one original with an
 	// explicit box (?h= or ?fit=); ladder thumbnails (?w= alone) are not
 	// counted. Default 32.
@@ -303,6 +310,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RendersPerImage <= 0 {
 		c.RendersPerImage = DefaultRendersPerImage
+	}
+	if c.HotBodyBytes == 0 {
+		c.HotBodyBytes = DefaultHotBodyBytes
 	}
 	return c
 }

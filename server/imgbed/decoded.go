@@ -70,10 +70,14 @@ func (c *decodedCache[T]) get(db *lsmgo.DB, k []byte, v *T) error {
 		return nil
 	}
 	sh.mu.Unlock()
-	if err := decode(raw, v, c.what); err != nil {
+	// Decoded into the entry, not v: a pointer json takes escapes, and
+	// the callers' records then stay on their stacks.
+	e := &decodedEntry[T]{}
+	if err := decode(raw, &e.v, c.what); err != nil {
 		return err
 	}
-	e := &decodedEntry[T]{raw: bytes.Clone(raw), v: *v}
+	e.raw = bytes.Clone(raw)
+	*v = e.v
 	sh.mu.Lock()
 	if len(sh.m) >= decodedPerShard {
 		for old := range sh.m { // any one: map order is random

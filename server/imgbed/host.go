@@ -30,8 +30,10 @@ type Host struct {
 	// The decoded records and metadata of GETs (decodedCache).
 	records *decodedCache[record]
 	metas   *decodedCache[blobMeta]
-	// plainHeld counts the bytes of bodies ServePlain holds in memory.
+	// plainHeld counts the bytes of bodies ServePlain holds in memory
+	// for answers under way; bodies keeps hot ones between answers.
 	plainHeld atomic.Int64
+	bodies    *bodyCache
 }
 
 // New returns a host storing its images in db. It first removes the
@@ -64,6 +66,7 @@ func New(db *lsmgo.DB, cfg Config) (*Host, error) {
 		now:          time.Now,
 		records:      newDecodedCache[record]("image record"),
 		metas:        newDecodedCache[blobMeta]("blob metadata"),
+		bodies:       newBodyCache(cfg.HotBodyBytes),
 	}
 	if cfg.BlobStore != "" {
 		o, err := parseS3URL(cfg.BlobStore)

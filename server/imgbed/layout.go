@@ -63,19 +63,26 @@ func key(kind byte, parts ...[]byte) []byte {
 	for _, p := range parts {
 		n += len(p)
 	}
-	k := make([]byte, 2, n)
-	k[0], k[1] = prefix, kind
+	return appendKey(make([]byte, 0, n), kind, parts...)
+}
+
+// appendKey appends key(kind, parts...) to dst: GETs build keys in
+// buffers of their own.
+func appendKey(dst []byte, kind byte, parts ...[]byte) []byte {
+	dst = append(dst, prefix, kind)
 	for _, p := range parts {
-		k = append(k, p...)
+		dst = append(dst, p...)
 	}
-	return k
+	return dst
 }
 
 func blobKey(s sum) []byte { return key(kindBlob, s[:]) }
 
 // thumbKey names the thumbnail of s in format f at width w.
-func thumbKey(s sum, f format, w int) []byte {
-	return key(kindThumb, s[:], []byte{byte(f)}, binary.BigEndian.AppendUint16(nil, uint16(w)))
+func thumbKey(s sum, f format, w int) []byte { return appendThumbKey(nil, s, f, w) }
+
+func appendThumbKey(dst []byte, s sum, f format, w int) []byte {
+	return binary.BigEndian.AppendUint16(appendKey(dst, kindThumb, s[:], []byte{byte(f)}), uint16(w))
 }
 
 func chunkKey(s sum, g gen, i int) []byte {

@@ -10,6 +10,7 @@ type metrics struct {
 	dedupHits     prometheus.Counter
 	deletes       prometheus.Counter
 	served        prometheus.Counter
+	hotBodyHits   prometheus.Counter
 	uploadSeconds prometheus.Histogram
 	thumbsMade    prometheus.Counter
 	thumbSeconds  prometheus.Histogram
@@ -28,6 +29,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "lsmgo_imgbed_deletes_total", Help: "Images deleted."}),
 		served: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lsmgo_imgbed_served_total", Help: "Originals and thumbnails answered (304s and ranges included)."}),
+		hotBodyHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lsmgo_imgbed_hot_body_hits_total", Help: "GETs answered with bodies kept in memory (HotBodyBytes)."}),
 		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "lsmgo_imgbed_upload_seconds", Help: "Time to answer a successful upload request.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
@@ -42,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.uploads, m.uploadBytes, m.dedupHits, m.deletes, m.served,
+	for _, c := range []prometheus.Collector{m.uploads, m.uploadBytes, m.dedupHits, m.deletes, m.served, m.hotBodyHits,
 		m.uploadSeconds, m.thumbsMade, m.thumbSeconds, m.errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -37,10 +37,12 @@ func (h *Host) ServePlain(w *httpfront.Writer, r *httpfront.Request) bool {
 		return false
 	}
 	var (
-		rec  *record
-		meta blobMeta
-		f    blobFields
-		err  error
+		rec     record
+		kb, eb  [96]byte // the metadata key, the entity tag
+		metaKey []byte
+		meta    blobMeta
+		f       blobFields
+		err     error
 	)
 	if thumb {
 		q, ok := strings.CutPrefix(r.Query, "w=")
@@ -51,27 +53,29 @@ func (h *Host) ServePlain(w *httpfront.Writer, r *httpfront.Request) bool {
 		if spec.w, ok = thumbWidth(q); !ok || strings.ContainsFunc(q, func(c rune) bool { return c < '0' || c > '9' }) {
 			return false
 		}
-		if rec, err = h.lookupServed(id, ""); err != nil || rec.MaxViews > 0 || int64(rec.Width)*int64(rec.Height) > h.cfg.MaxPixels {
+		if err = h.lookupServed(id, "", &rec); err != nil || rec.MaxViews > 0 || int64(rec.Width)*int64(rec.Height) > h.cfg.MaxPixels {
 			return false
 		}
 		var negotiated bool
-		if spec.f, negotiated, ok = thumbFormat(r.Header("Accept"), rec, ext, formatNone); !ok {
+		if spec.f, negotiated, ok = thumbFormat(r.Header("Accept"), &rec, ext, formatNone); !ok {
 			return false
 		}
-		err = h.metas.get(h.st.db, spec.key(rec.Sum), &meta)
-		f = h.thumbFields(rec, spec, negotiated)
+		metaKey = spec.appendKey(kb[:0], rec.Sum)
+		err = h.metas.get(h.st.db, metaKey, &meta)
+		f = h.thumbFields(eb[:0], &rec, spec, negotiated)
 	} else {
-		if rec, err = h.lookupServed(id, ext); err != nil || rec.MaxViews > 0 {
+		if err = h.lookupServed(id, ext, &rec); err != nil || rec.MaxViews > 0 {
 			return false
 		}
-		err = h.metas.get(h.st.db, blobKey(rec.Sum), &meta)
-		f = h.originalFields(rec)
+		metaKey = appendKey(kb[:0], kindBlob, rec.Sum[:])
+		err = h.metas.get(h.st.db, metaKey, &meta)
+		f = h.originalFields(eb[:0], &rec)
 	}
 	if err != nil || meta.Store != "" {
 		return false
 	}
 	f.mime = meta.Mime
-	if !h.sendPlain(w, &meta, rec.Sum, &f) {
+	if !h.sendPlain(w, metaKey, &meta, rec.Sum, &f) {
 		return false
 	}
 	h.metrics.served.Inc()
@@ -91,18 +95,11 @@ const (
 
 var plainBufs = sync.Pool{New: func() any { b := make([]byte, plainCopyMax); return &b }}
 
-// sendPlain sends the blob meta describes, with the fields f, reporting
-// false, with nothing written, when the blob cannot be read.
-func (h *Host) sendPlain(w *httpfront.Writer, meta *blobMeta, s sum, f *blobFields) bool {
-	content, err := h.st.open(context.Background(), s, meta)
-	if err != nil {
-		return false
-	}
-	defer content.Close()
-	cr, ok := content.(*chunkReader)
-	if !ok {
-		return false
-	}
+// sendPlain sends the blob metaKey names and meta describes, with the
+// fields f, reporting false, with nothing written, when the blob cannot
+// be read. A small body comes from h.bodies, or is read and may be kept
+// there.
+func (h *Host) sendPlain(w *httpfront.Writer, metaKey []byte, meta *blobMeta, s sum, f *blobFields) bool {
 	hp := plainHeads.Get().(*[]byte)
 	defer plainHeads.Put(hp)
 	head := f.appendHead((*hp)[:0], meta.Size)
@@ -114,21 +111,57 @@ func (h *Host) sendPlain(w *httpfront.Writer, meta *blobMeta, s sum, f *blobFiel
 	}
 	if copied {
 		defer h.plainHeld.Add(-meta.Size)
-		bp := plainBufs.Get().(*[]byte)
-		defer plainBufs.Put(bp)
-		body := (*bp)[:meta.Size]
-		if _, err := io.ReadFull(cr, body); err != nil {
-			return false
+		var kb [64]byte
+		k := append(append(kb[:0], metaKey...), meta.Gen[:]...)
+		body := h.bodies.get(k)
+		if body != nil {
+			h.metrics.hotBodyHits.Inc()
+		} else {
+			keep := h.bodies.admit(k, meta.Size)
+			if keep {
+				body = make([]byte, meta.Size)
+			} else {
+				bp := plainBufs.Get().(*[]byte)
+				defer plainBufs.Put(bp)
+				body = (*bp)[:meta.Size]
+			}
+			if !h.readBlob(s, *meta, body) {
+				return false
+			}
+			if keep {
+				h.bodies.put(k, body)
+			}
 		}
 		// A failed write ends the connection (httpfront): nothing to add.
 		w.Respond(head, body, h.cfg.WriteIdleTimeout)
 		return true
 	}
+	m := *meta // the reader keeps a pointer: a copy keeps the caller's off the heap
+	content, err := h.st.open(context.Background(), s, &m)
+	if err != nil {
+		return false
+	}
+	defer content.Close()
+	cr, ok := content.(*chunkReader)
+	if !ok {
+		return false
+	}
 	err = w.RespondFrom(head, h.cfg.WriteIdleTimeout, func(dst io.Writer) error {
-		_, err := cr.sendTo(dst, meta.Size)
+		_, err := cr.sendTo(dst, m.Size)
 		return err
 	})
 	return err == nil || w.Started()
+}
+
+// readBlob reads the whole blob of s that meta describes into body.
+func (h *Host) readBlob(s sum, meta blobMeta, body []byte) bool {
+	content, err := h.st.open(context.Background(), s, &meta)
+	if err != nil {
+		return false
+	}
+	defer content.Close()
+	_, err = io.ReadFull(content, body)
+	return err == nil
 }
 
 var plainHeads = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}

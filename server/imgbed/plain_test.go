@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestServePlainMatchesHandler sends the same requests to a host through
@@ -25,8 +27,9 @@ import (
 // by extension and negotiated by Accept, expiring and view-limited
 // images, CORS, and every kind of request the front must leave to
 // net/http (errors, ranges, conditional requests, HEAD, unrendered
-// thumbnails, other render links). It also checks which answers the front
-// gave itself.
+// thumbnails, other render links), each asked three times so that the
+// last answers come from the bodies kept in memory. It also checks which
+// answers the front gave itself.
 func TestServePlainMatchesHandler(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -79,6 +82,7 @@ func TestServePlainMatchesHandler(t *testing.T) {
 				target string
 				fields []string
 				front  bool // answered by ServePlain
+				later  bool // by ServePlain once stored, after the first pass
 			}
 			probes := []probe{
 				{target: "/i/" + small + ".jpg", front: true},
@@ -102,7 +106,7 @@ func TestServePlainMatchesHandler(t *testing.T) {
 				{target: "/t/" + small + ".jpg?w=64&w=128"},
 				{target: "/t/" + small + ".jpg?w=64&h=64"},
 				{target: "/t/" + small + ".jpg?format=png"},
-				{target: "/t/" + small + ".jpg?w=1024"}, // not rendered yet: Handler renders it
+				{target: "/t/" + small + ".jpg?w=1024", later: true}, // not rendered yet: Handler renders it
 				{target: "/i/" + small + ".jpg", fields: []string{"Range: bytes=10-99"}},
 				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "x", "` + sha(noiseJPEG(t)).String() + `"`}},
 				{target: "/i/" + small + ".jpg", fields: []string{"If-Modified-Since: " + time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}},
@@ -114,27 +118,35 @@ func TestServePlainMatchesHandler(t *testing.T) {
 			}
 			if len(tc.cfg.CORSOrigins) > 0 && tc.cfg.CORSOrigins[0] != "*" {
 				for i := range probes {
-					probes[i].front = false // Vary: Origin on every answer
+					probes[i].front, probes[i].later = false, false // Vary: Origin on every answer
 				}
 			}
-			for _, method := range []string{"GET", "HEAD"} {
-				for _, p := range probes {
-					req := method + " " + p.target + " HTTP/1.1\r\nHost: img.test\r\n" + strings.Join(p.fields, "\r\n")
-					if len(p.fields) > 0 {
+			// Three passes: small bodies are read from the blob on the
+			// first two, then answered from the bodies kept in memory.
+			for pass := 0; pass < 3; pass++ {
+				for _, method := range []string{"GET", "HEAD"} {
+					for _, p := range probes {
+						req := method + " " + p.target + " HTTP/1.1\r\nHost: img.test\r\n" + strings.Join(p.fields, "\r\n")
+						if len(p.fields) > 0 {
+							req += "\r\n"
+						}
 						req += "\r\n"
-					}
-					req += "\r\n"
-					before := fallbacks.Load()
-					got := exchange(t, front.Listener.Addr().String(), method, req)
-					byFront := fallbacks.Load() == before
-					want := exchange(t, alone.Listener.Addr().String(), method, req)
-					if got != want {
-						t.Errorf("%s %s %v: through the front:\n%s\nHandler alone:\n%s", method, p.target, p.fields, head(got), head(want))
-					}
-					if wantFront := p.front && method == "GET"; byFront != wantFront {
-						t.Errorf("%s %s %v: answered by the front %v, want %v", method, p.target, p.fields, byFront, wantFront)
+						before := fallbacks.Load()
+						got := exchange(t, front.Listener.Addr().String(), method, req)
+						byFront := fallbacks.Load() == before
+						want := exchange(t, alone.Listener.Addr().String(), method, req)
+						if got != want {
+							t.Errorf("%s %s %v: through the front:\n%s\nHandler alone:\n%s", method, p.target, p.fields, head(got), head(want))
+						}
+						if wantFront := (p.front || p.later && pass > 0) && method == "GET"; byFront != wantFront {
+							t.Errorf("%s %s %v: answered by the front %v, want %v", method, p.target, p.fields, byFront, wantFront)
+						}
 					}
 				}
+			}
+			hits := testutil.ToFloat64(th.metrics.hotBodyHits)
+			if front := len(tc.cfg.CORSOrigins) == 0 || tc.cfg.CORSOrigins[0] == "*"; front != (hits > 0) || front != (th.bodies.held() > 0) {
+				t.Errorf("%v hits from %d bytes kept in memory, want some: %v", hits, th.bodies.held(), front)
 			}
 
 			// With the memory budget spent, small bodies go out with

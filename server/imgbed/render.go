@@ -122,8 +122,11 @@ func formatByName(name string) format {
 
 // key names the stored render of the blob s. Ladder thumbnails keep the
 // key they always had; a box adds its height and fit.
-func (s renderSpec) key(b sum) []byte {
-	k := thumbKey(b, s.f, s.w)
+func (s renderSpec) key(b sum) []byte { return s.appendKey(nil, b) }
+
+// appendKey appends key(b) to dst.
+func (s renderSpec) appendKey(dst []byte, b sum) []byte {
+	k := appendThumbKey(dst, b, s.f, s.w)
 	if s.fit == fitWidth {
 		return k
 	}

@@ -115,13 +115,15 @@ func lookup(g getter, id, ext string) (*record, error) {
 	return checkExt(&rec, ext)
 }
 
-// lookupServed is lookup in the DB through the decoded records of GETs.
-func (h *Host) lookupServed(id, ext string) (*record, error) {
-	var rec record
-	if err := h.records.get(h.st.db, imageKey(id), &rec); err != nil {
-		return nil, err
+// lookupServed is lookup into rec in the DB through the decoded records
+// of GETs.
+func (h *Host) lookupServed(id, ext string, rec *record) error {
+	var kb [64]byte
+	if err := h.records.get(h.st.db, appendKey(kb[:0], kindImage, []byte(id)), rec); err != nil {
+		return err
 	}
-	return checkExt(&rec, ext)
+	_, err := checkExt(rec, ext)
+	return err
 }
 
 // checkExt returns rec if ext, a link's extension, is its own ("" is
@@ -143,8 +145,8 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, errNotFound)
 		return
 	}
-	rec, err := h.lookupServed(id, ext)
-	if err != nil {
+	rec := new(record)
+	if err := h.lookupServed(id, ext, rec); err != nil {
 		h.fail(w, err)
 		return
 	}
@@ -166,13 +168,13 @@ func (h *Host) serveOriginal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	h.serveBlob(w, r, &meta, rec.Sum, h.originalFields(rec))
+	h.serveBlob(w, r, &meta, rec.Sum, h.originalFields(nil, rec))
 }
 
 // originalFields are the fields of the answer with rec's original, but
 // its type, which is its blob's.
-func (h *Host) originalFields(rec *record) blobFields {
-	return blobFields{etag: hex.AppendEncode(nil, rec.Sum[:]), modified: time.Unix(0, rec.Created), cache: h.cachePolicy(rec)}
+func (h *Host) originalFields(etag []byte, rec *record) blobFields {
+	return blobFields{etag: hex.AppendEncode(etag, rec.Sum[:]), modified: time.Unix(0, rec.Created), cache: h.cachePolicy(rec)}
 }
 
 // matchesETag reports whether r's If-None-Match makes its answer a 304,

@@ -98,7 +98,8 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	rec, err := h.lookupServed(id, "")
+	rec := new(record)
+	err = h.lookupServed(id, "", rec)
 	if err == nil && rec.MaxViews > 0 {
 		err = errViewLimited
 	}
@@ -133,7 +134,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	f := h.thumbFields(rec, spec, negotiated)
+	f := h.thumbFields(nil, rec, spec, negotiated)
 	if unstored != nil {
 		f.mime = spec.f.mime()
 		f.set(w.Header())
@@ -145,8 +146,8 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 
 // thumbFields are the fields of the answer with the thumbnail spec of
 // rec; the type is the stored thumbnail's.
-func (h *Host) thumbFields(rec *record, spec renderSpec, negotiated bool) blobFields {
-	return blobFields{etag: spec.appendETag(nil, rec.Sum), modified: time.Unix(0, rec.Created), cache: h.cachePolicy(rec), varyAccept: negotiated}
+func (h *Host) thumbFields(etag []byte, rec *record, spec renderSpec, negotiated bool) blobFields {
+	return blobFields{etag: spec.appendETag(etag, rec.Sum), modified: time.Unix(0, rec.Created), cache: h.cachePolicy(rec), varyAccept: negotiated}
 }
 
 // make renders and stores the thumbnail k unless another request is doing

@@ -109,7 +109,8 @@ func (l *Listener) acceptLoop() {
 				return
 			}
 		}
-		c := &conn{l: l, nc: nc, accepted: time.Now()}
+		c := connPool.Get().(*conn)
+		c.l, c.nc, c.accepted = l, nc, time.Now()
 		if !l.track(c) {
 			nc.Close()
 			return
@@ -220,9 +221,13 @@ const (
 	stateClosed
 )
 
+// connPool keeps ended connections' state, buffers included, for the
+// next accept: with many short connections (wrk -c 2000), a 4 KiB buffer
+// and a head per connection were a tenth of the allocations.
+var connPool = sync.Pool{New: func() any { return &conn{buf: make([]byte, HeadBytes)} }}
+
 func (c *conn) serve() {
-	defer c.l.untrack(c)
-	c.buf = make([]byte, HeadBytes)
+	defer c.release()
 	req := Request{nc: c.nc}
 	for fresh := true; ; fresh = false {
 		used, ok := c.readRequest(&req, fresh)
@@ -248,6 +253,14 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// release ends c's tracking and returns its state to connPool. A
+// connection handed to net/http took a copy of the bytes it had read.
+func (c *conn) release() {
+	c.l.untrack(c)
+	*c = conn{buf: c.buf, head: c.head[:0]}
+	connPool.Put(c)
 }
 
 // readRequest reads until c.buf holds a whole head and parses it into req,
