@@ -22,11 +22,12 @@ func randomReplWrites(t *testing.T, ctx context.Context, c *redis.Client, seed i
 	}
 }
 
-// lastSeq is s's DB position, read as a full sync's swap allows.
+// lastSeq is s's DB position as reads see it (a commit in progress is
+// not counted until visible), read as a full sync's swap allows.
 func lastSeq(s *Server) uint64 {
 	s.repl.swapMu.RLock()
 	defer s.repl.swapMu.RUnlock()
-	return s.db.LastSeq()
+	return s.db.VisibleSeq()
 }
 
 // waitReplicated waits until the replica is at the primary's position
