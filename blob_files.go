@@ -60,6 +60,11 @@ type blobFiles struct {
 		// on, a batch between writing its values and its memtable
 		// insert, a memtable holding pointers into it.
 		pins map[base.FileNum]int
+		// retained counts the retained WAL files (wal_retain.go) whose
+		// pointers may use each file. They are kept apart from pins so
+		// that the bytes only retention keeps on disk can be told from
+		// those the DB needs anyway (retainedOnly).
+		retained map[base.FileNum]int
 		// ready is set once Open has recovered: before that, the tables
 		// of the replayed WALs are in no version yet.
 		ready bool
@@ -118,6 +123,7 @@ func (b *blobFiles) init(fs vfs.FS, dir string, m *dbMetrics, newFile func() bas
 	b.readers.files = make(map[base.FileNum]*blobReader)
 	b.life.files = make(map[base.FileNum]int64)
 	b.life.pins = make(map[base.FileNum]int)
+	b.life.retained = make(map[base.FileNum]int)
 	b.life.held = make(map[base.FileNum]int)
 	b.life.deferred = make(map[base.FileNum]bool)
 	b.verified.set = make(map[blob.Pointer]struct{})
@@ -371,6 +377,56 @@ func (b *blobFiles) unpin(nums []base.FileNum) {
 	}
 }
 
+// retain keeps blob files nums for a retained WAL until unretained.
+func (b *blobFiles) retain(nums []base.FileNum) {
+	b.life.mu.Lock()
+	for _, num := range nums {
+		b.life.retained[num]++
+	}
+	b.life.mu.Unlock()
+}
+
+// unretain drops what retain took; a file that loses its last retained
+// WAL may be obsolete.
+func (b *blobFiles) unretain(nums []base.FileNum) {
+	if len(nums) == 0 {
+		return
+	}
+	released := false
+	b.life.mu.Lock()
+	for _, num := range nums {
+		if b.life.retained[num]--; b.life.retained[num] <= 0 {
+			delete(b.life.retained, num)
+			released = true
+		}
+	}
+	b.life.mu.Unlock()
+	if released {
+		b.removeObsolete()
+	}
+}
+
+// retainedOnly returns the sizes of the blob files that only retained WAL
+// files keep: no table of a live version points into them and nothing
+// else pins them, so they would be deleted but for retention. Before
+// Open has recovered it returns nil: the tables of the replayed WALs are
+// in no version yet, so what is live is not known.
+func (b *blobFiles) retainedOnly() map[base.FileNum]int64 {
+	b.life.mu.Lock()
+	defer b.life.mu.Unlock()
+	if !b.life.ready || len(b.life.retained) == 0 {
+		return nil
+	}
+	live := b.liveInTables()
+	only := make(map[base.FileNum]int64)
+	for num := range b.life.retained {
+		if size, ok := b.life.files[num]; ok && b.life.pins[num] == 0 && !live[num] {
+			only[num] = size
+		}
+	}
+	return only
+}
+
 // startRemoving lets removeObsolete delete files, and runs it.
 func (b *blobFiles) startRemoving() {
 	b.life.mu.Lock()
@@ -422,7 +478,7 @@ func (b *blobFiles) removeObsolete() {
 	var remove []base.FileNum
 	for num := range b.life.files {
 		switch {
-		case b.life.pins[num] > 0 || live[num]:
+		case b.life.pins[num] > 0 || b.life.retained[num] > 0 || live[num]:
 		case b.life.held[num] > 0:
 			b.life.deferred[num] = true
 		default:

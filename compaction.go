@@ -254,7 +254,23 @@ func (db *DB) runCompaction(c *compaction.Compaction, blobFrom map[base.FileNum]
 		return err
 	}
 	gc.release(true)
+	if inputsPointToBlobs(c) {
+		// Blob files the inputs pointed into may now be kept only by
+		// retained WALs, and count in their bound.
+		db.trimRetained()
+	}
 	return nil
+}
+
+// inputsPointToBlobs reports whether any input table of c points into
+// blob files.
+func inputsPointToBlobs(c *compaction.Compaction) bool {
+	for _, f := range c.AllInputs() {
+		if len(f.BlobRefs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // installCompaction logs edit, whose new tables not already in the

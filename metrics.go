@@ -64,10 +64,12 @@ type Metrics struct {
 		// a WAL cut short (doc/durability.md, "Lost records"). Open logs
 		// each at ERROR; nonzero means data was lost or damaged.
 		RecoveryLostEntries int64
-		// RetainedFiles and RetainedBytes are the WAL files kept after
-		// their flush (Options.WALRetainSize) and their size.
-		RetainedFiles int
-		RetainedBytes int64
+		// RetainedFiles are the WAL files kept after their flush
+		// (Options.WALRetainSize). RetainedBytes is the disk they take:
+		// their size and that of the blob files only they keep (no
+		// table points into those any more), RetainedBlobBytes.
+		RetainedFiles                    int
+		RetainedBytes, RetainedBlobBytes int64
 	}
 	Commits struct {
 		// Batches is the number of committed batches; Groups the number
@@ -206,7 +208,7 @@ func (db *DB) Metrics() *Metrics {
 	m.WAL.Bytes, m.WAL.Syncs = db.m.walBytes.Load(), db.m.walSyncs.Load()
 	m.WAL.RecoveryDroppedBytes = db.m.walRecoveryDropped.Load()
 	m.WAL.RecoveryLostEntries = db.m.walRecoveryLost.Load()
-	m.WAL.RetainedFiles, m.WAL.RetainedBytes = db.retainedWALStats()
+	m.WAL.RetainedFiles, m.WAL.RetainedBytes, m.WAL.RetainedBlobBytes = db.retainedWALStats()
 	m.Commits.Batches, m.Commits.Groups = db.m.commits.Load(), db.m.commitGroups.Load()
 	m.Flush.Count, m.Flush.BytesWritten = db.m.flushes.Load(), db.m.flushBytes.Load()
 	m.Compaction.Count, m.Compaction.Moves = db.m.compactions.Load(), db.m.moves.Load()

@@ -250,7 +250,9 @@ type Options struct {
 	// WALRetainSize, when positive, keeps each WAL file after its
 	// memtable is flushed, renamed NNNNNN.rlog, instead of deleting it,
 	// up to this many bytes of such files in all (the oldest go first),
-	// so that NewLogReader can read the committed batches back: a
+	// counting the blob files that only retained files keep (values
+	// their records point to that no table holds any more), so that
+	// NewLogReader can read the committed batches back: a
 	// primary's replication backlog that outlives a restart. Recovery
 	// never reads a retained file. 0 (the default) deletes each WAL once
 	// flushed. SetWALRetention changes it on an open DB.

@@ -54,6 +54,15 @@ func (db *DB) LastSeq() uint64 {
 	return uint64(db.mu.nextSeq) - 1
 }
 
+// VisibleSeq returns the sequence number of the last write that reads
+// see: every write up to it is visible to a read that starts after the
+// call. It is at most LastSeq, which counts the writes of a commit in
+// progress from the moment they get their sequence numbers, before they
+// are visible (their WAL write and memtable insert may take a while for a
+// large group). A position reported to clients (a replica's offset) is
+// this one, so that a read after the report sees what it says.
+func (db *DB) VisibleSeq() uint64 { return db.visibleSeq.Load() - 1 }
+
 // ApplyReplicated commits a replicated batch atomically at the sequence
 // numbers it carries, which must start at LastSeq()+1: otherwise it
 // returns a *SeqMismatchError and writes nothing, so a replica never

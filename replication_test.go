@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -283,5 +285,51 @@ func TestBatchSeq(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestVisibleSeq: while a writer commits one write per batch, every
+// position VisibleSeq reports is readable at once and never past
+// LastSeq; once the writer stops, the two agree.
+func TestVisibleSeq(t *testing.T) {
+	db := openTestDB(t, "/db", &Options{FS: vfs.NewMem(), Logger: slog.New(slog.DiscardHandler)})
+	base := db.LastSeq()
+	if v := db.VisibleSeq(); v != base {
+		t.Fatalf("a new DB: VisibleSeq %d, LastSeq %d", v, base)
+	}
+	const n = 1000
+	key := func(i uint64) []byte { return []byte(fmt.Sprintf("w%05d", i)) }
+	done := make(chan error, 1)
+	go func() {
+		for i := uint64(1); i <= n; i++ {
+			if err := db.Set(key(i), bytes.Repeat([]byte{'v'}, 100), nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		runtime.Gosched() // leave the writer room on a small machine
+		v := db.VisibleSeq()
+		if last := db.LastSeq(); v > last {
+			t.Fatalf("VisibleSeq %d past LastSeq %d", v, last)
+		}
+		if v > base {
+			if _, err := db.Get(key(v - base)); err != nil {
+				t.Fatalf("VisibleSeq says %d, yet write %d does not read: %v", v, v-base, err)
+			}
+		}
+	}
+	if v, last := db.VisibleSeq(), db.LastSeq(); v != base+n || last != base+n {
+		t.Fatalf("after %d writes: VisibleSeq %d, LastSeq %d, want %d", n, v, last, base+n)
 	}
 }

@@ -20,6 +20,13 @@ import (
 // retains it then. Nothing depends on a retained file: losing one (to a
 // crash before the rename reached the disk, or to the bounds) only
 // shortens what NewLogReader can serve.
+//
+// A retained file also keeps the blob files its pointers use. Those that
+// only retained files keep (the tables no longer point into them) are
+// disk the backlog takes as much as its WAL files, so they count in the
+// size bound and in Metrics' RetainedBytes: each such blob file is
+// charged to the newest retained file that keeps it, since it goes when
+// that file goes (the oldest files go first).
 
 // walRetention is the list of retained WAL files, oldest first.
 type walRetention struct {
@@ -27,12 +34,12 @@ type walRetention struct {
 	size  int64
 	age   time.Duration
 	files []retainedWAL
-	bytes int64
+	bytes int64 // of the WAL files
 }
 
 // retainedWAL is one retained file: its number, size, when it was
 // retained (for a file found at Open, its modification time), and the
-// blob files it keeps (pinned) for its pointers.
+// blob files it keeps (blobFiles.retain) for its pointers.
 type retainedWAL struct {
 	num   base.FileNum
 	size  int64
@@ -61,7 +68,7 @@ func (db *DB) loadRetained(names []string) {
 	defer func() {
 		if len(r.files) > 0 {
 			r.files[len(r.files)-1].blobs = oldBlobs(names, db.vs.LogNum())
-			db.blobs.pin(r.files[len(r.files)-1].blobs...)
+			db.blobs.retain(r.files[len(r.files)-1].blobs)
 		}
 	}()
 	for _, name := range names {
@@ -106,7 +113,7 @@ func oldBlobs(names []string, logNum base.FileNum) []base.FileNum {
 
 // retireLog disposes of WAL file num once nothing needs it for recovery:
 // it is retained if retention is on, else deleted. blobs are the blob
-// files its pointers may use, which a retained file pins.
+// files its pointers may use, which a retained file keeps.
 func (db *DB) retireLog(num base.FileNum, blobs []base.FileNum) {
 	r := &db.retain
 	r.mu.Lock()
@@ -132,34 +139,64 @@ func (db *DB) retireLog(num base.FileNum, blobs []base.FileNum) {
 	// behind: keep the list in file order.
 	i, _ := slices.BinarySearchFunc(r.files, num, func(f retainedWAL, n base.FileNum) int { return cmp.Compare(f.num, n) })
 	blobs = slices.Clone(blobs)
-	db.blobs.pin(blobs...)
+	db.blobs.retain(blobs)
 	r.files = slices.Insert(r.files, i, retainedWAL{num: num, size: size, at: time.Now(), blobs: blobs})
 	r.bytes += size
 	r.mu.Unlock()
 	db.trimRetained()
 }
 
-// trimRetained deletes the oldest retained files while they hold more
-// than the size bound or are older than the age bound.
+// trimRetained deletes the oldest retained files while they and the blob
+// files only they keep hold more than the size bound, or while the oldest
+// is older than the age bound.
 func (db *DB) trimRetained() {
 	r := &db.retain
 	r.mu.Lock()
 	var drop []retainedWAL
 	now := time.Now()
+	shares := r.blobShares(db.blobs.retainedOnly())
+	total := r.bytes
+	for _, n := range shares {
+		total += n
+	}
 	for len(r.files) > 0 {
 		f := r.files[0]
-		if r.bytes <= r.size && (r.age <= 0 || now.Sub(f.at) < r.age) {
+		if total <= r.size && (r.age <= 0 || now.Sub(f.at) < r.age) {
 			break
 		}
 		drop = append(drop, f)
+		total -= f.size + shares[0]
+		shares = shares[1:]
 		r.bytes -= f.size
 		r.files = r.files[1:]
 	}
 	r.mu.Unlock()
 	for _, f := range drop {
 		db.removeFile(base.FileTypeRetainedLog, f.num)
-		db.blobs.unpin(f.blobs)
+		db.blobs.unretain(f.blobs)
 	}
+}
+
+// blobShares returns, for each retained file, the bytes of the blob files
+// in only (blobFiles.retainedOnly) of which it is the newest to keep one:
+// the bytes that deleting it and the files before it frees. r.mu is held.
+func (r *walRetention) blobShares(only map[base.FileNum]int64) []int64 {
+	shares := make([]int64, len(r.files))
+	if len(only) == 0 {
+		return shares
+	}
+	newest := make(map[base.FileNum]int, len(only))
+	for i, f := range r.files {
+		for _, num := range f.blobs {
+			if _, ok := only[num]; ok {
+				newest[num] = i
+			}
+		}
+	}
+	for num, i := range newest {
+		shares[i] += only[num]
+	}
+	return shares
 }
 
 // retainTrimInterval is how often the age bound is applied between
@@ -183,10 +220,15 @@ func (db *DB) trimRetainedEvery(stop <-chan struct{}) {
 	}
 }
 
-// retainedWALStats returns how many retained files there are and their
-// bytes, for Metrics.
-func (db *DB) retainedWALStats() (int, int64) {
-	db.retain.mu.Lock()
-	defer db.retain.mu.Unlock()
-	return len(db.retain.files), db.retain.bytes
+// retainedWALStats returns, for Metrics, how many retained files there
+// are, their bytes with those of the blob files only they keep, and the
+// latter alone.
+func (db *DB) retainedWALStats() (files int, bytes, blobBytes int64) {
+	r := &db.retain
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.blobShares(db.blobs.retainedOnly()) {
+		blobBytes += n
+	}
+	return len(r.files), r.bytes + blobBytes, blobBytes
 }

@@ -74,12 +74,12 @@ func cmdRole(c *conn, _ *command, _ [][]byte) error {
 		c.wr.BulkString(host)
 		c.wr.Int(int64(p))
 		c.wr.BulkString(state)
-		c.wr.Int(int64(s.db.LastSeq()))
+		c.wr.Int(int64(s.db.VisibleSeq()))
 		return nil
 	}
 	c.wr.ArrayHeader(3)
 	c.wr.BulkString("master")
-	c.wr.Int(int64(s.db.LastSeq()))
+	c.wr.Int(int64(s.db.VisibleSeq()))
 	c.wr.ArrayHeader(len(s.repl.replicas))
 	for _, r := range s.repl.replicas {
 		c.wr.ArrayHeader(3)

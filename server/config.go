@@ -61,8 +61,9 @@ type Config struct {
 	MinReplicasToWrite int
 	MinReplicasMaxLag  time.Duration
 	// ReplBacklogSize and ReplBacklogTTL bound the replication backlog
-	// kept on disk: the WAL files kept after their flush, from which a
-	// replica resumes, also after a restart of this server
+	// kept on disk: the WAL files kept after their flush (and the blob
+	// files only they keep), from which a replica resumes, also after a
+	// restart of this server
 	// ("repl-backlog-size" in bytes, "repl-backlog-ttl" in seconds, 0:
 	// no age bound; live). Default 256 MiB and 3600 s
 	// (doc/replication.md, "Backlog").

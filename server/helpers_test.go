@@ -210,7 +210,13 @@ func keysIn(model map[string]string, ks ...string) []string {
 // waitFor polls cond until it holds, failing the test after 10 seconds.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	waitForWithin(t, 10*time.Second, what, cond)
+}
+
+// waitForWithin is waitFor failing after d.
+func waitForWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

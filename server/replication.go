@@ -733,7 +733,9 @@ func (vc *versionClock) reload() error {
 func (s *Server) writeReplicationInfo(b *strings.Builder) {
 	s.repl.mu.Lock()
 	defer s.repl.mu.Unlock()
-	offset := s.db.LastSeq()
+	// What reads see: a write in the middle of its commit has its
+	// sequence numbers before it is visible (lsmgo.DB.VisibleSeq).
+	offset := s.db.VisibleSeq()
 	if s.repl.primary != "" {
 		host, port, _ := net.SplitHostPort(s.repl.primary)
 		field(b, "role", "slave")

@@ -178,6 +178,9 @@ func (s *Server) swapIn(stop <-chan struct{}, unrelated bool) error {
 		return err
 	}
 	s.ks.expiries.turn(&s.ks, r.NotifyKeyspaceEvents.expiredOn())
+	// Clients are let in before swapMu lets the HTTP handlers read the
+	// new DB: whatever shows the new position, clients can read it.
+	s.repl.swapping.Store(false)
 	return nil
 }
 
