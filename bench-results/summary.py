@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The newest measurement of each mode with raw files, and where its log is.
 SOURCES = {
-    "engine": ("issue20-mapped", [1, 2, 3], "history/engine.md#issue-20-item-6-third-round-mapped-tables-without-the-block-cache"),
+    "engine": ("issue20-quiet", [1, 2, 3], "history/engine.md#issue-20-item-6-fourth-round-what-a-point-read-touches-and-a-slot"),
     "server": ("issue11", [4, 5], "issue11/SUMMARY.md"),
     "imgbed": (("imgbed/run1", "imgbed/run2-gets"), [1, 2, 3], "history/imgbed.md#results"),
 }
