@@ -21,14 +21,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The newest measurement of each mode with raw files, and where its log is.
 SOURCES = {
-    "engine": ("issue20-mapped", [1, 2, 3], "history/engine.md#issue-20-item-6-third-round-mapped-tables-without-the-block-cache"),
+    "engine": ("issue20-quiet", [1, 2, 3], "history/engine.md#issue-20-item-6-fourth-round-what-a-point-read-touches-and-a-slot"),
     "server": ("issue11", [4, 5], "issue11/SUMMARY.md"),
     "imgbed": (("imgbed/run1", "imgbed/run2-gets"), [1, 2, 3], "history/imgbed.md#results"),
 }
 ENGINE_WORKLOADS = ["fillrandom", "readrandom", "readwhilewriting", "ycsb-c"]
-# The file of round r under the engine source's directory: the run that
-# holds lsmgo (as it stands after the round's change) and both peers.
-ENGINE_RUN = "r%d-branch"
+# The runs of round r under the engine source's directory: lsmgo as it
+# stands after the round's change, and the peers (one run for all, or one
+# run each). A peer a round did not run is taken from the nearest round
+# that did, and the round's ratio is marked *.
+ENGINE_RUNS = ["r%d-branch", "r%d-pebble", "r%d-bbolt"]
 PEERS = ["pebble", "bbolt"]
 SERVER_ROWS = [("c50-P1", "50 conns, -P 1"), ("c512-P1", "512 conns, -P 1"), ("c50-P16", "50 conns, -P 16")]
 
@@ -77,27 +79,42 @@ def machine(meta):
 
 def engine():
     d, rounds, log = SOURCES["engine"]
-    runs = [load("%s/%s/results.json" % (d, ENGINE_RUN % r)) for r in rounds]
+    files = [[load(p) for p in ("%s/%s/results.json" % (d, f % r) for f in ENGINE_RUNS)
+              if os.path.exists(os.path.join(HERE, p))] for r in rounds]
+    # Per round, the results of every engine the round ran.
+    merged = [[res for run in fs for res in run["results"]] for fs in files]
+    have = {e: [i for i, m in enumerate(merged) if any(x["engine"] == e for x in m)] for e in PEERS}
+    borrowed = [False] * len(rounds)
+    for i in range(len(rounds)):
+        for p in PEERS:
+            if i not in have[p] and have[p]:
+                near = min(have[p], key=lambda j: abs(j - i))
+                merged[i] += [x for x in merged[near] if x["engine"] == p]
+                borrowed[i] = True
+    starts = [run["meta"]["start"] for fs in files for run in fs]
+    used = [f.replace("r%d-", "r*-") for f in ENGINE_RUNS
+            if any(os.path.exists(os.path.join(HERE, d, f % r)) for r in rounds)]
     print("### Engine: lsmgo against Pebble and bbolt (`lsmgo-bench --mode=engine --num=1000000`)\n")
     print("%s; %s; rounds %s of `bench-results/%s/` (`%s/results.json`); "
           "log: [%s](bench-results/%s).\n" % (
-              machine(runs[0]["meta"]), day_and_times([r["meta"]["start"] for r in runs]),
-              ", ".join(map(str, rounds)), d, ENGINE_RUN.replace("%d", "*"), log.split("#")[0], log))
+              machine(files[0][0]["meta"]), day_and_times(starts), ", ".join(map(str, rounds)), d,
+              used[0] if len(used) == 1 else "{" + ",".join(used) + "}", log.split("#")[0], log))
     print("| workload | lsmgo ops/s | pebble ops/s | bbolt ops/s | lsmgo ÷ best peer, per round | lsmgo CPU/op | pebble CPU/op | bbolt CPU/op |")
     print("|---|---:|---:|---:|---|---:|---:|---:|")
     for w in ENGINE_WORKLOADS:
         per = {}  # engine -> list of results, one per round
-        for run in runs:
-            for res in run["results"]:
-                if res["workload"] == w:
+        for m in merged:
+            for res in m:
+                if res["workload"] == w and not res.get("error"):
                     per.setdefault(res["engine"], []).append(res)
         if "lsmgo" not in per:
             continue  # a workload these rounds did not run
         ops = {e: [r["ops_per_sec"] for r in per[e]] for e in per}
         cpu = {e: [r["cpu_seconds"] / r["ops"] for r in per[e]] for e in per}
-        best = [ops["lsmgo"][i] / max(ops[p][i] for p in PEERS) for i in range(len(runs))]
+        best = [ops["lsmgo"][i] / max(ops[p][i] for p in PEERS) for i in range(len(rounds))]
+        marked = ", ".join("%.2f%s" % (v, "*" if b else "") for v, b in zip(best, borrowed))
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            w, span(ops["lsmgo"], kops), span(ops["pebble"], kops), span(ops["bbolt"], kops), ratios(best),
+            w, span(ops["lsmgo"], kops), span(ops["pebble"], kops), span(ops["bbolt"], kops), marked,
             span(cpu["lsmgo"], us), span(cpu["pebble"], us), span(cpu["bbolt"], us)))
     print()
 

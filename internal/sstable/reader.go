@@ -81,8 +81,18 @@ type Reader struct {
 // verifies the footer, meta-index, index, filter and properties. The
 // Reader owns f from then on, even when NewReader fails: it closes f on
 // failure, and Close closes it.
+//
+// The blocks NewReader keeps are read with ReadAt even when the table is
+// to be mapped: it decodes them into memory of their own, so their pages
+// in a mapping would only count in the process's resident set, for
+// nothing, as long as the table is open (the index and filter are a few
+// percent of a table).
 func NewReader(f vfs.File, size int64, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, opts: opts}
+	if err := r.open(size); err != nil {
+		r.Close()
+		return nil, err
+	}
 	if opts.Map {
 		if m, isMem := f.(memMapper); isMem {
 			r.mapped = m.mappedBytes()
@@ -93,10 +103,6 @@ func NewReader(f vfs.File, size int64, opts ReaderOptions) (*Reader, error) {
 			r.Close()
 			return nil, fmt.Errorf("sstable: mapping of %s has %d bytes, want %d", opts.FileName, len(r.mapped), size)
 		}
-	}
-	if err := r.open(size); err != nil {
-		r.Close()
-		return nil, err
 	}
 	return r, nil
 }

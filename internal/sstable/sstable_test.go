@@ -371,6 +371,50 @@ func TestMappedSkipsCache(t *testing.T) {
 	}
 }
 
+// TestMappedKeptBlocksReadAt checks that a mapped table's index, filter,
+// meta-index and properties are read with ReadAt, not through the
+// mapping, whose pages would then stay resident for blocks the reader
+// holds decoded anyway: every byte of the mapping after the data blocks
+// is damaged here, so a reader that read them from it would not open.
+func TestMappedKeptBlocksReadAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 13))
+	entries := randomEntries(rng, 2000)
+	data, _ := buildTable(t, entries, WriterOptions{BlockSize: 2048, Compression: SnappyCompression, BloomBitsPerKey: 10})
+	plain, err := openTable(data, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := plain.index.handles[plain.index.len()-1]
+	dataEnd := int(last.offset + last.length + blockTrailerLen)
+	if plain.filter == nil || plain.filterH.offset < uint64(dataEnd) {
+		t.Fatalf("the table has no filter after its data blocks (filter at %d, data end %d)", plain.filterH.offset, dataEnd)
+	}
+	plain.Close()
+	mapped := bytes.Clone(data)
+	for i := dataEnd; i < len(mapped)-footerLen; i++ {
+		mapped[i] ^= 0xa5
+	}
+	f := &otherMapping{memFile: &memFile{data: data}, mapped: mapped}
+	r, err := NewReader(f, int64(len(data)), ReaderOptions{Map: true})
+	if err != nil {
+		t.Fatalf("opening a table whose mapping differs only after its data blocks: %v", err)
+	}
+	defer r.Close()
+	if !r.Mapped() {
+		t.Fatal("the table was not mapped")
+	}
+	checkGets(t, rng, r, model(entries))
+}
+
+// otherMapping is a memFile whose mapping holds other bytes than ReadAt
+// returns.
+type otherMapping struct {
+	*memFile
+	mapped []byte
+}
+
+func (m *otherMapping) mappedBytes() []byte { return m.mapped }
+
 // TestCompactionIter checks that the compaction iterator returns every
 // entry, also over blocks larger than its readahead and after seeks in
 // either direction, without touching the cache.
