@@ -110,3 +110,88 @@ func BenchmarkPipelined(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPipelinedColl measures the server's cost per command of
+// redis-benchmark's collection tests at -P 16: 16 pipelined commands on
+// one hot key per round trip, members drawn from 100,000 as with -r
+// 100000. A pop test alternates a pipeline of pops with one of pushes
+// that refills what it took (outside the timer). allocs/op is per
+// pipeline of 16; ns/cmd and cpu-ns/cmd (the process' CPU time, client
+// included, steadier than time on a shared machine) per command.
+func BenchmarkPipelinedColl(b *testing.B) {
+	const depth = 16
+	member := func(i int) []byte { return fmt.Appendf(nil, "element:%012d", (i*7919)%100000) }
+	for _, bc := range []struct {
+		name       string
+		cmd, refil func(i int) [][]byte
+	}{
+		{"HSET", func(i int) [][]byte { return [][]byte{[]byte("HSET"), []byte("myhash"), member(i), []byte("xxx")} }, nil},
+		{"ZADD", func(i int) [][]byte { return [][]byte{[]byte("ZADD"), []byte("myzset"), []byte("0"), member(i)} }, nil},
+		{"SADD", func(i int) [][]byte { return [][]byte{[]byte("SADD"), []byte("myset"), member(i)} }, nil},
+		{"LPUSH", func(i int) [][]byte { return [][]byte{[]byte("LPUSH"), []byte("mylist"), []byte("xxx")} }, nil},
+		{"INCR", func(i int) [][]byte { return [][]byte{[]byte("INCR"), fmt.Appendf(nil, "counter:%012d", (i*7919)%100000)} }, nil},
+		{"LPOP", func(i int) [][]byte { return [][]byte{[]byte("LPOP"), []byte("mylist")} },
+			func(i int) [][]byte { return [][]byte{[]byte("RPUSH"), []byte("mylist"), []byte("xxx")} }},
+		{"ZPOPMIN", func(i int) [][]byte { return [][]byte{[]byte("ZPOPMIN"), []byte("myzset")} },
+			func(i int) [][]byte { return [][]byte{[]byte("ZADD"), []byte("myzset"), []byte("0"), member(i)} }},
+		{"SPOP", func(i int) [][]byte { return [][]byte{[]byte("SPOP"), []byte("myset")} },
+			func(i int) [][]byte { return [][]byte{[]byte("SADD"), []byte("myset"), member(i)} }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := startServer(b, nil)
+			nc, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			rd := resp.NewReader(nc, resp.Limits{})
+			// 64 distinct pipelines (and their refills), built up front.
+			var reqs, refills [][]byte
+			for p := range 64 {
+				var req, refill []byte
+				for j := range depth {
+					req = resp.AppendCommand(req, bc.cmd(p*depth+j)...)
+					if bc.refil != nil {
+						refill = resp.AppendCommand(refill, bc.refil(p*depth+j)...)
+					}
+				}
+				reqs, refills = append(reqs, req), append(refills, refill)
+			}
+			send := func(req []byte) {
+				if _, err := nc.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				for range depth {
+					if _, err := rd.ReadValue(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			// A collection of 20,000 elements to work on, as after the
+			// first seconds of redis-benchmark.
+			for p := range 20000 / depth {
+				if bc.refil != nil {
+					send(refills[p%64])
+				} else {
+					send(reqs[p%64])
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			i, cpu := 0, int64(0)
+			for b.Loop() {
+				if bc.refil != nil {
+					b.StopTimer()
+					send(refills[i%64])
+					b.StartTimer()
+				}
+				cpu -= processCPU()
+				send(reqs[i%64])
+				cpu += processCPU()
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*depth), "ns/cmd")
+			b.ReportMetric(float64(cpu)/float64(b.N*depth), "cpu-ns/cmd")
+		})
+	}
+}
