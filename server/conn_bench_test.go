@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,22 +121,28 @@ func BenchmarkPipelined(b *testing.B) {
 // included, steadier than time on a shared machine) per command.
 func BenchmarkPipelinedColl(b *testing.B) {
 	const depth = 16
-	member := func(i int) []byte { return fmt.Appendf(nil, "element:%012d", (i*7919)%100000) }
-	for _, bc := range []struct {
-		name       string
-		cmd, refil func(i int) [][]byte
-	}{
-		{"HSET", func(i int) [][]byte { return [][]byte{[]byte("HSET"), []byte("myhash"), member(i), []byte("xxx")} }, nil},
-		{"ZADD", func(i int) [][]byte { return [][]byte{[]byte("ZADD"), []byte("myzset"), []byte("0"), member(i)} }, nil},
-		{"SADD", func(i int) [][]byte { return [][]byte{[]byte("SADD"), []byte("myset"), member(i)} }, nil},
-		{"LPUSH", func(i int) [][]byte { return [][]byte{[]byte("LPUSH"), []byte("mylist"), []byte("xxx")} }, nil},
-		{"INCR", func(i int) [][]byte { return [][]byte{[]byte("INCR"), fmt.Appendf(nil, "counter:%012d", (i*7919)%100000)} }, nil},
-		{"LPOP", func(i int) [][]byte { return [][]byte{[]byte("LPOP"), []byte("mylist")} },
-			func(i int) [][]byte { return [][]byte{[]byte("RPUSH"), []byte("mylist"), []byte("xxx")} }},
-		{"ZPOPMIN", func(i int) [][]byte { return [][]byte{[]byte("ZPOPMIN"), []byte("myzset")} },
-			func(i int) [][]byte { return [][]byte{[]byte("ZADD"), []byte("myzset"), []byte("0"), member(i)} }},
-		{"SPOP", func(i int) [][]byte { return [][]byte{[]byte("SPOP"), []byte("myset")} },
-			func(i int) [][]byte { return [][]byte{[]byte("SADD"), []byte("myset"), member(i)} }},
+	// cmd returns the words of a command, rand standing for a number
+	// drawn from 100,000 (the i-th of a fixed sequence).
+	cmd := func(words string, i int) [][]byte {
+		var args [][]byte
+		for _, w := range strings.Fields(words) {
+			if w == "rand" {
+				args = append(args, fmt.Appendf(nil, "%012d", (i*7919)%100000))
+			} else {
+				args = append(args, []byte(w))
+			}
+		}
+		return args
+	}
+	for _, bc := range []struct{ name, cmd, refill string }{
+		{"HSET", "HSET myhash rand xxx", ""},
+		{"ZADD", "ZADD myzset 0 rand", ""},
+		{"SADD", "SADD myset rand", ""},
+		{"LPUSH", "LPUSH mylist xxx", ""},
+		{"INCR", "INCR rand", ""},
+		{"LPOP", "LPOP mylist", "RPUSH mylist xxx"},
+		{"ZPOPMIN", "ZPOPMIN myzset", "ZADD myzset 0 rand"},
+		{"SPOP", "SPOP myset", "SADD myset rand"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := startServer(b, nil)
@@ -150,9 +157,9 @@ func BenchmarkPipelinedColl(b *testing.B) {
 			for p := range 64 {
 				var req, refill []byte
 				for j := range depth {
-					req = resp.AppendCommand(req, bc.cmd(p*depth+j)...)
-					if bc.refil != nil {
-						refill = resp.AppendCommand(refill, bc.refil(p*depth+j)...)
+					req = resp.AppendCommand(req, cmd(bc.cmd, p*depth+j)...)
+					if bc.refill != "" {
+						refill = resp.AppendCommand(refill, cmd(bc.refill, p*depth+j)...)
 					}
 				}
 				reqs, refills = append(reqs, req), append(refills, refill)
@@ -170,7 +177,7 @@ func BenchmarkPipelinedColl(b *testing.B) {
 			// A collection of 20,000 elements to work on, as after the
 			// first seconds of redis-benchmark.
 			for p := range 20000 / depth {
-				if bc.refil != nil {
+				if bc.refill != "" {
 					send(refills[p%64])
 				} else {
 					send(reqs[p%64])
@@ -180,7 +187,7 @@ func BenchmarkPipelinedColl(b *testing.B) {
 			b.ResetTimer()
 			i, cpu := 0, int64(0)
 			for b.Loop() {
-				if bc.refil != nil {
+				if bc.refill != "" {
 					b.StopTimer()
 					send(refills[i%64])
 					b.StartTimer()
