@@ -398,20 +398,30 @@ func (db *DB) writeGroupLocked(group []*commitWriter) error {
 	return nil
 }
 
-// applyBatch inserts a batch's records at their sequence numbers.
+// applyBatch inserts a batch's records at their sequence numbers, less
+// those a later record of the batch supersedes (findSuperseded).
 func applyBatch(mt *memtable.Memtable, repr []byte) error {
 	r, err := batchrepr.NewReader(repr)
 	if err != nil {
 		return err
 	}
+	skip, err := findSuperseded(repr)
+	if err != nil {
+		return err
+	}
+	defer skip.release()
 	seq := batchrepr.Seq(repr)
-	for {
+	for i := 0; ; i++ {
 		kind, key, value, ok, err := r.Next()
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return nil
+		}
+		if skip.skip(i) {
+			seq++
+			continue
 		}
 		if err := mt.Add(base.MakeInternalKey(key, seq, kind), value); err != nil {
 			if errors.Is(err, memtable.ErrFull) {

@@ -1,11 +1,14 @@
 package lsmgo
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
+	"github.com/lsmgo-dev/lsmgo/internal/batchrepr"
+	"github.com/lsmgo-dev/lsmgo/internal/bloom"
 	"github.com/lsmgo-dev/lsmgo/internal/memtable"
 )
 
@@ -115,5 +118,86 @@ func (p *memtablePool) close() {
 	p.mu.Unlock()
 	if mt != nil {
 		mt.Free()
+	}
+}
+
+// supersededMax is the longest batch whose superseded records applyBatch
+// leaves out of the memtable. A server pipeline's batch rewrites a hot
+// collection's metadata once per command, so half its records are
+// superseded within the batch; a bulk load's batches repeat no key, and
+// past this length would only pay for the check.
+const supersededMax = 4096
+
+// superseded marks the records of a batch that a later record of the same
+// key in the batch replaces. A batch becomes visible whole (the visible
+// sequence number only ever moves past a whole batch), so no read can see
+// such a record: leaving it out of the memtable changes no read, and
+// spares the memtable a node and an insertion's search. Separated values
+// are always inserted, since a blob file's live bytes are counted from
+// the entries that point into it.
+type superseded struct {
+	keys  [][]byte
+	blob  []bool
+	slots []uint32 // open addressing: record index + 1, 0 for empty
+	dead  []bool
+}
+
+var supersededPool = sync.Pool{New: func() any { return new(superseded) }}
+
+// findSuperseded returns the superseded records of repr, or nil when it
+// has none or is too short or too long to look for them. The caller
+// hands a result back with release.
+func findSuperseded(repr []byte) (*superseded, error) {
+	n := int(batchrepr.Count(repr))
+	if n < 2 || n > supersededMax {
+		return nil, nil
+	}
+	s := supersededPool.Get().(*superseded)
+	s.keys, s.blob = s.keys[:0], s.blob[:0]
+	s.dead = append(s.dead[:0], make([]bool, n)...)
+	size := 4
+	for size < 2*n {
+		size *= 2
+	}
+	s.slots = append(s.slots[:0], make([]uint32, size)...)
+	r, err := batchrepr.NewReader(repr)
+	if err != nil {
+		s.release()
+		return nil, err
+	}
+	found := false
+	for i := 0; ; i++ {
+		kind, key, _, ok, err := r.Next()
+		if err != nil || !ok {
+			if err != nil || !found {
+				s.release()
+				return nil, err
+			}
+			return s, nil
+		}
+		s.keys, s.blob = append(s.keys, key), append(s.blob, kind.IsBlob())
+		for h := bloom.Hash(key) & uint64(size-1); ; h = (h + 1) & uint64(size-1) {
+			j := s.slots[h]
+			if j == 0 {
+				s.slots[h] = uint32(i + 1)
+				break
+			}
+			if bytes.Equal(s.keys[j-1], key) {
+				if !s.blob[j-1] {
+					s.dead[j-1], found = true, true
+				}
+				s.slots[h] = uint32(i + 1)
+				break
+			}
+		}
+	}
+}
+
+func (s *superseded) skip(i int) bool { return s != nil && s.dead[i] }
+
+func (s *superseded) release() {
+	if s != nil {
+		clear(s.keys) // they alias the batch
+		supersededPool.Put(s)
 	}
 }

@@ -2,121 +2,112 @@ package lsmgo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"log/slog"
+	"math/rand/v2"
 	"testing"
-
-	"github.com/lsmgo-dev/lsmgo/internal/memtable"
-	"github.com/lsmgo-dev/lsmgo/vfs"
+	"time"
 )
 
-// TestMemtableRecycling checks that a memtable's arena is reused only after
-// the last reader lets go of it: an open iterator pins its memtable through
-// any number of flushes and still reads its own values, and once it closes
-// later rotations reuse released arenas.
-func TestMemtableRecycling(t *testing.T) {
-	db := openTestDB(t, "/db", &Options{FS: vfs.NewMem(), MemTableSize: 32 << 10, Sync: SyncNone})
-	value := func(round, i int) []byte {
-		return []byte(fmt.Sprintf("round %d value %d %s", round, i, bytes.Repeat([]byte{'v'}, 40)))
-	}
-	const keys = 100
-	for i := range keys {
-		if err := db.Set([]byte(fmt.Sprintf("k%03d", i)), value(0, i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	it, err := db.NewIter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinned := it.rs.mem.mt
-	current := func() *memtable.Memtable {
-		db.mu.Lock()
-		defer db.mu.Unlock()
-		return db.mu.mem.mt
-	}
-	// Rewrite every key many times over: each round fills more than one
-	// memtable, so rotations and flushes run while the iterator is open.
-	for round := 1; round <= 20; round++ {
-		for i := range keys {
-			if err := db.Set([]byte(fmt.Sprintf("k%03d", i)), value(round, i), nil); err != nil {
-				t.Fatal(err)
+// TestSupersededRecordsLeftOut writes seeded random batches that name a
+// few keys many times each (sets, deletions, expiring sets, values above
+// the blob threshold) and checks every read against a model, from the
+// memtable, after a flush and after reopening from the WAL; and that
+// the memtable holds one entry per key a batch writes, plus its
+// superseded separated values, not one per record.
+func TestSupersededRecordsLeftOut(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 20))
+			dir := t.TempDir()
+			opts := &Options{ValueThreshold: 64}
+			db := openTestDB(t, dir, opts)
+			type state struct {
+				val    []byte
+				expiry time.Time
 			}
-		}
-		if current() == pinned {
-			t.Fatalf("round %d: the pinned memtable was reused while an iterator reads it", round)
-		}
-	}
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if want := value(0, n); !bytes.Equal(it.Value(), want) {
-			t.Fatalf("key %s: iterator read %q after the flushes, want %q", it.Key(), it.Value(), want)
-		}
-		n++
-	}
-	if n != keys {
-		t.Fatalf("iterator saw %d keys, want %d", n, keys)
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// With no reader left, each flush hands its memtable back and the
-	// next rotation takes it: a few arenas serve any number of rotations.
-	seen := map[*memtable.Memtable]bool{}
-	for round := 21; round <= 40; round++ {
-		for i := range keys {
-			if err := db.Set([]byte(fmt.Sprintf("k%03d", i)), value(round, i), nil); err != nil {
-				t.Fatal(err)
+			model := map[string]state{}
+			future := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+			for round := range 40 {
+				b := db.NewBatch()
+				n := 1 + rng.IntN(60)
+				keys, blobs := map[string]bool{}, 0
+				last := map[string]bool{} // whether the key's last record is a blob
+				for range n {
+					k := fmt.Sprintf("key%02d", rng.IntN(12))
+					v := bytes.Repeat([]byte{byte('a' + round%26)}, 1+rng.IntN(100))
+					keys[k] = true
+					if last[k] {
+						blobs++ // superseded, but still inserted
+					}
+					last[k] = false
+					switch rng.IntN(4) {
+					case 0:
+						b.Delete([]byte(k))
+						delete(model, k)
+					case 1:
+						b.SetWithExpiry([]byte(k), v, future)
+						model[k] = state{v, future}
+						last[k] = len(v) >= opts.ValueThreshold
+					default:
+						b.Set([]byte(k), v)
+						model[k] = state{v, time.Time{}}
+						last[k] = len(v) >= opts.ValueThreshold
+					}
+				}
+				before := db.rs.Load().mem.mt.Len()
+				if err := db.Apply(b, nil); err != nil {
+					t.Fatal(err)
+				}
+				if mem := db.rs.Load().mem; mem.mt.Len() >= before { // not rotated
+					if got, want := mem.mt.Len()-before, len(keys)+blobs; n <= supersededMax && got != want {
+						t.Fatalf("round %d: %d records on %d keys (%d superseded blobs) added %d memtable entries, want %d", round, n, len(keys), blobs, got, want)
+					}
+				}
+				checkModel := func(when string) {
+					t.Helper()
+					for i := range 12 {
+						k := fmt.Sprintf("key%02d", i)
+						v, exp, err := db.GetWithExpiry([]byte(k))
+						st, ok := model[k]
+						switch {
+						case !ok && !errors.Is(err, ErrNotFound):
+							t.Fatalf("%s, round %d: Get(%s) = %q, %v; want not found", when, round, k, v, err)
+						case ok && (err != nil || !bytes.Equal(v, st.val) || !exp.Equal(st.expiry)):
+							t.Fatalf("%s, round %d: Get(%s) = %q, %v, %v; want %q, %v", when, round, k, v, exp, err, st.val, st.expiry)
+						}
+					}
+					it, err := db.NewIter(nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					seen := 0
+					for ok := it.First(); ok; ok = it.Next() {
+						st, in := model[string(it.Key())]
+						if !in || !bytes.Equal(it.Value(), st.val) {
+							t.Fatalf("%s, round %d: iterator at %q = %q, model %q (%v)", when, round, it.Key(), it.Value(), st.val, in)
+						}
+						seen++
+					}
+					if err := it.Close(); err != nil || seen != len(model) {
+						t.Fatalf("%s, round %d: iterated %d keys, model %d: %v", when, round, seen, len(model), err)
+					}
+				}
+				checkModel("memtable")
+				switch round % 10 {
+				case 4:
+					if err := db.Flush(); err != nil {
+						t.Fatal(err)
+					}
+					checkModel("flushed")
+				case 9:
+					if err := db.Close(); err != nil {
+						t.Fatal(err)
+					}
+					db = openTestDB(t, dir, opts)
+					checkModel("reopened")
+				}
 			}
-		}
-		if err := db.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		seen[current()] = true
-	}
-	if len(seen) > 3 {
-		t.Fatalf("20 flushes used %d distinct memtables; released arenas are not reused", len(seen))
-	}
-}
-
-// TestIteratorOutlivesClose reads through an iterator after the DB closed:
-// the memtable it reads (whose arena lives outside the Go heap) must stay
-// mapped until the iterator closes, then be freed.
-func TestIteratorOutlivesClose(t *testing.T) {
-	db := openTestDB(t, "/db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20, Sync: SyncNone, Logger: slog.New(slog.DiscardHandler)})
-	for i := range 1000 {
-		if err := db.Set([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%04d", i)), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	it, err := db.NewIter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if m := db.Metrics(); m.MemTables.Bytes != 0 {
-		t.Errorf("Metrics after Close report %d memtable bytes", m.MemTables.Bytes)
-	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if want := fmt.Sprintf("v%04d", n); string(it.Value()) != want {
-			t.Fatalf("after Close, key %s reads %q, want %q", it.Key(), it.Value(), want)
-		}
-		n++
-	}
-	if n != 1000 {
-		t.Fatalf("after Close the iterator saw %d keys, want 1000", n)
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The memtable is gone now: a closed iterator must not touch it.
-	if it.First() || it.SeekGE([]byte("k0500")) || it.Last() || it.SeekLT([]byte("k0500")) || it.Next() || it.Prev() || it.Valid() || it.Key() != nil {
-		t.Fatal("a closed iterator still positions")
+		})
 	}
 }

@@ -114,9 +114,16 @@ type zedit struct {
 	key     []byte
 	m       *collMeta
 	existed bool
-	before  map[string]zstate
-	after   map[string]zstate
-	order   []string // members in the order first touched
+	// touched holds the members in the order first touched; index finds
+	// them once there are more than a few (a ZADD of one member, the
+	// common case, then costs no map).
+	touched []zchange
+	index   map[string]int
+}
+
+type zchange struct {
+	member        string
+	before, after zstate
 }
 
 type zstate struct {
@@ -124,13 +131,34 @@ type zstate struct {
 	in    bool
 }
 
+// zeditIndexed is the number of touched members from which zedit finds
+// them through a map rather than by a linear search.
+const zeditIndexed = 8
+
 func (c *conn) newZEdit(key []byte, m *collMeta, existed bool) *zedit {
-	return &zedit{c: c, key: key, m: m, existed: existed, before: map[string]zstate{}, after: map[string]zstate{}}
+	return &zedit{c: c, key: key, m: m, existed: existed}
+}
+
+// find returns the index in touched of member, or -1.
+func (e *zedit) find(member []byte) int {
+	if e.index != nil {
+		if i, ok := e.index[string(member)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range e.touched {
+		if e.touched[i].member == string(member) {
+			return i
+		}
+	}
+	return -1
 }
 
 // get returns member's current score.
 func (e *zedit) get(member []byte) (score float64, in bool, err error) {
-	if st, seen := e.after[string(member)]; seen {
+	if i := e.find(member); i >= 0 {
+		st := e.touched[i].after
 		return st.score, st.in, nil
 	}
 	var st zstate
@@ -139,42 +167,49 @@ func (e *zedit) get(member []byte) (score float64, in bool, err error) {
 			return 0, false, err
 		}
 	}
-	e.seen(string(member), st)
+	e.add(string(member), st)
 	return st.score, st.in, nil
 }
 
 // seen records the state of a member read by a walk of the set.
 func (e *zedit) seen(member string, st zstate) {
-	if _, ok := e.after[member]; !ok {
-		e.before[member], e.after[member] = st, st
-		e.order = append(e.order, member)
+	if e.find([]byte(member)) < 0 {
+		e.add(member, st)
+	}
+}
+
+// add records member, not touched yet, in state st.
+func (e *zedit) add(member string, st zstate) {
+	e.touched = append(e.touched, zchange{member: member, before: st, after: st})
+	switch n := len(e.touched); {
+	case n == zeditIndexed:
+		e.index = make(map[string]int, 2*n)
+		for i, t := range e.touched {
+			e.index[t.member] = i
+		}
+	case n > zeditIndexed:
+		e.index[member] = n - 1
 	}
 }
 
 // set gives member, which get or seen has read, a score.
 func (e *zedit) set(member []byte, score float64) {
-	e.after[string(member)] = zstate{score: score, in: true}
+	e.touched[e.find(member)].after = zstate{score: score, in: true}
 }
 
 // remove deletes member, which get or seen has read.
-func (e *zedit) remove(member []byte) { e.after[string(member)] = zstate{} }
+func (e *zedit) remove(member []byte) { e.touched[e.find(member)].after = zstate{} }
 
 // flush adds the net changes to the command's batch and to the count,
-// and widens the set's pop mark past any entry it adds; it replies itself
-// when reading the mark fails.
+// and widens the set's pop mark past any entry it adds (reading the mark
+// only then); it replies itself when reading the mark fails.
 func (e *zedit) flush() error {
 	ks, b, buf := &e.c.s.ks, e.c.batch, &e.c.elemBuf
 	var mark popMark
-	if e.existed {
-		var err error
-		if mark, err = ks.popMark(e.c.reader(), e.key, *e.m); err != nil {
-			return err
-		}
-	}
-	markChanged := false
-	for _, member := range e.order {
-		was, now := e.before[member], e.after[member]
-		mb := []byte(member)
+	markRead, markChanged := !e.existed, false
+	for _, t := range e.touched {
+		was, now := t.before, t.after
+		mb := []byte(t.member)
 		switch {
 		case was == now:
 		case was.in && !now.in:
@@ -188,6 +223,13 @@ func (e *zedit) flush() error {
 				e.m.count++
 			}
 			ks.zput(b, buf, e.key, *e.m, mb, now.score)
+			if !markRead {
+				var err error
+				if mark, err = ks.popMark(e.c.reader(), e.key, *e.m); err != nil {
+					return err
+				}
+				markRead = true
+			}
 			var changed bool
 			mark, changed = mark.widen(now.score, mb)
 			markChanged = markChanged || changed

@@ -324,12 +324,17 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 		cost.dead = it.Skipped()
 		it.Close()
 	}()
+	// at is the element the iterator is at, when atOK: the pick takes
+	// its value without seeking back to it when it is the pick.
+	var at []byte
+	atOK := false
 	suffix := func(ok bool) []byte {
 		cost.live++
 		if !ok {
 			return nil
 		}
-		return bytes.Clone(it.Key()[len(prefix):])
+		at, atOK = bytes.Clone(it.Key()[len(prefix):]), true
+		return at
 	}
 	lo, hi := suffix(it.First()), suffix(it.Last())
 	if lo == nil || hi == nil {
@@ -353,6 +358,7 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 		}
 		seek = append(append(append(seek[:0], prefix...), hi[:d]...), byte(c))
 		if !it.SeekGE(seek) {
+			atOK = false
 			break
 		}
 		next := suffix(true)
@@ -366,6 +372,7 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 			// The last element under the prefix seek: the one before
 			// the first element past it.
 			if !it.SeekLT(prefixEnd(seek)) {
+				atOK = false
 				break
 			}
 			hi = suffix(true)
@@ -374,14 +381,16 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 	if err := it.Error(); err != nil {
 		return nil, nil, cost, err
 	}
-	seek = append(append(seek[:0], prefix...), lo...)
-	if !it.SeekGE(seek) {
-		if err := it.Error(); err != nil {
-			return nil, nil, cost, err
+	if !atOK || !bytes.Equal(at, lo) {
+		seek = append(append(seek[:0], prefix...), lo...)
+		if !it.SeekGE(seek) {
+			if err := it.Error(); err != nil {
+				return nil, nil, cost, err
+			}
+			return nil, nil, cost, fmt.Errorf("random element of %q vanished", userKey)
 		}
-		return nil, nil, cost, fmt.Errorf("random element of %q vanished", userKey)
+		cost.live++
 	}
-	cost.live++
 	return lo, bytes.Clone(it.Value()), cost, nil
 }
 

@@ -4,8 +4,10 @@
 # -c 50, alternated (the order rotates every round). CPU from
 # /proc/PID/stat (utime+stime) around each run; system calls and context
 # switches from perf stat's tracepoints on the server process, per batch
-# (requests ÷ P).
-#   loop_ab.sh OUT.csv A_BINARY B_BINARY [ROUNDS] [TESTS] [PS]
+# (requests ÷ P). N1 and N16 set the requests per run at -P 1 and at
+# -P 16 (default 20000 and 200000); PERF=0 skips perf stat (its syscall
+# tracepoints cost the server CPU; the syscall columns are then empty).
+#   [N1=… N16=… PERF=0] loop_ab.sh OUT.csv A_BINARY B_BINARY [ROUNDS] [TESTS] [PS]
 set -u
 out=${1:?usage}; echo "round,who,test,P,rps,cpu_us_per_req,reads_per_batch,writes_per_batch,cs_per_batch,nanosleep_per_batch,futex_per_batch" > $out
 a=${2:?A binary}; b=${3:?B binary}
@@ -20,9 +22,11 @@ tick=$(getconf CLK_TCK)
 ev=context-switches,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_nanosleep,syscalls:sys_enter_futex
 cpu() { awk -v t=$tick '{print ($14+$15)/t}' /proc/$1/stat; }
 run() { # who port pid test P
-  local n=$(($5 == 1 ? 20000 : 200000)) c0 c1 line
+  local n=$(($5 == 1 ? ${N1:-20000} : ${N16:-200000})) c0 c1 line
+  local stat="perf stat -x, -e $ev -p $3 -o $d/stat --"
+  [ "${PERF:-1}" = 0 ] && { stat=; : > $d/stat; }
   c0=$(cpu $3)
-  line=$(perf stat -x, -e $ev -p $3 -o $d/stat -- timeout 120 redis-benchmark -h 127.0.0.1 -p $2 -c 50 -n $n -P $5 -r 100000 -t $4 --csv 2>/dev/null | tail -n +2 | head -1 | tr -d '"')
+  line=$($stat timeout 120 redis-benchmark -h 127.0.0.1 -p $2 -c 50 -n $n -P $5 -r 100000 -t $4 --csv 2>/dev/null | tail -n +2 | head -1 | tr -d '"')
   c1=$(cpu $3)
   local b=$((n / $5))
   local sc=$(awk -F, -v b=$b '/context-switches/{cs=$1} /sys_enter_read/{r=$1} /sys_enter_write/{w=$1} /nanosleep/{ns=$1} /futex/{f=$1}
