@@ -69,8 +69,18 @@ func renderThumb(src io.Reader, mime string, spec renderSpec) (data []byte, w, h
 // decodeShrunk decodes the part of the image in r that plan picks,
 // averaged down by its factor. Non-interlaced PNGs are streamed row by
 // row (png_stream.go), so their memory is a few rows whatever their
-// size; the other decoders give the whole image first.
+// size; JPEGs averaged by 2 or more are decoded at a reduced DCT scale
+// (jpeg_stream.go); the other decoders give the whole image first.
 func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error) {
+	if mime == formatJPEG.mime() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		img, err := streamJPEG(br, plan)
+		var fb *jpegFallback
+		if !errors.As(err, &fb) {
+			return img, err
+		}
+		r = io.MultiReader(bytes.NewReader(fb.head), br)
+	}
 	if mime == formatPNG.mime() {
 		br := bufio.NewReader(r)
 		if head, err := br.Peek(29); err == nil && !pngInterlaced(head) {
