@@ -754,25 +754,27 @@ func (d *jpegStream) emitRow(my int, avg *blockAverager, crop image.Rectangle, l
 		if y >= last {
 			return true
 		}
-		var planes [3][]byte // this output row of each component
-		var steps [3]int     // output pixels per component pixel, times 8
+		// A component's pixel under output pixel x is x·num/den.
+		var planes [3][]byte
+		var num [3]int
+		den := d.hmax * d.n
 		for i := range d.comps {
 			c := &d.comps[i]
 			stride := c.bw * c.nx
 			r := j * c.v * c.ny / rowsPer
 			planes[i] = c.rows[r*stride : (r+1)*stride]
-			steps[i] = 8 * c.h * c.nx / (d.hmax * d.n)
+			num[i] = c.h * c.nx
 		}
 		pix := avg.row.Pix
 		for i := range avg.row.Rect.Dx() {
-			x := 8 * (crop.Min.X + i)
+			x := crop.Min.X + i
 			p := pix[4*i : 4*i+4]
-			yy := planes[0][x*steps[0]/64]
+			yy := planes[0][x*num[0]/den]
 			if len(d.comps) == 1 {
 				p[0], p[1], p[2], p[3] = yy, yy, yy, 0xff
 				continue
 			}
-			p[0], p[1], p[2] = color.YCbCrToRGB(yy, planes[1][x*steps[1]/64], planes[2][x*steps[2]/64])
+			p[0], p[1], p[2] = color.YCbCrToRGB(yy, planes[1][x*num[1]/den], planes[2][x*num[2]/den])
 			p[3] = 0xff
 		}
 		avg.addRow()
