@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -268,9 +269,16 @@ func TestStreamJPEGScales(t *testing.T) {
 	}
 }
 
-// bigJPEG encodes a side×side 4:2:0 colour JPEG of smooth planes (a
-// 50-megapixel one takes seconds and ~2 MB).
+// bigJPEGs caches bigJPEG's files by side: a 50-megapixel one takes
+// seconds to encode, many under load, and -count runs a test again.
+var bigJPEGs sync.Map
+
+// bigJPEG encodes a side×side 4:2:0 colour JPEG of smooth planes (~2 MB
+// at 50 megapixels).
 func bigJPEG(t testing.TB, side int) []byte {
+	if b, ok := bigJPEGs.Load(side); ok {
+		return b.([]byte)
+	}
 	img := image.NewYCbCr(image.Rect(0, 0, side, side), image.YCbCrSubsampleRatio420)
 	for y := range side {
 		for x := range side {
@@ -284,6 +292,7 @@ func bigJPEG(t testing.TB, side int) []byte {
 	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 80}); err != nil {
 		t.Fatal(err)
 	}
+	bigJPEGs.Store(side, b.Bytes())
 	return b.Bytes()
 }
 
