@@ -48,7 +48,11 @@ func renderCost(mime string, head []byte, sw, sh int, size int64, p renderPlan, 
 	var in int64
 	switch mime {
 	case formatJPEG.mime():
-		switch scale, progressive := jpegStreamScale(head, p.k); {
+		scale, progressive := 0, false
+		if streamsJPEG {
+			scale, progressive = jpegStreamScale(head, p.k)
+		}
+		switch {
 		case scale != 0 && progressive:
 			in, streamed = px*costJPEGDC/64+int64(sw)*costJPEGRows, true
 		case scale != 0:

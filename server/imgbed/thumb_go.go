@@ -19,6 +19,10 @@ import (
 	xwebp "golang.org/x/image/webp"
 )
 
+// streamsJPEG: this build decodes JPEGs with jpeg_stream.go, whose
+// memory render_cost.go then estimates.
+const streamsJPEG = true
+
 // renderThumb decodes the original in src, places spec on it (geometry:
 // a crop and a size, never enlarging), applies its EXIF orientation and
 // encodes it as spec.f. This is the pure-Go renderer of the default
