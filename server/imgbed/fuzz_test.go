@@ -1,6 +1,7 @@
 package imgbed
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/md5"
 	"crypto/sha256"
@@ -13,7 +14,8 @@ import (
 // FuzzInspect feeds arbitrary bytes through everything an upload's bytes
 // meet before they are stored: sniffing, EXIF parsing and GPS stripping,
 // the header decoders, the structure walk, the GPS stripping of every
-// container (HEIF items included) and the streaming PNG decoder. None
+// container (HEIF items included) and the streaming PNG and JPEG
+// decoders. None
 // may panic; stripping
 // never changes the length or any byte outside the EXIF segment, and
 // stripping twice changes nothing more.
@@ -56,12 +58,17 @@ func FuzzInspect(f *testing.F) {
 		if sp.stripGPS(); len(sp.head) != len(data) {
 			t.Fatal("GPS stripping changed the length")
 		}
-		if f == formatPNG && !pngInterlaced(data) {
-			// Planned as a render into a 64×64 box is.
-			streamPNG(bytes.NewReader(data), func(sw, sh int) (image.Rectangle, int) {
-				p := planRender(renderSpec{w: 64, h: 64, fit: fitContain}, 1, sw, sh)
-				return p.crop, p.k
-			})
+		// Planned as a render into a 64×64 box is.
+		plan := func(sw, sh int) (image.Rectangle, int) {
+			p := planRender(renderSpec{w: 64, h: 64, fit: fitContain}, 1, sw, sh)
+			return p.crop, p.k
+		}
+		switch {
+		case f == formatPNG && !pngInterlaced(data):
+			streamPNG(bytes.NewReader(data), plan)
+		case f == formatJPEG:
+			streamJPEG(bufio.NewReader(bytes.NewReader(data)), plan)
+			jpegStreamScale(data, 4)
 		}
 	})
 }

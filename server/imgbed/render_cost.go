@@ -8,9 +8,12 @@ import (
 // Peak memory of a render, estimated before it starts from the
 // original's header, so that renderBudget can admit it. The figures per
 // stored pixel are what this build's decoders hold at their peak
-// (doc/imgbed.md has the measurements): Go's JPEG decoder keeps YCbCr
-// planes (1.5-3 bytes a pixel, 4 for CMYK), and for a progressive JPEG
-// every DCT coefficient too (4 bytes each, per component); a PNG is
+// (doc/imgbed.md has the measurements): a JPEG averaged by 2 or more is
+// decoded at a reduced DCT scale a row of blocks at a time
+// (jpeg_stream.go; a progressive one at 1/8 from its DC coefficients,
+// 4 bytes a block per component); otherwise Go's JPEG decoder keeps
+// YCbCr planes (1.5-3 bytes a pixel, 4 for CMYK), and for a progressive
+// JPEG every DCT coefficient too (4 bytes each, per component); a PNG is
 // streamed through the shrink a row at a time (png_stream.go) unless it
 // is interlaced, when it is decoded whole (8 bytes a pixel at 16 bits);
 // GIF's first frame is a palette index a pixel; a still WebP is YCbCr
@@ -24,6 +27,8 @@ import (
 const (
 	costJPEG            = 4
 	costJPEGProgressive = 16
+	costJPEGDC          = 12 // per block of 64 pixels: a DC coefficient of each of 3 components
+	costJPEGRows        = 64 // per stored column: a row of blocks at up to 1/2 scale, its RGBA row
 	costPNGWhole        = 4
 	costPNG16Whole      = 8
 	costPNGRows         = 64 // per stored column: rows in flight, inflate window
@@ -43,9 +48,19 @@ func renderCost(mime string, head []byte, sw, sh int, size int64, p renderPlan, 
 	var in int64
 	switch mime {
 	case formatJPEG.mime():
-		in = px * costJPEG
-		if progressiveJPEG(head) {
+		scale, progressive := 0, false
+		if streamsJPEG {
+			scale, progressive = jpegStreamScale(head, p.k)
+		}
+		switch {
+		case scale != 0 && progressive:
+			in, streamed = px*costJPEGDC/64+int64(sw)*costJPEGRows, true
+		case scale != 0:
+			in, streamed = int64(sw)*costJPEGRows+64<<10, true
+		case progressiveJPEG(head):
 			in = px * costJPEGProgressive
+		default:
+			in = px * costJPEG
 		}
 	case formatPNG.mime():
 		switch {

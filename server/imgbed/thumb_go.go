@@ -19,6 +19,10 @@ import (
 	xwebp "golang.org/x/image/webp"
 )
 
+// streamsJPEG: this build decodes JPEGs with jpeg_stream.go, whose
+// memory render_cost.go then estimates.
+const streamsJPEG = true
+
 // renderThumb decodes the original in src, places spec on it (geometry:
 // a crop and a size, never enlarging), applies its EXIF orientation and
 // encodes it as spec.f. This is the pure-Go renderer of the default
@@ -69,8 +73,18 @@ func renderThumb(src io.Reader, mime string, spec renderSpec) (data []byte, w, h
 // decodeShrunk decodes the part of the image in r that plan picks,
 // averaged down by its factor. Non-interlaced PNGs are streamed row by
 // row (png_stream.go), so their memory is a few rows whatever their
-// size; the other decoders give the whole image first.
+// size; JPEGs averaged by 2 or more are decoded at a reduced DCT scale
+// (jpeg_stream.go); the other decoders give the whole image first.
 func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error) {
+	if mime == formatJPEG.mime() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		img, err := streamJPEG(br, plan)
+		var fb *jpegFallback
+		if !errors.As(err, &fb) {
+			return img, err
+		}
+		r = io.MultiReader(bytes.NewReader(fb.head), br)
+	}
 	if mime == formatPNG.mime() {
 		br := bufio.NewReader(r)
 		if head, err := br.Peek(29); err == nil && !pngInterlaced(head) {

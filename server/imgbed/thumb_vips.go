@@ -10,6 +10,11 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 )
 
+// streamsJPEG: libvips, not jpeg_stream.go, decodes JPEGs here (libjpeg
+// keeps a progressive file's coefficients), so renders are estimated as
+// image/jpeg's.
+const streamsJPEG = false
+
 var vipsStartup sync.Once
 
 // renderThumb renders with libvips in-process (build tag vips; needs
