@@ -150,7 +150,7 @@ func (s *Server) makeRoomFor(c *conn, n, limit int64) bool {
 		m.evicted.Add(1)
 		s.log.Warn("evicting client: maxmemory-clients reached", "client", o.id,
 			"addr", o.nc.RemoteAddr().String(), "buffer_bytes", mem, "maxmemory_clients", limit)
-		o.nc.Close()
+		o.closeSocket()
 		excess -= mem
 	}
 	return excess <= 0

@@ -251,7 +251,7 @@ func cmdClientKill(c *conn, _ *command, args [][]byte) error {
 		if o == c {
 			c.quit = true // after its reply
 		} else {
-			o.nc.Close()
+			o.closeSocket()
 		}
 	}
 	switch {
