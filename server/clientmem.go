@@ -83,6 +83,7 @@ func (b connBudget) Grow(n int) error {
 		if !c.s.makeRoomFor(c, int64(n), limit) {
 			return errClientMemory
 		}
+		c.detach() // the evicted may be the event loop's, closed by it
 		for deadline := time.Now().Add(evictionWait); !m.reserve(int64(n), limit); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				return errClientMemory

@@ -50,8 +50,12 @@ type eventLoop struct {
 // wakeID is the wake eventfd's epoll data; client ids start at 1.
 const wakeID = 0
 
-// idleSweep is how often the loop looks for clients past `timeout`.
-const idleSweep = 100 * time.Millisecond
+// idleSweep is how often the loop looks for clients past `timeout`;
+// without one it still wakes every second, to notice a new setting.
+const (
+	idleSweep = 100 * time.Millisecond
+	idleWake  = 1000 // ms
+)
 
 var errWouldBlock = errors.New("socket would block")
 
@@ -101,23 +105,20 @@ func (l *eventLoop) add(c *conn) bool {
 	c.modeMu.Lock()
 	c.loop = l
 	c.modeMu.Unlock()
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		c.loop = nil
-		return false
-	}
-	l.conns[c.id] = c
-	l.mu.Unlock()
+	// Registered under mu, so that a kick cannot give c a turn (which
+	// may release it) before it is in the epoll set.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP}
 	setEventID(&ev, c.id)
 	var cerr error
-	err = rc.Control(func(fd uintptr) { cerr = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev) })
-	if err == nil && cerr == nil {
-		return true
-	}
 	l.mu.Lock()
-	delete(l.conns, c.id)
+	if !l.closed {
+		err = rc.Control(func(fd uintptr) { cerr = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev) })
+		if err == nil && cerr == nil {
+			l.conns[c.id] = c
+			l.mu.Unlock()
+			return true
+		}
+	}
 	l.mu.Unlock()
 	c.modeMu.Lock()
 	c.loop = nil
@@ -186,7 +187,7 @@ func (l *eventLoop) run() {
 	events := make([]unix.EpollEvent, 256)
 	nextSweep := time.Now().Add(idleSweep)
 	for {
-		wait := -1
+		wait := idleWake
 		if l.s.config().Timeout > 0 {
 			wait = int(max(time.Until(nextSweep), 0) / time.Millisecond)
 		}
@@ -266,6 +267,11 @@ func (l *eventLoop) closeIdle(timeout time.Duration) {
 // body). false says c detached and this goroutine served it to its end.
 func (l *eventLoop) turn(c *conn) bool {
 	err := c.rd.Fill()
+	if c.detached { // the read waited for memory (connBudget.Grow)
+		c.detached = false
+		c.serveOn()
+		return false
+	}
 	if err == errWouldBlock {
 		err = nil
 	}
