@@ -150,7 +150,7 @@ func (s *Server) makeRoomFor(c *conn, n, limit int64) bool {
 		o.evicting.Store(true)
 		m.evicted.Add(1)
 		s.log.Warn("evicting client: maxmemory-clients reached", "client", o.id,
-			"addr", o.nc.RemoteAddr().String(), "buffer_bytes", mem, "maxmemory_clients", limit)
+			"addr", o.raddr.String(), "buffer_bytes", mem, "maxmemory_clients", limit)
 		o.closeSocket()
 		excess -= mem
 	}

@@ -23,12 +23,16 @@ var (
 // comment belong to that goroutine alone; CLIENT LIST reads the others
 // from other goroutines.
 type conn struct {
-	s       *Server
-	nc      net.Conn
-	id      uint64
-	created time.Time
-	rd      *resp.Reader
-	wr      *resp.Writer
+	s *Server
+	// nc is the socket; while the event loop serves the connection it is
+	// closed and raw holds the socket (loop_linux.go). raddr and laddr
+	// are its addresses, for other goroutines.
+	nc           net.Conn
+	raddr, laddr net.Addr
+	id           uint64
+	created      time.Time
+	rd           *resp.Reader
+	wr           *resp.Writer
 
 	authed bool
 	// user is the ACL user the connection runs as (CLIENT LIST reads
@@ -155,11 +159,11 @@ type conn struct {
 
 	// loop is the event loop serving the connection, nil while a
 	// goroutine serves it (loop_linux.go). Only the connection's server
-	// changes it, under modeMu, which closeSocket and interrupt take to
-	// reach the connection the right way; closeReq is a close they asked
-	// of the loop. detached tells the loop's turn that the running
-	// command handed the connection to the goroutine running it; raw is
-	// the loop's non-blocking I/O.
+	// changes it and nc, under modeMu, which closeSocket and interrupt
+	// take to reach the connection the right way; closeReq is a close
+	// they asked of the loop. detached tells the loop's turn that the
+	// running command handed the connection to the goroutine running it;
+	// raw is the loop's socket.
 	modeMu   sync.Mutex
 	loop     *eventLoop
 	closeReq atomic.Bool
@@ -169,7 +173,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	cfg := s.config()
-	c := &conn{s: s, nc: nc, id: id, created: time.Now(), batch: s.ks.newBatch()}
+	c := &conn{s: s, nc: nc, raddr: nc.RemoteAddr(), laddr: nc.LocalAddr(), id: id, created: time.Now(), batch: s.ks.newBatch()}
 	c.rd = resp.NewReader(connReader{c}, resp.Limits{MaxBulkLen: cfg.ProtoMaxBulkLen, MaxMultibulkLen: cfg.MaxMultibulkLen})
 	c.wr = resp.NewWriter(countingWriter{c})
 	c.user.Store(s.acl.byDefault)

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -30,11 +31,11 @@ import (
 // way the connection keeps its buffered input and output, so nothing is
 // lost or reordered, and it stays with goroutines until it closes.
 //
-// The sockets stay in Go's netpoller too (a detached connection waits
-// there); the loop reads and writes them with raw non-blocking system
-// calls through syscall.RawConn.Control, which holds the descriptor
-// against a concurrent close. Level-triggered events let a new loop
-// goroutine find what the one before it left unserved.
+// The loop owns a looped connection's descriptor: it alone reads,
+// writes, and closes it, and others ask it to (closeSocket, interrupt);
+// a connection it hands over gets a net.Conn again. Level-triggered
+// events let a new loop goroutine find what the one before it left
+// unserved.
 type eventLoop struct {
 	s    *Server
 	epfd int
@@ -90,7 +91,12 @@ func eventID(ev *unix.EpollEvent) uint64 {
 }
 
 // add makes the loop serve c, a new connection; false leaves c to a
-// goroutine (not a socket, or the loop has stopped).
+// goroutine (not a socket of its own, or the loop has stopped).
+//
+// The loop takes the socket out of Go's netpoller: it keeps a duplicate
+// of the descriptor and closes c.nc, whose addresses stay readable.
+// Registered in both, every request would also wake a thread parked in
+// the netpoller, for nothing (a context switch per request at -P 1).
 func (l *eventLoop) add(c *conn) bool {
 	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
@@ -100,45 +106,57 @@ func (l *eventLoop) add(c *conn) bool {
 	if err != nil {
 		return false
 	}
-	c.raw = rawIO{rc: rc}
-	c.raw.readFn, c.raw.writeFn = c.raw.read, c.raw.write
-	c.modeMu.Lock()
-	c.loop = l
-	c.modeMu.Unlock()
-	// Registered under mu, so that a kick cannot give c a turn (which
-	// may release it) before it is in the epoll set.
+	fd := -1
+	if err := rc.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || fd < 0 {
+		return false
+	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP}
 	setEventID(&ev, c.id)
-	var cerr error
+	// Registered under mu, so that a kick cannot give c a turn (which
+	// may release it) before it is in the epoll set.
 	l.mu.Lock()
-	if !l.closed {
-		err = rc.Control(func(fd uintptr) { cerr = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev) })
-		if err == nil && cerr == nil {
-			l.conns[c.id] = c
-			l.mu.Unlock()
-			return true
-		}
+	if l.closed || unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev) != nil {
+		l.mu.Unlock()
+		unix.Close(fd)
+		return false
 	}
-	l.mu.Unlock()
+	c.raw = rawIO{fd: fd}
 	c.modeMu.Lock()
-	c.loop = nil
+	c.loop = l
+	c.nc.Close()
 	c.modeMu.Unlock()
-	return false
+	l.conns[c.id] = c
+	l.mu.Unlock()
+	return true
 }
 
-// release takes c out of the loop; from here a goroutine serves it. A
-// close asked for meanwhile (closeSocket) happens now.
+// release takes c out of the loop; from here a goroutine serves it, on
+// a net.Conn made from the loop's descriptor. A close asked for
+// meanwhile (closeSocket) happens now instead.
 func (l *eventLoop) release(c *conn) {
-	c.raw.rc.Control(func(fd uintptr) { unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, int(fd), nil) })
+	fd := c.raw.fd
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	l.mu.Lock()
 	delete(l.conns, c.id)
 	l.mu.Unlock()
+	var nc net.Conn
+	if !c.closeReq.Load() {
+		f := os.NewFile(uintptr(fd), "client")
+		var err error
+		if nc, err = net.FileConn(f); err != nil {
+			l.s.log.Warn("event loop: cannot hand a client over; closing it", "client", c.id, "err", err)
+		}
+		f.Close()
+	} else {
+		unix.Close(fd)
+	}
+	c.raw.fd = -1
 	c.modeMu.Lock()
 	c.loop = nil
-	c.modeMu.Unlock()
-	if c.closeReq.Load() {
-		c.nc.Close()
+	if nc != nil {
+		c.nc = nc // else the closed one: every read and write fails
 	}
+	c.modeMu.Unlock()
 }
 
 // kick makes the loop serve c soon even without input (nil: just wake
@@ -331,16 +349,10 @@ func (c *conn) detach() {
 	go l.run()
 }
 
-// rawIO is a looped connection's raw system calls, their callbacks bound
-// once so that a call allocates nothing.
-type rawIO struct {
-	rc      syscall.RawConn
-	p       []byte
-	n       int
-	err     error
-	readFn  func(fd uintptr)
-	writeFn func(fd uintptr)
-}
+// rawIO is a looped connection's socket, read and written without
+// waiting. syscall's Read and Write, as the net package's, tell the race
+// detector that what a client wrote happened before the server read it.
+type rawIO struct{ fd int }
 
 // readOnce reads once without waiting: errWouldBlock when there is no
 // input, io.EOF once the client closed its side.
@@ -348,60 +360,38 @@ func (r *rawIO) readOnce(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r.p, r.n, r.err = p, 0, nil
-	if err := r.rc.Control(r.readFn); err != nil {
-		return 0, err
-	}
-	n, err := r.n, r.err
-	r.p, r.err = nil, nil
-	if err == nil && n == 0 {
-		err = io.EOF
-	}
-	return n, err
-}
-
-func (r *rawIO) read(fd uintptr) {
 	for {
-		n, err := unix.Read(int(fd), r.p)
+		n, err := syscall.Read(r.fd, p)
 		switch err {
 		case nil:
-			r.n = n
-		case unix.EINTR:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		case syscall.EINTR:
 			continue
-		case unix.EAGAIN:
-			r.err = errWouldBlock
-		default:
-			r.err = os.NewSyscallError("read", err)
+		case syscall.EAGAIN:
+			return 0, errWouldBlock
 		}
-		return
+		return 0, os.NewSyscallError("read", err)
 	}
 }
 
 // writeAll writes p without waiting: it stops with errWouldBlock when
 // the socket's buffer is full.
 func (r *rawIO) writeAll(p []byte) (int, error) {
-	r.p, r.n, r.err = p, 0, nil
-	if err := r.rc.Control(r.writeFn); err != nil {
-		return 0, err
-	}
-	n, err := r.n, r.err
-	r.p, r.err = nil, nil
-	return n, err
-}
-
-func (r *rawIO) write(fd uintptr) {
-	for r.n < len(r.p) {
-		n, err := unix.Write(int(fd), r.p[r.n:])
+	n := 0
+	for n < len(p) {
+		m, err := syscall.Write(r.fd, p[n:])
 		switch err {
 		case nil:
-			r.n += n
-		case unix.EINTR:
-		case unix.EAGAIN:
-			r.err = errWouldBlock
-			return
+			n += m
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return n, errWouldBlock
 		default:
-			r.err = os.NewSyscallError("write", err)
-			return
+			return n, os.NewSyscallError("write", err)
 		}
 	}
+	return n, nil
 }

@@ -2,10 +2,7 @@
 
 package server
 
-import (
-	"errors"
-	"syscall"
-)
+import "errors"
 
 // eventLoop needs epoll: elsewhere "event-loop yes" is refused at start.
 type eventLoop struct{}
@@ -20,7 +17,7 @@ func (*eventLoop) add(*conn) bool { return false }
 func (*eventLoop) kick(*conn)     {}
 func (c *conn) detach()           {}
 
-type rawIO struct{ rc syscall.RawConn }
+type rawIO struct{ fd int }
 
 func (*rawIO) readOnce([]byte) (int, error) { return 0, errWouldBlock }
 func (*rawIO) writeAll([]byte) (int, error) { return 0, errWouldBlock }
