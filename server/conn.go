@@ -263,6 +263,9 @@ func (c *conn) serveOn() {
 		if err == nil {
 			err = c.endBatch()
 		}
+		if err == nil && c.reattach() {
+			return
+		}
 		if err == nil {
 			err = c.awaitInput()
 		}
@@ -272,6 +275,19 @@ func (c *conn) serveOn() {
 		}
 	}
 	c.finish(nil)
+}
+
+// reattach gives the connection back to the event loop between two
+// batches, once nothing keeps it with its goroutine any more (it waited,
+// or its client read slowly), so that the loop serves every plain client
+// in the order their input arrived, as Redis' one thread does.
+func (c *conn) reattach() bool {
+	l := c.s.loop
+	if l == nil || c.sub != nil || c.blk.readAhead != nil || c.blk.readErr != nil ||
+		c.s.closing.Load() || c.s.config().AppendFsync == "always" {
+		return false
+	}
+	return l.add(c)
 }
 
 // finish ends the connection: after a read error err, or when it quit or

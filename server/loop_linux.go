@@ -29,7 +29,7 @@ import (
 // that subscribes, monitors, tracks or speaks RESP3 (it then receives
 // pushes) is handed to a goroutine of its own after that command. Either
 // way the connection keeps its buffered input and output, so nothing is
-// lost or reordered, and it stays with goroutines until it closes.
+// lost or reordered; once the wait is over it comes back (reattach).
 //
 // The loop owns a looped connection's descriptor: it alone reads,
 // writes, and closes it, and others ask it to (closeSocket, interrupt);
@@ -90,8 +90,9 @@ func eventID(ev *unix.EpollEvent) uint64 {
 	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 }
 
-// add makes the loop serve c, a new connection; false leaves c to a
-// goroutine (not a socket of its own, or the loop has stopped).
+// add makes the loop serve c, a new connection or one a goroutine gives
+// back; false leaves c to a goroutine (not a socket of its own, or the
+// loop has stopped). The caller must not touch c after true.
 //
 // The loop takes the socket out of Go's netpoller: it keeps a duplicate
 // of the descriptor and closes c.nc, whose addresses stay readable.
@@ -155,6 +156,9 @@ func (l *eventLoop) release(c *conn) {
 	c.loop = nil
 	if nc != nil {
 		c.nc = nc // else the closed one: every read and write fails
+		if c.closeReq.Load() {
+			nc.Close() // asked for while the descriptor was handed over
+		}
 	}
 	c.modeMu.Unlock()
 }
