@@ -263,7 +263,7 @@ func (s *Server) closeRevokedSubscribers(self *conn, users ...*aclUser) {
 		if c == self {
 			c.quit = true
 		} else {
-			c.nc.Close()
+			c.closeSocket()
 		}
 	}
 }

@@ -300,6 +300,7 @@ func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(ke
 // ends without a reply, as in Redis; on shutdown the client gets an
 // error.
 func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) bool) blockResult {
+	c.detach()
 	c.doneReading()
 	r := &c.s.blocked
 	w := &waiter{c: c, try: try, served: make(chan struct{})}

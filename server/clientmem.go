@@ -83,6 +83,7 @@ func (b connBudget) Grow(n int) error {
 		if !c.s.makeRoomFor(c, int64(n), limit) {
 			return errClientMemory
 		}
+		c.detach() // the evicted may be the event loop's, closed by it
 		for deadline := time.Now().Add(evictionWait); !m.reserve(int64(n), limit); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				return errClientMemory
@@ -149,8 +150,8 @@ func (s *Server) makeRoomFor(c *conn, n, limit int64) bool {
 		o.evicting.Store(true)
 		m.evicted.Add(1)
 		s.log.Warn("evicting client: maxmemory-clients reached", "client", o.id,
-			"addr", o.nc.RemoteAddr().String(), "buffer_bytes", mem, "maxmemory_clients", limit)
-		o.nc.Close()
+			"addr", o.raddr.String(), "buffer_bytes", mem, "maxmemory_clients", limit)
+		o.closeSocket()
 		excess -= mem
 	}
 	return excess <= 0

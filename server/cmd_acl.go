@@ -157,7 +157,7 @@ func (s *Server) disconnectUsers(self *conn, deleted []*aclUser) {
 			if o == self {
 				o.quit = true
 			} else {
-				o.nc.Close()
+				o.closeSocket()
 			}
 		}
 	}

@@ -159,8 +159,8 @@ func (f *killFilter) matches(c, self *conn) bool {
 	switch {
 	case f.skipMe && c == self,
 		f.id != 0 && c.id != f.id,
-		f.addr != "" && c.nc.RemoteAddr().String() != f.addr,
-		f.laddr != "" && c.nc.LocalAddr().String() != f.laddr:
+		f.addr != "" && c.raddr.String() != f.addr,
+		f.laddr != "" && c.laddr.String() != f.laddr:
 		return false
 	}
 	return f.typ == "" || f.typ == c.clientClass()
@@ -251,7 +251,7 @@ func cmdClientKill(c *conn, _ *command, args [][]byte) error {
 		if o == c {
 			c.quit = true // after its reply
 		} else {
-			o.nc.Close()
+			o.closeSocket()
 		}
 	}
 	switch {

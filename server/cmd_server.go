@@ -386,7 +386,7 @@ func (c *conn) describe(b *strings.Builder, self *conn, running *command, args [
 	f := c.bufferFields(self, args)
 	flags, redir := c.trackingFields()
 	fmt.Fprintf(b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=0 multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=0 rbp=0 obl=%d oll=%d omem=%d tot-mem=%d events=r cmd=%s user=%s redir=%s resp=%d lib-name=%s lib-ver=%s\n",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
+		c.id, c.raddr, c.laddr, name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
 		flagLetters(c.state.Load(), flags, c.watchDirty.Load()), db, c.nsub.Load(), c.npsub.Load(), multi,
 		f.qbuf, f.qbufFree, f.argvMem, f.multiMem, f.obl, f.oll, f.omem, f.totMem,
 		cmd, c.user.Load().name, redir, c.proto.Load(), libName, libVer)

@@ -22,6 +22,7 @@ func init() {
 }
 
 func cmdShutdown(c *conn, _ *command, args [][]byte) error {
+	c.detach() // shutdown waits for the event loop's clients
 	var nosave, save, now, force, abort bool
 	for _, a := range args[1:] {
 		switch {

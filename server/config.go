@@ -284,6 +284,10 @@ type Config struct {
 	// ("client-output-buffer-limit", replica or slave class, live;
 	// repllimit.go). Default 256 MiB, 64 MiB for 60 s, as in Redis.
 	ReplicaBufferLimit outputLimit
+	// EventLoop serves plain request/reply clients from one goroutine
+	// over epoll instead of a goroutine each ("event-loop", restart;
+	// Linux only; loop_linux.go). Default off.
+	EventLoop bool
 	// ShutdownTimeout bounds a graceful shutdown ("shutdown-timeout",
 	// seconds or a duration such as 500ms, live): clients still busy when
 	// it passes are cut off, pending pipelines are dropped, and the engine
@@ -432,6 +436,8 @@ var settings = append([]*setting{
 		func(c *Config) *string { return &c.AdminToken }, nil)),
 	intSetting("maxclients", "maximum simultaneous clients", true, 1, math.MaxInt32,
 		func(c *Config) *int { return &c.MaxClients }),
+	boolSetting("event-loop", "serve plain request/reply clients from one epoll loop instead of a goroutine each (Linux)", false,
+		func(c *Config) *bool { return &c.EventLoop }),
 	durationSetting("timeout", "close clients idle for this many seconds (0: never)", true, time.Second, 0,
 		func(c *Config) *time.Duration { return &c.Timeout }),
 	sizeSetting("proto-max-bulk-len", "longest argument or string value in bytes", true, 1, math.MaxInt64,

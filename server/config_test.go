@@ -229,7 +229,7 @@ func TestSettingUnits(t *testing.T) {
 	other := []string{"addr", "http", "dir", "appendfsync", "protected-mode", "replicaof", "replica-read-only", "masteruser", "masterauth",
 		"min-replicas-to-write", "min-slaves-to-write", "replica-priority", "slave-priority", "requirepass", "admin-token",
 		"replica-announce-ip", "slave-announce-ip", "replica-announce-port", "slave-announce-port", "replica-announced",
-		"maxclients", "slowlog-max-len", "tracking-table-max-keys", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
+		"maxclients", "event-loop", "slowlog-max-len", "tracking-table-max-keys", "loglevel", "max-concurrent-compactions", "appendonly", "save", "databases",
 		"images", "image-tokens", "images-anonymous", "images-base-url", "images-upload-rate",
 		"images-upload-burst", "images-token-upload-rate", "images-token-upload-burst", "images-cors-origins",
 		"images-uploads-per-client", "images-min-upload-rate", "images-fetch-private", "images-resumable-per-client",

@@ -23,12 +23,16 @@ var (
 // comment belong to that goroutine alone; CLIENT LIST reads the others
 // from other goroutines.
 type conn struct {
-	s       *Server
-	nc      net.Conn
-	id      uint64
-	created time.Time
-	rd      *resp.Reader
-	wr      *resp.Writer
+	s *Server
+	// nc is the socket; while the event loop serves the connection it is
+	// closed and raw holds the socket (loop_linux.go). raddr and laddr
+	// are its addresses, for other goroutines.
+	nc           net.Conn
+	raddr, laddr net.Addr
+	id           uint64
+	created      time.Time
+	rd           *resp.Reader
+	wr           *resp.Writer
 
 	authed bool
 	// user is the ACL user the connection runs as (CLIENT LIST reads
@@ -152,11 +156,24 @@ type conn struct {
 	// inBytes counts the input read from the socket, in the connection's
 	// goroutine or while blocked; Pub/Sub orders messages by it (push).
 	inBytes atomic.Int64
+
+	// loop is the event loop serving the connection, nil while a
+	// goroutine serves it (loop_linux.go). Only the connection's server
+	// changes it and nc, under modeMu, which closeSocket and interrupt
+	// take to reach the connection the right way; closeReq is a close
+	// they asked of the loop. detached tells the loop's turn that the
+	// running command handed the connection to the goroutine running it;
+	// raw is the loop's socket.
+	modeMu   sync.Mutex
+	loop     *eventLoop
+	closeReq atomic.Bool
+	detached bool
+	raw      rawIO
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	cfg := s.config()
-	c := &conn{s: s, nc: nc, id: id, created: time.Now(), batch: s.ks.newBatch()}
+	c := &conn{s: s, nc: nc, raddr: nc.RemoteAddr(), laddr: nc.LocalAddr(), id: id, created: time.Now(), batch: s.ks.newBatch()}
 	c.rd = resp.NewReader(connReader{c}, resp.Limits{MaxBulkLen: cfg.ProtoMaxBulkLen, MaxMultibulkLen: cfg.MaxMultibulkLen})
 	c.wr = resp.NewWriter(countingWriter{c})
 	c.user.Store(s.acl.byDefault)
@@ -176,7 +193,13 @@ func (r connReader) Read(p []byte) (int, error) {
 	if n, err := c.takeReadAhead(p); n > 0 || err != nil {
 		return n, err
 	}
-	n, err := c.nc.Read(p)
+	var n int
+	var err error
+	if c.loop != nil {
+		n, err = c.raw.readOnce(p)
+	} else {
+		n, err = c.nc.Read(p)
+	}
 	c.s.stats.netIn.Add(int64(n))
 	c.inBytes.Add(int64(n))
 	return n, err
@@ -192,8 +215,22 @@ func (w countingWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	w.c.publish()
-	n, err := w.c.nc.Write(p)
-	w.c.s.stats.netOut.Add(int64(n))
+	c := w.c
+	if c.loop == nil {
+		n, err := c.nc.Write(p)
+		c.s.stats.netOut.Add(int64(n))
+		return n, err
+	}
+	n, err := c.raw.writeAll(p)
+	if err == errWouldBlock {
+		// The client is not reading fast enough: wait for it in a
+		// goroutine, with what remains.
+		c.detach()
+		var m int
+		m, err = c.nc.Write(p[n:])
+		n += m
+	}
+	c.s.stats.netOut.Add(int64(n))
 	return n, err
 }
 
@@ -205,10 +242,18 @@ func (w countingWriter) Write(p []byte) (int, error) {
 // pipeline gets one write(2) per batch of commands without a reply ever
 // waiting for later input, or leaving before its write is in the WAL.
 func (c *conn) serve() {
-	defer c.close()
 	// Here rather than in newConn: the budget may evict other clients,
 	// which takes clientsMu, held while a connection is admitted.
 	c.rd.SetBudget(connBudget{c})
+	if l := c.s.loop; l != nil && c.s.config().AppendFsync != "always" && l.add(c) {
+		return
+	}
+	c.serveOn()
+}
+
+// serveOn runs the connection loop in the calling goroutine until the
+// connection ends; the event loop calls it to hand a connection over.
+func (c *conn) serveOn() {
 	for !c.quit && !c.s.cutoff.Load() {
 		args, ok, err := c.rd.ReadBuffered()
 		if ok {
@@ -218,16 +263,69 @@ func (c *conn) serve() {
 		if err == nil {
 			err = c.endBatch()
 		}
+		if err == nil && c.reattach() {
+			return
+		}
 		if err == nil {
 			err = c.awaitInput()
 		}
 		if err != nil {
-			c.readFailed(err)
+			c.finish(err)
 			return
 		}
 	}
-	c.commitPending()
-	c.wr.Flush()
+	c.finish(nil)
+}
+
+// reattach gives the connection back to the event loop between two
+// batches, once nothing keeps it with its goroutine any more (it waited,
+// or its client read slowly), so that the loop serves every plain client
+// in the order their input arrived, as Redis' one thread does.
+func (c *conn) reattach() bool {
+	l := c.s.loop
+	if l == nil || c.sub != nil || c.blk.readAhead != nil || c.blk.readErr != nil ||
+		c.s.closing.Load() || c.s.config().AppendFsync == "always" {
+		return false
+	}
+	return l.add(c)
+}
+
+// finish ends the connection: after a read error err, or when it quit or
+// was cut off.
+func (c *conn) finish(err error) {
+	if err != nil {
+		c.readFailed(err)
+	} else {
+		c.commitPending()
+		c.wr.Flush()
+	}
+	c.close()
+}
+
+// closeSocket closes the connection's socket from any goroutine, which
+// ends the connection: its goroutine's next read or write fails; the
+// event loop is asked to close it between two batches.
+func (c *conn) closeSocket() {
+	c.modeMu.Lock()
+	defer c.modeMu.Unlock()
+	if c.loop != nil {
+		c.closeReq.Store(true)
+		c.loop.kick(c)
+		return
+	}
+	c.nc.Close()
+}
+
+// interrupt makes the connection look at the server's state (shutdown)
+// soon: a goroutine waiting for input wakes; the loop gives it a turn.
+func (c *conn) interrupt() {
+	c.modeMu.Lock()
+	defer c.modeMu.Unlock()
+	if c.loop != nil {
+		c.loop.kick(c)
+		return
+	}
+	c.nc.SetReadDeadline(time.Now())
 }
 
 // endBatch finishes the commands received so far: their pending writes
@@ -251,6 +349,18 @@ func (c *conn) endBatch() error {
 // blocked read-ahead. Pub/Sub orders messages by it (push).
 func (c *conn) readEnd() int64 {
 	return c.inBytes.Load() - int64(len(c.blk.readAhead)) + 1
+}
+
+// idleChecks enforces the query buffer limit and shutdown between two
+// batches: before a goroutine or the event loop waits for input.
+func (c *conn) idleChecks() error {
+	if int64(c.rd.Buffered()) >= c.s.config().QueryBufferLimit {
+		return errQueryBufferLimit
+	}
+	if c.s.closing.Load() {
+		return errShuttingDown
+	}
+	return nil
 }
 
 // awaitInput reads more input from the client, or returns nil without

@@ -41,6 +41,9 @@ func (c *conn) awaitDurable() error {
 		return nil
 	}
 	c.durable = lsmgo.Pending{}
+	if c.loop != nil && c.s.config().AppendFsync == "always" {
+		c.detach() // Wait waits for an fsync
+	}
 	if err := p.Wait(); err != nil {
 		c.s.log.Error("a write's WAL fsync failed after it was visible; closing the client without its reply (restart the server to write again)",
 			"client", c.id, "err", err)

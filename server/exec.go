@@ -92,7 +92,7 @@ func (c *conn) execute(args [][]byte) {
 		c.lastActive.Store(c.mark.UnixNano())
 		return
 	}
-	c.s.pause.wait(cmd, c.s.done)
+	c.s.pause.wait(cmd, c.s.done, c.detach)
 	if deferring {
 		c.runDeferring(cmd, args)
 		return

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,6 +19,10 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
+// eventLoopTests runs every test server with "event-loop yes":
+// LSMGO_EVENT_LOOP=yes go test ./server/ (CI does, for some tests).
+var eventLoopTests = os.Getenv("LSMGO_EVENT_LOOP") == "yes"
+
 // startServer starts a server on loopback port 0 with its data in a fresh
 // temporary directory; mutate adjusts the configuration first. Cleanup
 // shuts it down.
@@ -28,6 +33,7 @@ func startServer(t testing.TB, mutate func(*Config)) *Server {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.Dir = t.TempDir()
 	cfg.AppendFsync = "no"
+	cfg.EventLoop = eventLoopTests
 	log := &testLog{t: t}
 	t.Cleanup(log.stop) // runs after the Shutdown registered below
 	cfg.LogOutput = log

@@ -49,6 +49,6 @@ func (c *conn) recoverHandler(cmd *command) {
 	c.tx = nil
 	// Close before anything is flushed: the buffered reply may be cut
 	// mid-way, and a client must not read half a reply as a whole one.
-	c.nc.Close()
+	c.closeSocket()
 	c.quit = true
 }

@@ -52,8 +52,9 @@ func (p *pauseState) changedLocked() {
 	p.lifted = make(chan struct{})
 }
 
-// wait returns once no pause covers cmd, or done closes.
-func (p *pauseState) wait(cmd *command, done <-chan struct{}) {
+// wait returns once no pause covers cmd, or done closes; it calls
+// before first when it has to wait.
+func (p *pauseState) wait(cmd *command, done <-chan struct{}, before func()) {
 	if !p.on.Load() || cmd.name == "client" || cmd.parent != nil && cmd.parent.name == "client" {
 		return
 	}
@@ -68,6 +69,7 @@ func (p *pauseState) wait(cmd *command, done <-chan struct{}) {
 		if left <= 0 || !all && !mayWrite(cmd) {
 			return
 		}
+		before()
 		t := time.NewTimer(left)
 		select {
 		case <-lifted:

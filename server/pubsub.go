@@ -375,8 +375,8 @@ func (c *conn) push(from *conn, msg []byte, pattern bool, name string) {
 	if over {
 		s.pubsub.limitClosed.Add(1)
 		s.log.Warn("closing subscriber that passed client-output-buffer-limit pubsub", "client", c.id,
-			"addr", c.nc.RemoteAddr().String(), "buffer_bytes", size)
-		c.nc.Close()
+			"addr", c.raddr.String(), "buffer_bytes", size)
+		c.closeSocket()
 		return
 	}
 	if wake {

@@ -198,6 +198,7 @@ func (s *Server) writeRefusal() string {
 // numreplicas have or the timeout (ms; 0 waits for ever) passes. Inside
 // MULTI it answers at once. CLIENT UNBLOCK ends the wait early.
 func cmdWait(c *conn, _ *command, args [][]byte) error {
+	c.detach()
 	ms, ok := parseInt(args[2])
 	if !ok {
 		return redisError("ERR timeout is not an integer or out of range")

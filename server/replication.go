@@ -471,6 +471,7 @@ func (s *Server) fullSync(rd *resp.Reader, nc net.Conn, stream string, stop <-ch
 // when the replica goes away, falls out of the backlog, or the server
 // shuts down.
 func cmdLSMSync(c *conn, _ *command, args [][]byte) error {
+	c.detach() // the connection becomes the replica's stream
 	version, err := strconv.Atoi(string(args[1]))
 	if err != nil || version < 1 || version > replStreamVersion {
 		return redisError(fmt.Sprintf("ERR unsupported replication stream version %q; this server speaks 1 to %d", args[1], replStreamVersion))

@@ -84,7 +84,7 @@ func (s *Server) watchOutput(c *conn, rs *replicaStream) (stop func()) {
 					s.repl.limitClosed.Add(1)
 					s.log.Warn("closing replica that passed client-output-buffer-limit replica", "replica", c.nc.RemoteAddr().String(),
 						"pending_bytes", n, "hard", lim.Hard, "soft", lim.Soft, "soft_seconds", int64(lim.SoftTime/time.Second))
-					c.nc.Close()
+					c.closeSocket()
 					return
 				}
 			}

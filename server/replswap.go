@@ -130,7 +130,7 @@ func (s *Server) swapIn(stop <-chan struct{}, unrelated bool) error {
 	s.clientsMu.Unlock()
 	defer s.repl.swapping.Store(false)
 	for _, c := range conns {
-		c.nc.Close()
+		c.closeSocket()
 	}
 	// A client running a command finishes it first; one blocked wakes
 	// when its socket closes. CONFIG SET (REPLICAOF) holds cfgMu while

@@ -220,6 +220,8 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	ks := &c.s.ks
 	sc := &c.s.scripts
 	own := !c.inExec()
+	// A script may run long, and SCRIPT KILL must reach it meanwhile.
+	c.detach()
 	c.doneReading() // before the stripes: see databases.go
 	// A script starts in its caller's database, and its SELECT does not
 	// change the caller's (Redis 7).

@@ -85,6 +85,8 @@ type Server struct {
 	// cutoff is set when shutdown's deadline passes: connections stop
 	// executing buffered commands.
 	cutoff atomic.Bool
+	// loop serves client connections when "event-loop" is on.
+	loop   *eventLoop
 	connWG sync.WaitGroup
 	bgWG   sync.WaitGroup
 	done   chan struct{}
@@ -264,6 +266,11 @@ func (s *Server) start(r *Config) error {
 		}
 	}
 	s.turnExpiryWatch()
+	if r.EventLoop {
+		if s.loop, err = newEventLoop(s); err != nil {
+			return err
+		}
+	}
 	s.bgWG.Add(3)
 	go s.acceptLoop()
 	go s.returnMemoryLoop()
@@ -427,7 +434,10 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// deadline set here is later than the flag, so whichever happens last
 	// wakes it: no connection can sleep through shutdown in a read.
 	for _, c := range conns {
-		c.nc.SetReadDeadline(time.Now())
+		c.interrupt()
+	}
+	if s.loop != nil {
+		s.loop.kick(nil) // to stop once its last connection has
 	}
 	finished := make(chan struct{})
 	go func() {
@@ -485,7 +495,7 @@ func (s *Server) cutOff() {
 	busy := s.clientList()
 	s.log.Warn("shutdown deadline passed; cutting off busy clients", "clients", len(busy))
 	for _, c := range busy {
-		c.nc.Close()
+		c.closeSocket()
 	}
 }
 

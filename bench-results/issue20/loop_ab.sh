@@ -7,7 +7,8 @@
 # (requests ÷ P). N1 and N16 set the requests per run at -P 1 and at
 # -P 16 (default 20000 and 200000); PERF=0 skips perf stat (its syscall
 # tracepoints cost the server CPU; the syscall columns are then empty).
-#   [N1=… N16=… PERF=0] loop_ab.sh OUT.csv A_BINARY B_BINARY [ROUNDS] [TESTS] [PS]
+# B_ARGS are extra serve flags for B (the same binary with the event loop).
+#   [N1=… N16=… PERF=0 B_ARGS='-event-loop yes'] loop_ab.sh OUT.csv A_BINARY B_BINARY [ROUNDS] [TESTS] [PS]
 set -u
 out=${1:?usage}; echo "round,who,test,P,rps,cpu_us_per_req,reads_per_batch,writes_per_batch,cs_per_batch,nanosleep_per_batch,futex_per_batch" > $out
 a=${2:?A binary}; b=${3:?B binary}
@@ -15,7 +16,7 @@ rounds=${4:-3}; tests=${5:-get,set,lpush,hset}; Ps=${6:-1 16}
 base=${PORT_BASE:-7310}
 d=$(mktemp -d)
 $a serve -addr 127.0.0.1:$((base+1)) -http '' -dir $d/a -appendfsync everysec >$d/a.log 2>&1 & ap=$!
-$b serve -addr 127.0.0.1:$((base+2)) -http '' -dir $d/b -appendfsync everysec >$d/b.log 2>&1 & bp=$!
+$b serve -addr 127.0.0.1:$((base+2)) -http '' -dir $d/b -appendfsync everysec ${B_ARGS:-} >$d/b.log 2>&1 & bp=$!
 redis-server --port $((base+3)) --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir $d >$d/r.log 2>&1 & rp=$!
 sleep 2
 tick=$(getconf CLK_TCK)

@@ -29,7 +29,12 @@ func TestServeChild(t *testing.T) {
 	if args == "" {
 		t.Skip("runs only as a child of the serve tests")
 	}
-	os.Exit(runMain(append([]string{"serve"}, strings.Split(args, "\n")...), os.Stdout, os.Stderr))
+	argv := append([]string{"serve"}, strings.Split(args, "\n")...)
+	if os.Getenv("LSMGO_EVENT_LOOP") == "yes" {
+		// The switch of the server package's tests (helpers_test.go).
+		argv = append(argv, "--event-loop", "yes")
+	}
+	os.Exit(runMain(argv, os.Stdout, os.Stderr))
 }
 
 // child is a running `lsmgo serve` subprocess.
