@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // startReplica starts a replica of primary seeded from its checkpoint and
@@ -25,6 +27,22 @@ func startReplica(t *testing.T, primary *Server) (*Server, *redis.Client) {
 	r := startServer(t, func(c *Config) { c.Dir = dir; c.ReplicaOf = host + " " + port })
 	waitFor(t, "the replica's link", func() bool { return r.repl.linkUp.Load() })
 	return r, newClient(t, r, 2, nil)
+}
+
+// startReplicaBehindProxy starts an empty server and makes it a replica
+// of primary through a loopback proxy that the test can cut or delay; it
+// does not wait for the link. opts adjusts the client of the replica it
+// returns.
+func startReplicaBehindProxy(t *testing.T, primary *Server, opts func(*redis.Options)) (*Server, *redis.Client, *testutil.Proxy) {
+	t.Helper()
+	proxy := testutil.NewProxy(t, primary.Addr().String())
+	replica := startServer(t, nil)
+	rc := newClient(t, replica, 2, opts)
+	host, port, _ := strings.Cut(proxy.Addr(), ":")
+	if _, msg := do(context.Background(), rc, "replicaof", host, port); msg != "" {
+		t.Fatal(msg)
+	}
+	return replica, rc, proxy
 }
 
 var slaveLine = regexp.MustCompile(`slave0:ip=127\.0\.0\.1,port=(\d+),state=online,offset=(\d+),lag=(\d+)\r\n`)

@@ -39,13 +39,7 @@ func TestReplicationRetainedWAL(t *testing.T) {
 	primary.repl.backlog.mu.Unlock()
 	pc := newClient(t, primary, 2, nil)
 	randomReplWrites(t, ctx, pc, 31, 100)
-	proxy := testutil.NewProxy(t, primary.Addr().String())
-	replica := startServer(t, nil)
-	rc := newClient(t, replica, 2, nil)
-	host, port, _ := strings.Cut(proxy.Addr(), ":")
-	if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
-		t.Fatal(msg)
-	}
+	replica, _, proxy := startReplicaBehindProxy(t, primary, nil)
 	waitReplicated(t, primary, replica)
 	eq(t, "full syncs", primary.repl.fullSyncs.Load(), int64(1))
 

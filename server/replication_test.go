@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -258,13 +257,7 @@ func TestReplicaStreamCoalesces(t *testing.T) {
 	primary.repl.sendInterval.Store(int64(interval))
 	pc := newClient(t, primary, 2, nil)
 	randomReplWrites(t, ctx, pc, 5, 20)
-	proxy := testutil.NewProxy(t, primary.Addr().String())
-	replica := startServer(t, nil)
-	rc := newClient(t, replica, 2, nil)
-	host, port, _ := strings.Cut(proxy.Addr(), ":")
-	if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
-		t.Fatal(msg)
-	}
+	replica, _, proxy := startReplicaBehindProxy(t, primary, nil)
 	caughtUp := func() bool { return replica.repl.linkUp.Load() && lastSeq(replica) == lastSeq(primary) }
 	waitFor(t, "the replica to catch up", caughtUp)
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -142,13 +141,7 @@ func TestReplicationThroughCutLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	proxy := testutil.NewProxy(t, primary.Addr().String())
-	replica := startServer(t, nil)
-	rc := newClient(t, replica, 2, func(o *redis.Options) { o.MaxRetries = 3 })
-	host, port, _ := strings.Cut(proxy.Addr(), ":")
-	if _, msg := do(ctx, rc, "replicaof", host, port); msg != "" {
-		t.Fatal(msg)
-	}
+	replica, rc, proxy := startReplicaBehindProxy(t, primary, func(o *redis.Options) { o.MaxRetries = 3 })
 	caughtUp := func(what string) {
 		t.Helper()
 		waitFor(t, what, func() bool { return lastSeq(replica) == lastSeq(primary) })

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 	"github.com/lsmgo-dev/lsmgo/vfs"
 	"github.com/redis/go-redis/v9"
 )
@@ -257,12 +256,7 @@ func TestReplicaReadsDuringFullSync(t *testing.T) {
 	for range 20 {
 		w.write(ctx, t, pc, primary)
 	}
-	proxy := testutil.NewProxy(t, primary.Addr().String())
-	replica := startServer(t, nil)
-	host, port, _ := strings.Cut(proxy.Addr(), ":")
-	if _, msg := do(ctx, newClient(t, replica, 2, nil), "replicaof", host, port); msg != "" {
-		t.Fatal(msg)
-	}
+	replica, _, proxy := startReplicaBehindProxy(t, primary, nil)
 	waitForWithin(t, time.Minute, "the first full sync", func() bool { return replica.repl.linkUp.Load() && lastSeq(replica) == lastSeq(primary) })
 
 	stop := make(chan struct{})
