@@ -350,53 +350,44 @@ func (b *blobFiles) setSize(num base.FileNum, size int64) {
 }
 
 // pin keeps blob file num from removeObsolete until unpinned.
-func (b *blobFiles) pin(nums ...base.FileNum) {
-	b.life.mu.Lock()
-	for _, num := range nums {
-		b.life.pins[num]++
-	}
-	b.life.mu.Unlock()
-}
+func (b *blobFiles) pin(nums ...base.FileNum) { b.countUp(b.life.pins, nums) }
 
-// unpin drops pins; a file that loses its last one may be obsolete.
+// unpin drops pins; a file that loses its last one may be obsolete. With
+// no files it does nothing, also on a DB without value separation (nil b).
 func (b *blobFiles) unpin(nums []base.FileNum) {
-	if len(nums) == 0 {
-		return
-	}
-	released := false
-	b.life.mu.Lock()
-	for _, num := range nums {
-		if b.life.pins[num]--; b.life.pins[num] <= 0 {
-			delete(b.life.pins, num)
-			released = true
-		}
-	}
-	b.life.mu.Unlock()
-	if released {
-		b.removeObsolete()
+	if len(nums) > 0 {
+		b.countDown(b.life.pins, nums)
 	}
 }
 
 // retain keeps blob files nums for a retained WAL until unretained.
-func (b *blobFiles) retain(nums []base.FileNum) {
-	b.life.mu.Lock()
-	for _, num := range nums {
-		b.life.retained[num]++
-	}
-	b.life.mu.Unlock()
-}
+func (b *blobFiles) retain(nums []base.FileNum) { b.countUp(b.life.retained, nums) }
 
 // unretain drops what retain took; a file that loses its last retained
 // WAL may be obsolete.
 func (b *blobFiles) unretain(nums []base.FileNum) {
-	if len(nums) == 0 {
-		return
+	if len(nums) > 0 {
+		b.countDown(b.life.retained, nums)
 	}
+}
+
+// countUp adds one holder of each of nums to counts (pins or retained).
+func (b *blobFiles) countUp(counts map[base.FileNum]int, nums []base.FileNum) {
+	b.life.mu.Lock()
+	for _, num := range nums {
+		counts[num]++
+	}
+	b.life.mu.Unlock()
+}
+
+// countDown drops one holder of each of nums from counts, and looks for
+// obsolete files if any lost its last.
+func (b *blobFiles) countDown(counts map[base.FileNum]int, nums []base.FileNum) {
 	released := false
 	b.life.mu.Lock()
 	for _, num := range nums {
-		if b.life.retained[num]--; b.life.retained[num] <= 0 {
-			delete(b.life.retained, num)
+		if counts[num]--; counts[num] <= 0 {
+			delete(counts, num)
 			released = true
 		}
 	}
