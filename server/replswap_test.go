@@ -264,40 +264,34 @@ func TestReplicaReadsDuringFullSync(t *testing.T) {
 	// Stopped before the test ends, also when it fails from here.
 	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer halt()
-	readers := make([]*swapReader, 4)
-	for i := range readers {
-		r := &swapReader{t: t, w: w, c: newClient(t, replica, 2, func(o *redis.Options) { o.PoolSize = 1 })}
-		readers[i] = r
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	// loop runs step in a goroutine until halt or until step says no.
+	loop := func(step func() bool) {
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				if !r.round(ctx) {
+				if !step() {
 					return
 				}
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			w.write(ctx, t, pc, primary)
-			// Paced, so that the ring (2 MiB) holds what a full sync
-			// must continue from, however slow the copy.
-			time.Sleep(3 * time.Millisecond)
-		}
-	}()
+	readers := make([]*swapReader, 4)
+	for i := range readers {
+		r := &swapReader{t: t, w: w, c: newClient(t, replica, 2, func(o *redis.Options) { o.PoolSize = 1 })}
+		readers[i] = r
+		loop(func() bool { return r.round(ctx) })
+	}
+	loop(func() bool {
+		w.write(ctx, t, pc, primary)
+		// Paced, so that the ring (2 MiB) holds what a full sync
+		// must continue from, however slow the copy.
+		time.Sleep(3 * time.Millisecond)
+		return true
+	})
 
 	const rounds = 5
 	padding := strings.Repeat("p", 64<<10)
