@@ -80,14 +80,8 @@ func (b connBudget) Grow(n int) error {
 		return nil
 	}
 	if !m.reserve(int64(n), limit) {
-		if !c.s.makeRoomFor(c, int64(n), limit) {
-			return errClientMemory
-		}
-		c.detach() // the evicted may be the event loop's, closed by it
-		for deadline := time.Now().Add(evictionWait); !m.reserve(int64(n), limit); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				return errClientMemory
-			}
+		if err := c.s.waitForRoom(c, int64(n), limit); err != nil {
+			return err
 		}
 	}
 	c.mem.Add(int64(n))
@@ -102,6 +96,38 @@ func (b connBudget) Shrink(n int) {
 		m.released.Add(int64(n))
 	}
 }
+
+// waitForRoom evicts the biggest clients for c's growth by n and waits
+// for their buffers to be dropped, then reserves n. Evictions are made
+// again every roomRetry: the bytes of clients being evicted count as
+// freed for every waiter at once, and once the first waiters took them
+// the rest would otherwise wait out evictionWait with no one evicting
+// for them. A client evicted itself while it waits gives up at once: its
+// buffer is what the others wait for.
+func (s *Server) waitForRoom(c *conn, n, limit int64) error {
+	m := &s.clientMem
+	deadline := time.Now().Add(evictionWait)
+	for {
+		if c.evicting.Load() || !s.makeRoomFor(c, n, limit) {
+			return errClientMemory
+		}
+		c.detach() // the evicted may be the event loop's, closed by it
+		for retry := time.Now().Add(roomRetry); ; time.Sleep(time.Millisecond) {
+			if m.reserve(n, limit) {
+				return nil
+			}
+			if c.evicting.Load() || time.Now().After(deadline) {
+				return errClientMemory
+			}
+			if time.Now().After(retry) {
+				break
+			}
+		}
+	}
+}
+
+// roomRetry is how often a client waiting for room evicts again.
+const roomRetry = 10 * time.Millisecond
 
 // makeRoomFor evicts the biggest clients until c's growth by n fits
 // within limit once their buffers are dropped, counting as gone those

@@ -160,8 +160,9 @@ type conn struct {
 	// loop is the event loop serving the connection, nil while a
 	// goroutine serves it (loop_linux.go). Only the connection's server
 	// changes it and nc, under modeMu, which closeSocket and interrupt
-	// take to reach the connection the right way; closeReq is a close
-	// they asked of the loop. detached tells the loop's turn that the
+	// take to reach the connection the right way; closeReq says a close
+	// was asked for, which the loop carries out if it serves the
+	// connection or takes it later. detached tells the loop's turn that the
 	// running command handed the connection to the goroutine running it;
 	// raw is the loop's socket.
 	modeMu   sync.Mutex
@@ -308,8 +309,8 @@ func (c *conn) finish(err error) {
 func (c *conn) closeSocket() {
 	c.modeMu.Lock()
 	defer c.modeMu.Unlock()
+	c.closeReq.Store(true) // for eventLoop.add, if the loop takes it now
 	if c.loop != nil {
-		c.closeReq.Store(true)
 		c.loop.kick(c)
 		return
 	}
@@ -416,9 +417,11 @@ func (c *conn) readFailed(err error) {
 		c.wr.Flush()
 		lingerClose(c.nc)
 	case errors.Is(err, errClientMemory):
-		c.s.clientMem.evicted.Add(1)
-		c.s.log.Warn("closing client whose buffer would pass maxmemory-clients", "client", c.id,
-			"addr", c.nc.RemoteAddr().String(), "buffer_bytes", c.mem.Load())
+		if !c.evicting.Load() { // an evicted client was counted and logged by makeRoomFor
+			c.s.clientMem.evicted.Add(1)
+			c.s.log.Warn("closing client whose buffer would pass maxmemory-clients", "client", c.id,
+				"addr", c.nc.RemoteAddr().String(), "buffer_bytes", c.mem.Load())
+		}
 		c.nc.Close()
 	case errors.Is(err, errQueryBufferLimit):
 		c.s.log.Warn("closing client that reached max query buffer length", "client", c.id, "addr", c.nc.RemoteAddr().String())

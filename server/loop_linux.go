@@ -128,6 +128,12 @@ func (l *eventLoop) add(c *conn) bool {
 	c.modeMu.Unlock()
 	l.conns[c.id] = c
 	l.mu.Unlock()
+	// A close asked for while c was being added closed only c.nc: the
+	// loop's duplicate would keep the client served (and an evicted
+	// client's buffer counted) until its peer hung up.
+	if c.closeReq.Load() {
+		l.kick(c)
+	}
 	return true
 }
 
@@ -209,6 +215,14 @@ func (l *eventLoop) run() {
 	events := make([]unix.EpollEvent, 256)
 	nextSweep := time.Now().Add(idleSweep)
 	for {
+		// Kicks first: a loop goroutine that took over from a detached
+		// one finds the kicks the one before it woke for but did not
+		// serve, and would otherwise sleep on them for idleWake.
+		for c := l.popKicked(); c != nil; c = l.popKicked() {
+			if !l.turn(c) {
+				return
+			}
+		}
 		wait := idleWake
 		if l.s.config().Timeout > 0 {
 			wait = int(max(time.Until(nextSweep), 0) / time.Millisecond)
@@ -229,11 +243,6 @@ func (l *eventLoop) run() {
 				continue
 			}
 			if c := l.served(id); c != nil && !l.turn(c) {
-				return
-			}
-		}
-		for c := l.popKicked(); c != nil; c = l.popKicked() {
-			if !l.turn(c) {
 				return
 			}
 		}
@@ -291,7 +300,13 @@ func (l *eventLoop) turn(c *conn) bool {
 	err := c.rd.Fill()
 	if c.detached { // the read waited for memory (connBudget.Grow)
 		c.detached = false
-		c.serveOn()
+		if err != nil && err != errWouldBlock {
+			// Refused or evicted: dropping the error reattached the
+			// client with its buffer, still counted, to wait again.
+			c.finish(err)
+		} else {
+			c.serveOn()
+		}
 		return false
 	}
 	if err == errWouldBlock {
