@@ -83,6 +83,15 @@ const corsHeaders = "Authorization, Content-Type, Token, X-API-Key, X-Delete-Tok
 const corsExposed = "Retry-After, ETag, Location, Content-Length, " +
 	"Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires, X-Image-URL"
 
+// addVary adds v to a response's Vary header unless it is there: CORS
+// (Origin), thumbnail negotiation (Accept) and the page each name what
+// their answer depends on, and one must not replace another's.
+func addVary(hd http.Header, v string) {
+	if !slices.Contains(hd.Values("Vary"), v) {
+		hd.Add("Vary", v)
+	}
+}
+
 // applyCORS adds the CORS headers for an allowed Origin
 // (Config.CORSOrigins) and answers a preflight itself, returning true.
 // Without the setting, browsers keep other origins' scripts out, as
@@ -93,7 +102,7 @@ func (h *Host) applyCORS(w http.ResponseWriter, r *http.Request) bool {
 	}
 	anyOrigin := slices.Contains(h.cfg.CORSOrigins, "*")
 	if !anyOrigin {
-		w.Header().Add("Vary", "Origin")
+		addVary(w.Header(), "Origin")
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" || !anyOrigin && !slices.ContainsFunc(h.cfg.CORSOrigins, func(o string) bool { return strings.EqualFold(o, origin) }) {

@@ -121,3 +121,28 @@ func TestPageStringsComplete(t *testing.T) {
 		t.Errorf("Chinese page: %s", body)
 	}
 }
+
+// TestVaryKeepsOrigin: with CORS limited to a list of origins, answers
+// vary by Origin; a negotiated thumbnail varies by Accept as well, and
+// neither header replaces the other (a cache would otherwise give one
+// origin's answer, or one format, to the other).
+func TestVaryKeepsOrigin(t *testing.T) {
+	th := newTestHost(t, Config{CORSOrigins: []string{"https://blog.example"}})
+	status, up := th.uploadRaw(t, encodePNG(t, gradient(64, 48)), "image/png")
+	if status != http.StatusCreated || up.Data.Links.ThumbnailURL == "" {
+		t.Fatalf("upload: %d %+v", status, up)
+	}
+	for _, tc := range []struct {
+		url  string
+		want []string
+	}{
+		{up.Data.Links.ThumbnailURL, []string{"Origin", "Accept"}},
+		{up.Data.Links.URL, []string{"Origin"}},
+		{th.srv.URL + "/", []string{"Origin", "Accept-Language, Cookie"}},
+	} {
+		resp, _ := th.get(t, tc.url, "Origin", "https://blog.example", "Accept", "image/webp,*/*")
+		if got := resp.Header.Values("Vary"); resp.StatusCode != 200 || !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(tc.want))) {
+			t.Errorf("GET %s: %d, Vary %q, want %q", tc.url, resp.StatusCode, got, tc.want)
+		}
+	}
+}

@@ -242,7 +242,7 @@ func (f *blobFields) set(hd http.Header) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", "default-src 'none'")
 	if f.varyAccept {
-		hd.Set("Vary", "Accept")
+		addVary(hd, "Accept")
 	}
 }
 

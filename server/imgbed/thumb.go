@@ -116,7 +116,7 @@ func (h *Host) serveThumbnail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if negotiated {
-		w.Header().Set("Vary", "Accept") // errors vary too
+		addVary(w.Header(), "Accept") // errors vary too
 	}
 	k := spec.key(rec.Sum)
 	var (

@@ -82,7 +82,7 @@ func (h *Host) servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Vary", "Accept-Language, Cookie")
+	addVary(w.Header(), "Accept-Language, Cookie")
 	lang := pageLang(r)
 	pageTemplate.Execute(w, struct {
 		Lang string
