@@ -530,16 +530,16 @@ func cmdConfigSet(c *conn, cmd *command, args [][]byte) error {
 	if len(args)%2 != 0 {
 		return redisError(wrongArity(cmd))
 	}
-	values := map[string]string{}
+	values := make([]settingValue, 0, len(args)/2-1)
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if lookupSetting(name) == nil {
 			return redisError("ERR Unknown option or number of arguments for CONFIG SET - '" + string(args[i]) + "'")
 		}
-		if _, dup := values[name]; dup {
+		if slices.ContainsFunc(values, func(v settingValue) bool { return v.name == name }) {
 			return redisError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter")
 		}
-		values[name] = string(args[i+1])
+		values = append(values, settingValue{name, string(args[i+1])})
 	}
 	c.s.cfgMu.Lock()
 	err := c.s.setLocked(values)

@@ -138,6 +138,26 @@ func TestConfigSetCompat(t *testing.T) {
 			}
 		}
 	}
+	// Several bad values: the error names the first, every time, and
+	// nothing changes (Redis' unit/introspection, "CONFIG SET rollback on
+	// set error"; checked in a random order, one in four named it).
+	bad := []string{"CONFIG", "SET", "maxmemory", "10000001", "maxmemory-clients", "200%",
+		"client-query-buffer-limit", "invalid", "maxclients", "x", "timeout", "y"}
+	for range 8 {
+		var got [2]string
+		for i, d := range []*diffConn{ours, theirs} {
+			d.send(bad)
+			d.send([]string{"CONFIG", "GET", "maxmemory"})
+			r, err := d.flushRead(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = render(r[0], exact) + " " + render(r[1], exact)
+		}
+		if got[0] != got[1] {
+			t.Fatalf("%q: lsmgo %s, redis %s", bad, got[0], got[1])
+		}
+	}
 	c := dialRaw(t, s)
 	limit := func() int64 { return s.config().maxMemoryClients() }
 	eq(t, "set 50%", aclDo(c, "CONFIG SET maxmemory-clients 50%"), "+OK")

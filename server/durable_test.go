@@ -21,6 +21,7 @@ func TestFsyncFailureWithholdsReply(t *testing.T) {
 	cfg.Addr, cfg.HTTPAddr, cfg.Dir, cfg.AppendFsync = "127.0.0.1:0", "", "/data", "always"
 	cfg.LogOutput = io.Discard
 	cfg.FS = errorfs.Wrap(vfs.NewMem(), toggle)
+	cfg.EventLoop = eventLoopTests
 	s, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -108,6 +108,7 @@ func TestReadOnlyEngine(t *testing.T) {
 	cfg.Addr, cfg.HTTPAddr, cfg.Dir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
 	cfg.LogOutput = io.Discard
 	cfg.FS = errorfs.Wrap(vfs.Default, toggle)
+	cfg.EventLoop = eventLoopTests
 	s, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)

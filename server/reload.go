@@ -63,7 +63,7 @@ func (s *Server) reload() {
 	}
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
-	values := map[string]string{}
+	var values []settingValue
 	for _, st := range settings {
 		old, nv := st.get(&s.fileCfg), st.get(&next)
 		if st.fixed || old == nv {
@@ -73,7 +73,7 @@ func (s *Server) reload() {
 			s.log.Warn("config file changed a setting that needs a restart", "setting", st.name)
 			continue
 		}
-		values[st.name] = nv
+		values = append(values, settingValue{st.name, nv})
 	}
 	if !slices.Equal(s.fileCfg.Users, next.Users) {
 		s.log.Warn("config file changed its users, which are read at the start only (ACL SETUSER changes users live)")
@@ -101,20 +101,25 @@ func (s *Server) liveSettable(st *setting) error {
 	return nil
 }
 
+// settingValue is a setting's new value, by the setting's name.
+type settingValue struct{ name, value string }
+
 // setLocked applies values to the running configuration all at once or
-// not at all, as CONFIG SET does. cfgMu must be held.
-func (s *Server) setLocked(values map[string]string) error {
+// not at all, as CONFIG SET does. cfgMu must be held. They are checked
+// in their order, so that the error names the first bad one, as Redis'
+// does.
+func (s *Server) setLocked(values []settingValue) error {
 	next := *s.config()
-	for name, v := range values {
-		st := lookupSetting(name)
-		if sameValue(st, &next, v) {
+	for _, sv := range values {
+		st := lookupSetting(sv.name)
+		if sameValue(st, &next, sv.value) {
 			continue // a no-op, even for a restart-only setting
 		}
 		if err := s.liveSettable(st); err != nil {
-			return &settingError{name, err}
+			return &settingError{sv.name, err}
 		}
-		if err := st.set(&next, v); err != nil {
-			return &settingError{name, err}
+		if err := st.set(&next, sv.value); err != nil {
+			return &settingError{sv.name, err}
 		}
 	}
 	if err := next.validate(); err != nil {

@@ -191,7 +191,7 @@ func replicaAddr(v string) string {
 func (s *Server) setReplicaOf(v string) error {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
-	return s.setLocked(map[string]string{"replicaof": v})
+	return s.setLocked([]settingValue{{"replicaof", v}})
 }
 
 // follow makes the server a replica of addr ("" makes it a primary): it

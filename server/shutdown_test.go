@@ -17,6 +17,7 @@ func TestGracefulShutdown(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addr, cfg.HTTPAddr, cfg.Dir = "127.0.0.1:0", "127.0.0.1:0", dir
 	cfg.LogOutput = io.Discard
+	cfg.EventLoop = eventLoopTests
 	s, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
