@@ -17,13 +17,14 @@ import (
 // streamed through the shrink a row at a time (png_stream.go) unless it
 // is interlaced, when it is decoded whole (8 bytes a pixel at 16 bits);
 // GIF's first frame is a palette index a pixel; a still WebP is YCbCr
-// with alpha. The WebAssembly decoders (AVIF, HEIC, animated WebP) copy
-// the file in and grow their linear memory by reallocation: a
-// 12-megapixel HEIC held 192 MB (16 bytes a pixel) after its decode and
-// peaked at 340 MB of RSS with the copies growth leaves behind; 20 bytes
-// a pixel lets such a photo in alone under the default budget. Then come the shrunk intermediate (4 bytes a pixel), and
-// per output pixel the scaled image, its turned copy and the encoder's
-// buffers (far more for AVIF, also WebAssembly).
+// with alpha. The WebAssembly decoders (AVIF, animated WebP) copy the
+// file in and grow their linear memory by reallocation. A HEIC is
+// priced by the decoder that will run (heicCost): libheif when the
+// system's is loaded, else libheif and libde265 in WebAssembly, or
+// libvips in the vips build; their figures are below. Then come the
+// shrunk intermediate (4 bytes a pixel), and per output pixel the scaled
+// image, its turned copy and the encoder's buffers (far more for AVIF,
+// also WebAssembly).
 const (
 	costJPEG            = 4
 	costJPEGProgressive = 16
@@ -35,8 +36,23 @@ const (
 	costGIF             = 2
 	costWebP            = 4
 	costWasm            = 20
-	costOutput          = 24
-	costOutputAVIF      = 64
+	// HEIC decodes, peak RSS above the process's before, per stored
+	// pixel (TestHEICDecodeCost logs them; heif-enc -q 50 files of a
+	// gradient with noise, 2-core VM, shared): the system's libheif
+	// 1.15 through heic_libheif.go 5.2-6.3 at 48.8 megapixels (4 fresh
+	// processes, 8 decodes) and 5.1-6.2 at 12.2: libde265's picture, its
+	// SAO copy and per-block data, then libheif's copy of the picture,
+	// all at once; Go's heap holds 0.4 (the shrunk image). The
+	// WebAssembly decoder 21-28 at 12.2 megapixels (3 decodes; its
+	// linear memory, a Go slice, peaked at 19.5-23.6), which refuses a
+	// 12-megapixel HEIC under the default budget rather than let it
+	// take 340 MB. libvips 8.14 (vips build; vipsthumbnail to 256
+	// pixels) 7.2 at 48.8 megapixels, 2 runs.
+	costHEICLibheif = 7
+	costHEICWasm    = 28
+	costHEICVips    = 8
+	costOutput      = 24
+	costOutputAVIF  = 64
 )
 
 // renderCost estimates the peak bytes of rendering an original of type
@@ -78,7 +94,9 @@ func renderCost(mime string, head []byte, sw, sh int, size int64, p renderPlan, 
 		if animatedWebP(head) {
 			in = px*costWasm + 2*size
 		}
-	default: // AVIF and HEIC: WebAssembly
+	case formatHEIC.mime():
+		in = heicCost(px, size)
+	default: // AVIF: WebAssembly
 		in = px*costWasm + 2*size
 	}
 	var shrunk int64 // a decoded image is cropped in place, not copied

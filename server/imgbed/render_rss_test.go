@@ -65,8 +65,8 @@ func uniqueVariants(f format, data []byte, n int) [][]byte {
 // thumbnail and a 1024×1024 cover WebP); the process's resident set may
 // grow at most 300 MB above idle: 50-megapixel PNGs (streamed), JPEGs
 // (decoded whole, admitted by the render budget) and, where heif-enc is
-// installed, HEICs (refused by the budget: the WebAssembly decoder would
-// need ~1.2 GB). A minute or more of CPU, so not in -short; -v logs the
+// installed, HEICs (refused by the budget: the system's libheif would
+// need ~350 MB, the WebAssembly decoder ~1.4 GB; render_cost.go). A minute or more of CPU, so not in -short; -v logs the
 // figures. TestStreamPNGHostile bounds the PNG part's heap in -short.
 func TestRenderRSS(t *testing.T) {
 	if raceEnabled {

@@ -23,6 +23,17 @@ import (
 // memory render_cost.go then estimates.
 const streamsJPEG = true
 
+// heicCost is the peak memory of decoding a HEIC of px pixels and size
+// bytes with the decoder this process has (render_cost.go): libheif
+// holds the file, its coded data and libde265's copy of it besides the
+// pixels; the WebAssembly decoder the file and its copy in linear memory.
+func heicCost(px, size int64) int64 {
+	if libheifLoaded() {
+		return px*costHEICLibheif + 3*size
+	}
+	return px*costHEICWasm + 2*size
+}
+
 // renderThumb decodes the original in src, places spec on it (geometry:
 // a crop and a size, never enlarging), applies its EXIF orientation and
 // encodes it as spec.f. This is the pure-Go renderer of the default
@@ -74,7 +85,9 @@ func renderThumb(src io.Reader, mime string, spec renderSpec) (data []byte, w, h
 // averaged down by its factor. Non-interlaced PNGs are streamed row by
 // row (png_stream.go), so their memory is a few rows whatever their
 // size; JPEGs averaged by 2 or more are decoded at a reduced DCT scale
-// (jpeg_stream.go); the other decoders give the whole image first.
+// (jpeg_stream.go); HEICs, where the system's libheif is loaded, are
+// averaged out of libheif's planes (heic_libheif.go); the other decoders
+// give the whole image first.
 func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error) {
 	if mime == formatJPEG.mime() {
 		br := bufio.NewReaderSize(r, 64<<10)
@@ -84,6 +97,13 @@ func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error
 			return img, err
 		}
 		r = io.MultiReader(bytes.NewReader(fb.head), br)
+	}
+	if mime == formatHEIC.mime() && libheifLoaded() {
+		data, err := io.ReadAll(r) // at most MaxBytes: the original was checked
+		if err != nil {
+			return nil, err
+		}
+		return decodeHEICLibheif(data, plan)
 	}
 	if mime == formatPNG.mime() {
 		br := bufio.NewReader(r)
@@ -146,7 +166,8 @@ func decodeWebP(r io.Reader) (image.Image, error) {
 	return img, err
 }
 
-// decodeHEIC decodes with libheif and libde265 in WebAssembly, as AVIF.
+// decodeHEIC decodes with libheif and libde265 in WebAssembly, as AVIF,
+// where the system's libheif is not loaded (heic_libheif.go).
 // libheif applies the image's rotation and mirroring (irot, imir)
 // itself, so no EXIF orientation is applied after it.
 //

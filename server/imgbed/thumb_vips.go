@@ -15,6 +15,10 @@ import (
 // image/jpeg's.
 const streamsJPEG = false
 
+// heicCost is the peak memory of libvips decoding a HEIC of px pixels
+// and size bytes through libheif (render_cost.go), the file included.
+func heicCost(px, size int64) int64 { return px*costHEICVips + size }
+
 var vipsStartup sync.Once
 
 // renderThumb renders with libvips in-process (build tag vips; needs

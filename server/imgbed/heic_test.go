@@ -1,0 +1,124 @@
+package imgbed
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"image/jpeg"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rgbGradientPNG is a w×h RGB PNG, red rising to the right and green
+// downwards, compressed a row at a time so that a 48-megapixel one
+// never exists decoded here.
+func rgbGradientPNG(w, h int) []byte {
+	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
+	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
+	ihdr = append(ihdr, 8, 2, 0, 0, 0) // 8-bit RGB
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed)
+	row := make([]byte, 1+3*w)
+	for y := range h {
+		for x := range w {
+			row[1+3*x], row[2+3*x], row[3+3*x] = uint8(x*255/w), uint8(y*255/h), 128
+		}
+		zw.Write(row)
+	}
+	zw.Close()
+	out := pngChunk([]byte("\x89PNG\r\n\x1a\n"), "IHDR", ihdr)
+	out = pngChunk(out, "IDAT", z.Bytes())
+	return pngChunk(out, "IEND", nil)
+}
+
+// encodeHEIC makes a w×h HEIC of rgbGradientPNG with the installed
+// heif-enc (x265), skipping the test without one. x265's fastest preset
+// keeps a 48-megapixel encode to seconds; SAO, which that preset turns
+// off and phones' encoders use, is turned back on since it makes
+// libde265 hold a second copy of the picture.
+func encodeHEIC(t *testing.T, w, h int) []byte {
+	t.Helper()
+	enc, err := exec.LookPath("heif-enc")
+	if err != nil {
+		t.Skip("no heif-enc (Debian libheif-examples)")
+	}
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "in.png"), filepath.Join(dir, "out.heic")
+	if err := os.WriteFile(src, rgbGradientPNG(w, h), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(enc, "-q", "50", "-p", "preset=ultrafast", "-p", "x265:sao=1", "-o", dst, src).CombinedOutput(); err != nil {
+		t.Fatalf("heif-enc: %v %s", err, out)
+	}
+	b, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestHEICLargeThumbnail: a phone-sized HEIC (48 megapixels; 3 in
+// -short) made by heif-enc gets its thumbnail where libheif decodes it,
+// right in size and colour, with Go's heap holding little more than the
+// file (the WebAssembly decoder's memory, 20 bytes a pixel and more, is
+// Go heap); a render budget below its estimate refuses it with 422, and
+// so does MaxPixels below its size, at upload.
+func TestHEICLargeThumbnail(t *testing.T) {
+	if !libheifLoaded() {
+		t.Skip("no libheif to load: HEICs go to the WebAssembly decoder (TestAVIFAndHEICUploads)")
+	}
+	w, h := 8064, 6048 // a 48-megapixel phone's
+	if testing.Short() {
+		w, h = 2016, 1512
+	}
+	data := encodeHEIC(t, w, h)
+	px := int64(w) * int64(h)
+	th := newTestHost(t, Config{RenderMemory: heicCost(px, int64(len(data))) + 64<<20})
+	status, r := th.uploadRaw(t, data, "application/octet-stream")
+	if status != 201 || r.Data.Width != w || r.Data.Height != h {
+		t.Fatalf("upload: %d %+v", status, r.Data)
+	}
+	thumb := th.srv.URL + "/t/" + r.Data.Key + ".jpg?w=256"
+	var body []byte
+	var code int
+	grew := peakHeap(func() {
+		resp, b := th.get(t, thumb)
+		code, body = resp.StatusCode, b
+	})
+	if code != 200 {
+		t.Fatalf("thumbnail: %d %.300s", code, body)
+	}
+	img, err := jpeg.Decode(bytes.NewReader(body))
+	if err != nil || img.Bounds().Dx() != 256 || img.Bounds().Dy() != 256*h/w {
+		t.Fatalf("thumbnail: %v %v, want 256×%d", err, img.Bounds(), 256*h/w)
+	}
+	for _, c := range []struct {
+		x, y   int
+		r0, g0 uint32
+	}{{2, 2, 0, 0}, {253, 2, 255, 0}, {2, 189, 0, 255}, {253, 189, 255, 255}} {
+		r0, g0, b0, _ := img.At(c.x, c.y).RGBA()
+		if d := max(absDiff(r0>>8, c.r0), absDiff(g0>>8, c.g0), absDiff(b0>>8, 128)); d > 32 {
+			t.Errorf("pixel %d,%d is %d,%d,%d, want about %d,%d,128", c.x, c.y, r0>>8, g0>>8, b0>>8, c.r0, c.g0)
+		}
+	}
+	if limit := uint64(32<<20 + 4*len(data)); grew > limit {
+		t.Errorf("heap grew %d MiB rendering a %d-megapixel HEIC, want under %d MiB", grew>>20, px/1e6, limit>>20)
+	}
+	t.Logf("%d×%d HEIC of %d bytes: thumbnail with the heap %d MiB up", w, h, len(data), grew>>20)
+
+	small := newTestHost(t, Config{RenderMemory: heicCost(px, int64(len(data))) / 2})
+	_, r = small.uploadRaw(t, data, "application/octet-stream")
+	resp, body := small.get(t, small.srv.URL+"/t/"+r.Data.Key+".jpg?w=256")
+	if resp.StatusCode != 422 || !strings.Contains(string(body), "render_memory") {
+		t.Errorf("thumbnail over the render budget: %d %.300s", resp.StatusCode, body)
+	}
+	status, r = newTestHost(t, Config{MaxPixels: px - 1}).uploadRaw(t, data, "application/octet-stream")
+	if status != 422 {
+		t.Errorf("upload over MaxPixels: %d %+v", status, r)
+	}
+}
+
+func absDiff(a, b uint32) uint32 { return max(a, b) - min(a, b) }
