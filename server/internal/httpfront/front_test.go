@@ -225,6 +225,49 @@ func TestFrontRespondFrom(t *testing.T) {
 	}
 }
 
+// TestFrontSendFileStalled stops reading a large body sent by SendFile:
+// the write deadline (idle) ends the answer with a timeout, rather than
+// the front waiting on the client forever.
+func TestFrontSendFileStalled(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "big")
+	const size = 64 << 20 // far more than the socket buffers hold
+	if err := os.WriteFile(name, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(name, size); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ended := make(chan error, 1)
+	tf := startFront(t, func(w *Writer, r *Request) bool {
+		head := []byte("HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(size) + "\r\n")
+		ended <- w.RespondFrom(head, 200*time.Millisecond, func(dst io.Writer) error {
+			_, err := dst.(FileSender).SendFile(f, 0, size)
+			return err
+		})
+		return true
+	}, Config{})
+	c, err := net.Dial("tcp", tf.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096) // and never read
+	io.WriteString(c, get("/big"))
+	select {
+	case err := <-ended:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the stalled answer ended with %v, want a timeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the front still sends to a client that stopped reading")
+	}
+}
+
 // TestFrontDate checks the Date field: net/http's format, now.
 func TestFrontDate(t *testing.T) {
 	tf := startFront(t, fastHandler, Config{})
