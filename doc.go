@@ -49,8 +49,9 @@
 //
 // A value can also be read where it is stored, without a copy: OpenValue
 // (on DB and Snapshot) returns a ValueReader, whose SendTo lets the kernel
-// send a large value from its blob file to a socket, and which keeps
-// that file on disk until it is closed.
+// send a large value from its blob file to a socket (and Location says
+// where in that file it lies, for callers that send it themselves), and
+// which keeps that file on disk until it is closed.
 //
 // Byte slices: Get returns a copy the caller owns. Iterator.Key and
 // Iterator.Value are valid only until the iterator moves. Keys and values

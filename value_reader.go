@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmgo-dev/lsmgo/internal/base"
 	"github.com/lsmgo-dev/lsmgo/internal/blob"
+	"github.com/lsmgo-dev/lsmgo/vfs"
 )
 
 // ValueReader reads one value where it is stored instead of copying it
@@ -174,6 +175,34 @@ func (v *ValueReader) SendTo(w io.Writer, off, n int64) (int64, error) {
 		err = v.shortRead(nil)
 	}
 	return sent, err
+}
+
+// ValueLocation is where a separated value's bytes lie: Length bytes
+// from Offset in File.
+type ValueLocation struct {
+	// File is the blob file, as Options.FS opened it (an *os.File on the
+	// OS filesystem), or nil for a value kept in the tree.
+	File           vfs.File
+	Offset, Length int64
+}
+
+// Location returns where a separated value lies in its blob file, once
+// its checksum passed as for ReadAt, so that a caller can hand the bytes
+// to the kernel itself: sendfile(2) with an offset costs one system call
+// a piece where SendTo's position-based sendfile costs a seek too, and
+// the pieces of one answer need no descriptor of their own. File is the
+// engine's shared descriptor, valid until Close: read it only at explicit
+// offsets (ReadAt, pread(2), sendfile(2) with an offset pointer), never
+// through its position, and do not close it. A value kept in the tree
+// has no location: File is nil and Length its size.
+func (v *ValueReader) Location() (ValueLocation, error) {
+	if v.br == nil {
+		return ValueLocation{Length: v.Size()}, nil
+	}
+	if err := v.verify(); err != nil {
+		return ValueLocation{}, err
+	}
+	return ValueLocation{File: v.br.file, Offset: int64(v.p.Offset), Length: v.Size()}, nil
 }
 
 // Close releases the value's blob file.

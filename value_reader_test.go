@@ -57,6 +57,16 @@ func checkValueReader(t *testing.T, rng *rand.Rand, what string, v *ValueReader,
 	if _, err := v.SendTo(&out, int64(off), int64(len(want)-off+1)); err == nil {
 		t.Fatalf("%s: SendTo past the end succeeded", what)
 	}
+	loc, err := v.Location()
+	if err != nil || loc.Length != int64(len(want)) {
+		t.Fatalf("%s: Location = %+v, %v; want %d bytes", what, loc, err, len(want))
+	}
+	if loc.File != nil {
+		at := make([]byte, len(want))
+		if n, err := loc.File.ReadAt(at, loc.Offset); n != len(at) || !bytes.Equal(at, want) {
+			t.Fatalf("%s: %d bytes at Location's offset %d (%v) differ from the value", what, n, loc.Offset, err)
+		}
+	}
 }
 
 // TestValueReaderModel runs random writes, deletes, flushes and
@@ -379,6 +389,9 @@ func TestValueReaderVerifies(t *testing.T) {
 	}
 	if _, err := v.ReadAt(make([]byte, 10), 0); !errors.Is(err, ErrCorruption) {
 		t.Fatalf("ReadAt of a damaged value: %v", err)
+	}
+	if loc, err := v.Location(); !errors.Is(err, ErrCorruption) || loc.File != nil {
+		t.Fatalf("Location of a damaged value: %+v, %v", loc, err)
 	}
 }
 

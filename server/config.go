@@ -187,6 +187,10 @@ type Config struct {
 	ImagesRenderMemory  int64
 	ImagesRenderMaxSide int
 	ImagesRenderSecret  string
+	// ImagesHotBodyMemory bounds the bytes of small originals and
+	// thumbnails kept in memory for the plain GETs that read them often
+	// ("images-hot-body-memory"; 0: none). Default: imgbed's (32 MiB).
+	ImagesHotBodyMemory int64
 	// BlobStore is where the image host keeps the bytes of new images:
 	// empty for the data directory, or an S3 bucket as
 	// "s3://bucket/prefix?endpoint=URL&region=R" ("blob-store"; see
@@ -368,6 +372,7 @@ func DefaultConfig() Config {
 		ImagesResumableMaxBytes:       imgbed.DefaultResumableMaxBytes,
 		ImagesRenderMemory:            imgbed.DefaultRenderMemory,
 		ImagesRenderMaxSide:           imgbed.DefaultRenderMaxSide,
+		ImagesHotBodyMemory:           imgbed.DefaultHotBodyBytes,
 		ImagesUploadRate:              imgbed.DefaultUploadRate,
 		ImagesUploadBurst:             imgbed.DefaultUploadBurst,
 		ImagesTokenUploadRate:         imgbed.DefaultTokenUploadRate,
@@ -522,6 +527,8 @@ var settings = append([]*setting{
 		func(c *Config) *int64 { return &c.ImagesRenderMemory }),
 	intSetting("images-render-max-side", "largest width or height of an image render (?w=, ?h=)", false, 16, 1<<14,
 		func(c *Config) *int { return &c.ImagesRenderMaxSide }),
+	sizeSetting("images-hot-body-memory", "memory for the bodies of small images and thumbnails that GETs read often (0: none)", false, 0, math.MaxInt64,
+		func(c *Config) *int64 { return &c.ImagesHotBodyMemory }),
 	secret(stringSetting("images-render-secret", "key that signs image render links with h, fit or format (empty: unsigned links accepted)", false,
 		func(c *Config) *string { return &c.ImagesRenderSecret }, nil)),
 	stringSetting("blob-store", "where image bytes go: empty (the data directory) or s3://bucket/prefix?endpoint=URL&region=R", false,

@@ -200,6 +200,7 @@ func TestSettingUnits(t *testing.T) {
 		"images-resumable-max-bytes":        sizes,
 		"images-resumable-bytes-per-client": sizes,
 		"images-render-memory":              sizes,
+		"images-hot-body-memory":            sizes,
 		"memtable-size":                     sizes,
 		"cache-size":                        sizes,
 		"timeout":                           {{"90", "90"}, {"1m30s", "90"}, {"1500ms", "1.5s"}},

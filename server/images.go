@@ -47,6 +47,7 @@ func (s *Server) newImageHost(r *Config) (*imgbed.Host, error) {
 		RenderMemory:            r.ImagesRenderMemory,
 		RenderMaxSide:           r.ImagesRenderMaxSide,
 		RenderSecret:            r.ImagesRenderSecret,
+		HotBodyBytes:            hotBodyBytes(r.ImagesHotBodyMemory),
 		BlobStore:               r.BlobStore,
 		S3AccessKey:             r.S3AccessKey,
 		S3SecretKey:             r.S3SecretKey,
@@ -129,4 +130,13 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// hotBodyBytes is imgbed's HotBodyBytes for images-hot-body-memory, whose
+// 0 keeps nothing (imgbed's 0 is its default).
+func hotBodyBytes(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -243,6 +243,45 @@ func TestImageCORSSetting(t *testing.T) {
 	}
 }
 
+// TestImageHotBodySetting: images-hot-body-memory reaches the image host.
+// A small image asked three times is answered from memory from the third
+// GET on (it is kept on its second miss) by default, and never with the
+// setting at 0.
+func TestImageHotBodySetting(t *testing.T) {
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 8, 8)))
+	for _, tc := range []struct {
+		memory int64
+		hits   string
+	}{{imgbed.DefaultHotBodyBytes, "1"}, {0, "0"}} {
+		s := startServer(t, func(c *Config) { c.ImagesHotBodyMemory = tc.memory })
+		base := "http://" + s.HTTPAddr()
+		code, link := upload(t, base, "", buf.Bytes())
+		if code != http.StatusCreated {
+			t.Fatalf("upload: %d", code)
+		}
+		// The upload's connection went to net/http for good: GETs on a
+		// connection of their own, which the front answers.
+		client := &http.Client{Transport: &http.Transport{}}
+		for range 3 {
+			resp, err := client.Get(link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(body, buf.Bytes()) {
+				t.Fatalf("GET %s: %d, %d bytes, %v", link, resp.StatusCode, len(body), err)
+			}
+		}
+		client.CloseIdleConnections()
+		_, metrics := httpGet(t, base+"/metrics")
+		if want := "lsmgo_imgbed_hot_body_hits_total " + tc.hits + "\n"; !strings.Contains(metrics, want) {
+			t.Errorf("images-hot-body-memory %d: /metrics lacks %q", tc.memory, strings.TrimSpace(want))
+		}
+	}
+}
+
 // TestImageExpiryReclaimed: the server's DB runs the image host's
 // compaction filter next to its own, so the bytes of an image that
 // expired are gone after a compaction.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/lsmgo-dev/lsmgo"
+	"github.com/lsmgo-dev/lsmgo/server/internal/httpfront"
 )
 
 // blobStore holds the bytes of blobs, originals and thumbnails alike; the
@@ -255,9 +256,14 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // client must take 256 KiB per WriteIdleTimeout, not the whole blob.
 const sendPiece = 256 << 10
 
-// sendTo writes the next n bytes to w with lsmgo.ValueReader.SendTo,
-// which sendfile(2)s them when w reaches the connection (heldWriter).
+// sendTo writes the next n bytes to w. To an httpfront.FileSender (a
+// plain GET) each piece goes at its offset in the engine's own
+// descriptor of the blob file (lsmgo.ValueReader.Location), one
+// sendfile(2) a piece; to any other writer with
+// lsmgo.ValueReader.SendTo, which sendfile(2)s them from a descriptor
+// of its own, after a seek, when w reaches the connection (heldWriter).
 func (r *chunkReader) sendTo(w io.Writer, n int64) (int64, error) {
+	fs, _ := w.(httpfront.FileSender)
 	var sent int64
 	for sent < n {
 		if r.off >= r.meta.Size {
@@ -267,7 +273,13 @@ func (r *chunkReader) sendTo(w io.Writer, n int64) (int64, error) {
 		if err != nil {
 			return sent, err
 		}
-		m, err := v.SendTo(w, within, min(n-sent, v.Size()-within, sendPiece))
+		piece := min(n-sent, v.Size()-within, sendPiece)
+		var m int64
+		if fs == nil {
+			m, err = v.SendTo(w, within, piece)
+		} else {
+			m, err = sendAt(fs, v, within, piece)
+		}
 		sent += m
 		r.off += m
 		if err != nil {
@@ -275,6 +287,19 @@ func (r *chunkReader) sendTo(w io.Writer, n int64) (int64, error) {
 		}
 	}
 	return sent, nil
+}
+
+// sendAt sends n bytes of v from off to fs: from the blob file where v
+// is separated, else (a value kept in the tree) with v.SendTo.
+func sendAt(fs httpfront.FileSender, v *lsmgo.ValueReader, off, n int64) (int64, error) {
+	loc, err := v.Location()
+	if err != nil {
+		return 0, err
+	}
+	if loc.File == nil {
+		return v.SendTo(fs, off, n)
+	}
+	return fs.SendFile(loc.File, loc.Offset+off, n)
 }
 
 func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {

@@ -2,8 +2,10 @@ package httpfront
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -143,19 +145,33 @@ func TestFrontByteAtATime(t *testing.T) {
 }
 
 // TestFrontRespondFrom sends a file's bytes through RespondFrom (with
-// sendfile on a TCP connection), an empty body, and a send that fails
-// before its first byte, which the handler then declines.
+// sendfile on a TCP connection), ranges of a file shared by every answer
+// through SendFile (sendfile at an offset, and a copy from a reader that
+// is no file), an empty body, and a send that fails before its first
+// byte, which the handler then declines.
 func TestFrontRespondFrom(t *testing.T) {
 	data := []byte(strings.Repeat("0123456789abcdef", 40000))
 	name := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(name, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	shared, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	// Two pieces of a range, as a body of two stored chunks.
+	const lo, mid, hi = 1000, 300001, 555555
 	tf := startFront(t, func(w *Writer, r *Request) bool {
 		var n int64
+		var src io.ReaderAt
 		switch r.Path {
 		case "/file/all":
 			n = int64(len(data))
+		case "/file/at":
+			n, src = hi-lo, shared
+		case "/bytes/at":
+			n, src = hi-lo, bytes.NewReader(data)
 		case "/file/empty":
 		case "/file/fail":
 			n = -1
@@ -166,6 +182,16 @@ func TestFrontRespondFrom(t *testing.T) {
 		err := w.RespondFrom(head, time.Minute, func(dst io.Writer) error {
 			if n < 0 {
 				return errors.New("storage failed")
+			}
+			if src != nil {
+				fs := dst.(FileSender)
+				if m, err := fs.SendFile(src, lo, mid-lo); err != nil || m != mid-lo {
+					return fmt.Errorf("first piece: %d bytes, %v", m, err)
+				}
+				if m, err := fs.SendFile(src, mid, hi-mid); err != nil || m != hi-mid {
+					return fmt.Errorf("second piece: %d bytes, %v", m, err)
+				}
+				return nil
 			}
 			f, err := os.Open(name)
 			if err != nil {
@@ -178,15 +204,67 @@ func TestFrontRespondFrom(t *testing.T) {
 		return err == nil || w.Started()
 	}, Config{})
 	c, br := tf.dial(t)
-	io.WriteString(c, get("/file/all")+get("/file/empty")+get("/file/fail"))
+	io.WriteString(c, get("/file/all")+get("/file/at")+get("/bytes/at"))
 	if _, body := readAnswer(t, br); body != string(data) {
 		t.Fatalf("body of %d bytes, want the file's %d", len(body), len(data))
 	}
+	for _, what := range []string{"sendfile at an offset", "a copy"} {
+		if _, body := readAnswer(t, br); body != string(data[lo:hi]) {
+			t.Fatalf("body by %s: %d bytes, want the range's %d", what, len(body), hi-lo)
+		}
+	}
+	if pos, err := shared.Seek(0, io.SeekCurrent); err != nil || pos != 0 {
+		t.Fatalf("the shared file's position moved to %d (%v)", pos, err)
+	}
+	io.WriteString(c, get("/file/empty")+get("/file/fail"))
 	if resp, body := readAnswer(t, br); body != "" || resp.ContentLength != 0 {
 		t.Fatalf("empty answer: %d bytes, Content-Length %d", len(body), resp.ContentLength)
 	}
 	if _, body := readAnswer(t, br); body != "net/http /file/fail" {
 		t.Fatalf("answer %q", body)
+	}
+}
+
+// TestFrontSendFileStalled stops reading a large body sent by SendFile:
+// the write deadline (idle) ends the answer with a timeout, rather than
+// the front waiting on the client forever.
+func TestFrontSendFileStalled(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "big")
+	const size = 64 << 20 // far more than the socket buffers hold
+	if err := os.WriteFile(name, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(name, size); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ended := make(chan error, 1)
+	tf := startFront(t, func(w *Writer, r *Request) bool {
+		head := []byte("HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(size) + "\r\n")
+		ended <- w.RespondFrom(head, 200*time.Millisecond, func(dst io.Writer) error {
+			_, err := dst.(FileSender).SendFile(f, 0, size)
+			return err
+		})
+		return true
+	}, Config{})
+	c, err := net.Dial("tcp", tf.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096) // and never read
+	io.WriteString(c, get("/big"))
+	select {
+	case err := <-ended:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the stalled answer ended with %v, want a timeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the front still sends to a client that stopped reading")
 	}
 }
 

@@ -100,6 +100,30 @@ func (b *bodyWriter) Write(p []byte) (int, error) {
 	return c.nc.Write(p)
 }
 
+// FileSender is the writer RespondFrom gives send: its Write and
+// ReadFrom as described there, and SendFile for bodies that lie in files
+// shared with other readers.
+type FileSender interface {
+	io.Writer
+	// SendFile writes n bytes of f from off, with sendfile(2) at that
+	// offset when f and the connection have descriptors (an *os.File
+	// and a TCP connection): f's position is neither used nor moved, so
+	// one descriptor can serve many answers at once, and a piece costs
+	// one system call where a ReadFrom of a positioned file costs a
+	// seek too. Each call gets a write deadline of RespondFrom's idle.
+	SendFile(f io.ReaderAt, off, n int64) (int64, error)
+}
+
+func (b *bodyWriter) SendFile(f io.ReaderAt, off, n int64) (int64, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	if sent, handled, err := b.sendFile(f, off, n); handled {
+		return sent, err
+	}
+	return io.Copy(writeOnly{b}, io.NewSectionReader(f, off, n))
+}
+
 func (b *bodyWriter) ReadFrom(src io.Reader) (int64, error) {
 	if err := b.start(); err != nil {
 		return 0, err
@@ -133,3 +157,6 @@ func appendDate(b []byte) []byte {
 	}
 	return append(b, d.line...)
 }
+
+// writeOnly hides a writer's ReadFrom from io.Copy.
+type writeOnly struct{ io.Writer }
