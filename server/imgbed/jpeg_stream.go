@@ -657,17 +657,25 @@ func (d *jpegStream) dcScan(scomps []*jpegComp, ah, al byte) error {
 			}
 			return nil
 		}
-		t, err := d.bits.decode(&d.dcTab[c.td])
-		if err != nil {
+		if err := d.nextDC(c); err != nil {
 			return err
 		}
-		if t > 16 {
-			return fmt.Errorf("%w: bad DC code", errJPEGStream)
-		}
-		c.pred += d.bits.receive(uint(t))
 		c.dc[i] = c.pred << al
 		return nil
 	})
+}
+
+// nextDC decodes a block's DC difference into c's predictor.
+func (d *jpegStream) nextDC(c *jpegComp) error {
+	t, err := d.bits.decode(&d.dcTab[c.td])
+	if err != nil {
+		return err
+	}
+	if t > 16 {
+		return fmt.Errorf("%w: bad DC code", errJPEGStream)
+	}
+	c.pred += d.bits.receive(uint(t))
+	return nil
 }
 
 // baseline decodes the one interleaved scan of a baseline file an MCU
@@ -686,14 +694,9 @@ func (d *jpegStream) baseline(scomps []*jpegComp, avg *blockAverager, crop image
 	}, func(c *jpegComp, bx, by int) error {
 		clear(coef[:])
 		q := &d.quant[c.tq]
-		t, err := d.bits.decode(&d.dcTab[c.td])
-		if err != nil {
+		if err := d.nextDC(c); err != nil {
 			return err
 		}
-		if t > 16 {
-			return fmt.Errorf("%w: bad DC code", errJPEGStream)
-		}
-		c.pred += d.bits.receive(uint(t))
 		coef[0] = c.pred * q[0]
 		for z := 1; z < 64; z++ {
 			rs, err := d.bits.decode(&d.acTab[c.ta])
