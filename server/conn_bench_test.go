@@ -13,6 +13,17 @@ import (
 	"github.com/lsmgo-dev/lsmgo/server/resp"
 )
 
+// dialBench connects to addr, closing the connection at the
+// benchmark's end.
+func dialBench(b *testing.B, addr string) net.Conn {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { nc.Close() })
+	return nc
+}
+
 // BenchmarkRoundTrip measures one command per round trip, as at pipeline
 // depth 1, through a client that allocates nothing, so that allocs/op is
 // what the server allocates per command (background work included).
@@ -26,11 +37,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := startServer(b, nil)
-			nc, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
+			nc := dialBench(b, s.Addr().String())
 			req, want := []byte(bc.req), []byte(bc.reply)
 			got := make([]byte, len(want))
 			roundTrip := func(req, reply []byte) {
@@ -79,11 +86,7 @@ func BenchmarkPipelined(b *testing.B) {
 				other.Do(b, []byte("HELLO"), []byte("3"))
 				other.Do(b, []byte("CLIENT"), []byte("TRACKING"), []byte("ON"), []byte("BCAST"), []byte("PREFIX"), []byte("nomatch:"))
 			}
-			nc, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
+			nc := dialBench(b, s.Addr().String())
 			rd := resp.NewReader(nc, resp.Limits{})
 			setup := resp.AppendCommand(nil, []byte("HELLO"), []byte("3"))
 			if mode == "tracking" {
@@ -146,11 +149,7 @@ func BenchmarkPipelinedColl(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := startServer(b, nil)
-			nc, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
+			nc := dialBench(b, s.Addr().String())
 			rd := resp.NewReader(nc, resp.Limits{})
 			// 64 distinct pipelines (and their refills), built up front.
 			var reqs, refills [][]byte
