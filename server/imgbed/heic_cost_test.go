@@ -47,7 +47,7 @@ func TestHEICDecodeCost(t *testing.T) {
 		t.Skipf("cannot reset the peak RSS: %v", err)
 	}
 	const w, h = 4032, 3024
-	data := encodeHEIC(t, w, h)
+	data := encodeHEIC(t, w, h, false)
 	px := int64(w * h)
 	limit := heicCost(px, int64(len(data)))
 	plan := func(sw, sh int) (image.Rectangle, int) { return image.Rect(0, 0, sw, sh), sw / 256 }

@@ -131,9 +131,9 @@ func decodeHEICLibheif(data []byte, plan shrinkPlan) (image.Image, error) {
 		// thumbnailer.release does with Go's heap after a big render.
 		defer l.mallocTrim(0)
 	}
+	defer runtime.KeepAlive(data) // libheif reads it in place until the context is freed
 	ctx := l.contextAlloc()
 	defer l.contextFree(ctx)
-	defer runtime.KeepAlive(data) // libheif reads it in place until the context is freed
 	if err := heifCheck(l.readFromMemory(ctx, &data[0], uintptr(len(data)), 0), "read"); err != nil {
 		return nil, err
 	}
@@ -154,12 +154,12 @@ func decodeHEICLibheif(data []byte, plan shrinkPlan) (image.Image, error) {
 	if w <= 0 || h <= 0 || l.imageBits(img, heifChannelY) != 8 {
 		return nil, invalid("libheif gave a %d×%d image of %d bits", w, h, l.imageBits(img, heifChannelY))
 	}
-	var ys, cs int32
+	var ys, cs, crs int32
 	y := l.planeReadonly(img, heifChannelY, &ys)
 	cb := l.planeReadonly(img, heifChannelCb, &cs)
-	cr := l.planeReadonly(img, heifChannelCr, &cs)
+	cr := l.planeReadonly(img, heifChannelCr, &crs)
 	ch := (h + 1) / 2
-	if y == nil || cb == nil || cr == nil || int(ys) < w || int(cs) < (w+1)/2 {
+	if y == nil || cb == nil || cr == nil || int(ys) < w || int(cs) < (w+1)/2 || crs != cs {
 		return nil, invalid("libheif gave no 4:2:0 planes")
 	}
 	// The planes stay libheif's: boxShrink copies what it averages into

@@ -12,19 +12,27 @@ import (
 	"testing"
 )
 
-// rgbGradientPNG is a w×h RGB PNG, red rising to the right and green
-// downwards, compressed a row at a time so that a 48-megapixel one
-// never exists decoded here.
-func rgbGradientPNG(w, h int) []byte {
+// rgbGradientPNG is a w×h RGB PNG of 8 or 16 bits a sample, red rising
+// to the right and green downwards, compressed a row at a time so that a
+// 48-megapixel one never exists decoded here.
+func rgbGradientPNG(w, h, depth int) []byte {
 	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
 	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	ihdr = append(ihdr, 8, 2, 0, 0, 0) // 8-bit RGB
+	ihdr = append(ihdr, byte(depth), 2, 0, 0, 0) // RGB
 	var z bytes.Buffer
 	zw, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed)
-	row := make([]byte, 1+3*w)
+	size := depth / 8
+	row := make([]byte, 1+3*size*w)
 	for y := range h {
 		for x := range w {
-			row[1+3*x], row[2+3*x], row[3+3*x] = uint8(x*255/w), uint8(y*255/h), 128
+			for i, v := range [3]int{x * 255 / w, y * 255 / h, 128} {
+				at := 1 + (3*x+i)*size
+				if size == 2 {
+					binary.BigEndian.PutUint16(row[at:], uint16(v*257))
+				} else {
+					row[at] = uint8(v)
+				}
+			}
 		}
 		zw.Write(row)
 	}
@@ -35,11 +43,12 @@ func rgbGradientPNG(w, h int) []byte {
 }
 
 // encodeHEIC makes a w×h HEIC of rgbGradientPNG with the installed
-// heif-enc (x265), skipping the test without one. x265's fastest preset
+// heif-enc (x265), of 10 bits a sample if deep, skipping the test
+// without heif-enc. x265's fastest preset
 // keeps a 48-megapixel encode to seconds; SAO, which that preset turns
 // off and phones' encoders use, is turned back on since it makes
 // libde265 hold a second copy of the picture.
-func encodeHEIC(t *testing.T, w, h int) []byte {
+func encodeHEIC(t *testing.T, w, h int, deep bool) []byte {
 	t.Helper()
 	enc, err := exec.LookPath("heif-enc")
 	if err != nil {
@@ -47,10 +56,14 @@ func encodeHEIC(t *testing.T, w, h int) []byte {
 	}
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "in.png"), filepath.Join(dir, "out.heic")
-	if err := os.WriteFile(src, rgbGradientPNG(w, h), 0o644); err != nil {
+	depth, args := 8, []string{"-q", "50", "-p", "preset=ultrafast", "-p", "x265:sao=1", "-o", dst, src}
+	if deep {
+		depth, args = 16, append([]string{"-b", "10"}, args...)
+	}
+	if err := os.WriteFile(src, rgbGradientPNG(w, h, depth), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(enc, "-q", "50", "-p", "preset=ultrafast", "-p", "x265:sao=1", "-o", dst, src).CombinedOutput(); err != nil {
+	if out, err := exec.Command(enc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("heif-enc: %v %s", err, out)
 	}
 	b, err := os.ReadFile(dst)
@@ -74,7 +87,7 @@ func TestHEICLargeThumbnail(t *testing.T) {
 	if testing.Short() {
 		w, h = 2016, 1512
 	}
-	data := encodeHEIC(t, w, h)
+	data := encodeHEIC(t, w, h, false)
 	px := int64(w) * int64(h)
 	th := newTestHost(t, Config{RenderMemory: heicCost(px, int64(len(data))) + 64<<20})
 	status, r := th.uploadRaw(t, data, "application/octet-stream")
@@ -91,19 +104,7 @@ func TestHEICLargeThumbnail(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("thumbnail: %d %.300s", code, body)
 	}
-	img, err := jpeg.Decode(bytes.NewReader(body))
-	if err != nil || img.Bounds().Dx() != 256 || img.Bounds().Dy() != 256*h/w {
-		t.Fatalf("thumbnail: %v %v, want 256×%d", err, img.Bounds(), 256*h/w)
-	}
-	for _, c := range []struct {
-		x, y   int
-		r0, g0 uint32
-	}{{2, 2, 0, 0}, {253, 2, 255, 0}, {2, 189, 0, 255}, {253, 189, 255, 255}} {
-		r0, g0, b0, _ := img.At(c.x, c.y).RGBA()
-		if d := max(absDiff(r0>>8, c.r0), absDiff(g0>>8, c.g0), absDiff(b0>>8, 128)); d > 32 {
-			t.Errorf("pixel %d,%d is %d,%d,%d, want about %d,%d,128", c.x, c.y, r0>>8, g0>>8, b0>>8, c.r0, c.g0)
-		}
-	}
+	checkGradientThumb(t, body, w, h)
 	if limit := uint64(32<<20 + 4*len(data)); grew > limit {
 		t.Errorf("heap grew %d MiB rendering a %d-megapixel HEIC, want under %d MiB", grew>>20, px/1e6, limit>>20)
 	}
@@ -119,6 +120,43 @@ func TestHEICLargeThumbnail(t *testing.T) {
 	if status != 422 {
 		t.Errorf("upload over MaxPixels: %d %+v", status, r)
 	}
+}
+
+// checkGradientThumb checks a 4:3 rgbGradientPNG's 256-pixel JPEG
+// thumbnail for size and the colours of its corners.
+func checkGradientThumb(t *testing.T, body []byte, w, h int) {
+	t.Helper()
+	img, err := jpeg.Decode(bytes.NewReader(body))
+	if err != nil || img.Bounds().Dx() != 256 || img.Bounds().Dy() != 256*h/w {
+		t.Fatalf("thumbnail: %v %v, want 256×%d", err, img.Bounds(), 256*h/w)
+	}
+	for _, c := range []struct {
+		x, y   int
+		r0, g0 uint32
+	}{{2, 2, 0, 0}, {253, 2, 255, 0}, {2, 189, 0, 255}, {253, 189, 255, 255}} {
+		r0, g0, b0, _ := img.At(c.x, c.y).RGBA()
+		if d := max(absDiff(r0>>8, c.r0), absDiff(g0>>8, c.g0), absDiff(b0>>8, 128)); d > 32 {
+			t.Errorf("pixel %d,%d is %d,%d,%d, want about %d,%d,128", c.x, c.y, r0>>8, g0>>8, b0>>8, c.r0, c.g0)
+		}
+	}
+}
+
+// TestHEIC10Bit: a 10-bit HEIC (as many Android phones and cameras
+// write) gets its thumbnail, right in colour. libheif hands its planes
+// over at 16 bits a sample even when asked for 8.
+func TestHEIC10Bit(t *testing.T) {
+	w, h := 1024, 768
+	data := encodeHEIC(t, w, h, true)
+	th := newTestHost(t, Config{})
+	status, r := th.uploadRaw(t, data, "application/octet-stream")
+	if status != 201 || r.Data.Width != w || r.Data.Height != h {
+		t.Fatalf("upload: %d %+v", status, r.Data)
+	}
+	resp, body := th.get(t, th.srv.URL+"/t/"+r.Data.Key+".jpg?w=256")
+	if resp.StatusCode != 200 {
+		t.Fatalf("thumbnail: %d %.300s", resp.StatusCode, body)
+	}
+	checkGradientThumb(t, body, w, h)
 }
 
 func absDiff(a, b uint32) uint32 { return max(a, b) - min(a, b) }
