@@ -121,7 +121,11 @@ func (b *bodyWriter) SendFile(f io.ReaderAt, off, n int64) (int64, error) {
 	if sent, handled, err := b.sendFile(f, off, n); handled {
 		return sent, err
 	}
-	return io.Copy(writeOnly{b}, io.NewSectionReader(f, off, n))
+	sent, err := io.Copy(writeOnly{b}, io.NewSectionReader(f, off, n))
+	if err == nil && sent < n {
+		err = io.ErrUnexpectedEOF // as sendFile says of a file that ends early
+	}
+	return sent, err
 }
 
 func (b *bodyWriter) ReadFrom(src io.Reader) (int64, error) {
