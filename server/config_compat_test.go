@@ -143,7 +143,13 @@ func TestConfigSetCompat(t *testing.T) {
 	// set error"; checked in a random order, one in four named it).
 	bad := []string{"CONFIG", "SET", "maxmemory", "10000001", "maxmemory-clients", "200%",
 		"client-query-buffer-limit", "invalid", "maxclients", "x", "timeout", "y"}
-	for range 8 {
+	// An immutable setting is refused before any value is checked.
+	immutable := []string{"CONFIG", "SET", "maxmemory-clients", "200%", "daemonize", "yes"}
+	for i := range 8 {
+		bad := bad
+		if i%2 == 1 {
+			bad = immutable
+		}
 		var got [2]string
 		for i, d := range []*diffConn{ours, theirs} {
 			d.send(bad)

@@ -105,9 +105,10 @@ func (s *Server) liveSettable(st *setting) error {
 type settingValue struct{ name, value string }
 
 // setLocked applies values to the running configuration all at once or
-// not at all, as CONFIG SET does. cfgMu must be held. They are checked
-// in their order, so that the error names the first bad one, as Redis'
-// does.
+// not at all, as CONFIG SET does. cfgMu must be held. As Redis does,
+// a setting that cannot change refuses the whole call before any value
+// is looked at, then the values are checked in their order, so that the
+// error names the first bad one.
 func (s *Server) setLocked(values []settingValue) error {
 	next := *s.config()
 	for _, sv := range values {
@@ -117,6 +118,12 @@ func (s *Server) setLocked(values []settingValue) error {
 		}
 		if err := s.liveSettable(st); err != nil {
 			return &settingError{sv.name, err}
+		}
+	}
+	for _, sv := range values {
+		st := lookupSetting(sv.name)
+		if sameValue(st, &next, sv.value) {
+			continue
 		}
 		if err := st.set(&next, sv.value); err != nil {
 			return &settingError{sv.name, err}
