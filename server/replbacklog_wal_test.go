@@ -34,9 +34,7 @@ func TestReplicationRetainedWAL(t *testing.T) {
 		c.MemTableSize = 64 << 10
 		c.LogOutput = io.MultiWriter(c.LogOutput, log)
 	})
-	primary.repl.backlog.mu.Lock()
-	primary.repl.backlog.limit = 32 << 10
-	primary.repl.backlog.mu.Unlock()
+	setRingLimit(primary, 32<<10)
 	pc := newClient(t, primary, 2, nil)
 	randomReplWrites(t, ctx, pc, 31, 100)
 	replica, _, proxy := startReplicaBehindProxy(t, primary, nil)
@@ -168,9 +166,7 @@ func readStream(t *testing.T, rd *resp.Reader, from, last uint64) {
 // last one written.
 func outgrowRing(t *testing.T, s *Server, value string) (from, last uint64) {
 	t.Helper()
-	s.repl.backlog.mu.Lock()
-	s.repl.backlog.limit = 32 << 10
-	s.repl.backlog.mu.Unlock()
+	setRingLimit(s, 32<<10)
 	s.repl.backlog.activate()
 	ctx := context.Background()
 	c := newClient(t, s, 2, nil)

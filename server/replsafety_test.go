@@ -120,6 +120,14 @@ func checkJournal(t *testing.T, ctx context.Context, rc *redis.Client) {
 	}
 }
 
+// setRingLimit sizes s's in-memory replication ring, so that a test's
+// replicas fall out of it after a few writes.
+func setRingLimit(s *Server, limit int) {
+	s.repl.backlog.mu.Lock()
+	s.repl.backlog.limit = limit
+	s.repl.backlog.mu.Unlock()
+}
+
 // TestReplicationThroughCutLink follows a primary through a proxy that
 // cuts and delays the link, while seeded random writes of every type run:
 // the replica starts empty (a full sync), resumes after short cuts, and
@@ -131,9 +139,7 @@ func TestReplicationThroughCutLink(t *testing.T) {
 	ctx := context.Background()
 	// The ring alone, small, so that long cuts need full syncs.
 	primary := startServer(t, func(c *Config) { c.ReplBacklogSize = 0 })
-	primary.repl.backlog.mu.Lock()
-	primary.repl.backlog.limit = 32 << 10
-	primary.repl.backlog.mu.Unlock()
+	setRingLimit(primary, 32<<10)
 	pc := newClient(t, primary, 2, nil)
 	rng := newRand(23)
 	for range 200 {

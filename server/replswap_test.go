@@ -245,9 +245,7 @@ func (r *swapReader) scan(ctx context.Context) bool {
 func TestReplicaReadsDuringFullSync(t *testing.T) {
 	ctx := context.Background()
 	primary := startServer(t, func(c *Config) { c.ReplBacklogSize = 0 })
-	primary.repl.backlog.mu.Lock()
-	primary.repl.backlog.limit = 2 << 20
-	primary.repl.backlog.mu.Unlock()
+	setRingLimit(primary, 2<<20)
 	pc := newClient(t, primary, 2, nil)
 	// Values in database 1 push the replica's position out of the ring
 	// without touching the data set the readers check.
