@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,19 +88,38 @@ func oneLine(s string) string {
 	return s
 }
 
+// suiteBasePort picks runtest's --baseport. runtest listens on a port
+// among the 32 below it, after checking that port and the one 10000 above
+// it are free, so the whole span must lie below the kernel's ephemeral
+// range: inside it, an outgoing connection (the test's own, to the server)
+// can take the port between runtest's check and its listen, which stops
+// the unit before its first test. A random base keeps concurrent runs of
+// other packages apart; runtest moves on from a busy port by itself.
+func suiteBasePort(t *testing.T) int {
+	t.Helper()
+	ephemeralLow := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				ephemeralLow = n
+			}
+		}
+	}
+	const lowest = 1024 + 32
+	highest := ephemeralLow - 10000 - 64 // the span runtest may use above the base
+	if highest <= lowest {
+		t.Skipf("the ephemeral port range starts at %d: no room below it for runtest's ports", ephemeralLow)
+	}
+	return lowest + rand.IntN(highest-lowest)
+}
+
 // runSuiteUnit runs one unit with run-external.sh against addr and parses
 // its log. The runner and what it starts get their own process group,
 // killed by its ID when the unit outlasts timeout.
 func runSuiteUnit(t *testing.T, suite, addr, unit string, timeout time.Duration) suiteResult {
 	t.Helper()
 	logDir := t.TempDir()
-	// runtest listens on a port below --baseport and would start servers
-	// from it; each run gets its own range, so that runs of other packages
-	// or machines' users do not collide with it.
-	base := freePort(t)
-	if base < 1024+32 {
-		base += 1024
-	}
+	base := suiteBasePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(suite, "run-external.sh"), suite, addr,
