@@ -236,7 +236,7 @@ func (e *zedit) flush() error {
 		}
 	}
 	if markChanged {
-		ks.putPopMark(b, e.key, *e.m, mark)
+		ks.putPopMark(b, buf, e.key, *e.m, mark)
 	}
 	return nil
 }
@@ -729,13 +729,13 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 	m.count -= int64(len(items))
 	if len(items) > 0 && m.count > 0 {
 		mark, last := z.mark, items[len(items)-1]
-		edge := append(encodeScore(nil, last.score), last.member...)
+		edge := append(encodeScore(make([]byte, 0, scoreLen+len(last.member)+1), last.score), last.member...)
 		if max {
 			mark.high = edge
 		} else {
 			mark.low = append(edge, 0)
 		}
-		c.s.ks.putPopMark(c.batch, key, *m, mark)
+		c.s.ks.putPopMark(c.batch, &c.elemBuf, key, *m, mark)
 	}
 	return items, nil
 }

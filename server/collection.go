@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,7 +182,10 @@ func (ks *keyspace) putColl(b *lsmgo.Batch, kb *keyBuf, userKey []byte, m collMe
 // elemsKey appends to dst the prefix shared by the element keys of the
 // collection m at userKey: its namespace's, then its key's and version's.
 func elemsKey(dst, userKey []byte, m collMeta) []byte {
-	dst = appendNS(dst[:0], elemPrefix, keylayout.NSElem, m.ns)
+	// One allocation, with room for a sub-prefix and a score or a short
+	// element, when dst has too little room.
+	dst = slices.Grow(dst[:0], 1+4+4+len(userKey)+8+16)
+	dst = appendNS(dst, elemPrefix, keylayout.NSElem, m.ns)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(userKey)))
 	dst = append(dst, userKey...)
 	return binary.BigEndian.AppendUint64(dst, m.version)
