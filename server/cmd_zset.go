@@ -709,8 +709,16 @@ func zrank(rev bool) handler {
 // popFrom adds to the batch the removal of up to count members of the
 // sorted set at key, whose lock the caller holds, from the low end or the
 // high end when max, and the pop mark past them (popMark); it returns
-// them in pop order, replying itself on failure.
+// them in pop order, replying itself on failure. A pop of the one lowest
+// member comes from the set's window when it can (zpopwindow.go), and
+// otherwise reads a new window.
 func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmember, error) {
+	windowed := !max && count == 1
+	if windowed {
+		if items, err := c.zpopWindow(key, m); err != nil || items != nil {
+			return items, err
+		}
+	}
 	z, err := c.s.ks.newZIter(c.reader(), key, *m, nil, nil, max)
 	if err != nil {
 		return nil, err
@@ -719,6 +727,10 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 	items := make([]zmember, 0, min(n, 1024))
 	for int64(len(items)) < n && z.next() {
 		items = append(items, zmember{member: bytes.Clone(z.member), score: z.score})
+	}
+	var win *zsetWindow
+	if windowed && len(items) == 1 && m.count > 1 {
+		win = readZWindow(z)
 	}
 	if err := z.close(); err != nil {
 		return nil, err
@@ -734,6 +746,10 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 			mark.high = edge
 		} else {
 			mark.low = append(edge, 0)
+		}
+		if win != nil {
+			mark.ahead = win.ahead
+			c.s.ks.zpops.put(elemsKey(nil, key, *m), win)
 		}
 		c.s.ks.putPopMark(c.batch, &c.elemBuf, key, *m, mark)
 	}

@@ -337,8 +337,16 @@ func (ks *keyspace) zrank(r lsmgo.Reader, userKey []byte, m collMeta, member []b
 // outside the mark widens it in the same batch. Read through the same
 // view as the index, the mark never hides a live entry.
 //
-// Engine value: uvarint len(low), low, high.
-type popMark struct{ low, high []byte }
+// ZPOPMIN's window (zpopwindow.go) adds ahead: 8 random bytes naming the
+// window, then the suffix of its last entry. While the mark carries it,
+// no entry has been added between low and that entry since the window was
+// read: a write that adds one there drops ahead (widen), and only a
+// window's read writes it.
+//
+// Engine value: uvarint len(low), low, high; with ahead, the byte 1 (no
+// low is 1 byte long: a score alone is 8), then uvarint len(low), low,
+// uvarint len(high), high, ahead.
+type popMark struct{ low, high, ahead []byte }
 
 func zMarkKey(dst, userKey []byte, m collMeta) []byte {
 	return append(elemsKey(dst, userKey, m), zMarkSub)
@@ -359,19 +367,44 @@ func (ks *keyspace) readPopMark(r lsmgo.Reader, userKey, key []byte) (popMark, e
 	if err != nil {
 		return popMark{}, err
 	}
-	n, w := binary.Uvarint(v)
-	if w <= 0 || n > uint64(len(v)-w) {
-		return popMark{}, zsetCorrupt(userKey, fmt.Sprintf("pop mark of %d bytes is malformed", len(v)))
+	malformed := zsetCorrupt(userKey, fmt.Sprintf("pop mark of %d bytes is malformed", len(v)))
+	// field cuts a uvarint length and that many bytes off the front of v.
+	field := func() ([]byte, bool) {
+		n, w := binary.Uvarint(v)
+		if w <= 0 || n > uint64(len(v)-w) {
+			return nil, false
+		}
+		f := v[w : w+int(n)]
+		v = v[w+int(n):]
+		return f, true
+	}
+	tagged := len(v) > 0 && v[0] == markAhead
+	if tagged {
+		v = v[1:]
 	}
 	var mark popMark
-	if n > 0 {
-		mark.low = v[w : w+int(n)]
+	low, ok := field()
+	if !ok {
+		return popMark{}, malformed
 	}
-	if rest := v[w+int(n):]; len(rest) > 0 {
-		mark.high = rest
+	high := v
+	if tagged {
+		if high, ok = field(); !ok || len(v) < aheadName+scoreLen {
+			return popMark{}, malformed
+		}
+		mark.ahead = v
+	}
+	if len(low) > 0 {
+		mark.low = low
+	}
+	if len(high) > 0 {
+		mark.high = high
 	}
 	return mark, nil
 }
+
+// markAhead starts a pop mark that carries a window's ahead.
+const markAhead = 1
 
 // putPopMark adds to b the write of mark for m at userKey, building the
 // key and the value in *buf.
@@ -382,21 +415,34 @@ func (ks *keyspace) putPopMark(b *lsmgo.Batch, buf *[]byte, userKey []byte, m co
 		return
 	}
 	k := len(*buf)
+	if mark.ahead != nil {
+		*buf = append(*buf, markAhead)
+	}
 	*buf = binary.AppendUvarint(*buf, uint64(len(mark.low)))
-	*buf = append(append(*buf, mark.low...), mark.high...)
+	*buf = append(*buf, mark.low...)
+	if mark.ahead != nil {
+		*buf = binary.AppendUvarint(*buf, uint64(len(mark.high)))
+		*buf = append(append(*buf, mark.high...), mark.ahead...)
+	} else {
+		*buf = append(*buf, mark.high...)
+	}
 	b.Set((*buf)[:k], (*buf)[k:])
 }
 
 // widen returns the mark moved so that it no longer excludes the index
-// entry of member with score; changed reports whether it moved.
+// entry of member with score, and without a window's ahead that the entry
+// falls within; changed reports whether it changed.
 func (mark popMark) widen(score float64, member []byte) (popMark, bool) {
 	if mark.low == nil && mark.high == nil {
 		return mark, false
 	}
 	suffix := append(encodeScore(nil, score), member...)
 	changed := false
+	if mark.ahead != nil && bytes.Compare(suffix, mark.ahead[aheadName:]) <= 0 {
+		mark.ahead, changed = nil, true
+	}
 	if mark.low != nil && bytes.Compare(suffix, mark.low) < 0 {
-		mark.low, changed = nil, true
+		mark.low, mark.ahead, changed = nil, nil, true
 	}
 	if mark.high != nil && bytes.Compare(suffix, mark.high) >= 0 {
 		mark.high, changed = nil, true
