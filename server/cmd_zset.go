@@ -743,11 +743,12 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 		mark, last := z.mark, items[len(items)-1]
 		edge := append(encodeScore(make([]byte, 0, scoreLen+len(last.member)+1), last.score), last.member...)
 		if max {
-			mark.high = edge
+			// A mark with a high bound has no room for ahead.
+			mark.high, mark.ahead = edge, nil
 		} else {
 			mark.low = append(edge, 0)
 		}
-		if win != nil {
+		if win != nil && mark.high == nil {
 			mark.ahead = win.ahead
 			c.s.ks.zpops.put(elemsKey(nil, key, *m), win)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 )
 
 // ZPOPMIN of one member pops from a window: the pop that walks the score
@@ -29,29 +30,34 @@ const zWindowSize = 32
 const aheadName = 8
 
 // zsetWindow is a ZPOPMIN window: entries of the score index in order,
-// and the ahead of the mark written with them.
+// their suffixes in the index (encoded score, member), and the ahead of
+// the mark written with them. It never changes once read: which of its
+// entries are still to pop is told by the mark's low, read with the pop,
+// so a pop whose batch never commits (a failed commit, a discarded
+// transaction) leaves the window as right as the mark it read.
 type zsetWindow struct {
-	ahead []byte
-	items []zmember
+	ahead    []byte
+	items    []zmember
+	suffixes [][]byte
 }
 
 // readZWindow reads the window that follows the entry z was last at: up
 // to zWindowSize entries or windowBytes of their members. It returns nil
 // when no entry follows.
 func readZWindow(z *zIter) *zsetWindow {
-	var items []zmember
+	win := &zsetWindow{}
 	size := 0
-	for len(items) < zWindowSize && size < windowBytes && z.next() {
-		items = append(items, zmember{member: bytes.Clone(z.member), score: z.score})
+	for len(win.items) < zWindowSize && size < windowBytes && z.next() {
+		win.items = append(win.items, zmember{member: bytes.Clone(z.member), score: z.score})
+		win.suffixes = append(win.suffixes, append(encodeScore(nil, z.score), z.member...))
 		size += len(z.member)
 	}
-	if len(items) == 0 {
+	if len(win.items) == 0 {
 		return nil
 	}
-	last := items[len(items)-1]
-	ahead := binary.BigEndian.AppendUint64(make([]byte, 0, aheadName+scoreLen+len(last.member)), rand.Uint64())
-	ahead = append(encodeScore(ahead, last.score), last.member...)
-	return &zsetWindow{ahead: ahead, items: items}
+	last := win.suffixes[len(win.suffixes)-1]
+	win.ahead = append(binary.BigEndian.AppendUint64(make([]byte, 0, aheadName+len(last)), rand.Uint64()), last...)
+	return win
 }
 
 // zpopWindow pops the lowest member of the sorted set m at key, whose lock
@@ -67,13 +73,15 @@ func (c *conn) zpopWindow(key []byte, m *collMeta) ([]zmember, error) {
 		return nil, nil
 	}
 	mark, err := ks.readPopMark(c.reader(), key, append(prefix, zMarkSub))
-	if err != nil || !bytes.Equal(mark.ahead, win.ahead) {
+	if err != nil || mark.low == nil || !bytes.Equal(mark.ahead, win.ahead) {
 		ks.zpops.put(prefix, nil)
 		return nil, err
 	}
-	for len(win.items) > 0 {
-		it := win.items[0]
-		win.items = win.items[1:]
+	// The entries below low are popped; the first at or above it that a
+	// point read still finds is the lowest.
+	i, _ := slices.BinarySearchFunc(win.suffixes, mark.low, bytes.Compare)
+	for ; i < len(win.items); i++ {
+		it := win.items[i]
 		score, found, err := ks.zscore(c.reader(), &c.elemBuf, key, *m, it.member)
 		if err != nil {
 			return nil, err
@@ -84,10 +92,10 @@ func (c *conn) zpopWindow(key []byte, m *collMeta) ([]zmember, error) {
 		ks.zdelete(c.batch, &c.elemBuf, key, *m, it.member, it.score)
 		m.count--
 		if m.count > 0 {
-			mark.low = append(append(encodeScore(make([]byte, 0, scoreLen+len(it.member)+1), it.score), it.member...), 0)
+			mark.low = append(bytes.Clone(win.suffixes[i]), 0)
 			ks.putPopMark(c.batch, &c.elemBuf, key, *m, mark)
 		}
-		if len(win.items) == 0 || m.count == 0 {
+		if i == len(win.items)-1 || m.count == 0 {
 			ks.zpops.put(prefix, nil)
 		}
 		return []zmember{it}, nil

@@ -341,11 +341,13 @@ func (ks *keyspace) zrank(r lsmgo.Reader, userKey []byte, m collMeta, member []b
 // window, then the suffix of its last entry. While the mark carries it,
 // no entry has been added between low and that entry since the window was
 // read: a write that adds one there drops ahead (widen), and only a
-// window's read writes it.
+// window's read writes it. A mark with a high bound carries no ahead.
 //
-// Engine value: uvarint len(low), low, high; with ahead, the byte 1 (no
-// low is 1 byte long: a score alone is 8), then uvarint len(low), low,
-// uvarint len(high), high, ahead.
+// Engine value: uvarint len(low), low, then high, or, with ahead, the
+// bytes FF FF and ahead. No suffix starts with FF FF (the highest score,
+// +inf, encodes as FF F0 …, and NaN is never stored), so the two cannot be
+// confused, and a server from before windows reads FF FF + ahead as a high
+// bound above every entry: no bound, as it should.
 type popMark struct{ low, high, ahead []byte }
 
 func zMarkKey(dst, userKey []byte, m collMeta) []byte {
@@ -367,44 +369,28 @@ func (ks *keyspace) readPopMark(r lsmgo.Reader, userKey, key []byte) (popMark, e
 	if err != nil {
 		return popMark{}, err
 	}
-	malformed := zsetCorrupt(userKey, fmt.Sprintf("pop mark of %d bytes is malformed", len(v)))
-	// field cuts a uvarint length and that many bytes off the front of v.
-	field := func() ([]byte, bool) {
-		n, w := binary.Uvarint(v)
-		if w <= 0 || n > uint64(len(v)-w) {
-			return nil, false
-		}
-		f := v[w : w+int(n)]
-		v = v[w+int(n):]
-		return f, true
-	}
-	tagged := len(v) > 0 && v[0] == markAhead
-	if tagged {
-		v = v[1:]
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return popMark{}, zsetCorrupt(userKey, fmt.Sprintf("pop mark of %d bytes is malformed", len(v)))
 	}
 	var mark popMark
-	low, ok := field()
-	if !ok {
-		return popMark{}, malformed
+	if n > 0 {
+		mark.low = v[w : w+int(n)]
 	}
-	high := v
-	if tagged {
-		if high, ok = field(); !ok || len(v) < aheadName+scoreLen {
-			return popMark{}, malformed
+	switch rest := v[w+int(n):]; {
+	case bytes.HasPrefix(rest, markAhead):
+		mark.ahead = rest[len(markAhead):]
+		if len(mark.ahead) < aheadName+scoreLen {
+			return popMark{}, zsetCorrupt(userKey, fmt.Sprintf("pop mark's ahead of %d bytes is malformed", len(mark.ahead)))
 		}
-		mark.ahead = v
-	}
-	if len(low) > 0 {
-		mark.low = low
-	}
-	if len(high) > 0 {
-		mark.high = high
+	case len(rest) > 0:
+		mark.high = rest
 	}
 	return mark, nil
 }
 
-// markAhead starts a pop mark that carries a window's ahead.
-const markAhead = 1
+// markAhead stands where a pop mark's high would, before a window's ahead.
+var markAhead = []byte{0xff, 0xff}
 
 // putPopMark adds to b the write of mark for m at userKey, building the
 // key and the value in *buf.
@@ -415,14 +401,10 @@ func (ks *keyspace) putPopMark(b *lsmgo.Batch, buf *[]byte, userKey []byte, m co
 		return
 	}
 	k := len(*buf)
-	if mark.ahead != nil {
-		*buf = append(*buf, markAhead)
-	}
 	*buf = binary.AppendUvarint(*buf, uint64(len(mark.low)))
 	*buf = append(*buf, mark.low...)
-	if mark.ahead != nil {
-		*buf = binary.AppendUvarint(*buf, uint64(len(mark.high)))
-		*buf = append(append(*buf, mark.high...), mark.ahead...)
+	if mark.high == nil && mark.ahead != nil {
+		*buf = append(append(*buf, markAhead...), mark.ahead...)
 	} else {
 		*buf = append(*buf, mark.high...)
 	}
