@@ -1,6 +1,9 @@
 package server
 
-import "sync"
+import (
+	"cmp"
+	"sync"
+)
 
 // maxWindows bounds how many collections have a window at once (ZPOPMIN's
 // in zpopwindow.go); a new window past it drops another collection's.
@@ -15,8 +18,9 @@ const windowBytes = 4096
 // a window never outlives its version of the collection). The map is
 // shared between connections; a window is read only under its key's lock.
 type windows[W any] struct {
-	mu sync.Mutex
-	m  map[string]*W
+	mu  sync.Mutex
+	m   map[string]*W
+	max int // the most collections with a window; 0 is maxWindows
 }
 
 // get returns the window of the collection under prefix, or nil.
@@ -24,6 +28,13 @@ func (w *windows[W]) get(prefix []byte) *W {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.m[string(prefix)]
+}
+
+// empty reports whether no collection has a window.
+func (w *windows[W]) empty() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m) == 0
 }
 
 // put makes win the window of the collection under prefix, dropping
@@ -39,7 +50,7 @@ func (w *windows[W]) put(prefix []byte, win *W) {
 	if w.m == nil {
 		w.m = make(map[string]*W)
 	}
-	if _, ok := w.m[string(prefix)]; !ok && len(w.m) >= maxWindows {
+	if _, ok := w.m[string(prefix)]; !ok && len(w.m) >= cmp.Or(w.max, maxWindows) {
 		for k := range w.m {
 			delete(w.m, k)
 			break
