@@ -17,7 +17,8 @@ import "bytes"
 // it: a pop drops the nodes whose first or last member it popped (the
 // only ones whose bounds it changes); a write by anything but SPOP
 // (SADD, SREM, SMOVE, or one this server did not make, which shows as a
-// count the memo did not expect) drops the set's memo; and a pop whose
+// count the memo did not expect) drops the set's memo, and replicated
+// batches and a promotion drop every memo; and a pop whose
 // batch fails to commit leaves a count that differs from the memo's,
 // which drops it too. A memo is by the set's element prefix (namespace,
 // key, version), so it never outlives its version of the set, and it is

@@ -37,6 +37,13 @@ func (w *windows[W]) empty() bool {
 	return len(w.m) == 0
 }
 
+// clear drops every window.
+func (w *windows[W]) clear() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	clear(w.m)
+}
+
 // put makes win the window of the collection under prefix, dropping
 // another's when maxWindows collections have one, or drops the
 // collection's window when win is nil.
