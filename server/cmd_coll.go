@@ -120,7 +120,7 @@ func (c *conn) randomElems(key []byte, typ byte, sub []byte, single bool, count 
 	case single:
 		count = 1
 	}
-	elems, vals, _, err = c.s.ks.pickElems(c.reader(), key, m, sub, count)
+	elems, vals, _, err = c.s.ks.pickElems(c.reader(), key, m, sub, count, nil)
 	if err != nil {
 		return nil, nil, false, err
 	}

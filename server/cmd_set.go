@@ -152,19 +152,28 @@ func cmdSPop(c *conn, _ *command, args [][]byte) error {
 		if !existed || count == 0 {
 			return nil
 		}
+		var nodes *pickNodes
+		if m.count >= seekMinSize {
+			nodes = c.s.ks.spopNodes(&c.elemBuf, key, *m)
+		}
 		var cost walkCost
 		var err error
-		if popped, _, cost, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count); err != nil {
+		if popped, _, cost, err = c.s.ks.pickElems(c.reader(), key, *m, nil, count, nodes); err != nil {
 			return err
 		}
 		if cost.mostlyDead() && int64(len(popped)) < m.count {
+			c.s.ks.dropNodes(&c.elemBuf, key, *m)
 			*m, err = c.freshColl(key, *m, popped)
 			return err
 		}
 		for _, member := range popped {
 			c.s.ks.deleteElem(c.batch, &c.elemBuf, key, *m, member)
+			nodes.popped(member)
 		}
 		m.count -= int64(len(popped))
+		if nodes != nil {
+			nodes.count = m.count
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -221,6 +230,10 @@ func cmdSMove(c *conn, _ *command, args [][]byte) error {
 	dm, dstExists, err := c.getColl(dst, typeSet)
 	if err != nil {
 		return err
+	}
+	c.s.ks.dropNodes(&c.elemBuf, src, sm)
+	if dstExists {
+		c.s.ks.dropNodes(&c.elemBuf, dst, dm)
 	}
 	_, found, err := c.getElem(src, sm, member)
 	if err != nil {

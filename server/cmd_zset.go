@@ -236,7 +236,7 @@ func (e *zedit) flush() error {
 		}
 	}
 	if markChanged {
-		ks.putPopMark(b, e.key, *e.m, mark)
+		ks.putPopMark(b, buf, e.key, *e.m, mark)
 	}
 	return nil
 }
@@ -709,8 +709,16 @@ func zrank(rev bool) handler {
 // popFrom adds to the batch the removal of up to count members of the
 // sorted set at key, whose lock the caller holds, from the low end or the
 // high end when max, and the pop mark past them (popMark); it returns
-// them in pop order, replying itself on failure.
+// them in pop order, replying itself on failure. A pop of the one lowest
+// member comes from the set's window when it can (zpopwindow.go), and
+// otherwise reads a new window.
 func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmember, error) {
+	windowed := !max && count == 1
+	if windowed {
+		if items, err := c.zpopWindow(key, m); err != nil || items != nil {
+			return items, err
+		}
+	}
 	z, err := c.s.ks.newZIter(c.reader(), key, *m, nil, nil, max)
 	if err != nil {
 		return nil, err
@@ -719,6 +727,10 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 	items := make([]zmember, 0, min(n, 1024))
 	for int64(len(items)) < n && z.next() {
 		items = append(items, zmember{member: bytes.Clone(z.member), score: z.score})
+	}
+	var win *zsetWindow
+	if windowed && len(items) == 1 && m.count > 1 {
+		win = readZWindow(z)
 	}
 	if err := z.close(); err != nil {
 		return nil, err
@@ -729,13 +741,18 @@ func (c *conn) popFrom(key []byte, m *collMeta, count int64, max bool) ([]zmembe
 	m.count -= int64(len(items))
 	if len(items) > 0 && m.count > 0 {
 		mark, last := z.mark, items[len(items)-1]
-		edge := append(encodeScore(nil, last.score), last.member...)
+		edge := append(encodeScore(make([]byte, 0, scoreLen+len(last.member)+1), last.score), last.member...)
 		if max {
-			mark.high = edge
+			// A mark with a high bound has no room for ahead.
+			mark.high, mark.ahead = edge, nil
 		} else {
 			mark.low = append(edge, 0)
 		}
-		c.s.ks.putPopMark(c.batch, key, *m, mark)
+		if win != nil && mark.high == nil {
+			mark.ahead = win.ahead
+			c.s.ks.zpops.put(elemsKey(nil, key, *m), win)
+		}
+		c.s.ks.putPopMark(c.batch, &c.elemBuf, key, *m, mark)
 	}
 	return items, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,7 +182,10 @@ func (ks *keyspace) putColl(b *lsmgo.Batch, kb *keyBuf, userKey []byte, m collMe
 // elemsKey appends to dst the prefix shared by the element keys of the
 // collection m at userKey: its namespace's, then its key's and version's.
 func elemsKey(dst, userKey []byte, m collMeta) []byte {
-	dst = appendNS(dst[:0], elemPrefix, keylayout.NSElem, m.ns)
+	// One allocation, with room for a sub-prefix and a score or a short
+	// element, when dst has too little room.
+	dst = slices.Grow(dst[:0], 1+4+4+len(userKey)+8+16)
+	dst = appendNS(dst, elemPrefix, keylayout.NSElem, m.ns)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(userKey)))
 	dst = append(dst, userKey...)
 	return binary.BigEndian.AppendUint64(dst, m.version)
@@ -312,16 +316,17 @@ func (ks *keyspace) copyColl(r lsmgo.Reader, b *lsmgo.Batch, kb *keyBuf, src, ds
 // uniformly; a byte value that no element has sends its share to the
 // next element, so sparse element names are picked with some bias (Redis'
 // own pick is biased by its hash table too). It costs about two seeks per
-// distinct byte position; cost counts the positions it stopped at as
-// live.
-func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub []byte) (elem, val []byte, cost walkCost, err error) {
+// distinct byte position, less the nodes of the trie that nodes, when not
+// nil, holds from earlier picks (picknodes.go), to which it adds those it
+// seeks; cost counts the positions it stopped at as live.
+func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub []byte, nodes *pickNodes) (elem, val []byte, cost walkCost, err error) {
 	prefix := append(elemsKey(nil, userKey, m), sub...)
 	it, err := r.NewIter(&lsmgo.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, nil, cost, err
 	}
 	defer func() {
-		cost.dead = it.Skipped()
+		cost.dead += it.Skipped()
 		it.Close()
 	}()
 	// at is the element the iterator is at, when atOK: the pick takes
@@ -331,17 +336,25 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 	suffix := func(ok bool) []byte {
 		cost.live++
 		if !ok {
+			atOK = false
 			return nil
 		}
 		at, atOK = bytes.Clone(it.Key()[len(prefix):]), true
 		return at
 	}
-	lo, hi := suffix(it.First()), suffix(it.Last())
-	if lo == nil || hi == nil {
-		if err := it.Error(); err != nil {
-			return nil, nil, cost, err
+	var lo, hi []byte
+	var keptOf, kept []byte // kept is the value of element keptOf
+	if n, ok := nodes.node(nil); ok {
+		lo, hi = n.lo, n.hi
+	} else {
+		lo, hi = suffix(it.First()), suffix(it.Last())
+		if lo == nil || hi == nil {
+			if err := it.Error(); err != nil {
+				return nil, nil, cost, err
+			}
+			return nil, nil, cost, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
 		}
-		return nil, nil, cost, &lsmgo.CorruptionError{File: fmt.Sprintf("key %q", userKey), Offset: -1, Reason: "collection metadata counts elements that are not there"}
+		nodes.add(nil, lo, hi)
 	}
 	// Invariant: lo and hi are elements, lo ≤ hi, and the pick is between
 	// them. Each round either ends or lengthens their common prefix.
@@ -357,42 +370,74 @@ func (ks *keyspace) randomElem(r lsmgo.Reader, userKey []byte, m collMeta, sub [
 			break // lo itself
 		}
 		seek = append(append(append(seek[:0], prefix...), hi[:d]...), byte(c))
-		if !it.SeekGE(seek) {
-			atOK = false
+		under := seek[len(prefix):]
+		if n, ok := nodes.node(under); ok {
+			lo, hi = n.lo, n.hi
+			continue
+		}
+		next := suffix(it.SeekGE(seek))
+		if next == nil {
 			break
 		}
-		next := suffix(true)
-		if !bytes.HasPrefix(next, seek[len(prefix):]) {
+		if !bytes.HasPrefix(next, under) {
 			// No element has byte c here: the next one takes its share.
 			lo, hi = next, next
 			break
 		}
 		lo = next
 		if c < int(hi[d]) {
-			// The last element under the prefix seek: the one before
-			// the first element past it.
-			if !it.SeekLT(prefixEnd(seek)) {
-				atOK = false
+			// The last element under the prefix seek: lo itself when
+			// the element after it is past the prefix (a step forward,
+			// much cheaper than a seek back, which the memtable makes
+			// by a search from its top), or the one before the first
+			// element past the prefix. lo's value is kept for when lo
+			// is the pick, unless it is big.
+			if v := it.Value(); len(v) <= maxKeptValue {
+				keptOf, kept = lo, bytes.Clone(v)
+			}
+			if after := suffix(it.Next()); after == nil || !bytes.HasPrefix(after, under) {
+				hi = lo
+			} else if hi = suffix(it.SeekLT(prefixEnd(seek))); hi == nil {
 				break
 			}
-			hi = suffix(true)
+		}
+		if !bytes.Equal(lo, hi) {
+			// A node of one element is no cheaper to find from
+			// the memo than by the seek that found it, and is
+			// popped next.
+			nodes.add(under, lo, hi)
 		}
 	}
 	if err := it.Error(); err != nil {
 		return nil, nil, cost, err
 	}
-	if !atOK || !bytes.Equal(at, lo) {
-		seek = append(append(seek[:0], prefix...), lo...)
-		if !it.SeekGE(seek) {
-			if err := it.Error(); err != nil {
-				return nil, nil, cost, err
-			}
-			return nil, nil, cost, fmt.Errorf("random element of %q vanished", userKey)
-		}
-		cost.live++
+	switch {
+	case keptOf != nil && bytes.Equal(keptOf, lo):
+		return bytes.Clone(lo), kept, cost, nil
+	case atOK && bytes.Equal(at, lo):
+		return bytes.Clone(lo), bytes.Clone(it.Value()), cost, nil
 	}
-	return lo, bytes.Clone(it.Value()), cost, nil
+	seek = append(append(seek[:0], prefix...), lo...)
+	if !it.SeekGE(seek) || !bytes.Equal(it.Key()[len(prefix):], lo) {
+		if err := it.Error(); err != nil {
+			return nil, nil, cost, err
+		}
+		if nodes != nil {
+			// Not what the memo promises; pick without it.
+			nodes.reset()
+			elem, val, again, err := ks.randomElem(r, userKey, m, sub, nil)
+			cost.add(again)
+			return elem, val, cost, err
+		}
+		return nil, nil, cost, fmt.Errorf("random element of %q vanished", userKey)
+	}
+	cost.live++
+	return bytes.Clone(lo), bytes.Clone(it.Value()), cost, nil
 }
+
+// maxKeptValue is the largest value randomElem copies on its way down in
+// case its element is the pick, saving a seek back to it.
+const maxKeptValue = 256
 
 func commonPrefixLen(a, b []byte) int {
 	n := 0
@@ -519,6 +564,9 @@ func (c *conn) editCollEvent(key []byte, typ byte, event string, fn func(m *coll
 		if m, err = c.s.ks.newColl(c.scratch.ns, typ); err != nil {
 			return err
 		}
+	}
+	if typ == typeSet && exists && event != "spop" {
+		c.s.ks.dropNodes(&c.elemBuf, key, m) // picknodes.go
 	}
 	before := m.count
 	if err := fn(&m, exists); err != nil {

@@ -107,6 +107,11 @@ type keyspace struct {
 	versions *versionClock
 	reclaim  *reclaimer // nil in tests that build a bare keyspace
 	watches  watchRegistry
+	// zpops holds ZPOPMIN's windows of the sorted sets it pops
+	// (zpopwindow.go).
+	zpops windows[zsetWindow]
+	// spops holds SPOP's memos of the sets it pops (picknodes.go).
+	spops windows[pickNodes]
 	// dbs maps databases to namespaces (databases.go).
 	dbs atomic.Pointer[dbMap]
 	// expiries announces expired keys (expiry_events.go); nil in tests

@@ -42,9 +42,10 @@ func (w walkCost) mostlyDead() bool { return w.dead > 64 && w.dead > 2*w.live }
 // pickElems picks random elements under sub of m at key: count > 0
 // distinct ones (all when count ≥ the collection's size), or -count with
 // repetition. The picks come in random order. A few picks out of many are
-// made by seeking (keyspace.randomElem); more are made in one pass over
-// the elements. cost is what the picks cost in the engine.
-func (ks *keyspace) pickElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, cost walkCost, err error) {
+// made by seeking (keyspace.randomElem, with the memo nodes when not nil);
+// more are made in one pass over the elements. cost is what the picks
+// cost in the engine.
+func (ks *keyspace) pickElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte, count int64, nodes *pickNodes) (elems, vals [][]byte, cost walkCost, err error) {
 	if count >= m.count {
 		// Every element: nothing is left to walk again.
 		if elems, vals, err = ks.readElems(r, key, m, sub); err == nil {
@@ -53,7 +54,7 @@ func (ks *keyspace) pickElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte
 		return elems, vals, cost, err
 	}
 	if n := max(count, -count); m.count >= seekMinSize && n*seekPicks <= m.count {
-		return ks.seekElems(r, key, m, sub, count)
+		return ks.seekElems(r, key, m, sub, count, nodes)
 	}
 	return ks.passElems(r, key, m, sub, count)
 }
@@ -85,7 +86,7 @@ func (ks *keyspace) passElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte
 // collection's size, so repeats are rare unless the element names make
 // the picks very uneven: after many redraws it gives up and makes the
 // picks in one pass).
-func (ks *keyspace) seekElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte, count int64) (elems, vals [][]byte, cost walkCost, err error) {
+func (ks *keyspace) seekElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte, count int64, nodes *pickNodes) (elems, vals [][]byte, cost walkCost, err error) {
 	var seen map[string]bool
 	if count > 0 {
 		seen = make(map[string]bool, count)
@@ -96,7 +97,7 @@ func (ks *keyspace) seekElems(r lsmgo.Reader, key []byte, m collMeta, sub []byte
 			cost.add(pass)
 			return elems, vals, cost, err
 		}
-		elem, val, c, err := ks.randomElem(r, key, m, sub)
+		elem, val, c, err := ks.randomElem(r, key, m, sub, nodes)
 		cost.add(c)
 		if err != nil {
 			return nil, nil, cost, err

@@ -59,6 +59,7 @@ func (s *Server) applyReplicated(mc *conn, batches [][]byte) error {
 	if err != nil {
 		return err
 	}
+	s.ks.spops.clear() // the primary's writes are not SPOP's (picknodes.go)
 	if flushed {
 		s.invalidateAll(mc)
 	} else if s.tracking.active() {

@@ -243,6 +243,7 @@ func (s *Server) promote() {
 		s.repl.setDataset(id)
 	}
 	s.newStream()
+	s.ks.spops.clear() // learned before or while following (picknodes.go)
 	if err := s.ks.versions.reload(); err != nil {
 		s.log.Error("replication: reloading collection versions", "err", err)
 	}

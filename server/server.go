@@ -171,6 +171,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.ks = keyspace{db: s.db, locks: newKeyLocks(), reclaim: newReclaimer(s.db, s.log),
 		expiries: newExpiryWatch(s.publishExpired)}
+	s.ks.spops.max = maxNodeSets
 	if err := s.initReplication(); err != nil {
 		s.ks.reclaim.stop()
 		s.db.Close()

@@ -134,6 +134,7 @@ func (ks *keyspace) zdelete(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collM
 // and member; member is valid until the next call.
 type zIter struct {
 	it      *lsmgo.Iterator
+	opts    lsmgo.IterOptions
 	userKey []byte
 	prefix  []byte  // the index's prefix
 	skip    int     // the length of the index's prefix
@@ -148,9 +149,15 @@ type zIter struct {
 // newZIter opens a walk of the score index of m at userKey between lower
 // (inclusive) and upper (exclusive), both given as what follows the
 // index's prefix (an encoded score, then member bytes); nil is unbounded.
-// The set's pop mark, read through r too, narrows the bounds.
+// The set's pop mark, read through r too, narrows the bounds. The engine
+// keys it needs (the mark's, the index's prefix and both bounds) share
+// one allocation, and the iterator's options live in the walk: ZPOPMIN
+// opens a walk per pop.
 func (ks *keyspace) newZIter(r lsmgo.Reader, userKey []byte, m collMeta, lower, upper []byte, reverse bool) (*zIter, error) {
-	mark, err := ks.popMark(r, userKey, m)
+	base := elemsKey(nil, userKey, m)
+	n := len(base) + 1
+	markKey := append(base, zMarkSub)
+	mark, err := ks.readPopMark(r, userKey, markKey)
 	if err != nil {
 		return nil, err
 	}
@@ -160,19 +167,29 @@ func (ks *keyspace) newZIter(r lsmgo.Reader, userKey []byte, m collMeta, lower, 
 	if mark.high != nil && (upper == nil || bytes.Compare(upper, mark.high) > 0) {
 		upper = mark.high
 	}
-	prefix := append(elemsKey(nil, userKey, m), zScoreSub)
-	o := &lsmgo.IterOptions{
-		LowerBound: append(bytes.Clone(prefix), lower...),
-		UpperBound: prefixEnd(prefix),
-	}
+	// buf holds the index's prefix, then the lower bound, then the
+	// upper bound; without upper, the end of the index: its prefix with
+	// the sub-prefix byte incremented.
+	buf := make([]byte, 0, 3*n+len(lower)+len(upper))
+	buf = append(append(buf, base...), zScoreSub)
+	prefix := buf[:n:n]
+	z := &zIter{userKey: userKey, prefix: prefix, skip: n, mark: mark, reverse: reverse}
+	buf = append(append(buf, prefix...), lower...)
+	z.opts.LowerBound = buf[n:len(buf):len(buf)]
+	end := len(buf)
+	buf = append(buf, prefix...)
 	if upper != nil {
-		o.UpperBound = append(prefix, upper...)
+		buf = append(buf, upper...)
+	} else {
+		buf[len(buf)-1]++
 	}
-	it, err := r.NewIter(o)
+	z.opts.UpperBound = buf[end:]
+	it, err := r.NewIter(&z.opts)
 	if err != nil {
 		return nil, err
 	}
-	return &zIter{it: it, userKey: userKey, prefix: prefix[:len(prefix):len(prefix)], skip: len(prefix), mark: mark, reverse: reverse}, nil
+	z.it = it
+	return z, nil
 }
 
 // walkRange seeks to lower and walks forward to upper (both as for
@@ -320,8 +337,18 @@ func (ks *keyspace) zrank(r lsmgo.Reader, userKey []byte, m collMeta, member []b
 // outside the mark widens it in the same batch. Read through the same
 // view as the index, the mark never hides a live entry.
 //
-// Engine value: uvarint len(low), low, high.
-type popMark struct{ low, high []byte }
+// ZPOPMIN's window (zpopwindow.go) adds ahead: 8 random bytes naming the
+// window, then the suffix of its last entry. While the mark carries it,
+// no entry has been added between low and that entry since the window was
+// read: a write that adds one there drops ahead (widen), and only a
+// window's read writes it. A mark with a high bound carries no ahead.
+//
+// Engine value: uvarint len(low), low, then high, or, with ahead, the
+// bytes FF FF and ahead. No suffix starts with FF FF (the highest score,
+// +inf, encodes as FF F0 …, and NaN is never stored), so the two cannot be
+// confused, and a server from before windows reads FF FF + ahead as a high
+// bound above every entry: no bound, as it should.
+type popMark struct{ low, high, ahead []byte }
 
 func zMarkKey(dst, userKey []byte, m collMeta) []byte {
 	return append(elemsKey(dst, userKey, m), zMarkSub)
@@ -329,7 +356,13 @@ func zMarkKey(dst, userKey []byte, m collMeta) []byte {
 
 // popMark reads the pop mark of m at userKey through r.
 func (ks *keyspace) popMark(r lsmgo.Reader, userKey []byte, m collMeta) (popMark, error) {
-	v, err := r.Get(zMarkKey(nil, userKey, m))
+	return ks.readPopMark(r, userKey, zMarkKey(nil, userKey, m))
+}
+
+// readPopMark reads the pop mark of the sorted set at userKey, whose
+// engine key is key, through r.
+func (ks *keyspace) readPopMark(r lsmgo.Reader, userKey, key []byte) (popMark, error) {
+	v, err := r.Get(key)
 	if errors.Is(err, lsmgo.ErrNotFound) {
 		return popMark{}, nil
 	}
@@ -344,34 +377,54 @@ func (ks *keyspace) popMark(r lsmgo.Reader, userKey []byte, m collMeta) (popMark
 	if n > 0 {
 		mark.low = v[w : w+int(n)]
 	}
-	if rest := v[w+int(n):]; len(rest) > 0 {
+	switch rest := v[w+int(n):]; {
+	case bytes.HasPrefix(rest, markAhead):
+		mark.ahead = rest[len(markAhead):]
+		if len(mark.ahead) < aheadName+scoreLen {
+			return popMark{}, zsetCorrupt(userKey, fmt.Sprintf("pop mark's ahead of %d bytes is malformed", len(mark.ahead)))
+		}
+	case len(rest) > 0:
 		mark.high = rest
 	}
 	return mark, nil
 }
 
-// putPopMark adds to b the write of mark for m at userKey.
-func (ks *keyspace) putPopMark(b *lsmgo.Batch, userKey []byte, m collMeta, mark popMark) {
-	k := zMarkKey(nil, userKey, m)
+// markAhead stands where a pop mark's high would, before a window's ahead.
+var markAhead = []byte{0xff, 0xff}
+
+// putPopMark adds to b the write of mark for m at userKey, building the
+// key and the value in *buf.
+func (ks *keyspace) putPopMark(b *lsmgo.Batch, buf *[]byte, userKey []byte, m collMeta, mark popMark) {
+	*buf = zMarkKey(*buf, userKey, m)
 	if mark.low == nil && mark.high == nil {
-		b.Delete(k)
+		b.Delete(*buf)
 		return
 	}
-	v := binary.AppendUvarint(nil, uint64(len(mark.low)))
-	v = append(append(v, mark.low...), mark.high...)
-	b.Set(k, v)
+	k := len(*buf)
+	*buf = binary.AppendUvarint(*buf, uint64(len(mark.low)))
+	*buf = append(*buf, mark.low...)
+	if mark.high == nil && mark.ahead != nil {
+		*buf = append(append(*buf, markAhead...), mark.ahead...)
+	} else {
+		*buf = append(*buf, mark.high...)
+	}
+	b.Set((*buf)[:k], (*buf)[k:])
 }
 
 // widen returns the mark moved so that it no longer excludes the index
-// entry of member with score; changed reports whether it moved.
+// entry of member with score, and without a window's ahead that the entry
+// falls within; changed reports whether it changed.
 func (mark popMark) widen(score float64, member []byte) (popMark, bool) {
 	if mark.low == nil && mark.high == nil {
 		return mark, false
 	}
 	suffix := append(encodeScore(nil, score), member...)
 	changed := false
+	if mark.ahead != nil && bytes.Compare(suffix, mark.ahead[aheadName:]) <= 0 {
+		mark.ahead, changed = nil, true
+	}
 	if mark.low != nil && bytes.Compare(suffix, mark.low) < 0 {
-		mark.low, changed = nil, true
+		mark.low, mark.ahead, changed = nil, nil, true
 	}
 	if mark.high != nil && bytes.Compare(suffix, mark.high) >= 0 {
 		mark.high, changed = nil, true
