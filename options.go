@@ -171,12 +171,13 @@ type Options struct {
 	// read through mappings instead of pread(2): tables are mapped as they
 	// are opened while the sizes of the mapped ones add up to at most
 	// this, and the rest are read with pread through the block cache. A
-	// mapped table's blocks are decoded straight from the mapping on every
-	// read and never enter the block cache: its pages are the page cache's,
-	// which a pread table uses just the same, only counted in this
-	// process's resident set, and the kernel can reclaim them; a decoded
-	// copy would hold the bytes a second time, uncompressed, on the Go
-	// heap, whose collector lets it grow to about twice what is live.
+	// mapped table's blocks are decoded straight from the mapping and
+	// enter the block cache only when read twice in a row (a hot block):
+	// its pages are the page cache's, which a pread table uses just the
+	// same, only counted in this process's resident set, and the kernel
+	// can reclaim them; a decoded copy of every block read would hold the
+	// bytes a second time, uncompressed, on the Go heap, whose collector
+	// lets it grow to about twice what is live.
 	// Default 2×CacheSize (128 MiB at the default cache); negative maps
 	// nothing. With 1M keys (~110 MB of tables) every table is then
 	// mapped, and a uniform point read costs 3.7 µs of CPU against 9.5 µs

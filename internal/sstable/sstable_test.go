@@ -321,10 +321,14 @@ func TestCache(t *testing.T) {
 	}
 }
 
-// TestMappedSkipsCache checks that a mapped table's blocks are decoded
-// from the mapping on every read and never cached, while Gets and scans
-// still return every entry.
-func TestMappedSkipsCache(t *testing.T) {
+// TestMappedCachesRepeats checks that a mapped table's blocks are
+// decoded from the mapping and enter the cache only when read twice in a
+// row (readDataBlock): scans and alternating reads of two blocks cache
+// nothing, a block read again is served from the cache from its third
+// read on, and Gets and scans return every entry throughout, from many
+// goroutines too (recycled blocks are poisoned in tests, so a cached
+// block released too early would show as a wrong value).
+func TestMappedCachesRepeats(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 12))
 	entries := randomEntries(rng, 2000)
 	data, _ := buildTable(t, entries, WriterOptions{BlockSize: 2048, Compression: SnappyCompression})
@@ -338,6 +342,7 @@ func TestMappedSkipsCache(t *testing.T) {
 	if !r.Mapped() {
 		t.Fatal("the table was not mapped")
 	}
+	cached := func() int64 { _, _, _, n := c.Metrics(); return n }
 	stats.BlockReads.Store(0)
 	for pass := int64(1); pass <= 2; pass++ {
 		cur := &cursor{m: entries}
@@ -355,19 +360,76 @@ func TestMappedSkipsCache(t *testing.T) {
 			t.Fatalf("scan %d: %d block reads in all, want %d", pass, got, want)
 		}
 	}
+	if n := cached(); n != 0 {
+		t.Fatalf("scans left %d blocks in the cache", n)
+	}
+	get := func(k []byte) {
+		t.Helper()
+		want, _ := model(entries).get(k, base.SeqNumMax)
+		v, kind, found, err := r.Get(k, base.SeqNumMax)
+		if err != nil || !found || kind != want.key.Kind() || (kind != base.KindDelete && !bytes.Equal(v, want.value)) {
+			t.Fatalf("Get(%q) = %q, %v, found=%v, err=%v; want %q, %v", k, v, kind, found, err, want.value, want.key.Kind())
+		}
+	}
+	// reads runs fn and returns how many blocks it read from the mapping.
+	reads := func(fn func()) int64 {
+		n := stats.BlockReads.Load()
+		fn()
+		return stats.BlockReads.Load() - n
+	}
+	first, last := entries[0].key.UserKey, entries[len(entries)-1].key.UserKey
+	if n := reads(func() {
+		for range 10 {
+			get(first)
+			get(last)
+		}
+	}); n != 20 || cached() != 0 {
+		t.Fatalf("alternating reads of two blocks: %d block reads, %d blocks cached; want 20, 0", n, cached())
+	}
+	if n := reads(func() { get(first); get(first) }); n != 2 || cached() != 1 {
+		t.Fatalf("a block read twice in a row: %d block reads, %d blocks cached; want 2, 1", n, cached())
+	}
+	if n := reads(func() {
+		for range 10 {
+			get(first)
+		}
+	}); n != 0 {
+		t.Fatalf("a cached block read 10 times more: %d block reads, want 0", n)
+	}
+	// Another block read in between: the next read of the cached one
+	// decodes it again, the one after finds it in the cache.
+	if n := reads(func() { get(last); get(first); get(first) }); n != 2 || cached() != 1 {
+		t.Fatalf("reads of blocks last, first, first: %d block reads, %d blocks cached; want 2, 1", n, cached())
+	}
 	for i, e := range entries {
 		if i > 0 && bytes.Equal(entries[i-1].key.UserKey, e.key.UserKey) {
 			continue // an older version
 		}
-		for range 2 {
-			v, kind, found, err := r.Get(e.key.UserKey, base.SeqNumMax)
-			if err != nil || !found || kind != e.key.Kind() || (kind != base.KindDelete && !bytes.Equal(v, e.value)) {
-				t.Fatalf("Get(%q) = %q, %v, found=%v, err=%v; want %q, %v", e.key.UserKey, v, kind, found, err, e.value, e.key.Kind())
-			}
-		}
+		get(e.key.UserKey)
+		get(e.key.UserKey)
 	}
-	if _, _, _, n := c.Metrics(); n != 0 {
-		t.Fatalf("a mapped table left %d blocks in the cache", n)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 13))
+			for range 2000 {
+				k := first // a hot block, cached and read by all
+				if rng.IntN(2) == 0 {
+					k = entries[rng.IntN(len(entries))].key.UserKey
+				}
+				want, _ := model(entries).get(k, base.SeqNumMax)
+				v, kind, found, err := r.Get(k, base.SeqNumMax)
+				if err != nil || !found || kind != want.key.Kind() || (kind != base.KindDelete && !bytes.Equal(v, want.value)) {
+					t.Errorf("Get(%q) = %q, %v, found=%v, err=%v; want %q, %v", k, v, kind, found, err, want.value, want.key.Kind())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c.EvictFile(4)
+	if n := cached(); n != 0 {
+		t.Fatalf("EvictFile left %d blocks of the mapped table in the cache", n)
 	}
 }
 
