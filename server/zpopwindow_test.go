@@ -321,3 +321,49 @@ func TestZPopMinWindowReplicated(t *testing.T) {
 		t.Fatalf("ZPOPMIN on the promoted replica = %v, %v; want low", got, err)
 	}
 }
+
+// TestZPopMinWindowBigMember pops next to members bigger than a window's
+// byte budget: a window ends before such a member, and one would start
+// with it makes no window, so that no member of any size goes into the
+// pop mark's ahead (a huge one would pass the engine's MaxEntrySize).
+// Pops go on in order past it.
+func TestZPopMinWindowBigMember(t *testing.T) {
+	s := startServer(t, nil)
+	c := newClient(t, s, 2, nil)
+	ctx := context.Background()
+	big := "d" + strings.Repeat("x", windowBytes)
+	order := []string{"a", "b", "c", big, "e", "f"}
+	var zs []redis.Z
+	for i, m := range order {
+		zs = append(zs, redis.Z{Member: m, Score: float64(i)})
+	}
+	if err := c.ZAdd(ctx, "z", zs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	window := func() *zsetWindow {
+		m, _, err := s.ks.getColl(s.ks.latest(), &keyBuf{}, []byte("z"), typeZSet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ks.zpops.get(elemsKey(nil, []byte("z"), m))
+	}
+	for i, want := range order {
+		got, err := c.ZPopMin(ctx, "z").Result()
+		if err != nil || len(got) != 1 || got[0].Member != want {
+			t.Fatalf("pop %d: ZPOPMIN = %v, %v; want %.8s…", i, got, err, want)
+		}
+		w := window()
+		entries := -1 // no window
+		if w != nil {
+			entries = len(w.items)
+		}
+		switch {
+		case i == 0 && entries != 2:
+			t.Fatalf("after a: window of %d entries, want b and c only", entries)
+		case i == 2 && w != nil:
+			t.Fatalf("after c: a window starting with the %d-byte member", len(big))
+		case w != nil && len(w.ahead) > aheadName+scoreLen+windowBytes:
+			t.Fatalf("pop %d: ahead of %d bytes", i, len(w.ahead))
+		}
+	}
+}
