@@ -141,6 +141,7 @@ func (ks *keyspace) apply(b *lsmgo.Batch) (lsmgo.Pending, error) {
 	}
 	p, err := ks.db.CommitAsync(b, nil)
 	if err != nil {
+		ks.lostBatch()
 		return p, err
 	}
 	if ks.expiries != nil && ks.expiries.on.Load() {
@@ -148,6 +149,16 @@ func (ks *keyspace) apply(b *lsmgo.Batch) (lsmgo.Pending, error) {
 	}
 	return p, nil
 }
+
+// lostBatch forgets what a batch that never commits (a failed commit, a
+// discarded script's or handler's batch) may have taught SPOP's memos:
+// they are built and moved along through the uncommitted view, and a
+// pop's count alone cannot tell them stale once the batch also added a
+// member (SADD x; SPOP). Which sets the batch touched is not worth
+// working out for so rare an event, and a dropped memo is only rebuilt
+// (picknodes.go). A commit's caller still holds the batch's locks, so
+// no other pop reads a memo the batch moved first.
+func (ks *keyspace) lostBatch() { ks.spops.clear() }
 
 // checkFormat stamps a new directory with the keyspace format version and
 // refuses one written with another; dir names the directory in the error.

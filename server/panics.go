@@ -46,6 +46,9 @@ func (c *conn) recoverHandler(cmd *command) {
 	c.batch.Reset()
 	c.abandonPending()
 	c.exec = nil
+	// The locks are gone already, so a pop in between could have read a
+	// memo the handler moved; dropping them now keeps it to that window.
+	c.s.ks.lostBatch()
 	c.tx = nil
 	// Close before anything is flushed: the buffered reply may be cut
 	// mid-way, and a client must not read half a reply as a whole one.

@@ -17,12 +17,13 @@ import "bytes"
 // it: a pop drops the nodes whose first or last member it popped (the
 // only ones whose bounds it changes); a write by anything but SPOP
 // (SADD, SREM, SMOVE, or one this server did not make, which shows as a
-// count the memo did not expect) drops the set's memo, and replicated
-// batches and a promotion drop every memo; and a pop whose
-// batch fails to commit leaves a count that differs from the memo's,
-// which drops it too. A memo is by the set's element prefix (namespace,
-// key, version), so it never outlives its version of the set, and it is
-// read and changed only under the set's lock.
+// count the memo did not expect) drops the set's memo; replicated
+// batches, a promotion, and a batch that fails to commit or is dropped
+// unapplied (keyspace.lostBatch) drop every memo. The count alone does
+// not tell a lost batch: one holding SADD x; SPOP ends at the count the
+// memo expects, with nodes bounded by x. A memo is by the set's element
+// prefix (namespace, key, version), so it never outlives its version of
+// the set, and it is read and changed only under the set's lock.
 const (
 	// maxNodeBytes bounds one set's memo; past it, new nodes are sought
 	// every time (the top ones, visited by every pop, come first).

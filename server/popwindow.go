@@ -10,7 +10,7 @@ import (
 const maxWindows = 256
 
 // windowBytes bounds the members one window holds, so that windows of big
-// members stay small (one such member still makes a window).
+// members stay small (a member past it makes no window).
 const windowBytes = 4096
 
 // windows holds the windows of the collections being popped, by the

@@ -59,7 +59,11 @@ func (s *Server) applyReplicated(mc *conn, batches [][]byte) error {
 	if err != nil {
 		return err
 	}
-	s.ks.spops.clear() // the primary's writes are not SPOP's (picknodes.go)
+	// The primary's writes are not this server's: SPOP's memos would not
+	// see them (picknodes.go), nor would a ZPOPMIN window see an older
+	// primary's add below its end (zpopwindow.go).
+	s.ks.spops.clear()
+	s.ks.zpops.clear()
 	if flushed {
 		s.invalidateAll(mc)
 	} else if s.tracking.active() {

@@ -243,7 +243,10 @@ func (s *Server) promote() {
 		s.repl.setDataset(id)
 	}
 	s.newStream()
-	s.ks.spops.clear() // learned before or while following (picknodes.go)
+	// SPOP's memos and ZPOPMIN's windows learned before or while
+	// following may predate writes another server made.
+	s.ks.spops.clear()
+	s.ks.zpops.clear()
 	if err := s.ks.versions.reload(); err != nil {
 		s.log.Error("replication: reloading collection versions", "err", err)
 	}

@@ -246,6 +246,7 @@ func (c *conn) runScript(r *runningScript, readOnly bool, run func(w *resp.Write
 	reply, stopped := sc.call(c, r, caller, run)
 	if stopped && own {
 		c.exec.batch.Reset()
+		ks.lostBatch()
 		c.dropNotes()
 	}
 	if own {

@@ -42,15 +42,21 @@ type zsetWindow struct {
 }
 
 // readZWindow reads the window that follows the entry z was last at: up
-// to zWindowSize entries or windowBytes of their members. It returns nil
-// when no entry follows.
+// to zWindowSize entries and windowBytes of their members, ending before
+// the first member that would pass windowBytes. It returns nil when no
+// entry follows or the next one is such a member: the window's last
+// suffix goes into the pop mark's ahead, and a member of hundreds of MiB
+// there would make a mark past the engine's MaxEntrySize, and every
+// ZPOPMIN fail.
 func readZWindow(z *zIter) *zsetWindow {
 	win := &zsetWindow{}
 	size := 0
-	for len(win.items) < zWindowSize && size < windowBytes && z.next() {
+	for len(win.items) < zWindowSize && z.next() {
+		if size += len(z.member); size > windowBytes {
+			break
+		}
 		win.items = append(win.items, zmember{member: bytes.Clone(z.member), score: z.score})
 		win.suffixes = append(win.suffixes, append(encodeScore(nil, z.score), z.member...))
-		size += len(z.member)
 	}
 	if len(win.items) == 0 {
 		return nil

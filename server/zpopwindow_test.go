@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -263,5 +264,106 @@ func TestPopMarkEncoding(t *testing.T) {
 	}
 	if got := read(); !bytes.Equal(got.low, low) || !bytes.Equal(got.high, high) || got.ahead != nil {
 		t.Errorf("a mark from before windows reads as %+v", got)
+	}
+}
+
+// TestZPopMinWindowReplicated holds a ZPOPMIN window on a replica, as a
+// demoted primary does, while its primary adds an entry below the
+// window's end: applying the primary's batch must drop the window, and
+// so must a promotion, since a primary of an older binary writes the set
+// without moving the window's ahead out of the pop mark.
+func TestZPopMinWindowReplicated(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, nil)
+	pc := newClient(t, primary, 2, nil)
+	var zs []redis.Z
+	for i := range 100 {
+		zs = append(zs, redis.Z{Member: fmt.Sprintf("m%03d", i), Score: float64(i)})
+	}
+	if err := pc.ZAdd(ctx, "z", zs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := pc.ZPopMin(ctx, "z").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _, err := primary.ks.getColl(primary.ks.latest(), &keyBuf{}, []byte("z"), typeZSet)
+	prefix := elemsKey(nil, []byte("z"), m)
+	win := primary.ks.zpops.get(prefix)
+	if err != nil || win == nil {
+		t.Fatalf("no window after two pops (%v)", err)
+	}
+	dir := filepath.Join(t.TempDir(), "replica")
+	if err := primary.db.Checkpoint(dir); err != nil {
+		t.Fatal(err)
+	}
+	replica := startServer(t, func(c *Config) {
+		c.Dir = dir
+		c.ReplicaOf = strings.Replace(primary.Addr().String(), ":", " ", 1)
+	})
+	waitReplicated(t, primary, replica)
+	replica.ks.zpops.put(prefix, win)
+	if err := pc.ZAdd(ctx, "z", redis.Z{Member: "low", Score: -1}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the replicated ZADD to drop the window", func() bool { return replica.ks.zpops.get(prefix) == nil })
+
+	replica.ks.zpops.put(prefix, win)
+	rc := newClient(t, replica, 2, nil)
+	if _, msg := do(ctx, rc, "replicaof", "no", "one"); msg != "" {
+		t.Fatal(msg)
+	}
+	if replica.ks.zpops.get(prefix) != nil {
+		t.Fatal("the window outlived the promotion")
+	}
+	if got, err := rc.ZPopMin(ctx, "z").Result(); err != nil || len(got) != 1 || got[0].Member != "low" {
+		t.Fatalf("ZPOPMIN on the promoted replica = %v, %v; want low", got, err)
+	}
+}
+
+// TestZPopMinWindowBigMember pops next to members bigger than a window's
+// byte budget: a window ends before such a member, and one would start
+// with it makes no window, so that no member of any size goes into the
+// pop mark's ahead (a huge one would pass the engine's MaxEntrySize).
+// Pops go on in order past it.
+func TestZPopMinWindowBigMember(t *testing.T) {
+	s := startServer(t, nil)
+	c := newClient(t, s, 2, nil)
+	ctx := context.Background()
+	big := "d" + strings.Repeat("x", windowBytes)
+	order := []string{"a", "b", "c", big, "e", "f"}
+	var zs []redis.Z
+	for i, m := range order {
+		zs = append(zs, redis.Z{Member: m, Score: float64(i)})
+	}
+	if err := c.ZAdd(ctx, "z", zs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	window := func() *zsetWindow {
+		m, _, err := s.ks.getColl(s.ks.latest(), &keyBuf{}, []byte("z"), typeZSet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ks.zpops.get(elemsKey(nil, []byte("z"), m))
+	}
+	for i, want := range order {
+		got, err := c.ZPopMin(ctx, "z").Result()
+		if err != nil || len(got) != 1 || got[0].Member != want {
+			t.Fatalf("pop %d: ZPOPMIN = %v, %v; want %.8s…", i, got, err, want)
+		}
+		w := window()
+		entries := -1 // no window
+		if w != nil {
+			entries = len(w.items)
+		}
+		switch {
+		case i == 0 && entries != 2:
+			t.Fatalf("after a: window of %d entries, want b and c only", entries)
+		case i == 2 && w != nil:
+			t.Fatalf("after c: a window starting with the %d-byte member", len(big))
+		case w != nil && len(w.ahead) > aheadName+scoreLen+windowBytes:
+			t.Fatalf("pop %d: ahead of %d bytes", i, len(w.ahead))
+		}
 	}
 }
