@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // suiteResult is what one unit of Redis' test suite reported.
@@ -97,14 +98,7 @@ func oneLine(s string) string {
 // other packages apart; runtest moves on from a busy port by itself.
 func suiteBasePort(t *testing.T) int {
 	t.Helper()
-	ephemeralLow := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				ephemeralLow = n
-			}
-		}
-	}
+	ephemeralLow := testutil.EphemeralLow()
 	const lowest = 1024 + 32
 	highest := ephemeralLow - 10000 - 64 // the span runtest may use above the base
 	if highest <= lowest {
@@ -152,11 +146,18 @@ func runSuiteUnit(t *testing.T, suite, addr, unit string, timeout time.Duration)
 
 // startReferenceRedis starts redis-server on a free loopback port with
 // DEBUG enabled and nothing saved, as the suite's README asks for the
-// reference run. Cleanup kills it by PID.
+// reference run, again on another port if that one was taken before
+// redis-server bound it. Cleanup kills it by PID.
 func startReferenceRedis(t *testing.T, bin string) string {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	_, port, _ := net.SplitHostPort(addr)
+	return testutil.StartRetrying(t, "redis-server", func() (string, error) { return tryStartReferenceRedis(t, bin) })
+}
+
+// tryStartReferenceRedis is one try of startReferenceRedis. It fails with
+// the output of a redis-server that exited before it was ready.
+func tryStartReferenceRedis(t *testing.T, bin string) (string, error) {
+	t.Helper()
+	port := strconv.Itoa(testutil.FreePort(t))
 	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--dir", t.TempDir(),
 		"--save", "", "--appendonly", "no", "--enable-debug-command", "yes")
 	stdout, err := cmd.StdoutPipe()
@@ -166,30 +167,36 @@ func startReferenceRedis(t *testing.T, bin string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
 	ready := make(chan bool, 1)
+	out := &testutil.SyncBuffer{}
+	// The scan ends when redis-server exits, after which cmd.Wait reaps it.
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			fmt.Fprintln(out, sc.Text())
 			if strings.Contains(sc.Text(), "Ready to accept connections") {
 				ready <- true
 			}
 		}
 	}()
+	exited := make(chan struct{})
+	go func() {
+		<-scanned
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // only this redis-server's PID
+		<-exited
+	})
 	select {
 	case <-ready:
 	case <-exited:
-		t.Fatalf("redis-server exited at start")
+		return "", fmt.Errorf("redis-server exited at start:\n%s", out)
 	case <-time.After(10 * time.Second):
-		t.Fatalf("redis-server did not start on %s", addr)
+		t.Fatalf("redis-server did not start on port %s:\n%s", port, out)
 	}
-	return addr
+	return "127.0.0.1:" + port, nil
 }
