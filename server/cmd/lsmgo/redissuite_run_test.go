@@ -21,8 +21,9 @@ import (
 
 // suiteResult is what one unit of Redis' test suite reported.
 type suiteResult struct {
-	passed, failed, skipped []string // test names, in the order they ran
-	aborted                 string   // why the unit stopped early; "" when it ran to its end
+	passed, failed, skipped []string          // test names, in the order they ran
+	why                     map[string]string // a failed test's first detail line
+	aborted                 string            // why the unit stopped early; "" when it ran to its end
 	elapsed                 time.Duration
 }
 
@@ -52,7 +53,7 @@ var (
 // parseSuiteLog reads a runtest log of one unit. A unit that printed no
 // "done" line stopped early: the exception, or the log's last lines, say why.
 func parseSuiteLog(log string) suiteResult {
-	var r suiteResult
+	r := suiteResult{why: map[string]string{}}
 	lines := strings.Split(ansiEscape.ReplaceAllString(log, ""), "\n")
 	done := false
 	for i, l := range lines {
@@ -60,7 +61,11 @@ func parseSuiteLog(log string) suiteResult {
 		case okLine.MatchString(l):
 			r.passed = append(r.passed, okLine.FindStringSubmatch(l)[1])
 		case errLine.MatchString(l):
-			r.failed = append(r.failed, errLine.FindStringSubmatch(l)[1])
+			name := errLine.FindStringSubmatch(l)[1]
+			r.failed = append(r.failed, name)
+			if i+1 < len(lines) {
+				r.why[name] = oneLine(lines[i+1])
+			}
 		case skipLine.MatchString(l):
 			r.skipped = append(r.skipped, skipLine.FindStringSubmatch(l)[1])
 		case strings.HasPrefix(l, "[err]: ") && r.aborted == "":
