@@ -395,11 +395,27 @@ func TestConnectionCommands(t *testing.T) {
 			{args: []any{"CONFIG", "RESETSTAT"}, want: "OK"},
 			{args: []any{"DBSIZE", "x"}, err: "ERR wrong number of arguments for 'dbsize' command"},
 			{args: []any{"SLOWLOG", "GET", "-2"}, err: "ERR count should be greater than or equal to -1"},
-			{args: []any{"SLOWLOG", "RESET"}, want: "OK"},
-			{args: []any{"SLOWLOG", "LEN"}, want: int64(0)},
-			{args: []any{"COMMAND", "COUNT"}, want: int64(len(commands))},
+			// With every command logged, the PING enters the slow log.
+			{args: []any{"CONFIG", "SET", "slowlog-log-slower-than", "0"}, want: "OK"},
+			{args: []any{"PING", "slowlog-probe"}, want: "slowlog-probe"},
+			// With logging off nothing can enter it, not even a RESET
+			// slower than the threshold on a loaded machine, which Redis
+			// logs too (after the reset).
+			{args: []any{"CONFIG", "SET", "slowlog-log-slower-than", "-1"}, want: "OK"},
 		})
 		ctx := context.Background()
+		if entries, err := c.SlowLogGet(ctx, -1).Result(); err != nil || !slices.ContainsFunc(entries, func(e redis.SlowLog) bool {
+			return slices.Equal(e.Args, []string{"PING", "slowlog-probe"})
+		}) {
+			t.Errorf("SLOWLOG GET -1 = %v, %v; want an entry for PING slowlog-probe", entries, err)
+		}
+		runSteps(t, c, []step{
+			{args: []any{"SLOWLOG", "RESET"}, want: "OK"},
+			{args: []any{"SLOWLOG", "LEN"}, want: int64(0)},
+			{args: []any{"SLOWLOG", "GET"}, want: []any{}},
+			{args: []any{"CONFIG", "SET", "slowlog-log-slower-than", "10000"}, want: "OK"},
+			{args: []any{"COMMAND", "COUNT"}, want: int64(len(commands))},
+		})
 		// Maps come back as flat arrays in RESP2; go-redis decodes both.
 		cfg, err := c.ConfigGet(ctx, "*slowlog*").Result()
 		if err != nil || cfg["slowlog-log-slower-than"] != "10000" || len(cfg) != 2 {

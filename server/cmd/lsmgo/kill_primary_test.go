@@ -17,15 +17,14 @@ import (
 
 // TestKill9PrimaryResume kills a primary with SIGKILL while clients
 // write and its replica is cut off (so the replica is well behind the
-// primary's end), restarts the primary on the same port, and lets the
-// replica back: it resumes from the primary's retained WAL, which holds
-// its position, with no full copy (the restarted primary's sync_full
-// stays 0, its sync_partial_ok counts the resume), and converges to the
-// primary's exact content (every key's DUMP), writes after the restart
-// included.
+// primary's end), restarts the primary, and lets the replica back
+// through the same proxy: it resumes from the primary's retained WAL,
+// which holds its position, with no full copy (the restarted primary's
+// sync_full stays 0, its sync_partial_ok counts the resume), and
+// converges to the primary's exact content (every key's DUMP), writes
+// after the restart included.
 func TestKill9PrimaryResume(t *testing.T) {
-	port := strconv.Itoa(freePort(t))
-	pargs := []string{"--dir", t.TempDir(), "--addr", "127.0.0.1:" + port, "--http", "", "--appendfsync", "everysec", "--loglevel", "warning"}
+	pargs := []string{"--dir", t.TempDir(), "--addr", "127.0.0.1:0", "--http", "", "--appendfsync", "everysec", "--loglevel", "warning"}
 	primary := startChild(t, pargs...)
 	pc := primary.client(t)
 	proxy := testutil.NewProxy(t, primary.addr)
@@ -49,7 +48,10 @@ func TestKill9PrimaryResume(t *testing.T) {
 	})
 	before := replOffset(t, rc, "slave_repl_offset")
 
+	// The restarted primary listens on a new port: the killed one's may
+	// be taken meanwhile. The replica knows only the proxy's address.
 	primary = startChild(t, pargs...)
+	proxy.Retarget(primary.addr)
 	pc = primary.client(t)
 	if end := replOffset(t, pc, "master_repl_offset"); end <= before {
 		t.Fatalf("the replica is at %d, the restarted primary at %d: the test needs the replica behind", before, end)

@@ -20,7 +20,7 @@ func TestParseSuiteLog(t *testing.T) {
 	done := "[1/1 \x1b[0;33;49mdone\x1b[0m]: unit/x (1 seconds)\n"
 	r := parseSuiteLog(sampleSuiteLog + done)
 	if !reflect.DeepEqual(r.passed, []string{"A passes"}) || !reflect.DeepEqual(r.failed, []string{"B fails: badly"}) ||
-		len(r.skipped) != 2 || r.aborted != "" {
+		len(r.skipped) != 2 || r.aborted != "" || r.why["B fails: badly"] != "Expected 1 got 2" {
 		t.Fatalf("parsed %+v", r)
 	}
 	for name, log := range map[string]string{

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +15,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // suiteResult is what one unit of Redis' test suite reported.
 type suiteResult struct {
-	passed, failed, skipped []string // test names, in the order they ran
-	aborted                 string   // why the unit stopped early; "" when it ran to its end
+	passed, failed, skipped []string          // test names, in the order they ran
+	why                     map[string]string // a failed test's first detail line
+	aborted                 string            // why the unit stopped early; "" when it ran to its end
 	elapsed                 time.Duration
 }
 
@@ -51,7 +53,7 @@ var (
 // parseSuiteLog reads a runtest log of one unit. A unit that printed no
 // "done" line stopped early: the exception, or the log's last lines, say why.
 func parseSuiteLog(log string) suiteResult {
-	var r suiteResult
+	r := suiteResult{why: map[string]string{}}
 	lines := strings.Split(ansiEscape.ReplaceAllString(log, ""), "\n")
 	done := false
 	for i, l := range lines {
@@ -59,7 +61,11 @@ func parseSuiteLog(log string) suiteResult {
 		case okLine.MatchString(l):
 			r.passed = append(r.passed, okLine.FindStringSubmatch(l)[1])
 		case errLine.MatchString(l):
-			r.failed = append(r.failed, errLine.FindStringSubmatch(l)[1])
+			name := errLine.FindStringSubmatch(l)[1]
+			r.failed = append(r.failed, name)
+			if i+1 < len(lines) {
+				r.why[name] = oneLine(lines[i+1])
+			}
 		case skipLine.MatchString(l):
 			r.skipped = append(r.skipped, skipLine.FindStringSubmatch(l)[1])
 		case strings.HasPrefix(l, "[err]: ") && r.aborted == "":
@@ -97,14 +103,7 @@ func oneLine(s string) string {
 // other packages apart; runtest moves on from a busy port by itself.
 func suiteBasePort(t *testing.T) int {
 	t.Helper()
-	ephemeralLow := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				ephemeralLow = n
-			}
-		}
-	}
+	ephemeralLow := testutil.EphemeralLow()
 	const lowest = 1024 + 32
 	highest := ephemeralLow - 10000 - 64 // the span runtest may use above the base
 	if highest <= lowest {
@@ -152,11 +151,18 @@ func runSuiteUnit(t *testing.T, suite, addr, unit string, timeout time.Duration)
 
 // startReferenceRedis starts redis-server on a free loopback port with
 // DEBUG enabled and nothing saved, as the suite's README asks for the
-// reference run. Cleanup kills it by PID.
+// reference run, again on another port if that one was taken before
+// redis-server bound it. Cleanup kills it by PID.
 func startReferenceRedis(t *testing.T, bin string) string {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	_, port, _ := net.SplitHostPort(addr)
+	return testutil.StartRetrying(t, "redis-server", func() (string, error) { return tryStartReferenceRedis(t, bin) })
+}
+
+// tryStartReferenceRedis is one try of startReferenceRedis. It fails with
+// the output of a redis-server that exited before it was ready.
+func tryStartReferenceRedis(t *testing.T, bin string) (string, error) {
+	t.Helper()
+	port := strconv.Itoa(testutil.FreePort(t))
 	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--dir", t.TempDir(),
 		"--save", "", "--appendonly", "no", "--enable-debug-command", "yes")
 	stdout, err := cmd.StdoutPipe()
@@ -166,30 +172,36 @@ func startReferenceRedis(t *testing.T, bin string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
 	ready := make(chan bool, 1)
+	out := &testutil.SyncBuffer{}
+	// The scan ends when redis-server exits, after which cmd.Wait reaps it.
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			fmt.Fprintln(out, sc.Text())
 			if strings.Contains(sc.Text(), "Ready to accept connections") {
 				ready <- true
 			}
 		}
 	}()
+	exited := make(chan struct{})
+	go func() {
+		<-scanned
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // only this redis-server's PID
+		<-exited
+	})
 	select {
 	case <-ready:
 	case <-exited:
-		t.Fatalf("redis-server exited at start")
+		return "", fmt.Errorf("redis-server exited at start:\n%s", out)
 	case <-time.After(10 * time.Second):
-		t.Fatalf("redis-server did not start on %s", addr)
+		t.Fatalf("redis-server did not start on port %s:\n%s", port, out)
 	}
-	return addr
+	return "127.0.0.1:" + port, nil
 }

@@ -100,6 +100,11 @@ func TestRedisSuite(t *testing.T) {
 			got := runSuiteUnit(t, suite, srv.addr, unit, *suiteUnitTimeout)
 			t.Logf("lsmgo: %d passed, %d failed, %d skipped in %s%s", len(got.passed), len(got.failed),
 				len(got.skipped), got.elapsed.Round(time.Second), abortNote(got))
+			// What failed and how, flaky tests included, so that a CI log
+			// tells a flake's cause without the runtest log.
+			for _, name := range got.failed {
+				t.Logf("failed: %s: %s", name, got.why[name])
+			}
 			listed := unitEntries(list, unit)
 			if !*suiteUpdate {
 				for _, p := range compareUnit(unit, listed, got) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // The test here runs a primary and two replicas (`lsmgo serve`) under
@@ -39,17 +42,27 @@ func needRedisServer(t *testing.T) string {
 }
 
 // startSentinel runs `redis-server conf --sentinel` watching the primary
-// at primary; cleanup kills it.
+// at primary, and waits until it serves; cleanup kills it. Sentinel
+// takes no port 0, so it is given a free one, and started again on
+// another when that one was taken before it bound it.
 func startSentinel(t *testing.T, bin, primary string) string {
 	t.Helper()
+	return testutil.StartRetrying(t, "Sentinel", func() (string, error) { return tryStartSentinel(t, bin, primary) })
+}
+
+// tryStartSentinel is one try of startSentinel, in a new directory. It
+// fails with the log of a Sentinel that exited before it served.
+func tryStartSentinel(t *testing.T, bin, primary string) (string, error) {
+	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	host, pport, _ := strings.Cut(primary, ":")
 	conf := filepath.Join(dir, "sentinel.conf")
+	logFile := filepath.Join(dir, "sentinel.log")
 	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\n"+
 		"sentinel monitor %s %s %s 2\n"+
 		"sentinel down-after-milliseconds %[4]s 1000\nsentinel failover-timeout %[4]s 10000\n",
-		port, dir, filepath.Join(dir, "sentinel.log"), sentinelMaster, host, pport)
+		port, dir, logFile, sentinelMaster, host, pport)
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +76,25 @@ func startSentinel(t *testing.T, bin, primary string) string {
 		cmd.Process.Kill() // only this sentinel's PID
 		<-exited
 		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(dir, "sentinel.log"))
+			log, _ := os.ReadFile(logFile)
 			t.Logf("sentinel on port %d:\n%s", port, log)
 		}
 	})
-	return "127.0.0.1:" + strconv.Itoa(port)
+	// Sentinel logs its ID once it listens, and exits if it cannot.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		log, _ := os.ReadFile(logFile)
+		select {
+		case <-exited:
+			return "", fmt.Errorf("the Sentinel exited at start:\n%s", log)
+		default:
+		}
+		if bytes.Contains(log, []byte("Sentinel ID is")) {
+			return "127.0.0.1:" + strconv.Itoa(port), nil
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Sentinel on port %d did not start:\n%s", port, log)
+		}
+	}
 }
 
 // startNode runs `lsmgo serve` on dir with a config file (which CONFIG
@@ -143,16 +170,22 @@ func TestSentinelFailover(t *testing.T) {
 	ctx := context.Background()
 
 	// The replicas start from a copy of the primary's directory, taken
-	// after a clean stop.
+	// after a clean stop. The primary keeps its address across restarts,
+	// by which Sentinel and the replicas know it, so it is given a port
+	// (startChild starts it again if another process held that port for a
+	// moment); the replicas listen on port 0 and tell the primary the
+	// port they got.
 	pdir := t.TempDir()
-	paddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	paddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	seed := startNode(t, pdir, paddr, "")
 	seed.cmd.Process.Signal(syscall.SIGTERM)
 	<-seed.exited
-	addrs := []string{paddr, "127.0.0.1:" + strconv.Itoa(freePort(t)), "127.0.0.1:" + strconv.Itoa(freePort(t))}
 	nodes := []*child{startNode(t, pdir, paddr, "")}
-	for _, a := range addrs[1:] {
-		nodes = append(nodes, startNode(t, copyDir(t, pdir), a, paddr))
+	addrs := []string{paddr}
+	for range 2 {
+		r := startNode(t, copyDir(t, pdir), "127.0.0.1:0", paddr)
+		nodes = append(nodes, r)
+		addrs = append(addrs, r.addr)
 	}
 	pc := plainClient(t, paddr)
 	waitUntil(t, 10*time.Second, "both replicas to connect", func() bool {

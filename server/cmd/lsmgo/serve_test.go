@@ -48,8 +48,17 @@ type child struct {
 }
 
 // startChild runs the server in a subprocess and waits for its listening
-// line. Cleanup kills it if it is still running.
+// line. Cleanup kills it if it is still running. A child given a port
+// (one restarted on its old address) may find it taken for a moment,
+// and is started again (testutil.StartRetrying).
 func startChild(t *testing.T, args ...string) *child {
+	t.Helper()
+	return testutil.StartRetrying(t, "lsmgo serve", func() (*child, error) { return tryStartChild(t, args...) })
+}
+
+// tryStartChild is one try of startChild: it fails if the child exits
+// before its listening line, with what the child wrote on stderr.
+func tryStartChild(t *testing.T, args ...string) (*child, error) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeChild$")
 	cmd.Env = append(os.Environ(), "LSMGO_SERVE_CHILD_ARGS="+strings.Join(args, "\n"))
@@ -80,12 +89,16 @@ func startChild(t *testing.T, args ...string) *child {
 	case l := <-line:
 		c.line = l
 		if _, err := fmt.Sscanf(l, "lsmgo serve: listening addr=%s", &c.addr); err != nil {
+			if l == "" {
+				<-c.exited // stdout closed: stderr is complete once it has exited
+				return nil, fmt.Errorf("the child exited at start (%v); stderr:\n%s", c.err, c.stderr)
+			}
 			t.Fatalf("child said %q (%v); stderr:\n%s", l, err, c.stderr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("child did not start; stderr:\n%s", c.stderr)
 	}
-	return c
+	return c, nil
 }
 
 // startFresh starts a child on a new directory under the given

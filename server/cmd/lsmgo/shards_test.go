@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,19 +58,6 @@ func needNutcracker(t *testing.T) string {
 	return path
 }
 
-// freePort returns a loopback port nothing listens on at the moment.
-// nutcracker takes no port 0, so the test picks one; the window between
-// closing this listener and nutcracker binding it is short.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // proxyConfig is the nutcracker pool of doc/scale-out.md with the given
 // listen address and shard addresses.
 func proxyConfig(listen string, shards []string) string {
@@ -83,11 +71,27 @@ func proxyConfig(listen string, shards []string) string {
 }
 
 // startProxy writes the configuration into dir and starts nutcracker on
-// it, waiting until its port answers. Cleanup kills it by PID.
+// it, waiting until its port answers. Cleanup kills it by PID. nutcracker
+// takes no port 0, so it is given free ports, and started again on others
+// when one was taken before it bound it.
 func startProxy(t *testing.T, bin, dir string, shards []string) *proxy {
 	t.Helper()
+	try := 0
+	return testutil.StartRetrying(t, "nutcracker", func() (*proxy, error) {
+		try++
+		return tryStartProxy(t, bin, filepath.Join(dir, strconv.Itoa(try)), shards)
+	})
+}
+
+// tryStartProxy is one try of startProxy, in a new directory under dir.
+// It fails with the log of a nutcracker that exited before it served.
+func tryStartProxy(t *testing.T, bin, dir string, shards []string) (*proxy, error) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	p := &proxy{
-		addr:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		addr:   fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)),
 		conf:   filepath.Join(dir, "nutcracker.yml"),
 		log:    filepath.Join(dir, "nutcracker.log"),
 		exited: make(chan struct{}),
@@ -96,7 +100,7 @@ func startProxy(t *testing.T, bin, dir string, shards []string) *proxy {
 		t.Fatal(err)
 	}
 	p.cmd = exec.Command(bin, "-c", p.conf, "-o", p.log, "-p", filepath.Join(dir, "nutcracker.pid"),
-		"-a", "127.0.0.1", "-s", fmt.Sprint(freePort(t)))
+		"-a", "127.0.0.1", "-s", fmt.Sprint(testutil.FreePort(t)))
 	out := &testutil.SyncBuffer{}
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	if err := p.cmd.Start(); err != nil {
@@ -112,12 +116,12 @@ func startProxy(t *testing.T, bin, dir string, shards []string) *proxy {
 		select {
 		case <-p.exited:
 			logText, _ := os.ReadFile(p.log)
-			t.Fatalf("nutcracker exited at start: %s\n%s", out, logText)
+			return nil, fmt.Errorf("nutcracker exited at start: %s\n%s", out, logText)
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", p.addr, time.Second); err == nil {
 			c.Close()
-			return p
+			return p, nil
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("nutcracker did not listen on %s", p.addr)

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,6 +33,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lsmgo-dev/lsmgo/server/internal/testutil"
 )
 
 // Commit is the SeaweedFS commit the tests run against: its module
@@ -330,16 +331,22 @@ func (s *Server) LogTail(n int64) string {
 }
 
 // freePorts returns n distinct loopback ports that were free a moment
-// ago. All are held open until all are chosen, so none repeats.
+// ago, below the ephemeral range (testutil.FreePortErr): weed's parts
+// connect to each other while it still binds its ports one after
+// another, and such a connection's local port, from the ephemeral range,
+// could be one weed has yet to bind.
 func freePorts(n int) ([]int, error) {
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	seen := map[int]bool{}
+	for len(ports) < n {
+		p, err := testutil.FreePortErr()
 		if err != nil {
-			return nil, fmt.Errorf("s3test: finding a free port: %w", err)
+			return nil, err
 		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
+		}
 	}
 	return ports, nil
 }

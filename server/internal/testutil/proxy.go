@@ -13,7 +13,7 @@ import (
 // new ones while Down, and hold each chunk it forwards for Delay.
 type Proxy struct {
 	ln     net.Listener
-	target string
+	target atomic.Pointer[string]
 	// Delay is how long each chunk waits, in nanoseconds.
 	Delay atomic.Int64
 	// Down refuses new connections while set.
@@ -34,7 +34,8 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, conns: map[net.Conn]bool{}}
+	p.target.Store(&target)
 	go p.accept()
 	t.Cleanup(func() {
 		ln.Close()
@@ -42,6 +43,11 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	})
 	return p
 }
+
+// Retarget forwards the connections accepted from now on to target: a
+// server restarted on a new address (port 0) stays behind the same
+// proxy address.
+func (p *Proxy) Retarget(target string) { p.target.Store(&target) }
 
 // Addr is the address the proxy listens on.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
@@ -56,7 +62,7 @@ func (p *Proxy) accept() {
 			c.Close()
 			continue
 		}
-		d, err := net.Dial("tcp", p.target)
+		d, err := net.Dial("tcp", *p.target.Load())
 		if err != nil {
 			c.Close()
 			continue

@@ -26,19 +26,31 @@ func StartRedisWith(t testing.TB, args ...string) string { return startRedis(t, 
 
 // StartRedisTCP is StartRedis listening on a loopback TCP port too, for
 // tests in which Redis itself connects to another server (MIGRATE); it
-// returns the socket's path and the TCP address.
+// returns the socket's path and the TCP address. redis-server's port 0
+// turns TCP off, so it is given a free port, and started again on another
+// when that one was taken before it bound it.
 func StartRedisTCP(t testing.TB) (sock, addr string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return startRedis(t, port), fmt.Sprintf("127.0.0.1:%d", port)
+	var port int
+	sock = StartRetrying(t, "redis-server", func() (string, error) {
+		port = FreePort(t)
+		return tryStartRedis(t, port)
+	})
+	return sock, fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 func startRedis(t testing.TB, port int, args ...string) string {
+	t.Helper()
+	sock, err := tryStartRedis(t, port, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sock
+}
+
+// tryStartRedis starts redis-server and waits until its socket answers. It
+// fails with the log of a redis-server that exited before that.
+func tryStartRedis(t testing.TB, port int, args ...string) (string, error) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -55,23 +67,35 @@ func startRedis(t testing.TB, port int, args ...string) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "redis.sock")
+	logFile := filepath.Join(dir, "redis.log")
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--unixsocket", sock, "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+		"--dir", dir, "--logfile", logFile)
 	cmd.Args = append(cmd.Args, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
+	exited := make(chan struct{})
+	go func() {
 		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // only this redis-server's PID
+		<-exited
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if nc, err := net.Dial("unix", sock); err == nil {
 			nc.Close()
-			return sock
+			return sock, nil
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logFile)
+			return "", fmt.Errorf("redis-server exited at start:\n%s", log)
+		default:
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			log, _ := os.ReadFile(logFile)
 			t.Fatalf("redis-server did not start:\n%s", log)
 		}
 	}

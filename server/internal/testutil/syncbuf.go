@@ -1,7 +1,8 @@
 // Package testutil holds what the server module's tests share: a log
 // buffer that a server under test writes from many goroutines while the
-// test reads it, the contents of a DB directory, and a proxy that cuts
-// and delays a replication link.
+// test reads it, the contents of a DB directory, a proxy that cuts and
+// delays a replication link, and free ports for child processes that
+// must be given one.
 package testutil
 
 import (
