@@ -52,8 +52,11 @@ import (
 // loop.
 type blockRegistry struct {
 	mu sync.Mutex
-	// waiting lists the clients blocked on each key, in arrival order.
+	// waiting lists the clients blocked on each key, by order.
 	waiting map[string][]*waiter
+	// tickets numbers the blocking commands in the order they ran (see
+	// waiter.order).
+	tickets atomic.Uint64
 	// blocked counts the clients blocked on keys: the writers' fast path
 	// (serveReady does nothing while it is zero), and waits those
 	// in WAIT; INFO's blocked_clients is their sum, as Redis does.
@@ -64,7 +67,12 @@ type blockRegistry struct {
 type waiter struct {
 	c    *conn
 	keys []string
-	try  func(key []byte) bool
+	// order is the waiter's place in its keys' queues, taken before its
+	// connection leaves the event loop: the loop goes on to the next
+	// client while this one registers, and Redis serves the clients
+	// blocked on a key in the order their commands ran.
+	order uint64
+	try   func(key []byte) bool
 	// mu is held while a try runs, so that the client cannot leave
 	// (time out, disconnect) halfway through being served.
 	mu sync.Mutex
@@ -241,7 +249,8 @@ func (r *blockRegistry) keys() [][]byte {
 	return keys
 }
 
-// add registers w on its keys, at the end of each key's queue.
+// add registers w on its keys, in each key's queue by w.order (almost
+// always at the end).
 func (r *blockRegistry) add(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -249,7 +258,12 @@ func (r *blockRegistry) add(w *waiter) {
 		r.waiting = map[string][]*waiter{}
 	}
 	for _, k := range w.keys {
-		r.waiting[k] = append(r.waiting[k], w)
+		ws := r.waiting[k]
+		i := len(ws)
+		for i > 0 && ws[i-1].order > w.order {
+			i--
+		}
+		r.waiting[k] = slices.Insert(ws, i, w)
 	}
 	r.blocked.Add(1)
 }
@@ -300,10 +314,10 @@ func (c *conn) blockingCommand(keys [][]byte, timeout time.Duration, try func(ke
 // ends without a reply, as in Redis; on shutdown the client gets an
 // error.
 func (c *conn) block(keys [][]byte, timeout time.Duration, try func(key []byte) bool) blockResult {
+	r := &c.s.blocked
+	w := &waiter{c: c, try: try, served: make(chan struct{}), order: r.tickets.Add(1)}
 	c.detach()
 	c.doneReading()
-	r := &c.s.blocked
-	w := &waiter{c: c, try: try, served: make(chan struct{})}
 	for _, k := range keys {
 		if !slices.Contains(w.keys, string(k)) {
 			w.keys = append(w.keys, string(k))

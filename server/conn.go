@@ -235,25 +235,15 @@ func (w countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// serve is the connection loop. It runs every command the client has
-// sent so far, in order; when the input buffered holds no complete
-// command, the batch of received commands has ended: it commits the
-// writes they left pending, delivers Pub/Sub messages, flushes the
-// replies, and only then may block on the network. That is how a
-// pipeline gets one write(2) per batch of commands without a reply ever
-// waiting for later input, or leaving before its write is in the WAL.
-func (c *conn) serve() {
-	// Here rather than in newConn: the budget may evict other clients,
-	// which takes clientsMu, held while a connection is admitted.
-	c.rd.SetBudget(connBudget{c})
-	if l := c.s.loop; l != nil && c.s.config().AppendFsync != "always" && l.add(c) {
-		return
-	}
-	c.serveOn()
-}
-
-// serveOn runs the connection loop in the calling goroutine until the
-// connection ends; the event loop calls it to hand a connection over.
+// serveOn is the connection loop, run in the calling goroutine until the
+// connection ends (the event loop calls it to hand a connection over). It
+// runs every command the client has sent so far, in order; when the input
+// buffered holds no complete command, the batch of received commands has
+// ended: it commits the writes they left pending, delivers Pub/Sub
+// messages, flushes the replies, and only then may block on the network.
+// That is how a pipeline gets one write(2) per batch of commands without
+// a reply ever waiting for later input, or leaving before its write is in
+// the WAL.
 func (c *conn) serveOn() {
 	for !c.quit && !c.s.cutoff.Load() {
 		args, ok, err := c.rd.ReadBuffered()

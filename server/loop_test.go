@@ -310,3 +310,29 @@ func TestLoopManyConnections(t *testing.T) {
 	}
 	waitFor(t, "closed connections to leave", func() bool { return looped(s) == n-n/2 })
 }
+
+// TestLoopBlockedClientsInOrder: two new clients send BRPOPLPUSH one
+// right after the other, as Redis' "BRPOPLPUSH with multiple blocked
+// clients" does; the first to send is the first served, as in Redis. The
+// loop used to take clients in whatever order their goroutines ran, and
+// to queue a blocked client only after handing the loop on, so the
+// second could be queued first (about 1 round in 100; the unit then hung
+// on the first client, never served).
+func TestLoopBlockedClientsInOrder(t *testing.T) {
+	s := startLoopServer(t, nil)
+	admin := dialRaw(t, s)
+	for i := range 200 {
+		first, second := dialRaw(t, s), dialRaw(t, s)
+		first.send(cmd("BRPOPLPUSH", "q", "t1", "0"))
+		second.send(cmd("BRPOPLPUSH", "q", "t2", "0"))
+		waitFor(t, "both clients to block", func() bool { return s.blocked.blocked.Load() == 2 })
+		admin.send(cmd("RPUSH", "q", "a"))
+		eq(t, "RPUSH a", admin.reply(), ":1\r\n")
+		eq(t, fmt.Sprintf("round %d: the first client's reply", i), first.reply(), "$1\r\na\r\n")
+		admin.send(cmd("RPUSH", "q", "b"))
+		eq(t, "RPUSH b", admin.reply(), ":1\r\n")
+		eq(t, "the second client's reply", second.reply(), "$1\r\nb\r\n")
+		first.nc.Close()
+		second.nc.Close()
+	}
+}

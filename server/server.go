@@ -381,7 +381,16 @@ func (s *Server) admit(nc net.Conn) {
 	s.connWG.Add(1)
 	s.clientsMu.Unlock()
 	s.stats.connections.Add(1)
-	go c.serve()
+	// Here rather than in newConn: the budget may evict other clients,
+	// which takes clientsMu.
+	c.rd.SetBudget(connBudget{c})
+	// The event loop takes the client here, on the accepting goroutine,
+	// so that it sees clients in the order they connected (two that
+	// send blocking commands at once are then queued in that order).
+	if l := s.loop; l != nil && s.config().AppendFsync != "always" && l.add(c) {
+		return
+	}
+	go c.serveOn()
 }
 
 func (s *Server) removeClient(c *conn) {
