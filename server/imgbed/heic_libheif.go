@@ -32,8 +32,6 @@ const (
 	heifColorspaceYCbCr     = 0
 	heifChroma420           = 1
 	heifChannelY            = 0
-	heifChannelCb           = 1
-	heifChannelCr           = 2
 	heifOptionsConvertHDRAt = 40
 	mArenaMax               = -8 // glibc malloc.h
 )
@@ -154,25 +152,10 @@ func decodeHEICLibheif(data []byte, plan shrinkPlan) (image.Image, error) {
 	if w <= 0 || h <= 0 || l.imageBits(img, heifChannelY) != 8 {
 		return nil, invalid("libheif gave a %d×%d image of %d bits", w, h, l.imageBits(img, heifChannelY))
 	}
-	var ys, cs, crs int32
-	y := l.planeReadonly(img, heifChannelY, &ys)
-	cb := l.planeReadonly(img, heifChannelCb, &cs)
-	cr := l.planeReadonly(img, heifChannelCr, &crs)
-	ch := (h + 1) / 2
-	if y == nil || cb == nil || cr == nil || int(ys) < w || int(cs) < (w+1)/2 || crs != cs {
-		return nil, invalid("libheif gave no 4:2:0 planes")
+	var p [3]*byte
+	var s [3]int32
+	for c := range p {
+		p[c] = l.planeReadonly(img, int32(c), &s[c]) // heif_channel_Y, Cb, Cr
 	}
-	// The planes stay libheif's: boxShrink copies what it averages into
-	// a new image before imageRelease runs.
-	src := &image.YCbCr{
-		Y:              unsafe.Slice(y, int(ys)*h),
-		Cb:             unsafe.Slice(cb, int(cs)*ch),
-		Cr:             unsafe.Slice(cr, int(cs)*ch),
-		YStride:        int(ys),
-		CStride:        int(cs),
-		SubsampleRatio: image.YCbCrSubsampleRatio420,
-		Rect:           image.Rect(0, 0, w, h),
-	}
-	crop, k := plan(w, h)
-	return boxShrink(src.SubImage(crop), max(k, 1)), nil
+	return shrinkPlanes(p, s, w, h, 1, plan)
 }
