@@ -13,7 +13,7 @@ import (
 )
 
 // A HEIC whose primary image is one HEVC picture (what heif-enc and
-// most cameras but Apple's write) is decoded here by libde265 itself,
+// most cameras but Apple's write; 8 to 16 bits a sample) is decoded here by libde265 itself,
 // the HEVC decoder libheif uses, called through purego like libheif. Its
 // peak memory is under two thirds of libheif's for the same picture
 // (doc/imgbed.md, TestHEICDecodeCost): libheif starts libde265 with a
@@ -21,9 +21,8 @@ import (
 // second whole picture, and then copies the picture into an image of
 // its own. Without worker threads libde265 filters in place with a copy
 // of one plane at a time, and the shrink reads its picture where it
-// lies. Grids of tiles (Apple's), pictures of more than 8 bits a sample,
-// and primaries with a crop (clap) or another property it does not
-// apply go to libheif (heic_libheif.go).
+// lies. Grids of tiles (Apple's) and primaries with a crop (clap) or
+// another property it does not apply go to libheif (heic_libheif.go).
 
 // libde265's enumerations (de265.h, 1.0).
 const (
@@ -90,8 +89,8 @@ func de265Loaded() bool {
 }
 
 // decodeHEICDe265 decodes the primary image described by img (plain:
-// one 8-bit HEVC picture) out of the HEIC in data and averages the part
-// plan picks straight out of libde265's planes.
+// one HEVC picture) out of the HEIC in data and averages the part plan
+// picks straight out of libde265's planes.
 func decodeHEICDe265(data []byte, img heifImage, plan shrinkPlan) (image.Image, error) {
 	coded, err := itemBytes(data, img.extents)
 	if err != nil {
@@ -180,12 +179,38 @@ func decodeHEICDe265(data []byte, img heifImage, plan shrinkPlan) (image.Image, 
 	var p [3]*byte
 	var s [3]int32
 	for c := range p {
-		if l.bitsPerPixel(pic, int32(c)) != 8 {
-			return nil, invalid("libde265 gave a picture of more than 8 bits")
-		}
 		p[c] = l.imagePlane(pic, int32(c), &s[c])
+		bits := int(l.bitsPerPixel(pic, int32(c)))
+		if bits < 8 || bits > 16 || p[c] == nil {
+			return nil, invalid("libde265 gave a plane of %d bits", bits)
+		}
+		if bits > 8 {
+			cw, ch := w, hh
+			if c > 0 {
+				cw, ch = (w+1)/2, (hh+1)/2
+			}
+			if int(s[c]) < 2*cw {
+				return nil, invalid("libde265 gave a plane of %d bits in rows of %d bytes", bits, s[c])
+			}
+			narrowPlane(unsafe.Slice(p[c], int(s[c])*ch), int(s[c]), cw, bits)
+		}
 	}
 	return shrinkPlanes(p, s, w, hh, img.orient, plan)
+}
+
+// narrowPlane turns a plane of cw samples of 9 to 16 bits a row (two
+// bytes each, native order) into one of 8 bits in the first cw bytes of
+// each row, in place: the picture is libde265's, released right after
+// the shrink, so no second plane is needed. The low bits are dropped,
+// as libheif's conversion to 8 bits does, so that both routes give the
+// same pixels.
+func narrowPlane(plane []byte, stride, cw, bits int) {
+	for row := 0; row+2*cw <= len(plane); row += stride {
+		r := plane[row : row+2*cw]
+		for x := range cw {
+			r[x] = uint8(min(255, binary.NativeEndian.Uint16(r[2*x:])>>(bits-8)))
+		}
+	}
 }
 
 // push hands libde265 one NAL unit, which it copies.

@@ -12,7 +12,7 @@ import (
 
 // TestHEICDe265MatchesLibheif: libde265 called directly gives the same
 // pixels as libheif for the same HEIC, upright as libheif turns it:
-// heif-enc's files, and the fixture with every irot and imir (rotation
+// heif-enc's files of 8 and 10 bits (narrowed to 8 as libheif does), and the fixture with every irot and imir (rotation
 // and mirror properties, which heif-enc does not write, added to its
 // meta box here) that together make the 8 orientations. A file with a
 // crop (clap) goes to libheif.
@@ -59,6 +59,7 @@ func TestHEICDe265MatchesLibheif(t *testing.T) {
 		t.Logf("%s: %d of %d bytes apart", name, off, len(g.Pix))
 	}
 	same("heif-enc 640×480", encodeHEIC(t, 640, 480, false), 1)
+	same("heif-enc 640×480, 10 bits", encodeHEIC(t, 640, 480, true), 1)
 	fixture := readFixture(t, "gradient-160x96.heic")
 	irot := func(a byte) []byte { return heifProp("irot", a) }
 	imir := func(axis byte) []byte { return heifProp("imir", axis) }

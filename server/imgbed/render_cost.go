@@ -40,23 +40,25 @@ const (
 	// pixel, the file's copies included (TestHEICDecodeCost logs them;
 	// heif-enc -q 50 files of a gradient with grain, SAO on, 3 decodes
 	// each, 2-core VM, shared). libde265 called directly on a file of
-	// one 8-bit picture (heic_de265.go) 2.8-3.4 at 12.2, 25.2 and 48.8
-	// megapixels: its picture (1.5), per-block data (about 1), SAO's
-	// copy of one plane at a time (1); priced 4, so that a
-	// 48-megapixel phone photo's thumbnail (about 200 MiB with a 6 MB
-	// file) fits the default budget. The system's libheif 1.15
-	// (heic_libheif.go; grids, crops, more than 8 bits) on 8-bit
-	// pictures 3.3-5.8 at 12.2 megapixels, 5.2-6.3 at 48.8 (measured
-	// before, 4 fresh processes): its libde265 filters into a second
-	// whole picture, then libheif copies the picture; on 10-bit ones
-	// 15.1-16.5 at 12.2 (16-bit samples, then their 8-bit
-	// conversion). Go's heap holds 0.4 (the shrunk image). The
+	// one picture (heic_de265.go), 8 bits: 3.3-3.4 at 12.2, 25.2 and
+	// 48.8 megapixels (its picture 1.5, per-block data about 1, SAO's
+	// copy of one plane at a time 1), priced 4, so that a 48-megapixel
+	// phone photo's thumbnail (about 200 MiB with a 6 MB file) fits the
+	// default budget; 10 bits: 5.8-5.9 at 12.2 and 25.2 (samples of two
+	// bytes), priced 8. The system's libheif 1.15 (heic_libheif.go;
+	// grids, crops), 8 bits: 4.7 at 12.2 megapixels, 5.2-6.3 at 48.8
+	// (measured before glibc's mmap threshold was fixed): its libde265
+	// filters into a second whole picture, then libheif copies the
+	// picture; 10 bits: 15.0-16.5 at 12.2 (16-bit samples, then their
+	// 8-bit conversion), priced 20, as is a HEIC whose head shows no
+	// meta box. Go's heap holds 0.4 (the shrunk image). The
 	// WebAssembly decoder 21-28 at 12.2 megapixels (3 decodes; its
 	// linear memory, a Go slice, peaked at 19.5-23.6), which refuses a
 	// 12-megapixel HEIC under the default budget rather than let it
 	// take 340 MB. libvips 8.14 (vips build; vipsthumbnail to 256
 	// pixels) 7.2 at 48.8 megapixels, 2 runs.
 	costHEICDe265       = 4
+	costHEICDe265Deep   = 8
 	costHEICLibheif     = 7
 	costHEICLibheifDeep = 20
 	costHEICWasm        = 28

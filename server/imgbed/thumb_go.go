@@ -31,6 +31,9 @@ const streamsJPEG = true
 func heicCost(head []byte, px, size int64) int64 {
 	switch img, r := heicRoute(head); r {
 	case heicDe265:
+		if img.deep {
+			return px*costHEICDe265Deep + 3*size
+		}
 		return px*costHEICDe265 + 3*size
 	case heicLibheif:
 		if img.deep || img.extents == nil { // deep, or not known to be 8-bit
@@ -60,7 +63,7 @@ func heicRoute(b []byte) (heifImage, int) {
 	switch {
 	case !libheifLoaded():
 		return img, heicWasm
-	case ok && img.plain && !img.deep && de265Loaded():
+	case ok && img.plain && de265Loaded():
 		return img, heicDe265
 	}
 	return img, heicLibheif
