@@ -368,28 +368,38 @@ func (o orientation) exif() int {
 	return [4]int{1, 6, 3, 8}[o.turns]
 }
 
-// hevcSize reads the coded picture size from the sequence parameter set
-// (H.265 7.3.2.2) in an hvcC, ok false without a readable one.
-func hevcSize(hvcC []byte) (w, h int, ok bool) {
+// hvcCNALs returns the NAL units (parameter sets) in an hvcC: after 22
+// bytes of profile, a count of arrays, each a NAL type, a count and NAL
+// units with 16-bit lengths; ok is false if it is cut off.
+func hvcCNALs(hvcC []byte) (nals [][]byte, ok bool) {
 	if len(hvcC) < 23 {
-		return 0, 0, false
+		return nil, false
 	}
 	b := hvcC[23:]
 	for range int(hvcC[22]) {
 		if len(b) < 3 {
-			return 0, 0, false
+			return nil, false
 		}
-		typ, n := b[0]&0x3f, int(binary.BigEndian.Uint16(b[1:]))
+		n := int(binary.BigEndian.Uint16(b[1:]))
 		b = b[3:]
 		for range n {
 			if len(b) < 2 || len(b) < 2+int(binary.BigEndian.Uint16(b)) {
-				return 0, 0, false
+				return nil, false
 			}
-			nal := b[2 : 2+int(binary.BigEndian.Uint16(b))]
-			b = b[2+len(nal):]
-			if typ == 33 { // SPS
-				return spsSize(nal)
-			}
+			nals = append(nals, b[2:2+int(binary.BigEndian.Uint16(b))])
+			b = b[2+len(nals[len(nals)-1]):]
+		}
+	}
+	return nals, true
+}
+
+// hevcSize reads the coded picture size from the sequence parameter set
+// (H.265 7.3.2.2) in an hvcC, ok false without a readable one.
+func hevcSize(hvcC []byte) (w, h int, ok bool) {
+	nals, _ := hvcCNALs(hvcC)
+	for _, nal := range nals {
+		if len(nal) > 0 && nal[0]>>1&0x3f == 33 { // SPS
+			return spsSize(nal)
 		}
 	}
 	return 0, 0, false
