@@ -14,8 +14,8 @@ import (
 // FuzzInspect feeds arbitrary bytes through everything an upload's bytes
 // meet before they are stored: sniffing, EXIF parsing and GPS stripping,
 // the header decoders, the structure walk, the GPS stripping of every
-// container (HEIF items included) and the streaming PNG and JPEG
-// decoders. None
+// container (HEIF items included), the streaming PNG and JPEG
+// decoders and the reading of a HEIC's primary image. None
 // may panic; stripping
 // never changes the length or any byte outside the EXIF segment, and
 // stripping twice changes nothing more.
@@ -69,6 +69,10 @@ func FuzzInspect(f *testing.F) {
 		case f == formatJPEG:
 			streamJPEG(bufio.NewReader(bytes.NewReader(data)), plan)
 			jpegStreamScale(data, 4)
+		case f == formatHEIC:
+			if meta, off, ok := findMetaBox(data); ok {
+				parseHEIFMeta(meta, off).primaryImage() // items, properties, SPS
+			}
 		}
 	})
 }

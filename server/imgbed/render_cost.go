@@ -19,9 +19,9 @@ import (
 // GIF's first frame is a palette index a pixel; a still WebP is YCbCr
 // with alpha. The WebAssembly decoders (AVIF, animated WebP) copy the
 // file in and grow their linear memory by reallocation. A HEIC is
-// priced by the decoder that will run (heicCost): libheif when the
-// system's is loaded, else libheif and libde265 in WebAssembly, or
-// libvips in the vips build; their figures are below. Then come the
+// priced by the decoder that will run for it (heicCost): libde265 or
+// libheif when the system's are loaded, else libheif and libde265 in
+// WebAssembly, or libvips in the vips build; their figures are below. Then come the
 // shrunk intermediate (4 bytes a pixel), and per output pixel the scaled
 // image, its turned copy and the encoder's buffers (far more for AVIF,
 // also WebAssembly).
@@ -37,22 +37,34 @@ const (
 	costWebP            = 4
 	costWasm            = 20
 	// HEIC decodes, peak RSS above the process's before, per stored
-	// pixel (TestHEICDecodeCost logs them; heif-enc -q 50 files of a
-	// gradient with noise, 2-core VM, shared): the system's libheif
-	// 1.15 through heic_libheif.go 5.2-6.3 at 48.8 megapixels (4 fresh
-	// processes, 8 decodes) and 5.1-6.2 at 12.2: libde265's picture, its
-	// SAO copy and per-block data, then libheif's copy of the picture,
-	// all at once; Go's heap holds 0.4 (the shrunk image). The
+	// pixel, the file's copies included (TestHEICDecodeCost logs them;
+	// heif-enc -q 50 files of a gradient with grain, SAO on, 3 decodes
+	// each, 2-core VM, shared). libde265 called directly on a file of
+	// one picture (heic_de265.go), 8 bits: 3.3-3.4 at 12.2, 25.2 and
+	// 48.8 megapixels (its picture 1.5, per-block data about 1, SAO's
+	// copy of one plane at a time 1), priced 4, so that a 48-megapixel
+	// phone photo's thumbnail (about 200 MiB with a 6 MB file) fits the
+	// default budget; 10 bits: 5.8-5.9 at 12.2 and 25.2 (samples of two
+	// bytes), priced 8. The system's libheif 1.15 (heic_libheif.go;
+	// grids, crops), 8 bits: 4.7 at 12.2 megapixels, 5.2-6.3 at 48.8
+	// (measured before glibc's mmap threshold was fixed): its libde265
+	// filters into a second whole picture, then libheif copies the
+	// picture; 10 bits: 15.0-16.5 at 12.2 (16-bit samples, then their
+	// 8-bit conversion), priced 20, as is a HEIC whose head shows no
+	// meta box. Go's heap holds 0.4 (the shrunk image). The
 	// WebAssembly decoder 21-28 at 12.2 megapixels (3 decodes; its
 	// linear memory, a Go slice, peaked at 19.5-23.6), which refuses a
 	// 12-megapixel HEIC under the default budget rather than let it
 	// take 340 MB. libvips 8.14 (vips build; vipsthumbnail to 256
 	// pixels) 7.2 at 48.8 megapixels, 2 runs.
-	costHEICLibheif = 7
-	costHEICWasm    = 28
-	costHEICVips    = 8
-	costOutput      = 24
-	costOutputAVIF  = 64
+	costHEICDe265       = 4
+	costHEICDe265Deep   = 8
+	costHEICLibheif     = 7
+	costHEICLibheifDeep = 20
+	costHEICWasm        = 28
+	costHEICVips        = 8
+	costOutput          = 24
+	costOutputAVIF      = 64
 )
 
 // renderCost estimates the peak bytes of rendering an original of type
@@ -95,7 +107,7 @@ func renderCost(mime string, head []byte, sw, sh int, size int64, p renderPlan, 
 			in = px*costWasm + 2*size
 		}
 	case formatHEIC.mime():
-		in = heicCost(px, size)
+		in = heicCost(head, px, size)
 	default: // AVIF: WebAssembly
 		in = px*costWasm + 2*size
 	}

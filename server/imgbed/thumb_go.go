@@ -24,14 +24,49 @@ import (
 const streamsJPEG = true
 
 // heicCost is the peak memory of decoding a HEIC of px pixels and size
-// bytes with the decoder this process has (render_cost.go): libheif
-// holds the file, its coded data and libde265's copy of it besides the
-// pixels; the WebAssembly decoder the file and its copy in linear memory.
-func heicCost(px, size int64) int64 {
-	if libheifLoaded() {
+// bytes, whose first bytes are head, with the decoder this process will
+// use for it (heicRoute; render_cost.go): libde265 and libheif hold the
+// file, their copies of its coded data besides the pixels; the
+// WebAssembly decoder the file and its copy in linear memory.
+func heicCost(head []byte, px, size int64) int64 {
+	switch img, r := heicRoute(head); r {
+	case heicDe265:
+		if img.deep {
+			return px*costHEICDe265Deep + 3*size
+		}
+		return px*costHEICDe265 + 3*size
+	case heicLibheif:
+		if img.deep || img.extents == nil { // deep, or not known to be 8-bit
+			return px*costHEICLibheifDeep + 3*size
+		}
 		return px*costHEICLibheif + 3*size
 	}
 	return px*costHEICWasm + 2*size
+}
+
+// The HEIC decoders, by preference.
+const (
+	heicDe265   = iota // libde265 on the one picture (heic_de265.go)
+	heicLibheif        // the system's libheif (heic_libheif.go)
+	heicWasm           // libheif in WebAssembly (decodeHEIC)
+)
+
+// heicRoute picks the decoder for the HEIC whose first bytes (or all)
+// are b, and returns what its meta box says of the primary image (zero
+// if b does not hold the meta box).
+func heicRoute(b []byte) (heifImage, int) {
+	var img heifImage
+	ok := false
+	if meta, off, found := findMetaBox(b); found {
+		img, ok = parseHEIFMeta(meta, off).primaryImage()
+	}
+	switch {
+	case !libheifLoaded():
+		return img, heicWasm
+	case ok && img.plain && de265Loaded():
+		return img, heicDe265
+	}
+	return img, heicLibheif
 }
 
 // renderThumb decodes the original in src, places spec on it (geometry:
@@ -86,7 +121,8 @@ func renderThumb(src io.Reader, mime string, spec renderSpec) (data []byte, w, h
 // row (png_stream.go), so their memory is a few rows whatever their
 // size; JPEGs averaged by 2 or more are decoded at a reduced DCT scale
 // (jpeg_stream.go); HEICs, where the system's libheif is loaded, are
-// averaged out of libheif's planes (heic_libheif.go); the other decoders
+// averaged out of libde265's or libheif's planes (heic_de265.go,
+// heic_libheif.go); the other decoders
 // give the whole image first.
 func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error) {
 	if mime == formatJPEG.mime() {
@@ -98,12 +134,22 @@ func decodeShrunk(mime string, r io.Reader, plan shrinkPlan) (image.Image, error
 		}
 		r = io.MultiReader(bytes.NewReader(fb.head), br)
 	}
-	if mime == formatHEIC.mime() && libheifLoaded() {
+	if mime == formatHEIC.mime() {
 		data, err := io.ReadAll(r) // at most MaxBytes: the original was checked
 		if err != nil {
 			return nil, err
 		}
-		return decodeHEICLibheif(data, plan)
+		img, route := heicRoute(data)
+		if img.oversized {
+			return nil, invalid("a HEVC picture is larger than the HEIC's image size (ispe)")
+		}
+		switch route {
+		case heicDe265:
+			return decodeHEICDe265(data, img, plan)
+		case heicLibheif:
+			return decodeHEICLibheif(data, plan)
+		}
+		r = bytes.NewReader(data)
 	}
 	if mime == formatPNG.mime() {
 		br := bufio.NewReader(r)

@@ -17,7 +17,7 @@ const streamsJPEG = false
 
 // heicCost is the peak memory of libvips decoding a HEIC of px pixels
 // and size bytes through libheif (render_cost.go), the file included.
-func heicCost(px, size int64) int64 { return px*costHEICVips + size }
+func heicCost(_ []byte, px, size int64) int64 { return px*costHEICVips + size }
 
 var vipsStartup sync.Once
 

@@ -7,6 +7,7 @@
 // rendered anew.
 //
 //	go run mkbig.go png OUT.png SIDE
+//	go run mkbig.go png-grain OUT.png SIDE   (the same with ±10 levels of grain)
 //	go run mkbig.go variants IN N OUTPREFIX   (writes OUTPREFIX-I.EXT)
 package main
 
@@ -23,15 +24,25 @@ import (
 )
 
 func main() {
-	if len(os.Args) == 4 && os.Args[1] == "png" {
+	if len(os.Args) == 4 && (os.Args[1] == "png" || os.Args[1] == "png-grain") {
 		side, err := strconv.Atoi(os.Args[3])
 		check(err)
 		img := image.NewRGBA(image.Rect(0, 0, side, side))
+		grain := func(x, y, i int) uint8 { return 0 }
+		if os.Args[1] == "png-grain" {
+			// ±10 levels of noise, as a photo's sensor grain: without it
+			// a HEVC encoder codes the picture in a few hundred KB and
+			// the decoder's in-loop filters have nothing to do.
+			grain = func(x, y, i int) uint8 {
+				g := uint32(x*3+i)*2654435761 ^ uint32(y)*2246822519
+				return uint8(int((g^g>>15)%21) - 10)
+			}
+		}
 		for y := range side {
 			row := img.Pix[y*img.Stride:]
 			for x := range side {
 				d := (x-side/3)*(x-side/3) + (y-side/2)*(y-side/2)
-				row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = uint8(x*255/side), uint8(y*255/side), uint8(d>>14), 0xff
+				row[4*x], row[4*x+1], row[4*x+2], row[4*x+3] = clamp(x*255/side, grain(x, y, 0)), clamp(y*255/side, grain(x, y, 1)), clamp(d>>14&255, grain(x, y, 2)), 0xff
 			}
 		}
 		f, err := os.Create(os.Args[2])
@@ -66,6 +77,9 @@ func main() {
 	fmt.Fprintln(os.Stderr, "usage: mkbig png OUT.png SIDE | mkbig variants IN N OUTPREFIX")
 	os.Exit(2)
 }
+
+// clamp adds a signed grain g to v, within 0-255.
+func clamp(v int, g uint8) uint8 { return uint8(min(255, max(0, v+int(int8(g))))) }
 
 func check(err error) {
 	if err != nil {
