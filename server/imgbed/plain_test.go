@@ -166,6 +166,143 @@ func TestServePlainMatchesHandler(t *testing.T) {
 	}
 }
 
+// TestServePlainKeepAlive sends, on one connection to a host through the
+// front and on one to Handler alone, what a browser sends on a
+// keep-alive connection — a page, a HEAD, conditional GETs answered 304,
+// a range, plain GETs between them — one at a time and then pipelined in
+// one write, and compares the answers byte for byte, Date aside. The
+// plain GETs after net/http's answers are the front's: the connection
+// comes back to it.
+func TestServePlainKeepAlive(t *testing.T) {
+	th, _ := newClockHost(t, Config{})
+	var fallbacks atomic.Int64
+	handler := th.Handler()
+	front, stop := serveFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fallbacks.Add(1)
+		handler.ServeHTTP(w, r)
+	}), th.ServePlain)
+	defer stop()
+	alone := httptest.NewServer(th.Handler())
+	defer alone.Close()
+	var ids []string
+	for _, data := range [][]byte{noiseJPEG(t), noisyPNG(t, 400, 300, 1)} { // the second > plainCopyMax
+		status, r := th.uploadRaw(t, data, http.DetectContentType(data))
+		if !r.Status {
+			t.Fatalf("upload: %d %s", status, r.Message)
+		}
+		ids = append(ids, path.Base(r.Data.Links.URL))
+	}
+	small, big := "/i/"+ids[0], "/i/"+ids[1]
+	thumb := "/t/" + ids[0] + "?w=256"
+	if resp, _ := th.get(t, alone.URL+thumb); resp.StatusCode != http.StatusOK {
+		t.Fatalf("render %s: %d", thumb, resp.StatusCode)
+	}
+	resp, _ := th.get(t, alone.URL+small)
+	etag, modified := resp.Header.Get("Etag"), resp.Header.Get("Last-Modified")
+
+	type step struct {
+		method, target string
+		fields         []string
+		front          bool // answered by ServePlain
+	}
+	steps := []step{
+		{method: "GET", target: "/", fields: []string{"Accept: text/html"}},
+		{method: "GET", target: small, front: true},
+		{method: "HEAD", target: small},
+		{method: "GET", target: big, front: true},
+		{method: "GET", target: small, fields: []string{"If-None-Match: " + etag}},
+		{method: "GET", target: thumb, front: true},
+		{method: "GET", target: small, fields: []string{"If-Modified-Since: " + modified}},
+		{method: "GET", target: big, fields: []string{"Range: bytes=100-199"}},
+		{method: "GET", target: small, front: true},
+		{method: "GET", target: "/i/nope.jpg"},
+		{method: "GET", target: thumb, front: true},
+	}
+	request := func(s step) string {
+		req := s.method + " " + s.target + " HTTP/1.1\r\nHost: img.test\r\n"
+		for _, f := range s.fields {
+			req += f + "\r\n"
+		}
+		return req + "\r\n"
+	}
+	dial := func(srv *httptest.Server) (net.Conn, *bytes.Buffer, *bufio.Reader) {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(time.Minute))
+		var raw bytes.Buffer
+		return c, &raw, bufio.NewReader(io.TeeReader(c, &raw))
+	}
+	// read reads one answer to s from br and returns the bytes raw holds
+	// then, the Date fields replaced; raw is reset.
+	read := func(br *bufio.Reader, raw *bytes.Buffer, s step) string {
+		t.Helper()
+		resp, err := http.ReadResponse(br, &http.Request{Method: s.method})
+		if err != nil {
+			t.Fatalf("%s %s: %v", s.method, s.target, err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		got := dateField.ReplaceAllString(raw.String(), "\r\nDate: (checked)\r\n")
+		raw.Reset()
+		return got
+	}
+
+	t.Run("one at a time", func(t *testing.T) {
+		fc, fraw, fbr := dial(front)
+		ac, araw, abr := dial(alone)
+		for _, s := range steps {
+			before := fallbacks.Load()
+			io.WriteString(fc, request(s))
+			got := read(fbr, fraw, s)
+			if byFront := fallbacks.Load() == before; byFront != s.front {
+				t.Errorf("%s %s %v: answered by the front %v, want %v", s.method, s.target, s.fields, byFront, s.front)
+			}
+			io.WriteString(ac, request(s))
+			if want := read(abr, araw, s); got != want {
+				t.Errorf("%s %s %v: through the front:\n%s\nHandler alone:\n%s", s.method, s.target, s.fields, head(got), head(want))
+			}
+		}
+	})
+	t.Run("pipelined", func(t *testing.T) {
+		var all string
+		for _, s := range steps {
+			all += request(s)
+		}
+		fc, fraw, fbr := dial(front)
+		ac, araw, abr := dial(alone)
+		before := fallbacks.Load()
+		io.WriteString(fc, all)
+		io.WriteString(ac, all)
+		// A reader reads ahead into the next answers: the whole streams
+		// are compared once all are read.
+		var got, want string
+		for _, s := range steps {
+			got += read(fbr, fraw, s)
+			want += read(abr, araw, s)
+		}
+		if got != want {
+			i := 0
+			for i < min(len(got), len(want)) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("the answers differ from byte %d: through the front:\n%q\nHandler alone:\n%q", i, got[i:min(i+200, len(got))], want[i:min(i+200, len(want))])
+		}
+		wantFallbacks := 0
+		for _, s := range steps {
+			if !s.front {
+				wantFallbacks++
+			}
+		}
+		if n := fallbacks.Load() - before; n != int64(wantFallbacks) {
+			t.Errorf("net/http answered %d of %d requests, want %d", n, len(steps), wantFallbacks)
+		}
+	})
+}
+
 // noisyPNG is a w×h PNG of seeded noise (which does not compress).
 func noisyPNG(t testing.TB, w, h int, seed uint64) []byte {
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
