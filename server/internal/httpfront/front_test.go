@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -216,6 +217,93 @@ func TestFrontTakesBack(t *testing.T) {
 		if _, body := readAnswer(t, br); body != step.want {
 			t.Fatalf("step %d: answer %q, want %q", i, body, step.want)
 		}
+	}
+}
+
+// TestFrontTakesBackRandom sends random sequences of requests on a
+// connection, in writes cut at random places: every plain request the
+// Handler takes is the front's unless a request before it on the
+// connection left it with net/http for good (a body, a bare LF), and
+// every answer comes in order, no byte lost.
+func TestFrontTakesBackRandom(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	tf := startFront(t, fastHandler, Config{HeaderTimeout: time.Minute})
+	type request struct {
+		raw, method, want string
+		sticky            bool // the connection is net/http's after it
+	}
+	kinds := []func(i int) request{
+		func(i int) request { p := fmt.Sprint("/fast/", i); return request{get(p), "GET", "front " + p, false} },
+		func(i int) request {
+			p := fmt.Sprint("/slow/", i)
+			return request{get(p), "GET", "net/http " + p, false}
+		},
+		func(i int) request {
+			return request{"HEAD /fast/" + fmt.Sprint(i) + " HTTP/1.1\r\nHost: test\r\n\r\n", "HEAD", "", false}
+		},
+		func(i int) request {
+			p := fmt.Sprint("/fast/", i)
+			return request{get(p, "If-None-Match: \"x\"\r\n"), "GET", "net/http " + p, false}
+		},
+		func(i int) request {
+			p := fmt.Sprint("/slow/", i)
+			return request{"GET " + p + " HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "GET", "net/http " + p, false}
+		},
+		func(i int) request {
+			body := fmt.Sprint("body ", i)
+			return request{fmt.Sprintf("POST /body HTTP/1.1\r\nHost: test\r\nContent-Length: %d\r\n\r\n%s", len(body), body), "POST", body, true}
+		},
+		func(i int) request {
+			p := fmt.Sprint("/slow/", i)
+			return request{"GET " + p + " HTTP/1.1\nHost: test\n\n", "GET", "net/http " + p, true}
+		},
+	}
+	for iter := range 100 {
+		var reqs []request
+		var all []byte
+		var raws []string // for messages
+		for i := range 1 + rng.IntN(8) {
+			// Plain GETs twice as often as each other kind.
+			k := rng.IntN(len(kinds) + 1)
+			r := kinds[max(0, k-1)](i)
+			reqs = append(reqs, r)
+			raws = append(raws, r.raw)
+			all = append(all, r.raw...)
+		}
+		c, br := tf.dial(t)
+		cuts := rand.New(rand.NewPCG(uint64(seed), uint64(iter)+1)) // the writer's own
+		go func() {
+			for len(all) > 0 {
+				n := min(len(all), 1+cuts.IntN(40))
+				if _, err := c.Write(all[:n]); err != nil {
+					return
+				}
+				all = all[n:]
+				if n%3 == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+		c.SetReadDeadline(time.Now().Add(time.Minute))
+		sticky := false
+		for i, r := range reqs {
+			want := r.want
+			if sticky {
+				want = strings.Replace(want, "front ", "net/http ", 1)
+			}
+			sticky = sticky || r.sticky
+			resp, err := http.ReadResponse(br, &http.Request{Method: r.method})
+			if err != nil {
+				t.Fatalf("answer %d of %q: %v", i, raws, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || string(body) != want {
+				t.Fatalf("answer %d of %q: %q (%v), want %q", i, raws, body, err, want)
+			}
+		}
+		c.Close()
 	}
 }
 
