@@ -239,12 +239,17 @@ const (
 var connPool = sync.Pool{New: func() any { return &conn{buf: make([]byte, HeadBytes)} }}
 
 func (c *conn) serve() {
-	if c.answer(true) && c.handOff() {
-		c.l.untrack(c) // c is the handed connection's now
+	if !c.answer(true) {
+		c.nc.Close()
+		c.release()
 		return
 	}
-	c.nc.Close()
-	c.release()
+	// Untracked before net/http has it: its reads may track c again
+	// (handedConn.serveFront).
+	c.l.untrack(c)
+	if !c.handOff() {
+		c.nc.Close()
+	}
 }
 
 // answer reads c's requests and answers the plain ones the Handler takes.
