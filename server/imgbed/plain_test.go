@@ -78,6 +78,8 @@ func TestServePlainMatchesHandler(t *testing.T) {
 			}
 			clock.advance(time.Minute) // max-age counts down
 
+			smallTag := sha(noiseJPEG(t)).String()
+			future := clock.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
 			type probe struct {
 				target string
 				fields []string
@@ -108,8 +110,27 @@ func TestServePlainMatchesHandler(t *testing.T) {
 				{target: "/t/" + small + ".jpg?format=png"},
 				{target: "/t/" + small + ".jpg?w=1024", later: true}, // not rendered yet: Handler renders it
 				{target: "/i/" + small + ".jpg", fields: []string{"Range: bytes=10-99"}},
-				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "x", "` + sha(noiseJPEG(t)).String() + `"`}},
-				{target: "/i/" + small + ".jpg", fields: []string{"If-Modified-Since: " + time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}},
+				// Revalidations: 304s and 200s, as http.ServeContent
+				// reads the fields.
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "x", "` + smallTag + `"`}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match:  ,W/"` + smallTag + `"`}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: *`}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "x"`}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: ` + smallTag + `, "` + smallTag + `"`}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "a b", "` + smallTag + `"`}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "` + smallTag}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "x"`, "If-Modified-Since: " + future}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: `, "If-Modified-Since: " + future}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-None-Match: "x"`, `If-None-Match: "` + smallTag + `"`}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{"If-Modified-Since: " + future}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{"If-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT"}, front: true},
+				{target: "/i/" + small + ".jpg", fields: []string{"If-Modified-Since: yesterday"}, front: true},
+				{target: "/i/" + big + ".png", fields: []string{"If-Modified-Since: " + future}, front: true},
+				{target: "/t/" + small + ".jpg?w=256", fields: []string{"If-None-Match: *"}, front: true},
+				{target: "/t/" + small + ".jpg?w=64", fields: []string{"Accept: image/webp,*/*", "If-Modified-Since: " + future}, front: true},
+				{target: "/i/" + limited + ".png", fields: []string{`If-None-Match: "x"`}},
+				{target: "/i/" + small + ".jpg", fields: []string{`If-Match: "` + smallTag + `"`}},
+				{target: "/i/" + small + ".jpg", fields: []string{"If-Unmodified-Since: " + future}},
 				{target: "/i/" + small + ".jpg", fields: []string{"Origin: https://a.example"}, front: len(tc.cfg.CORSOrigins) == 0},
 				{target: "/i/" + small + ".jpg", fields: []string{"Origin: https://b.example"}, front: len(tc.cfg.CORSOrigins) == 0},
 				{target: "/i/" + small + ".jpg", fields: []string{"Connection: close"}},
@@ -168,13 +189,16 @@ func TestServePlainMatchesHandler(t *testing.T) {
 
 // TestServePlainKeepAlive sends, on one connection to a host through the
 // front and on one to Handler alone, what a browser sends on a
-// keep-alive connection — a page, a HEAD, conditional GETs answered 304,
-// a range, plain GETs between them — one at a time and then pipelined in
-// one write, and compares the answers byte for byte, Date aside. The
-// plain GETs after net/http's answers are the front's: the connection
-// comes back to it.
+// keep-alive connection — a page, a HEAD, revalidations answered 304, a
+// range, an If-Match, plain GETs between them — one at a time and then
+// pipelined in one write, and compares the answers byte for byte, Date
+// aside. The plain GETs and revalidations after net/http's answers are
+// the front's: the connection comes back to it.
 func TestServePlainKeepAlive(t *testing.T) {
-	th, _ := newClockHost(t, Config{})
+	th, clock := newClockHost(t, Config{})
+	// Uploads at a fraction of a second: Last-Modified, and so an
+	// If-Modified-Since that repeats it, is before the upload's time.
+	clock.advance(1500 * time.Millisecond)
 	var fallbacks atomic.Int64
 	handler := th.Handler()
 	front, stop := serveFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -210,9 +234,10 @@ func TestServePlainKeepAlive(t *testing.T) {
 		{method: "GET", target: small, front: true},
 		{method: "HEAD", target: small},
 		{method: "GET", target: big, front: true},
-		{method: "GET", target: small, fields: []string{"If-None-Match: " + etag}},
+		{method: "GET", target: small, fields: []string{"If-None-Match: " + etag}, front: true},
 		{method: "GET", target: thumb, front: true},
-		{method: "GET", target: small, fields: []string{"If-Modified-Since: " + modified}},
+		{method: "GET", target: small, fields: []string{"If-Modified-Since: " + modified}, front: true},
+		{method: "GET", target: big, fields: []string{"If-Match: " + etag}},
 		{method: "GET", target: big, fields: []string{"Range: bytes=100-199"}},
 		{method: "GET", target: small, front: true},
 		{method: "GET", target: "/i/nope.jpg"},

@@ -26,11 +26,14 @@
 // would not redirect; a query of unreserved characters, '=' and '&'),
 // well-formed header fields of visible ASCII, exactly one Host, a head
 // that fits the connection's buffer (HeadBytes), and none of the fields
-// that frame a body, ask for a range or a conditional answer, or change
-// the connection (see notPlainFields); Connection, if present, is
-// "keep-alive". Everything else — HEAD, Range, If-None-Match, HTTP/1.0,
-// HTTP/2, uploads — is net/http's, and so is a request whose head the
-// Handler declines (a page, an error).
+// that frame a body, ask for a range or a precondition, or change the
+// connection (see notPlainFields), but for the two a browser revalidates
+// with, If-None-Match and If-Modified-Since: a Handler that answers a
+// request with them answers as http.ServeContent does (304 Not Modified
+// where they say so). Connection, if present, is "keep-alive". Everything
+// else — HEAD, Range, If-Match, HTTP/1.0, HTTP/2, uploads — is
+// net/http's, and so is a request whose head the Handler declines (a
+// page, an error).
 //
 // The Handler must answer exactly as the http.Server's handler would,
 // byte for byte but for the Date field's second; its tests compare the

@@ -139,8 +139,8 @@ func unreserved(c byte) bool {
 // plainFields checks the header lines: well formed (a token, a colon,
 // visible ASCII, spaces and tabs), exactly one Host of plain characters,
 // and no field that makes the request more than a plain GET — one that
-// frames a body, asks for a range or a conditional answer, or changes the
-// connection.
+// frames a body, asks for a range or a precondition other than the
+// revalidation of a cached answer, or changes the connection.
 func plainFields(fields []byte) bool {
 	hosts := 0
 	for rest := fields; len(rest) > 0; {
@@ -181,9 +181,12 @@ func plainFields(fields []byte) bool {
 
 // notPlainFields are the fields a request that carries any of is not
 // plain.
+// If-None-Match and If-Modified-Since, which a browser sends to
+// revalidate what it cached, are plain: the Handler answers them (a 304)
+// or declines.
 var notPlainFields = []string{
 	"Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "Trailer",
-	"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
+	"Range", "If-Range", "If-Match", "If-Unmodified-Since",
 }
 
 func notPlain(name []byte) bool {

@@ -41,8 +41,11 @@ func TestParse(t *testing.T) {
 		{name: "empty host", head: "GET /i/abc.jpg HTTP/1.1\r\nHost: \r\n\r\n"},
 		{name: "odd host", head: "GET /i/abc.jpg HTTP/1.1\r\nHost: a b\r\n\r\n"},
 		{name: "range", head: get + "Range: bytes=0-1\r\n\r\n"},
-		{name: "conditional", head: get + "if-none-match: \"x\"\r\n\r\n"},
-		{name: "if-modified-since", head: get + "If-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n"},
+		{name: "if-none-match", head: get + "if-none-match: \"x\"\r\n\r\n", plain: true, path: "/i/abc.jpg"},
+		{name: "if-modified-since", head: get + "If-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n", plain: true, path: "/i/abc.jpg"},
+		{name: "if-match", head: get + "If-Match: \"x\"\r\n\r\n"},
+		{name: "if-unmodified-since", head: get + "If-Unmodified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n"},
+		{name: "if-range", head: get + "If-Range: \"x\"\r\n\r\n"},
 		{name: "body", head: get + "Content-Length: 3\r\n\r\nabc"},
 		{name: "chunked", head: get + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
 		{name: "upgrade", head: get + "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n"},
@@ -96,6 +99,7 @@ func FuzzParse(f *testing.F) {
 		"GET /i/x HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\n\r\n",
 		"GET /a/./b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\n",
 		"GET /x HTTP/1.1\r\nHost: h\r\nX:\ty\t\r\n\r\n",
+		"GET /i/x HTTP/1.1\r\nHost: h\r\nIf-None-Match: W/\"a\", \"b\"\r\nIf-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
