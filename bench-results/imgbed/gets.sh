@@ -6,12 +6,13 @@
 # JPEG from mkjpeg.go), renders the 72 KB one's 256-pixel thumbnail once
 # (a stored thumbnail after that) and copies the bytes lsmgo serves into
 # nginx's root; then every row runs the three servers one after another,
-# in reverse order every other round. FILES may add "mix": the 72 KB
-# original with one request in ten (per wrk thread, so on every
-# connection soon) carrying an If-None-Match that does not match — a
-# conditional GET that net/http answers 200 — as browsers revalidate on
-# connections that then fetch images; a connection comes back to the
-# front after it only with httpfront's take-back (s22-gets2).
+# in reverse order every other round. FILES may add "mix": GETs of the
+# 72 KB original where, per wrk thread (so on every connection soon), one
+# request in ten asks for its first KiB (Range, which net/http answers;
+# the connection comes back to the front after it only with httpfront's
+# take-back, s22-gets2) and another one in ten revalidates with an
+# If-None-Match that does not match (a 200 of the whole file; net/http's
+# on main, the front's on s22-gets2).
 #
 # Usage: BEFORE=lsmgo-binary AFTER=lsmgo-binary gets.sh OUTDIR
 #        (ROUNDS=3, SECS=10, CONNS="50 2000", FILES="o72 thumb o4m",
@@ -33,6 +34,8 @@ local n = 0
 request = function()
   n = n + 1
   if n % 10 == 0 then
+    return wrk.format(nil, nil, {["Range"] = "bytes=0-1023"})
+  elseif n % 10 == 5 then
     return wrk.format(nil, nil, {["If-None-Match"] = '"no-match"'})
   end
   return wrk.format()
