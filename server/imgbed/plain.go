@@ -13,8 +13,8 @@ import (
 	"github.com/lsmgo-dev/lsmgo/server/internal/httpfront"
 )
 
-// ServePlain answers a plain GET (httpfront) of an original or a stored
-// thumbnail (?w=N alone) kept in the DB, byte for byte as Handler
+// ServePlain answers a plain GET or HEAD (httpfront) of an original or a
+// stored thumbnail (?w=N alone) kept in the DB, byte for byte as Handler
 // answers it (a 304 where If-None-Match or If-Modified-Since say so), and
 // declines everything else before writing anything:
 // errors, view-limited images, thumbnails not rendered yet, other render
@@ -76,11 +76,15 @@ func (h *Host) ServePlain(w *httpfront.Writer, r *httpfront.Request) bool {
 		return false
 	}
 	f.mime = meta.Mime
-	if notModified(r, &f) {
-		// As serveBlob's http.ServeContent, without opening the blob
-		// (which a hot body skips too).
+	if nm := notModified(r, &f); nm || r.Method == http.MethodHead {
+		// A head alone, as serveBlob's http.ServeContent writes it,
+		// without opening the blob (which a hot body skips too).
+		size := meta.Size
+		if nm {
+			size = -1
+		}
 		hp := plainHeads.Get().(*[]byte)
-		*hp = f.appendHead((*hp)[:0], -1)
+		*hp = f.appendHead((*hp)[:0], size)
 		w.Respond(*hp, nil, h.cfg.WriteIdleTimeout)
 		plainHeads.Put(hp)
 	} else if !h.sendPlain(w, metaKey, &meta, rec.Sum, &f) {

@@ -25,9 +25,10 @@ import (
 // chunk and in several, bodies held in memory and sent from the file
 // (also when the memory budget is spent), stored thumbnails by width,
 // by extension and negotiated by Accept, expiring and view-limited
-// images, CORS, and every kind of request the front must leave to
-// net/http (errors, ranges, conditional requests, HEAD, unrendered
-// thumbnails, other render links), each asked three times so that the
+// images, CORS, revalidations (304s and 200s), each as a GET and a HEAD,
+// and every kind of request the front must leave to net/http (errors,
+// ranges, other preconditions, unrendered thumbnails, other render
+// links), each asked three times so that the
 // last answers come from the bodies kept in memory. It also checks which
 // answers the front gave itself.
 func TestServePlainMatchesHandler(t *testing.T) {
@@ -84,7 +85,7 @@ func TestServePlainMatchesHandler(t *testing.T) {
 				target string
 				fields []string
 				front  bool // answered by ServePlain
-				later  bool // by ServePlain once stored, after the first pass
+				later  bool // by ServePlain once stored, after the first GET
 			}
 			probes := []probe{
 				{target: "/i/" + small + ".jpg", front: true},
@@ -159,7 +160,8 @@ func TestServePlainMatchesHandler(t *testing.T) {
 						if got != want {
 							t.Errorf("%s %s %v: through the front:\n%s\nHandler alone:\n%s", method, p.target, p.fields, head(got), head(want))
 						}
-						if wantFront := (p.front || p.later && pass > 0) && method == "GET"; byFront != wantFront {
+						// A later one is stored by the first GET.
+						if wantFront := p.front || p.later && (pass > 0 || method == "HEAD"); byFront != wantFront {
 							t.Errorf("%s %s %v: answered by the front %v, want %v", method, p.target, p.fields, byFront, wantFront)
 						}
 					}
@@ -232,7 +234,8 @@ func TestServePlainKeepAlive(t *testing.T) {
 	steps := []step{
 		{method: "GET", target: "/", fields: []string{"Accept: text/html"}},
 		{method: "GET", target: small, front: true},
-		{method: "HEAD", target: small},
+		{method: "HEAD", target: small, front: true},
+		{method: "OPTIONS", target: small},
 		{method: "GET", target: big, front: true},
 		{method: "GET", target: small, fields: []string{"If-None-Match: " + etag}, front: true},
 		{method: "GET", target: thumb, front: true},
@@ -261,7 +264,7 @@ func TestServePlainKeepAlive(t *testing.T) {
 		return c, &raw, bufio.NewReader(io.TeeReader(c, &raw))
 	}
 	// read reads one answer to s from br and returns the bytes raw holds
-	// then, the Date fields replaced; raw is reset.
+	// then; raw is reset.
 	read := func(br *bufio.Reader, raw *bytes.Buffer, s step) string {
 		t.Helper()
 		resp, err := http.ReadResponse(br, &http.Request{Method: s.method})
@@ -271,10 +274,11 @@ func TestServePlainKeepAlive(t *testing.T) {
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			t.Fatal(err)
 		}
-		got := dateField.ReplaceAllString(raw.String(), "\r\nDate: (checked)\r\n")
+		got := raw.String()
 		raw.Reset()
 		return got
 	}
+	undated := func(answers string) string { return dateField.ReplaceAllString(answers, "\r\nDate: (checked)\r\n") }
 
 	t.Run("one at a time", func(t *testing.T) {
 		fc, fraw, fbr := dial(front)
@@ -282,12 +286,12 @@ func TestServePlainKeepAlive(t *testing.T) {
 		for _, s := range steps {
 			before := fallbacks.Load()
 			io.WriteString(fc, request(s))
-			got := read(fbr, fraw, s)
+			got := undated(read(fbr, fraw, s))
 			if byFront := fallbacks.Load() == before; byFront != s.front {
 				t.Errorf("%s %s %v: answered by the front %v, want %v", s.method, s.target, s.fields, byFront, s.front)
 			}
 			io.WriteString(ac, request(s))
-			if want := read(abr, araw, s); got != want {
+			if want := undated(read(abr, araw, s)); got != want {
 				t.Errorf("%s %s %v: through the front:\n%s\nHandler alone:\n%s", s.method, s.target, s.fields, head(got), head(want))
 			}
 		}
@@ -302,13 +306,14 @@ func TestServePlainKeepAlive(t *testing.T) {
 		before := fallbacks.Load()
 		io.WriteString(fc, all)
 		io.WriteString(ac, all)
-		// A reader reads ahead into the next answers: the whole streams
-		// are compared once all are read.
+		// A reader reads ahead into the next answers (a Date field may be
+		// cut): the whole streams are compared once all are read.
 		var got, want string
 		for _, s := range steps {
 			got += read(fbr, fraw, s)
 			want += read(abr, araw, s)
 		}
+		got, want = undated(got), undated(want)
 		if got != want {
 			i := 0
 			for i < min(len(got), len(want)) && got[i] == want[i] {

@@ -21,7 +21,7 @@
 // front cannot delimit as net/http would, or a hijacked connection leave
 // the connection with net/http for good.
 //
-// A plain request is a GET over HTTP/1.1 with an origin-form target of
+// A plain request is a GET or a HEAD over HTTP/1.1 with an origin-form target of
 // unreserved characters (no escapes; a clean path, which http.ServeMux
 // would not redirect; a query of unreserved characters, '=' and '&'),
 // well-formed header fields of visible ASCII, exactly one Host, a head
@@ -31,9 +31,8 @@
 // with, If-None-Match and If-Modified-Since: a Handler that answers a
 // request with them answers as http.ServeContent does (304 Not Modified
 // where they say so). Connection, if present, is "keep-alive". Everything
-// else — HEAD, Range, If-Match, HTTP/1.0, HTTP/2, uploads — is
-// net/http's, and so is a request whose head the Handler declines (a
-// page, an error).
+// else — Range, If-Match, HTTP/1.0, HTTP/2, uploads — is net/http's,
+// and so is a request whose head the Handler declines (a page, an error).
 //
 // The Handler must answer exactly as the http.Server's handler would,
 // byte for byte but for the Date field's second; its tests compare the

@@ -96,9 +96,9 @@ func (tf *testFront) dial(t *testing.T) (net.Conn, *bufio.Reader) {
 }
 
 // fastHandler answers GET /fast/... with "front PATH" and declines the
-// rest, and the conditional requests it does not evaluate.
+// rest, HEADs and the conditional requests it does not evaluate.
 func fastHandler(w *Writer, r *Request) bool {
-	if !strings.HasPrefix(r.Path, "/fast/") || r.Header("If-None-Match") != "" || r.Header("If-Modified-Since") != "" {
+	if !strings.HasPrefix(r.Path, "/fast/") || r.Method != http.MethodGet || r.Header("If-None-Match") != "" || r.Header("If-Modified-Since") != "" {
 		return false
 	}
 	body := "front " + r.Path
