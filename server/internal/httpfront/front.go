@@ -15,24 +15,26 @@
 // answers that request as if the front were not there. When the
 // http.Server's ConnState calls the Listener's, the connection comes back
 // to the front once net/http has answered a request without a body (a
-// page, a HEAD, a conditional GET): the front reads the next request
+// page, an error, a range): the front reads the next request
 // while net/http waits for it, answers it if it is plain, and hands it
 // over otherwise (see handedConn). A request with a body, a head the
 // front cannot delimit as net/http would, or a hijacked connection leave
 // the connection with net/http for good.
 //
-// A plain request is a GET or a HEAD over HTTP/1.1 with an origin-form target of
-// unreserved characters (no escapes; a clean path, which http.ServeMux
-// would not redirect; a query of unreserved characters, '=' and '&'),
-// well-formed header fields of visible ASCII, exactly one Host, a head
-// that fits the connection's buffer (HeadBytes), and none of the fields
-// that frame a body, ask for a range or a precondition, or change the
-// connection (see notPlainFields), but for the two a browser revalidates
-// with, If-None-Match and If-Modified-Since: a Handler that answers a
-// request with them answers as http.ServeContent does (304 Not Modified
-// where they say so). Connection, if present, is "keep-alive". Everything
-// else — Range, If-Match, HTTP/1.0, HTTP/2, uploads — is net/http's,
-// and so is a request whose head the Handler declines (a page, an error).
+// A plain request is a GET or a HEAD over HTTP/1.1 with an origin-form
+// target of unreserved characters (no escapes; a clean path, which
+// http.ServeMux would not redirect; a query of unreserved characters,
+// '=' and '&'), well-formed header fields of visible ASCII, exactly one
+// Host, a head that fits the connection's buffer (HeadBytes), and none
+// of the fields that frame a body, ask for a range or a precondition,
+// or change the connection (see notPlainFields), but for the two a
+// browser revalidates with, If-None-Match and If-Modified-Since: a
+// Handler that answers a request with them answers as http.ServeContent
+// does (304 Not Modified where they say so). Connection, if present, is
+// "keep-alive". Everything else — Range, If-Match, HTTP/1.0, HTTP/2,
+// uploads — is net/http's, and so is a request whose head the Handler
+// declines (a page, an error). A Handler answers a HEAD with the head
+// alone.
 //
 // The Handler must answer exactly as the http.Server's handler would,
 // byte for byte but for the Date field's second; its tests compare the
