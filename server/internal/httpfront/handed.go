@@ -29,7 +29,11 @@ import (
 // net/http calls Read from one goroutine at a time (its connection's, or
 // its background read's, which it ends before it reports the connection
 // idle or hijacked), and ConnState from the connection's goroutine; only
-// Close comes from others.
+// Close comes from others. This leans on how net/http's HTTP/1 server
+// reads (as of Go 1.26: a request without a body is read to its head's
+// end, then only by the background read until StateIdle), which its
+// documentation does not promise: TestFrontTakesBackRandom and imgbed's
+// TestServePlainKeepAlive fail if that changes.
 type handedConn struct {
 	net.Conn
 	c *conn // its buffer: c.buf[given:c.n] read and not yet given to net/http
