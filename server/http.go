@@ -75,16 +75,16 @@ func (s *Server) noteSlowHTTP(remote func() string, method, path string, start t
 	}
 }
 
-// servePlain answers the plain GETs of originals and thumbnails on the
-// HTTP connection itself (httpfront, Host.ServePlain), as the image
-// host's routes below would, slow log included.
+// servePlain answers the plain GETs and HEADs of originals and
+// thumbnails on the HTTP connection itself (httpfront, Host.ServePlain),
+// as the image host's routes below would, slow log included.
 func (s *Server) servePlain(w *httpfront.Writer, r *httpfront.Request) bool {
 	start := time.Now()
 	s.repl.swapMu.RLock()
 	served := s.images.ServePlain(w, r)
 	s.repl.swapMu.RUnlock()
 	if served {
-		s.noteSlowHTTP(r.RemoteAddr, http.MethodGet, r.Path, start)
+		s.noteSlowHTTP(r.RemoteAddr, r.Method, r.Path, start)
 	}
 	return served
 }

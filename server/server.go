@@ -283,6 +283,9 @@ func (s *Server) start(r *Config) error {
 		var ln net.Listener = s.httpLn
 		if s.images != nil {
 			s.httpFront = httpfront.Listen(s.httpLn, s.servePlain, httpfront.Config{HeaderTimeout: httpHeaderTimeout})
+			// Connections come back to the front after net/http answered
+			// a page, a HEAD or a conditional GET on them.
+			s.httpSrv.ConnState = s.httpFront.ConnState
 			ln = s.httpFront
 		}
 		s.bgWG.Add(1)

@@ -6,7 +6,13 @@
 # JPEG from mkjpeg.go), renders the 72 KB one's 256-pixel thumbnail once
 # (a stored thumbnail after that) and copies the bytes lsmgo serves into
 # nginx's root; then every row runs the three servers one after another,
-# in reverse order every other round.
+# in reverse order every other round. FILES may add "mix": GETs of the
+# 72 KB original where, per wrk thread (so on every connection soon), one
+# request in ten asks for its first KiB (Range, which net/http answers;
+# the connection comes back to the front after it only with httpfront's
+# take-back, s22-gets2) and another one in ten revalidates with an
+# If-None-Match that does not match (a 200 of the whole file; net/http's
+# on main, the front's on s22-gets2).
 #
 # Usage: BEFORE=lsmgo-binary AFTER=lsmgo-binary gets.sh OUTDIR
 #        (ROUNDS=3, SECS=10, CONNS="50 2000", FILES="o72 thumb o4m",
@@ -23,6 +29,18 @@ declare -A port=([nginx]=$PORT [before]=$((PORT + 1)) [after]=$((PORT + 2))) pid
 stop_all() { for s in "${!pid[@]}"; do kill "${pid[$s]}" 2>/dev/null; wait "${pid[$s]}" 2>/dev/null; done; pid=(); }
 trap 'stop_all; rm -rf "$B"' EXIT
 
+cat > "$B/mix.lua" <<'LUA'
+local n = 0
+request = function()
+  n = n + 1
+  if n % 10 == 0 then
+    return wrk.format(nil, nil, {["Range"] = "bytes=0-1023"})
+  elseif n % 10 == 5 then
+    return wrk.format(nil, nil, {["If-None-Match"] = '"no-match"'})
+  end
+  return wrk.format()
+end
+LUA
 (cd "$repo/bench-results/imgbed" && go run mkjpeg.go "$B/o72.jpg" 544 408 && go run mkjpeg.go "$B/o4m.jpg" 4096 3100) || exit 1
 {
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
@@ -50,12 +68,12 @@ start_round() {
     local o72 o4m; o72=$(upload "${port[$s]}" "$B/o72.jpg"); o4m=$(upload "${port[$s]}" "$B/o4m.jpg")
     local t="${o72/\/i\//\/t\/}?w=256"
     curl -s -o "$B/t-$s.jpg" "http://127.0.0.1:${port[$s]}$t" # renders and stores it
-    path[$s,o72]=$o72; path[$s,o4m]=$o4m; path[$s,thumb]=$t
+    path[$s,o72]=$o72; path[$s,o4m]=$o4m; path[$s,thumb]=$t; path[$s,mix]=$o72
   done
   cmp -s "$B/t-before.jpg" "$B/t-after.jpg" || echo "warning: the two builds' thumbnails differ" >&2
   mkdir -p "$B/nginx/root" "$B/nginx/logs"
   cp "$B/o72.jpg" "$B/o4m.jpg" "$B/nginx/root/"; cp "$B/t-after.jpg" "$B/nginx/root/thumb.jpg"; chmod -R a+rX "$B/nginx"
-  path[nginx,o72]=/o72.jpg; path[nginx,o4m]=/o4m.jpg; path[nginx,thumb]=/thumb.jpg
+  path[nginx,o72]=/o72.jpg; path[nginx,o4m]=/o4m.jpg; path[nginx,thumb]=/thumb.jpg; path[nginx,mix]=/o72.jpg
   # Debian's defaults where they matter (sendfile, one worker per core),
   # no access log (lsmgo serve keeps none), keep-alive as long as Go's.
   cat > "$B/nginx/nginx.conf" <<NGX
@@ -87,8 +105,9 @@ for round in $(seq "$ROUNDS"); do
     for c in $CONNS; do
       for s in $order; do
         f="$out/r$round-$file-$s-c$c.txt"
+        script=(); [ "$file" = mix ] && script=(-s "$B/mix.lua")
         t0=$(cpu_ticks "${pid[$s]}")
-        wrk -t2 -c"$c" -d"${SECS}s" --timeout 30s --latency "http://127.0.0.1:${port[$s]}${path[$s,$file]}" > "$f" 2>&1
+        wrk "${script[@]}" -t2 -c"$c" -d"${SECS}s" --timeout 30s --latency "http://127.0.0.1:${port[$s]}${path[$s,$file]}" > "$f" 2>&1
         t1=$(cpu_ticks "${pid[$s]}")
         rps=$(awk '/Requests\/sec/ {printf "%.0f", $2}' "$f")
         p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) m=0.001; else if (v ~ /ms$/) m=1; else m=1000; sub(/[a-z]+$/, "", v); printf "%.1f", v*m}' "$f")

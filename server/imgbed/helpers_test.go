@@ -88,6 +88,7 @@ func serveFront(handler http.Handler, plain httpfront.Handler) (srv *httptest.Se
 	srv = httptest.NewUnstartedServer(handler)
 	front := httpfront.Listen(srv.Listener, plain, httpfront.Config{HeaderTimeout: 10 * time.Second})
 	srv.Listener = front
+	srv.Config.ConnState = front.ConnState
 	srv.Start()
 	return srv, func() {
 		srv.Close()

@@ -13,9 +13,10 @@ import (
 	"github.com/lsmgo-dev/lsmgo/server/internal/httpfront"
 )
 
-// ServePlain answers a plain GET (httpfront) of an original or a stored
-// thumbnail (?w=N alone) kept in the DB, byte for byte as Handler
-// answers it, and declines everything else before writing anything:
+// ServePlain answers a plain GET or HEAD (httpfront) of an original or a
+// stored thumbnail (?w=N alone) kept in the DB, byte for byte as Handler
+// answers it (a 304 where If-None-Match or If-Modified-Since say so), and
+// declines everything else before writing anything:
 // errors, view-limited images, thumbnails not rendered yet, other render
 // links, blobs in S3, and, with CORS on, what CORS changes. Bodies of at
 // most plainCopyMax bytes are read and sent with the head in one
@@ -75,11 +76,71 @@ func (h *Host) ServePlain(w *httpfront.Writer, r *httpfront.Request) bool {
 		return false
 	}
 	f.mime = meta.Mime
-	if !h.sendPlain(w, metaKey, &meta, rec.Sum, &f) {
+	if nm := notModified(r, &f); nm || r.Method == http.MethodHead {
+		// A head alone, as serveBlob's http.ServeContent writes it,
+		// without opening the blob (which a hot body skips too).
+		size := meta.Size
+		if nm {
+			size = -1
+		}
+		hp := plainHeads.Get().(*[]byte)
+		*hp = f.appendHead((*hp)[:0], size)
+		w.Respond(*hp, nil, h.cfg.WriteIdleTimeout)
+		plainHeads.Put(hp)
+	} else if !h.sendPlain(w, metaKey, &meta, rec.Sum, &f) {
 		return false
 	}
 	h.metrics.served.Inc()
 	return true
+}
+
+// notModified reports whether http.ServeContent answers r with a 304 for
+// a blob with the fields f: If-None-Match is "*" or names f's entity tag
+// (compared weakly), or, without If-None-Match, If-Modified-Since is a
+// time at or after f.modified's second.
+func notModified(r *httpfront.Request, f *blobFields) bool {
+	if inm := r.Header("If-None-Match"); inm != "" {
+		return etagListed(inm, f.etag)
+	}
+	ims := r.Header("If-Modified-Since")
+	if ims == "" || f.modified.IsZero() || f.modified.Equal(time.Unix(0, 0)) {
+		return false
+	}
+	t, err := http.ParseTime(ims)
+	return err == nil && !f.modified.Truncate(time.Second).After(t)
+}
+
+// etagListed reports whether an If-None-Match list is "*" or names the
+// entity tag etag (given without its quotes), weak or strong, reading the
+// list as net/http does: up to its first malformed member.
+func etagListed(list string, etag []byte) bool {
+	for {
+		list = strings.TrimLeft(list, " \t,")
+		if list == "" {
+			return false
+		}
+		if list[0] == '*' {
+			return true
+		}
+		list = strings.TrimPrefix(list, "W/")
+		if len(list) < 2 || list[0] != '"' {
+			return false
+		}
+		end := strings.IndexByte(list[1:], '"')
+		if end < 0 {
+			return false
+		}
+		// The front lets no control or non-ASCII byte through: blanks
+		// are the only bytes an entity tag may not hold.
+		tag := list[1 : 1+end]
+		if strings.ContainsAny(tag, " \t") {
+			return false
+		}
+		if tag == string(etag) {
+			return true
+		}
+		list = list[2+end:]
+	}
 }
 
 // plainCopyMax is the largest body ServePlain reads into memory to send
@@ -167,18 +228,30 @@ func (h *Host) readBlob(s sum, meta blobMeta, body []byte) bool {
 var plainHeads = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // appendHead appends the status line and header fields of a 200 with f
-// and a body of size bytes, as net/http writes those serveBlob and
-// http.ServeContent set: sorted by name, without the Date that
-// httpfront adds.
+// and a body of size bytes, or, with size < 0, of a 304, as net/http
+// writes those serveBlob and http.ServeContent set: sorted by name,
+// without the Date that httpfront adds. A 304 has neither Content-Type
+// nor Content-Length, nor Last-Modified since it has an ETag, nor
+// Accept-Ranges, which ServeContent sets after its preconditions.
 func (f *blobFields) appendHead(b []byte, size int64) []byte {
-	b = append(b, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nCache-Control: "...)
-	b = append(b, f.cache...)
-	b = strconv.AppendInt(append(b, "\r\nContent-Length: "...), size, 10)
-	b = append(b, "\r\nContent-Security-Policy: default-src 'none'\r\nContent-Type: "...)
-	b = append(b, f.mime...)
-	b = append(append(b, "\r\nEtag: \""...), f.etag...)
+	whole := size >= 0
+	if whole {
+		b = append(b, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\n"...)
+	} else {
+		b = append(b, "HTTP/1.1 304 Not Modified\r\n"...)
+	}
+	b = append(append(append(b, "Cache-Control: "...), f.cache...), "\r\n"...)
+	if whole {
+		b = strconv.AppendInt(append(b, "Content-Length: "...), size, 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "Content-Security-Policy: default-src 'none'\r\n"...)
+	if whole {
+		b = append(append(append(b, "Content-Type: "...), f.mime...), "\r\n"...)
+	}
+	b = append(append(b, "Etag: \""...), f.etag...)
 	b = append(b, "\"\r\n"...)
-	if !f.modified.IsZero() && !f.modified.Equal(time.Unix(0, 0)) { // as ServeContent
+	if whole && !f.modified.IsZero() && !f.modified.Equal(time.Unix(0, 0)) { // as ServeContent
 		b = append(b, "Last-Modified: "...)
 		b = append(f.modified.UTC().AppendFormat(b, http.TimeFormat), "\r\n"...)
 	}

@@ -11,19 +11,30 @@
 // read, a parse that allocates almost nothing, and the Handler's one
 // writev or header-and-sendfile. At the first request that is not plain,
 // or that the Handler declines, the connection goes to the http.Server
-// (through the Listener's Accept) for good, with the bytes read so far:
-// net/http answers it, and every later request on it, as if the front
-// were not there.
+// (through the Listener's Accept) with the bytes read so far: net/http
+// answers that request as if the front were not there. When the
+// http.Server's ConnState calls the Listener's, the connection comes back
+// to the front once net/http has answered a request without a body (a
+// page, an error, a range): the front reads the next request
+// while net/http waits for it, answers it if it is plain, and hands it
+// over otherwise (see handedConn). A request with a body, a head the
+// front cannot delimit as net/http would, or a hijacked connection leave
+// the connection with net/http for good.
 //
-// A plain request is a GET over HTTP/1.1 with an origin-form target of
-// unreserved characters (no escapes; a clean path, which http.ServeMux
-// would not redirect; a query of unreserved characters, '=' and '&'),
-// well-formed header fields of visible ASCII, exactly one Host, a head
-// that fits the connection's buffer (HeadBytes), and none of the fields
-// that frame a body, ask for a range or a conditional answer, or change
-// the connection (see notPlainFields); Connection, if present, is
-// "keep-alive". Everything else — HEAD, Range, If-None-Match, HTTP/1.0,
-// HTTP/2, uploads — is net/http's.
+// A plain request is a GET or a HEAD over HTTP/1.1 with an origin-form
+// target of unreserved characters (no escapes; a clean path, which
+// http.ServeMux would not redirect; a query of unreserved characters,
+// '=' and '&'), well-formed header fields of visible ASCII, exactly one
+// Host, a head that fits the connection's buffer (HeadBytes), and none
+// of the fields that frame a body, ask for a range or a precondition,
+// or change the connection (see notPlainFields), but for the two a
+// browser revalidates with, If-None-Match and If-Modified-Since: a
+// Handler that answers a request with them answers as http.ServeContent
+// does (304 Not Modified where they say so). Connection, if present, is
+// "keep-alive". Everything else — Range, If-Match, HTTP/1.0, HTTP/2,
+// uploads — is net/http's, and so is a request whose head the Handler
+// declines (a page, an error). A Handler answers a HEAD with the head
+// alone.
 //
 // The Handler must answer exactly as the http.Server's handler would,
 // byte for byte but for the Date field's second; its tests compare the
@@ -203,22 +214,27 @@ type conn struct {
 	l        *Listener
 	nc       net.Conn
 	accepted time.Time
-	state    atomic.Int32 // stateIdle, stateActive or stateClosed
+	state    atomic.Int32 // stateIdle, stateActive, stateClosed or stateHanded
 
-	buf  []byte // HeadBytes; buf[:n] read and not yet answered
-	n    int
-	head []byte    // the answer's head (Writer)
-	vec  [2][]byte // Writer's writev(2) of the head and a body
-	bufs net.Buffers
-	w    Writer // reused: a Writer per request was an allocation
+	buf []byte // HeadBytes; buf[:n] read and not yet answered
+	n   int
+	// closeAsked is set by a handed connection's Close, which net/http
+	// calls while the front answers a request on it (handedConn.Close).
+	closeAsked atomic.Bool
+	head       []byte    // the answer's head (Writer)
+	vec        [2][]byte // Writer's writev(2) of the head and a body
+	bufs       net.Buffers
+	w          Writer // reused: a Writer per request was an allocation
 }
 
 // A connection is idle while it waits for a request (Close may close it),
-// active from the first byte of a head to the end of the answer.
+// active from the first byte of a head to the end of the answer, and
+// handed while net/http reads it.
 const (
 	stateIdle int32 = iota
 	stateActive
 	stateClosed
+	stateHanded
 )
 
 // connPool keeps ended connections' state, buffers included, for the
@@ -227,36 +243,45 @@ const (
 var connPool = sync.Pool{New: func() any { return &conn{buf: make([]byte, HeadBytes)} }}
 
 func (c *conn) serve() {
-	defer c.release()
+	if !c.answer(true) {
+		c.nc.Close()
+		c.release()
+		return
+	}
+	// Untracked before net/http has it: its reads may track c again
+	// (handedConn.serveFront).
+	c.l.untrack(c)
+	if !c.handOff() {
+		c.nc.Close()
+	}
+}
+
+// answer reads c's requests and answers the plain ones the Handler takes.
+// It returns true at the first other one, which is then at the start of
+// c.buf[:c.n], or false when the connection is to be closed: closed by
+// the client or by Close, out of time, a failed answer.
+func (c *conn) answer(fresh bool) (handOff bool) {
 	req := Request{nc: c.nc}
-	for fresh := true; ; fresh = false {
+	for ; ; fresh = false {
 		used, ok := c.readRequest(&req, fresh)
 		if !ok {
-			c.nc.Close()
-			return
+			return false
 		}
 		c.w = Writer{c: c}
 		w := &c.w
 		if used == 0 || !c.l.handler(w, &req) {
-			if w.started {
-				// A Handler that declined what it began to answer: the
-				// answer is broken, and so is the connection.
-				c.nc.Close()
-				return
-			}
-			c.handOff()
-			return
+			// A Handler that declined what it began to answer broke the
+			// answer, and the connection with it.
+			return !w.started
 		}
 		c.n = copy(c.buf, c.buf[used:c.n])
-		if w.failed || c.n == 0 && !c.state.CompareAndSwap(stateActive, stateIdle) || c.l.closing.Load() {
-			c.nc.Close()
-			return
+		if w.failed || c.n == 0 && !c.state.CompareAndSwap(stateActive, stateIdle) || c.l.closing.Load() || c.closeAsked.Load() {
+			return false
 		}
 	}
 }
 
-// release ends c's tracking and returns its state to connPool. A
-// connection handed to net/http took a copy of the bytes it had read.
+// release ends c's tracking and returns its state to connPool.
 func (c *conn) release() {
 	c.l.untrack(c)
 	*c = conn{buf: c.buf, head: c.head[:0]}
@@ -300,12 +325,14 @@ func (c *conn) readRequest(req *Request, fresh bool) (used int, ok bool) {
 	}
 }
 
-// handOff gives the connection, with the bytes read from it, to net/http.
-func (c *conn) handOff() {
-	hc := newHanded(c.nc, c.buf[:c.n])
+// handOff gives the connection, with the bytes read from it, to net/http,
+// reporting false when the Listener closed first.
+func (c *conn) handOff() bool {
+	c.state.Store(stateHanded)
 	select {
-	case c.l.handoff <- hc:
+	case c.l.handoff <- &handedConn{Conn: c.nc, c: c}:
+		return true
 	case <-c.l.done:
-		c.nc.Close()
+		return false
 	}
 }

@@ -3,11 +3,14 @@ package httpfront
 import (
 	"bytes"
 	"net"
+	"net/http"
 )
 
-// Request is a plain GET the front read (see the package doc). Its strings
-// and its head are valid during the Handler call only.
+// Request is a plain GET or HEAD the front read (see the package doc).
+// Its strings and its head are valid during the Handler call only.
 type Request struct {
+	// Method is "GET" or "HEAD"; a HEAD is answered with the head alone.
+	Method string
 	// Path is the request target's path, clean and unescaped (it has no
 	// escapes); Query is what follows the '?', without it, or "".
 	Path, Query string
@@ -38,6 +41,7 @@ var (
 	crlf       = []byte("\r\n")
 	headEnd    = []byte("\r\n\r\n")
 	getPrefix  = []byte("GET /")
+	headPrefix = []byte("HEAD /")
 	protoHTTP1 = []byte(" HTTP/1.1")
 )
 
@@ -47,10 +51,14 @@ var (
 // more bytes arrive; 0 and !more when the request is not plain, or not
 // valid, and goes to net/http.
 func parse(b []byte, r *Request) (n int, more bool) {
-	if len(b) < len(getPrefix) {
-		return 0, bytes.HasPrefix(getPrefix, b)
+	prefix := getPrefix
+	if len(b) > 0 && b[0] == 'H' {
+		prefix = headPrefix
 	}
-	if !bytes.HasPrefix(b, getPrefix) {
+	if len(b) < len(prefix) {
+		return 0, bytes.HasPrefix(prefix, b)
+	}
+	if !bytes.HasPrefix(b, prefix) {
 		return 0, false
 	}
 	end := bytes.Index(b, headEnd)
@@ -63,9 +71,13 @@ func parse(b []byte, r *Request) (n int, more bool) {
 	}
 	head := b[:end+2] // each line with its CRLF
 	eol := bytes.Index(head, crlf)
-	target, ok := bytes.CutSuffix(head[len("GET "):eol], protoHTTP1)
+	target, ok := bytes.CutSuffix(head[len(prefix)-1:eol], protoHTTP1)
 	if !ok || !plainTarget(target, r) {
 		return 0, false
+	}
+	r.Method = http.MethodGet
+	if prefix[0] == 'H' {
+		r.Method = http.MethodHead
 	}
 	r.fields = nil
 	if eol < end { // else no field at all
@@ -139,8 +151,8 @@ func unreserved(c byte) bool {
 // plainFields checks the header lines: well formed (a token, a colon,
 // visible ASCII, spaces and tabs), exactly one Host of plain characters,
 // and no field that makes the request more than a plain GET — one that
-// frames a body, asks for a range or a conditional answer, or changes the
-// connection.
+// frames a body, asks for a range or a precondition other than the
+// revalidation of a cached answer, or changes the connection.
 func plainFields(fields []byte) bool {
 	hosts := 0
 	for rest := fields; len(rest) > 0; {
@@ -181,9 +193,12 @@ func plainFields(fields []byte) bool {
 
 // notPlainFields are the fields a request that carries any of is not
 // plain.
+// If-None-Match and If-Modified-Since, which a browser sends to
+// revalidate what it cached, are plain: the Handler answers them (a 304)
+// or declines.
 var notPlainFields = []string{
 	"Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "Trailer",
-	"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since",
+	"Range", "If-Range", "If-Match", "If-Unmodified-Since",
 }
 
 func notPlain(name []byte) bool {

@@ -25,7 +25,10 @@ func TestParse(t *testing.T) {
 		{name: "partial line", head: "GET /i/abc.jpg HTT", more: true},
 		{name: "partial head", head: get, more: true},
 		{name: "post", head: "POST /upload HTTP/1.1\r\nHost: h\r\n\r\n"},
-		{name: "head method", head: "HEAD /i/abc.jpg HTTP/1.1\r\nHost: h\r\n\r\n"},
+		{name: "head method", head: "HEAD /i/abc.jpg HTTP/1.1\r\nHost: h\r\n\r\n", plain: true, path: "/i/abc.jpg"},
+		{name: "head prefix", head: "HEA", more: true},
+		{name: "head partial", head: "HEAD /i/abc.jpg HTTP/1.1\r\nHost: h\r\n", more: true},
+		{name: "options", head: "OPTIONS /i/abc.jpg HTTP/1.1\r\nHost: h\r\n\r\n"},
 		{name: "lower-case method", head: "get /i/abc.jpg HTTP/1.1\r\nHost: h\r\n\r\n"},
 		{name: "http/1.0", head: "GET /i/abc.jpg HTTP/1.0\r\nHost: h\r\n\r\n"},
 		{name: "http/2 preface", head: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"},
@@ -41,8 +44,11 @@ func TestParse(t *testing.T) {
 		{name: "empty host", head: "GET /i/abc.jpg HTTP/1.1\r\nHost: \r\n\r\n"},
 		{name: "odd host", head: "GET /i/abc.jpg HTTP/1.1\r\nHost: a b\r\n\r\n"},
 		{name: "range", head: get + "Range: bytes=0-1\r\n\r\n"},
-		{name: "conditional", head: get + "if-none-match: \"x\"\r\n\r\n"},
-		{name: "if-modified-since", head: get + "If-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n"},
+		{name: "if-none-match", head: get + "if-none-match: \"x\"\r\n\r\n", plain: true, path: "/i/abc.jpg"},
+		{name: "if-modified-since", head: get + "If-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n", plain: true, path: "/i/abc.jpg"},
+		{name: "if-match", head: get + "If-Match: \"x\"\r\n\r\n"},
+		{name: "if-unmodified-since", head: get + "If-Unmodified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n"},
+		{name: "if-range", head: get + "If-Range: \"x\"\r\n\r\n"},
 		{name: "body", head: get + "Content-Length: 3\r\n\r\nabc"},
 		{name: "chunked", head: get + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
 		{name: "upgrade", head: get + "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n"},
@@ -65,6 +71,9 @@ func TestParse(t *testing.T) {
 				}
 				if n != len(tc.head) {
 					t.Fatalf("head length %d, want %d", n, len(tc.head))
+				}
+				if method, _, _ := strings.Cut(tc.head, " "); r.Method != method {
+					t.Fatalf("method %q, want %q", r.Method, method)
 				}
 			case n != 0 || more != tc.more:
 				t.Fatalf("parse = %d, %v; want 0, %v", n, more, tc.more)
@@ -96,6 +105,8 @@ func FuzzParse(f *testing.F) {
 		"GET /i/x HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\n\r\n",
 		"GET /a/./b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\n",
 		"GET /x HTTP/1.1\r\nHost: h\r\nX:\ty\t\r\n\r\n",
+		"HEAD /i/x HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /i/x HTTP/1.1\r\nHost: h\r\nIf-None-Match: W/\"a\", \"b\"\r\nIf-Modified-Since: Mon, 02 Jan 2006 15:04:05 GMT\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -103,7 +114,7 @@ func FuzzParse(f *testing.F) {
 		var r Request
 		n, more := parse(b, &r)
 		if n == 0 {
-			if more && !bytes.HasPrefix(getPrefix, b) && !bytes.HasPrefix(b, getPrefix) {
+			if more && !bytes.HasPrefix(getPrefix, b) && !bytes.HasPrefix(b, getPrefix) && !bytes.HasPrefix(headPrefix, b) && !bytes.HasPrefix(b, headPrefix) {
 				t.Fatalf("wants more of %q", b)
 			}
 			return
@@ -112,7 +123,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("plain to the front, refused by net/http: %v\n%q", err, b[:n])
 		}
-		if hr.Method != http.MethodGet || hr.ProtoMajor != 1 || hr.ProtoMinor != 1 || hr.ContentLength != 0 || hr.Close ||
+		if hr.Method != r.Method || hr.Method != http.MethodGet && hr.Method != http.MethodHead || hr.ProtoMajor != 1 || hr.ProtoMinor != 1 || hr.ContentLength != 0 || hr.Close ||
 			len(hr.TransferEncoding) != 0 || hr.URL.Path != r.Path || hr.URL.RawQuery != r.Query || hr.URL.RawPath != "" {
 			t.Fatalf("net/http reads %q as %s %q ?%q (proto %s, length %d, close %v); the front as %q ?%q",
 				b[:n], hr.Method, hr.URL.Path, hr.URL.RawQuery, hr.Proto, hr.ContentLength, hr.Close, r.Path, r.Query)
