@@ -44,15 +44,7 @@ func TestServePlainMatchesHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			th, clock := newClockHost(t, tc.cfg)
 			// Counted before the answer: the front's answers are the rest.
-			var fallbacks atomic.Int64
-			handler := th.Handler()
-			front, stop := serveFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fallbacks.Add(1)
-				handler.ServeHTTP(w, r)
-			}), th.ServePlain)
-			defer stop()
-			alone := httptest.NewServer(th.Handler())
-			defer alone.Close()
+			front, alone, fallbacks := frontAndAlone(t, th)
 
 			upload := func(data []byte, mime string, header ...string) (id, ext string) {
 				t.Helper()
@@ -201,15 +193,7 @@ func TestServePlainKeepAlive(t *testing.T) {
 	// Uploads at a fraction of a second: Last-Modified, and so an
 	// If-Modified-Since that repeats it, is before the upload's time.
 	clock.advance(1500 * time.Millisecond)
-	var fallbacks atomic.Int64
-	handler := th.Handler()
-	front, stop := serveFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fallbacks.Add(1)
-		handler.ServeHTTP(w, r)
-	}), th.ServePlain)
-	defer stop()
-	alone := httptest.NewServer(th.Handler())
-	defer alone.Close()
+	front, alone, fallbacks := frontAndAlone(t, th)
 	var ids []string
 	for _, data := range [][]byte{noiseJPEG(t), noisyPNG(t, 400, 300, 1)} { // the second > plainCopyMax
 		status, r := th.uploadRaw(t, data, http.DetectContentType(data))
@@ -379,4 +363,21 @@ func exchange(t *testing.T, addr, method, req string) string {
 func head(answer string) string {
 	h, _, _ := strings.Cut(answer, "\r\n\r\n")
 	return h
+}
+
+// frontAndAlone serves th twice: behind the front (ServePlain, falling
+// back to Handler, which counts in fallbacks) and by net/http alone, the
+// reference the front's answers are compared with. Both stop when t ends.
+func frontAndAlone(t *testing.T, th *testHost) (front, alone *httptest.Server, fallbacks *atomic.Int64) {
+	t.Helper()
+	fallbacks = new(atomic.Int64)
+	handler := th.Handler()
+	front, stop := serveFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fallbacks.Add(1)
+		handler.ServeHTTP(w, r)
+	}), th.ServePlain)
+	t.Cleanup(stop)
+	alone = httptest.NewServer(th.Handler())
+	t.Cleanup(alone.Close)
+	return front, alone, fallbacks
 }

@@ -312,14 +312,7 @@ func TestFrontTakesBackRandom(t *testing.T) {
 // one the front is answering on closes after the answer, which Wait
 // waits for.
 func TestFrontTakesBackShutdown(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	tf := startFront(t, func(w *Writer, r *Request) bool {
-		if r.Path == "/fast/slow" {
-			close(entered)
-			<-release
-		}
-		return fastHandler(w, r)
-	}, Config{})
+	tf, entered, release := startSlowFront(t)
 	idle, idleBR := tf.dial(t)
 	busy, busyBR := tf.dial(t)
 	for _, c := range []struct {
@@ -558,14 +551,7 @@ func TestFrontHeaderTimeout(t *testing.T) {
 // closes idle connections at once, while one in the middle of an answer
 // finishes it and then closes; Wait returns once both are gone.
 func TestFrontClose(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	tf := startFront(t, func(w *Writer, r *Request) bool {
-		if r.Path == "/fast/slow" {
-			close(entered)
-			<-release
-		}
-		return fastHandler(w, r)
-	}, Config{})
+	tf, entered, release := startSlowFront(t)
 	idle, idleBR := tf.dial(t)
 	io.WriteString(idle, get("/fast/a"))
 	readAnswer(t, idleBR)
@@ -626,4 +612,19 @@ func TestFrontWaitCutsOff(t *testing.T) {
 	if err := <-waited; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait: %v", err)
 	}
+}
+
+// startSlowFront starts a front whose answer to /fast/slow closes entered
+// and then waits for release to close; other paths are fastHandler's.
+func startSlowFront(t *testing.T) (tf *testFront, entered, release chan struct{}) {
+	t.Helper()
+	entered, release = make(chan struct{}), make(chan struct{})
+	tf = startFront(t, func(w *Writer, r *Request) bool {
+		if r.Path == "/fast/slow" {
+			close(entered)
+			<-release
+		}
+		return fastHandler(w, r)
+	}, Config{})
+	return tf, entered, release
 }
