@@ -221,16 +221,26 @@ func (l *libde265Funcs) check(err int32, what string) error {
 }
 
 // itemBytes returns an item's bytes: in place for one extent (as
-// encoders write the picture), else joined.
+// encoders write the picture), else joined. The extents may all name
+// the same bytes (iloc allows 65,535 of them), so the joined length is
+// bounded by the file's before anything is allocated: no honest item is
+// larger than the file that holds it.
 func itemBytes(data []byte, extents [][2]int64) ([]byte, error) {
-	var out []byte
+	var total int64
 	for _, e := range extents {
 		if e[0] < 0 || e[1] <= 0 || e[0] > int64(len(data)) || e[1] > int64(len(data))-e[0] {
 			return nil, invalid("HEIC item extent %d+%d outside the file", e[0], e[1])
 		}
-		if len(extents) == 1 {
-			return data[e[0] : e[0]+e[1]], nil
+		if total += e[1]; total > int64(len(data)) {
+			return nil, invalid("HEIC item extents add up to more than the file's %d bytes", len(data))
 		}
+	}
+	if len(extents) == 1 {
+		e := extents[0]
+		return data[e[0] : e[0]+e[1]], nil
+	}
+	out := make([]byte, 0, total)
+	for _, e := range extents {
 		out = append(out, data[e[0]:e[0]+e[1]]...)
 	}
 	return out, nil

@@ -201,3 +201,29 @@ func TestHEICOversizedPicture(t *testing.T) {
 		t.Errorf("a 160×96 picture behind an ispe of 80×16: %v", err)
 	}
 }
+
+// TestHEICItemExtentsBoundedByFile: an item's extents may all name the
+// whole file, which joined would be up to 65,535 times its size; they
+// are refused before the join allocates, while extents that split the
+// item join as they are.
+func TestHEICItemExtentsBoundedByFile(t *testing.T) {
+	data := make([]byte, 1<<10)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	whole := make([][2]int64, 1<<16-1)
+	for i := range whole {
+		whole[i] = [2]int64{0, int64(len(data))}
+	}
+	if b, err := itemBytes(data, whole); err == nil {
+		t.Errorf("65,535 extents of the whole %d-byte file joined into %d bytes", len(data), len(b))
+	}
+	if b, err := itemBytes(data, whole[:2]); err == nil {
+		t.Errorf("two extents of the whole file joined into %d bytes", len(b))
+	}
+	split := [][2]int64{{512, 512}, {0, 512}}
+	b, err := itemBytes(data, split)
+	if err != nil || !bytes.Equal(b, append(bytes.Clone(data[512:]), data[:512]...)) {
+		t.Errorf("an item split in two extents: %v", err)
+	}
+}
