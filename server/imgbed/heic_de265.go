@@ -132,6 +132,12 @@ func decodeHEICDe265(data []byte, img heifImage, plan shrinkPlan) (image.Image, 
 		if n > uint64(len(coded)-lengthSize) {
 			return nil, invalid("HEVC NAL of %d bytes overruns its item", n)
 		}
+		// Parameter sets belong in hvcC, whose SPS primaryImage bounded;
+		// libde265 would take a VPS, SPS or PPS here as well, and so a
+		// picture of any size.
+		if t := nalType(coded[lengthSize : lengthSize+int(n)]); t >= 32 && t <= 34 {
+			return nil, invalid("HEVC parameter set (NAL type %d) in the item's data", t)
+		}
 		if err := l.push(ctx, coded[lengthSize:lengthSize+int(n)]); err != nil {
 			return nil, err
 		}
@@ -199,6 +205,14 @@ func narrowPlane(plane []byte, stride, cw, bits int) {
 			r[x] = uint8(min(255, binary.NativeEndian.Uint16(r[2*x:])>>(bits-8)))
 		}
 	}
+}
+
+// nalType returns an HEVC NAL unit's type, -1 for an empty one.
+func nalType(nal []byte) int {
+	if len(nal) == 0 {
+		return -1
+	}
+	return int(nal[0] >> 1 & 0x3f)
 }
 
 // push hands libde265 one NAL unit, which it copies.

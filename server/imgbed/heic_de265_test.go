@@ -227,3 +227,72 @@ func TestHEICItemExtentsBoundedByFile(t *testing.T) {
 		t.Errorf("an item split in two extents: %v", err)
 	}
 }
+
+// TestHEICParameterSetsOnlyInHvcC: libde265 takes a VPS, SPS or PPS
+// wherever it comes, so parameter sets in the item's data (the HEIF
+// spec puts them in hvcC) are refused, as they could describe a picture
+// of any size; and of an hvcC's sequence parameter sets, the largest is
+// the one bounded.
+func TestHEICParameterSetsOnlyInHvcC(t *testing.T) {
+	if !de265Loaded() {
+		t.Skip("no libde265")
+	}
+	small, big := encodeHEIC(t, 64, 64, false), encodeHEIC(t, 256, 128, false)
+	primary := func(data []byte) heifImage {
+		t.Helper()
+		meta, off, ok := findMetaBox(data)
+		img, ok2 := parseHEIFMeta(meta, off).primaryImage()
+		if !ok || !ok2 {
+			t.Fatal("no primary image")
+		}
+		return img
+	}
+	img := primary(small)
+	coded, err := itemBytes(small, img.extents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := hvcCNALs(img.hvcC)
+	var inBand []byte
+	for _, p := range params {
+		inBand = binary.BigEndian.AppendUint32(inBand, uint32(len(p)))
+		inBand = append(inBand, p...)
+	}
+	moved := withItemData(small, coded)
+	if _, err := decodeHEICDe265(moved, primary(moved), plan256); err != nil {
+		t.Fatalf("the item moved to an mdat of its own: %v", err)
+	}
+	inItem := withItemData(small, append(inBand, coded...))
+	if _, err := decodeHEICDe265(inItem, primary(inItem), plan256); err == nil || !strings.Contains(err.Error(), "parameter set") {
+		t.Errorf("parameter sets in the item's data: %v", err)
+	}
+
+	// small's hvcC with big's SPS added after its own.
+	bigParams, _ := hvcCNALs(primary(big).hvcC)
+	hvcC := append(bytes.Clone(img.hvcC[:22]), byte(len(params)+1))
+	for _, p := range append(params, bigParams[1]) {
+		hvcC = append(hvcC, p[0]>>1&0x3f, 0, 1)
+		hvcC = binary.BigEndian.AppendUint16(hvcC, uint16(len(p)))
+		hvcC = append(hvcC, p...)
+	}
+	if bigParams[1][0]>>1&0x3f != 33 {
+		t.Fatalf("big's second parameter set is of type %d, not an SPS", bigParams[1][0]>>1&0x3f)
+	}
+	if w, h, ok := hevcSize(hvcC); !ok || w != 256 || h != 128 {
+		t.Errorf("hvcC with SPSs of 64×64 and 256×128: %d×%d %v", w, h, ok)
+	}
+}
+
+// withItemData moves the primary item of a file laid out as heif-enc
+// writes one (one item, iloc version 0 with 4-byte fields) into a new
+// mdat after the meta box, holding item.
+func withItemData(data, item []byte) []byte {
+	ftyp := int(binary.BigEndian.Uint32(data))
+	metaEnd := ftyp + int(binary.BigEndian.Uint32(data[ftyp:]))
+	file := bytes.Clone(data[:metaEnd])
+	e := file[bytes.Index(file, []byte("iloc"))+4+8:]
+	binary.BigEndian.PutUint32(e[4:], uint32(metaEnd+8)) // base offset
+	binary.BigEndian.PutUint32(e[10:], 0)                // extent offset
+	binary.BigEndian.PutUint32(e[14:], uint32(len(item)))
+	return appendBox(file, "mdat", item)
+}

@@ -393,16 +393,21 @@ func hvcCNALs(hvcC []byte) (nals [][]byte, ok bool) {
 	return nals, true
 }
 
-// hevcSize reads the coded picture size from the sequence parameter set
-// (H.265 7.3.2.2) in an hvcC, ok false without a readable one.
+// hevcSize reads the largest coded picture size from the sequence
+// parameter sets (H.265 7.3.2.2) in an hvcC, every one of which libde265
+// takes; ok is false without one, or with one unreadable.
 func hevcSize(hvcC []byte) (w, h int, ok bool) {
 	nals, _ := hvcCNALs(hvcC)
 	for _, nal := range nals {
-		if len(nal) > 0 && nal[0]>>1&0x3f == 33 { // SPS
-			return spsSize(nal)
+		if nalType(nal) == 33 { // SPS
+			sw, sh, sok := spsSize(nal)
+			if !sok {
+				return 0, 0, false
+			}
+			w, h, ok = max(w, sw), max(h, sh), true
 		}
 	}
-	return 0, 0, false
+	return w, h, ok
 }
 
 // spsSize reads pic_width_in_luma_samples and pic_height_in_luma_samples
