@@ -180,9 +180,10 @@ func appendBox(dst []byte, typ string, body []byte) []byte {
 	return append(append(dst, typ...), body...)
 }
 
-// TestHEICOversizedPicture: a HEIC whose HEVC picture is larger than
-// its ispe says (so larger than MaxPixels and the render estimate
-// count) is refused before any decoder allocates it.
+// TestHEICOversizedPicture: a HEIC whose HEVC picture is wider or
+// taller than the ispe it is priced by (so larger than MaxPixels and
+// the render estimate count) is refused before any decoder allocates
+// it.
 func TestHEICOversizedPicture(t *testing.T) {
 	data := readFixture(t, "gradient-160x96.heic")
 	meta, off, ok := findMetaBox(data)
@@ -199,6 +200,17 @@ func TestHEICOversizedPicture(t *testing.T) {
 	binary.BigEndian.PutUint32(small[at+4:], 16)
 	if _, err := decodeShrunk(formatHEIC.mime(), bytes.NewReader(small), plan256); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("a 160×96 picture behind an ispe of 80×16: %v", err)
+	}
+	// Two ispe, 160×16 and 16×96: the price counts the larger in area,
+	// whose height the picture's is well above.
+	split := bytes.Clone(data)
+	binary.BigEndian.PutUint32(split[at+4:], 16)
+	split = withHEIFProps(t, split, appendBox(nil, "ispe", []byte{0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 96}))
+	if c, err := heifConfig(bytes.NewReader(split)); err != nil || c.Width != 160 || c.Height != 16 {
+		t.Fatalf("heifConfig of ispe 160×16 and 16×96: %d×%d %v", c.Width, c.Height, err)
+	}
+	if _, err := decodeShrunk(formatHEIC.mime(), bytes.NewReader(split), plan256); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a 160×96 picture behind ispe of 160×16 and 16×96: %v", err)
 	}
 }
 

@@ -273,18 +273,22 @@ func (m *heifMeta) primaryImage() (img heifImage, ok bool) {
 	if !ok || len(img.extents) == 0 {
 		return img, false
 	}
-	// Each HEVC picture's size is bounded by the largest ispe, which is
-	// what MaxPixels and the estimate count: a picture is coded at most
-	// a block of 64 pixels larger than it is shown (the conformance
-	// window crops the rest).
+	// Each HEVC picture's width and height are bounded by those of the
+	// ispe of largest area, the one heifConfig reports and so MaxPixels
+	// and the estimate count (the largest width and the largest height
+	// of two ispe would let a picture of both through): a picture is
+	// coded at most a block of 64 pixels larger than it is shown (the
+	// conformance window crops the rest).
 	var maxW, maxH int
 	var pictures [][2]int
 	for _, p := range m.props {
 		switch p.typ {
 		case "ispe":
 			if len(p.body) >= 12 {
-				maxW = max(maxW, int(binary.BigEndian.Uint32(p.body[4:])))
-				maxH = max(maxH, int(binary.BigEndian.Uint32(p.body[8:])))
+				w, h := int(binary.BigEndian.Uint32(p.body[4:])), int(binary.BigEndian.Uint32(p.body[8:]))
+				if uint64(w)*uint64(h) > uint64(maxW)*uint64(maxH) { // as findISPE picks
+					maxW, maxH = w, h
+				}
 			}
 		case "hvcC":
 			w, h, ok := hevcSize(p.body)
