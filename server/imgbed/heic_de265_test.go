@@ -191,7 +191,7 @@ func TestHEICOversizedPicture(t *testing.T) {
 		t.Fatal("no meta box in the fixture")
 	}
 	img, _ := parseHEIFMeta(meta, off).primaryImage()
-	if w, h, ok := hevcSize(img.hvcC); !ok || w != 160 || h != 96 || img.oversized {
+	if w, h, _, ok := hevcSize(img.hvcC); !ok || w != 160 || h != 96 || img.oversized {
 		t.Fatalf("SPS size %d×%d %v, oversized %v; want 160×96", w, h, ok, img.oversized)
 	}
 	small := bytes.Clone(data)
@@ -290,7 +290,7 @@ func TestHEICParameterSetsOnlyInHvcC(t *testing.T) {
 	if bigParams[1][0]>>1&0x3f != 33 {
 		t.Fatalf("big's second parameter set is of type %d, not an SPS", bigParams[1][0]>>1&0x3f)
 	}
-	if w, h, ok := hevcSize(hvcC); !ok || w != 256 || h != 128 {
+	if w, h, _, ok := hevcSize(hvcC); !ok || w != 256 || h != 128 {
 		t.Errorf("hvcC with SPSs of 64×64 and 256×128: %d×%d %v", w, h, ok)
 	}
 }
@@ -307,4 +307,30 @@ func withItemData(data, item []byte) []byte {
 	binary.BigEndian.PutUint32(e[10:], 0)                // extent offset
 	binary.BigEndian.PutUint32(e[14:], uint32(len(item)))
 	return appendBox(file, "mdat", item)
+}
+
+// TestHEICDepthFromSPS: a 10-bit HEIC is priced as one even when its
+// hvcC header fields say 8 bits, since the decoder goes by the SPS.
+func TestHEICDepthFromSPS(t *testing.T) {
+	for _, deep := range []bool{false, true} {
+		data := bytes.Clone(encodeHEIC(t, 64, 48, deep))
+		cost := heicCost(data, 64*48, int64(len(data)))
+		at := bytes.Index(data, []byte("hvcC")) + 4
+		data[at+17] &^= 7 // bitDepthLumaMinus8
+		data[at+18] &^= 7 // bitDepthChromaMinus8
+		meta, off, _ := findMetaBox(data)
+		m := parseHEIFMeta(meta, off)
+		img, _ := m.primaryImage()
+		for _, p := range m.props {
+			if _, _, bits, ok := hevcSize(p.body); p.typ == "hvcC" && (!ok || bits != map[bool]int{false: 8, true: 10}[deep]) {
+				t.Errorf("deep %v: SPS of %d bits %v", deep, bits, ok)
+			}
+		}
+		if img.deep != deep {
+			t.Errorf("deep %v, hvcC header saying 8 bits: deep %v", deep, img.deep)
+		}
+		if c := heicCost(data, 64*48, int64(len(data))); c != cost {
+			t.Errorf("deep %v, hvcC header saying 8 bits: priced %d, not %d", deep, c, cost)
+		}
+	}
 }

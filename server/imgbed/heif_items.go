@@ -291,12 +291,14 @@ func (m *heifMeta) primaryImage() (img heifImage, ok bool) {
 				}
 			}
 		case "hvcC":
-			w, h, ok := hevcSize(p.body)
+			w, h, bits, ok := hevcSize(p.body)
 			if !ok {
 				w, h = 1<<30, 1<<30
 			}
 			pictures = append(pictures, [2]int{w, h})
-			if len(p.body) > 18 && (p.body[17]&7 > 0 || p.body[18]&7 > 0) {
+			// The decoder goes by the SPS, the header fields may say
+			// otherwise: the deeper of the two prices the decode.
+			if bits > 8 || len(p.body) > 18 && (p.body[17]&7 > 0 || p.body[18]&7 > 0) {
 				img.deep = true
 			}
 		}
@@ -397,26 +399,27 @@ func hvcCNALs(hvcC []byte) (nals [][]byte, ok bool) {
 	return nals, true
 }
 
-// hevcSize reads the largest coded picture size from the sequence
-// parameter sets (H.265 7.3.2.2) in an hvcC, every one of which libde265
-// takes; ok is false without one, or with one unreadable.
-func hevcSize(hvcC []byte) (w, h int, ok bool) {
+// hevcSize reads the largest coded picture size and the most bits a
+// sample from the sequence parameter sets (H.265 7.3.2.2) in an hvcC,
+// every one of which libde265 takes; ok is false without one, or with
+// one unreadable.
+func hevcSize(hvcC []byte) (w, h, bits int, ok bool) {
 	nals, _ := hvcCNALs(hvcC)
 	for _, nal := range nals {
 		if nalType(nal) == 33 { // SPS
-			sw, sh, sok := spsSize(nal)
+			sw, sh, sb, sok := spsSize(nal)
 			if !sok {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
-			w, h, ok = max(w, sw), max(h, sh), true
+			w, h, bits, ok = max(w, sw), max(h, sh), max(bits, sb), true
 		}
 	}
-	return w, h, ok
+	return w, h, bits, ok
 }
 
 // spsSize reads pic_width_in_luma_samples and pic_height_in_luma_samples
-// from an SPS NAL unit.
-func spsSize(nal []byte) (w, h int, ok bool) {
+// from an SPS NAL unit, and the bits a sample of its deeper component.
+func spsSize(nal []byte) (w, h, bits int, ok bool) {
 	var rbsp []byte // without emulation prevention bytes (00 00 03)
 	zeros := 0
 	for _, c := range nal {
@@ -449,10 +452,17 @@ func spsSize(nal []byte) (w, h int, ok bool) {
 		r.bits(1) // separate_colour_plane_flag
 	}
 	cw, ch := r.ue(), r.ue()
-	if !r.ok || cw == 0 || ch == 0 || cw > 1<<20 || ch > 1<<20 {
-		return 0, 0, false
+	if r.bits(1) == 1 { // conformance_window_flag
+		r.ue()
+		r.ue()
+		r.ue()
+		r.ue()
 	}
-	return int(cw), int(ch), true
+	luma, chroma := r.ue(), r.ue() // bit_depth_luma_minus8, bit_depth_chroma_minus8
+	if !r.ok || cw == 0 || ch == 0 || cw > 1<<20 || ch > 1<<20 || luma > 8 || chroma > 8 {
+		return 0, 0, 0, false
+	}
+	return int(cw), int(ch), 8 + int(max(luma, chroma)), true
 }
 
 // bitReader reads bits most significant first; ok turns false past the
