@@ -118,7 +118,7 @@ func decodeHEICDe265(data []byte, img heifImage, plan shrinkPlan) (image.Image, 
 			return nil, err
 		}
 	}
-	nals := len(params)
+	nals, pictures := len(params), 0
 	lengthSize := int(img.hvcC[21]&3) + 1
 	// The item's data: NALs, each after a length of lengthSize bytes.
 	for len(coded) > 0 {
@@ -132,13 +132,23 @@ func decodeHEICDe265(data []byte, img heifImage, plan shrinkPlan) (image.Image, 
 		if n > uint64(len(coded)-lengthSize) {
 			return nil, invalid("HEVC NAL of %d bytes overruns its item", n)
 		}
+		nal := coded[lengthSize : lengthSize+int(n)]
 		// Parameter sets belong in hvcC, whose SPS primaryImage bounded;
 		// libde265 would take a VPS, SPS or PPS here as well, and so a
 		// picture of any size.
-		if t := nalType(coded[lengthSize : lengthSize+int(n)]); t >= 32 && t <= 34 {
+		t := nalType(nal)
+		if t >= 32 && t <= 34 {
 			return nil, invalid("HEVC parameter set (NAL type %d) in the item's data", t)
 		}
-		if err := l.push(ctx, coded[lengthSize:lengthSize+int(n)]); err != nil {
+		// An image item is one picture; libde265 would decode more (up
+		// to its queue of some 16) before handing out the first, each
+		// as large as the price counts once.
+		if t >= 0 && t < 32 && len(nal) > 2 && nal[2]&0x80 != 0 { // a slice, first_slice_segment_in_pic_flag
+			if pictures++; pictures > 1 {
+				return nil, invalid("HEIC item of more than one picture")
+			}
+		}
+		if err := l.push(ctx, nal); err != nil {
 			return nil, err
 		}
 		nals++

@@ -243,8 +243,9 @@ func TestHEICItemExtentsBoundedByFile(t *testing.T) {
 // TestHEICParameterSetsOnlyInHvcC: libde265 takes a VPS, SPS or PPS
 // wherever it comes, so parameter sets in the item's data (the HEIF
 // spec puts them in hvcC) are refused, as they could describe a picture
-// of any size; and of an hvcC's sequence parameter sets, the largest is
-// the one bounded.
+// of any size, and so is a second picture, which libde265 would decode
+// too; of an hvcC's sequence parameter sets, the largest is the one
+// bounded.
 func TestHEICParameterSetsOnlyInHvcC(t *testing.T) {
 	if !de265Loaded() {
 		t.Skip("no libde265")
@@ -277,6 +278,10 @@ func TestHEICParameterSetsOnlyInHvcC(t *testing.T) {
 	inItem := withItemData(small, append(inBand, coded...))
 	if _, err := decodeHEICDe265(inItem, primary(inItem), plan256); err == nil || !strings.Contains(err.Error(), "parameter set") {
 		t.Errorf("parameter sets in the item's data: %v", err)
+	}
+	twice := withItemData(small, append(bytes.Clone(coded), coded...))
+	if _, err := decodeHEICDe265(twice, primary(twice), plan256); err == nil || !strings.Contains(err.Error(), "more than one picture") {
+		t.Errorf("the picture twice in the item's data: %v", err)
 	}
 
 	// small's hvcC with big's SPS added after its own.
