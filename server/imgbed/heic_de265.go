@@ -118,7 +118,7 @@ func decodeHEICDe265(data []byte, img heifImage, plan shrinkPlan) (image.Image, 
 			return nil, err
 		}
 	}
-	nals := len(params)
+	nals, pictures := len(params), 0
 	lengthSize := int(img.hvcC[21]&3) + 1
 	// The item's data: NALs, each after a length of lengthSize bytes.
 	for len(coded) > 0 {
@@ -132,7 +132,23 @@ func decodeHEICDe265(data []byte, img heifImage, plan shrinkPlan) (image.Image, 
 		if n > uint64(len(coded)-lengthSize) {
 			return nil, invalid("HEVC NAL of %d bytes overruns its item", n)
 		}
-		if err := l.push(ctx, coded[lengthSize:lengthSize+int(n)]); err != nil {
+		nal := coded[lengthSize : lengthSize+int(n)]
+		// Parameter sets belong in hvcC, whose SPS primaryImage bounded;
+		// libde265 would take a VPS, SPS or PPS here as well, and so a
+		// picture of any size.
+		t := nalType(nal)
+		if t >= 32 && t <= 34 {
+			return nil, invalid("HEVC parameter set (NAL type %d) in the item's data", t)
+		}
+		// An image item is one picture; libde265 would decode more (up
+		// to its queue of some 16) before handing out the first, each
+		// as large as the price counts once.
+		if t >= 0 && t < 32 && len(nal) > 2 && nal[2]&0x80 != 0 { // a slice, first_slice_segment_in_pic_flag
+			if pictures++; pictures > 1 {
+				return nil, invalid("HEIC item of more than one picture")
+			}
+		}
+		if err := l.push(ctx, nal); err != nil {
 			return nil, err
 		}
 		nals++
@@ -201,6 +217,14 @@ func narrowPlane(plane []byte, stride, cw, bits int) {
 	}
 }
 
+// nalType returns an HEVC NAL unit's type, -1 for an empty one.
+func nalType(nal []byte) int {
+	if len(nal) == 0 {
+		return -1
+	}
+	return int(nal[0] >> 1 & 0x3f)
+}
+
 // push hands libde265 one NAL unit, which it copies.
 func (l *libde265Funcs) push(ctx uintptr, nal []byte) error {
 	if len(nal) == 0 {
@@ -221,16 +245,26 @@ func (l *libde265Funcs) check(err int32, what string) error {
 }
 
 // itemBytes returns an item's bytes: in place for one extent (as
-// encoders write the picture), else joined.
+// encoders write the picture), else joined. The extents may all name
+// the same bytes (iloc allows 65,535 of them), so the joined length is
+// bounded by the file's before anything is allocated: no honest item is
+// larger than the file that holds it.
 func itemBytes(data []byte, extents [][2]int64) ([]byte, error) {
-	var out []byte
+	var total int64
 	for _, e := range extents {
 		if e[0] < 0 || e[1] <= 0 || e[0] > int64(len(data)) || e[1] > int64(len(data))-e[0] {
 			return nil, invalid("HEIC item extent %d+%d outside the file", e[0], e[1])
 		}
-		if len(extents) == 1 {
-			return data[e[0] : e[0]+e[1]], nil
+		if total += e[1]; total > int64(len(data)) {
+			return nil, invalid("HEIC item extents add up to more than the file's %d bytes", len(data))
 		}
+	}
+	if len(extents) == 1 {
+		e := extents[0]
+		return data[e[0] : e[0]+e[1]], nil
+	}
+	out := make([]byte, 0, total)
+	for _, e := range extents {
 		out = append(out, data[e[0]:e[0]+e[1]]...)
 	}
 	return out, nil

@@ -180,9 +180,10 @@ func appendBox(dst []byte, typ string, body []byte) []byte {
 	return append(append(dst, typ...), body...)
 }
 
-// TestHEICOversizedPicture: a HEIC whose HEVC picture is larger than
-// its ispe says (so larger than MaxPixels and the render estimate
-// count) is refused before any decoder allocates it.
+// TestHEICOversizedPicture: a HEIC whose HEVC picture is wider or
+// taller than the ispe it is priced by (so larger than MaxPixels and
+// the render estimate count) is refused before any decoder allocates
+// it.
 func TestHEICOversizedPicture(t *testing.T) {
 	data := readFixture(t, "gradient-160x96.heic")
 	meta, off, ok := findMetaBox(data)
@@ -190,7 +191,7 @@ func TestHEICOversizedPicture(t *testing.T) {
 		t.Fatal("no meta box in the fixture")
 	}
 	img, _ := parseHEIFMeta(meta, off).primaryImage()
-	if w, h, ok := hevcSize(img.hvcC); !ok || w != 160 || h != 96 || img.oversized {
+	if w, h, _, ok := hevcSize(img.hvcC); !ok || w != 160 || h != 96 || img.oversized {
 		t.Fatalf("SPS size %d×%d %v, oversized %v; want 160×96", w, h, ok, img.oversized)
 	}
 	small := bytes.Clone(data)
@@ -199,5 +200,142 @@ func TestHEICOversizedPicture(t *testing.T) {
 	binary.BigEndian.PutUint32(small[at+4:], 16)
 	if _, err := decodeShrunk(formatHEIC.mime(), bytes.NewReader(small), plan256); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("a 160×96 picture behind an ispe of 80×16: %v", err)
+	}
+	// Two ispe, 160×16 and 16×96: the price counts the larger in area,
+	// whose height the picture's is well above.
+	split := bytes.Clone(data)
+	binary.BigEndian.PutUint32(split[at+4:], 16)
+	split = withHEIFProps(t, split, appendBox(nil, "ispe", []byte{0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 96}))
+	if c, err := heifConfig(bytes.NewReader(split)); err != nil || c.Width != 160 || c.Height != 16 {
+		t.Fatalf("heifConfig of ispe 160×16 and 16×96: %d×%d %v", c.Width, c.Height, err)
+	}
+	if _, err := decodeShrunk(formatHEIC.mime(), bytes.NewReader(split), plan256); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a 160×96 picture behind ispe of 160×16 and 16×96: %v", err)
+	}
+}
+
+// TestHEICItemExtentsBoundedByFile: an item's extents may all name the
+// whole file, which joined would be up to 65,535 times its size; they
+// are refused before the join allocates, while extents that split the
+// item join as they are.
+func TestHEICItemExtentsBoundedByFile(t *testing.T) {
+	data := make([]byte, 1<<10)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	whole := make([][2]int64, 1<<16-1)
+	for i := range whole {
+		whole[i] = [2]int64{0, int64(len(data))}
+	}
+	if b, err := itemBytes(data, whole); err == nil {
+		t.Errorf("65,535 extents of the whole %d-byte file joined into %d bytes", len(data), len(b))
+	}
+	if b, err := itemBytes(data, whole[:2]); err == nil {
+		t.Errorf("two extents of the whole file joined into %d bytes", len(b))
+	}
+	split := [][2]int64{{512, 512}, {0, 512}}
+	b, err := itemBytes(data, split)
+	if err != nil || !bytes.Equal(b, append(bytes.Clone(data[512:]), data[:512]...)) {
+		t.Errorf("an item split in two extents: %v", err)
+	}
+}
+
+// TestHEICParameterSetsOnlyInHvcC: libde265 takes a VPS, SPS or PPS
+// wherever it comes, so parameter sets in the item's data (the HEIF
+// spec puts them in hvcC) are refused, as they could describe a picture
+// of any size, and so is a second picture, which libde265 would decode
+// too; of an hvcC's sequence parameter sets, the largest is the one
+// bounded.
+func TestHEICParameterSetsOnlyInHvcC(t *testing.T) {
+	if !de265Loaded() {
+		t.Skip("no libde265")
+	}
+	small, big := encodeHEIC(t, 64, 64, false), encodeHEIC(t, 256, 128, false)
+	primary := func(data []byte) heifImage {
+		t.Helper()
+		meta, off, ok := findMetaBox(data)
+		img, ok2 := parseHEIFMeta(meta, off).primaryImage()
+		if !ok || !ok2 {
+			t.Fatal("no primary image")
+		}
+		return img
+	}
+	img := primary(small)
+	coded, err := itemBytes(small, img.extents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := hvcCNALs(img.hvcC)
+	var inBand []byte
+	for _, p := range params {
+		inBand = binary.BigEndian.AppendUint32(inBand, uint32(len(p)))
+		inBand = append(inBand, p...)
+	}
+	moved := withItemData(small, coded)
+	if _, err := decodeHEICDe265(moved, primary(moved), plan256); err != nil {
+		t.Fatalf("the item moved to an mdat of its own: %v", err)
+	}
+	inItem := withItemData(small, append(inBand, coded...))
+	if _, err := decodeHEICDe265(inItem, primary(inItem), plan256); err == nil || !strings.Contains(err.Error(), "parameter set") {
+		t.Errorf("parameter sets in the item's data: %v", err)
+	}
+	twice := withItemData(small, append(bytes.Clone(coded), coded...))
+	if _, err := decodeHEICDe265(twice, primary(twice), plan256); err == nil || !strings.Contains(err.Error(), "more than one picture") {
+		t.Errorf("the picture twice in the item's data: %v", err)
+	}
+
+	// small's hvcC with big's SPS added after its own.
+	bigParams, _ := hvcCNALs(primary(big).hvcC)
+	hvcC := append(bytes.Clone(img.hvcC[:22]), byte(len(params)+1))
+	for _, p := range append(params, bigParams[1]) {
+		hvcC = append(hvcC, p[0]>>1&0x3f, 0, 1)
+		hvcC = binary.BigEndian.AppendUint16(hvcC, uint16(len(p)))
+		hvcC = append(hvcC, p...)
+	}
+	if bigParams[1][0]>>1&0x3f != 33 {
+		t.Fatalf("big's second parameter set is of type %d, not an SPS", bigParams[1][0]>>1&0x3f)
+	}
+	if w, h, _, ok := hevcSize(hvcC); !ok || w != 256 || h != 128 {
+		t.Errorf("hvcC with SPSs of 64×64 and 256×128: %d×%d %v", w, h, ok)
+	}
+}
+
+// withItemData moves the primary item of a file laid out as heif-enc
+// writes one (one item, iloc version 0 with 4-byte fields) into a new
+// mdat after the meta box, holding item.
+func withItemData(data, item []byte) []byte {
+	ftyp := int(binary.BigEndian.Uint32(data))
+	metaEnd := ftyp + int(binary.BigEndian.Uint32(data[ftyp:]))
+	file := bytes.Clone(data[:metaEnd])
+	e := file[bytes.Index(file, []byte("iloc"))+4+8:]
+	binary.BigEndian.PutUint32(e[4:], uint32(metaEnd+8)) // base offset
+	binary.BigEndian.PutUint32(e[10:], 0)                // extent offset
+	binary.BigEndian.PutUint32(e[14:], uint32(len(item)))
+	return appendBox(file, "mdat", item)
+}
+
+// TestHEICDepthFromSPS: a 10-bit HEIC is priced as one even when its
+// hvcC header fields say 8 bits, since the decoder goes by the SPS.
+func TestHEICDepthFromSPS(t *testing.T) {
+	for _, deep := range []bool{false, true} {
+		data := bytes.Clone(encodeHEIC(t, 64, 48, deep))
+		cost := heicCost(data, 64*48, int64(len(data)))
+		at := bytes.Index(data, []byte("hvcC")) + 4
+		data[at+17] &^= 7 // bitDepthLumaMinus8
+		data[at+18] &^= 7 // bitDepthChromaMinus8
+		meta, off, _ := findMetaBox(data)
+		m := parseHEIFMeta(meta, off)
+		img, _ := m.primaryImage()
+		for _, p := range m.props {
+			if _, _, bits, ok := hevcSize(p.body); p.typ == "hvcC" && (!ok || bits != map[bool]int{false: 8, true: 10}[deep]) {
+				t.Errorf("deep %v: SPS of %d bits %v", deep, bits, ok)
+			}
+		}
+		if img.deep != deep {
+			t.Errorf("deep %v, hvcC header saying 8 bits: deep %v", deep, img.deep)
+		}
+		if c := heicCost(data, 64*48, int64(len(data))); c != cost {
+			t.Errorf("deep %v, hvcC header saying 8 bits: priced %d, not %d", deep, c, cost)
+		}
 	}
 }

@@ -273,26 +273,32 @@ func (m *heifMeta) primaryImage() (img heifImage, ok bool) {
 	if !ok || len(img.extents) == 0 {
 		return img, false
 	}
-	// Each HEVC picture's size is bounded by the largest ispe, which is
-	// what MaxPixels and the estimate count: a picture is coded at most
-	// a block of 64 pixels larger than it is shown (the conformance
-	// window crops the rest).
+	// Each HEVC picture's width and height are bounded by those of the
+	// ispe of largest area, the one heifConfig reports and so MaxPixels
+	// and the estimate count (the largest width and the largest height
+	// of two ispe would let a picture of both through): a picture is
+	// coded at most a block of 64 pixels larger than it is shown (the
+	// conformance window crops the rest).
 	var maxW, maxH int
 	var pictures [][2]int
 	for _, p := range m.props {
 		switch p.typ {
 		case "ispe":
 			if len(p.body) >= 12 {
-				maxW = max(maxW, int(binary.BigEndian.Uint32(p.body[4:])))
-				maxH = max(maxH, int(binary.BigEndian.Uint32(p.body[8:])))
+				w, h := int(binary.BigEndian.Uint32(p.body[4:])), int(binary.BigEndian.Uint32(p.body[8:]))
+				if uint64(w)*uint64(h) > uint64(maxW)*uint64(maxH) { // as findISPE picks
+					maxW, maxH = w, h
+				}
 			}
 		case "hvcC":
-			w, h, ok := hevcSize(p.body)
+			w, h, bits, ok := hevcSize(p.body)
 			if !ok {
 				w, h = 1<<30, 1<<30
 			}
 			pictures = append(pictures, [2]int{w, h})
-			if len(p.body) > 18 && (p.body[17]&7 > 0 || p.body[18]&7 > 0) {
+			// The decoder goes by the SPS, the header fields may say
+			// otherwise: the deeper of the two prices the decode.
+			if bits > 8 || len(p.body) > 18 && (p.body[17]&7 > 0 || p.body[18]&7 > 0) {
 				img.deep = true
 			}
 		}
@@ -393,21 +399,27 @@ func hvcCNALs(hvcC []byte) (nals [][]byte, ok bool) {
 	return nals, true
 }
 
-// hevcSize reads the coded picture size from the sequence parameter set
-// (H.265 7.3.2.2) in an hvcC, ok false without a readable one.
-func hevcSize(hvcC []byte) (w, h int, ok bool) {
+// hevcSize reads the largest coded picture size and the most bits a
+// sample from the sequence parameter sets (H.265 7.3.2.2) in an hvcC,
+// every one of which libde265 takes; ok is false without one, or with
+// one unreadable.
+func hevcSize(hvcC []byte) (w, h, bits int, ok bool) {
 	nals, _ := hvcCNALs(hvcC)
 	for _, nal := range nals {
-		if len(nal) > 0 && nal[0]>>1&0x3f == 33 { // SPS
-			return spsSize(nal)
+		if nalType(nal) == 33 { // SPS
+			sw, sh, sb, sok := spsSize(nal)
+			if !sok {
+				return 0, 0, 0, false
+			}
+			w, h, bits, ok = max(w, sw), max(h, sh), max(bits, sb), true
 		}
 	}
-	return 0, 0, false
+	return w, h, bits, ok
 }
 
 // spsSize reads pic_width_in_luma_samples and pic_height_in_luma_samples
-// from an SPS NAL unit.
-func spsSize(nal []byte) (w, h int, ok bool) {
+// from an SPS NAL unit, and the bits a sample of its deeper component.
+func spsSize(nal []byte) (w, h, bits int, ok bool) {
 	var rbsp []byte // without emulation prevention bytes (00 00 03)
 	zeros := 0
 	for _, c := range nal {
@@ -440,10 +452,17 @@ func spsSize(nal []byte) (w, h int, ok bool) {
 		r.bits(1) // separate_colour_plane_flag
 	}
 	cw, ch := r.ue(), r.ue()
-	if !r.ok || cw == 0 || ch == 0 || cw > 1<<20 || ch > 1<<20 {
-		return 0, 0, false
+	if r.bits(1) == 1 { // conformance_window_flag
+		r.ue()
+		r.ue()
+		r.ue()
+		r.ue()
 	}
-	return int(cw), int(ch), true
+	luma, chroma := r.ue(), r.ue() // bit_depth_luma_minus8, bit_depth_chroma_minus8
+	if !r.ok || cw == 0 || ch == 0 || cw > 1<<20 || ch > 1<<20 || luma > 8 || chroma > 8 {
+		return 0, 0, 0, false
+	}
+	return int(cw), int(ch), 8 + int(max(luma, chroma)), true
 }
 
 // bitReader reads bits most significant first; ok turns false past the
