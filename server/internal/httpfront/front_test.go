@@ -339,24 +339,7 @@ func TestFrontTakesBackShutdown(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan error)
-	go func() { waited <- tf.l.Wait(context.Background()) }()
-	select {
-	case err := <-waited:
-		t.Fatalf("Wait returned (%v) while an answer was under way", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(release)
-	if _, body := readAnswer(t, busyBR); body != "front /fast/slow" {
-		t.Fatalf("answer %q", body)
-	}
-	busy.SetReadDeadline(time.Now().Add(time.Minute))
-	if _, err := busyBR.ReadByte(); err != io.EOF {
-		t.Fatalf("after its answer: %v, want EOF", err)
-	}
-	if err := <-waited; err != nil {
-		t.Fatal(err)
-	}
+	waitOutSlowAnswer(t, tf, release, busy, busyBR, 50*time.Millisecond)
 }
 
 // TestFrontByteAtATime sends a request a byte at a time, and then one
@@ -563,24 +546,7 @@ func TestFrontClose(t *testing.T) {
 	if _, err := idleBR.ReadByte(); err != io.EOF {
 		t.Fatalf("idle connection: %v, want EOF", err)
 	}
-	waited := make(chan error)
-	go func() { waited <- tf.l.Wait(context.Background()) }()
-	select {
-	case err := <-waited:
-		t.Fatalf("Wait returned (%v) while an answer was under way", err)
-	default:
-	}
-	close(release)
-	if _, body := readAnswer(t, busyBR); body != "front /fast/slow" {
-		t.Fatalf("answer %q", body)
-	}
-	busy.SetReadDeadline(time.Now().Add(time.Minute))
-	if _, err := busyBR.ReadByte(); err != io.EOF {
-		t.Fatalf("after its answer: %v, want EOF", err)
-	}
-	if err := <-waited; err != nil {
-		t.Fatal(err)
-	}
+	waitOutSlowAnswer(t, tf, release, busy, busyBR, 0)
 	if _, err := net.Dial("tcp", tf.addr); err == nil {
 		t.Fatal("dialed a closed listener")
 	}
@@ -627,4 +593,29 @@ func startSlowFront(t *testing.T) (tf *testFront, entered, release chan struct{}
 		return fastHandler(w, r)
 	}, Config{})
 	return tf, entered, release
+}
+
+// waitOutSlowAnswer checks that the listener's Wait, started while busy's
+// answer to /fast/slow is held up, returns only after release lets that
+// answer finish (checked settle after Wait starts) and busy then closes.
+func waitOutSlowAnswer(t *testing.T, tf *testFront, release chan struct{}, busy net.Conn, busyBR *bufio.Reader, settle time.Duration) {
+	t.Helper()
+	waited := make(chan error)
+	go func() { waited <- tf.l.Wait(context.Background()) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned (%v) while an answer was under way", err)
+	case <-time.After(settle):
+	}
+	close(release)
+	if _, body := readAnswer(t, busyBR); body != "front /fast/slow" {
+		t.Fatalf("answer %q", body)
+	}
+	busy.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := busyBR.ReadByte(); err != io.EOF {
+		t.Fatalf("after its answer: %v, want EOF", err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
 }
