@@ -217,14 +217,6 @@ func narrowPlane(plane []byte, stride, cw, bits int) {
 	}
 }
 
-// nalType returns an HEVC NAL unit's type, -1 for an empty one.
-func nalType(nal []byte) int {
-	if len(nal) == 0 {
-		return -1
-	}
-	return int(nal[0] >> 1 & 0x3f)
-}
-
 // push hands libde265 one NAL unit, which it copies.
 func (l *libde265Funcs) push(ctx uintptr, nal []byte) error {
 	if len(nal) == 0 {

@@ -497,3 +497,11 @@ func (r *bitReader) ue() uint64 {
 	}
 	return 1<<zeros - 1 + r.bits(zeros)
 }
+
+// nalType returns an HEVC NAL unit's type, -1 for an empty one.
+func nalType(nal []byte) int {
+	if len(nal) == 0 {
+		return -1
+	}
+	return int(nal[0] >> 1 & 0x3f)
+}
