@@ -238,24 +238,21 @@ func TestSPopNodes(t *testing.T) {
 // draws cannot be seeded; the bound makes a false failure that unlikely).
 func TestSPopNodesLostBatch(t *testing.T) {
 	ctx := context.Background()
+	addThenPop := func(p redis.Pipeliner) error {
+		p.SAdd(ctx, "s", "a9")
+		p.SPop(ctx, "s")
+		return nil
+	}
 	for _, variant := range []struct {
 		name string
 		run  func(c *redis.Client) error
 	}{
 		{"pipeline", func(c *redis.Client) error {
-			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				p.SAdd(ctx, "s", "a9")
-				p.SPop(ctx, "s")
-				return nil
-			})
+			_, err := c.Pipelined(ctx, addThenPop)
 			return err
 		}},
 		{"multi", func(c *redis.Client) error {
-			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.SAdd(ctx, "s", "a9")
-				p.SPop(ctx, "s")
-				return nil
-			})
+			_, err := c.TxPipelined(ctx, addThenPop)
 			return err
 		}},
 		{"script", func(c *redis.Client) error {
